@@ -1,0 +1,68 @@
+"""The ``plif`` command: parses arguments and hands over to one library function per subcommand.
+
+Each subcommand lives in its own module exposing ``register(subparsers)``, which adds its parser
+and sets ``func(args) -> int``.  Modules are imported lazily by name so that ``plif spec`` does
+not pay for the training stack.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# subcommand -> module under plif.cli that registers it
+COMMANDS = {
+    "spec": "spec",
+    "zoo": "spec",
+    "data": "data",
+    "train": "train",
+    "eval": "train",
+    "bench": "bench",
+    "ablate": "experiments",
+    "report": "experiments",
+    "plot": "experiments",
+    "stats": "deploy",
+    "export": "deploy",
+}
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="plif", description="PLIF spiking neural networks (Fang et al., ICCV 2021)")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    done = set()
+    for name, module in COMMANDS.items():
+        if module in done or (only is not None and name != only):
+            continue
+        try:
+            mod = importlib.import_module(f"plif.cli.{module}")
+        except ModuleNotFoundError as e:
+            if e.name == f"plif.cli.{module}":
+                continue  # subcommand not part of this build
+            raise
+        mod.register(sub)
+        done.add(module)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    first = next((a for a in argv if not a.startswith("-")), None)
+    parser = build_parser(first if first in COMMANDS else None)
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2 if argv else 0
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except (ValueError, FileNotFoundError, RuntimeError) as e:
+        if getattr(args, "debug", False):
+            raise
+        print(f"plif {args.command}: error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,47 @@
+"""``plif spec`` (layer table for a network string) and ``plif zoo`` (the paper's networks)."""
+from __future__ import annotations
+
+
+def _shape(text: str) -> tuple:
+    try:
+        shape = tuple(int(v) for v in text.split(","))
+    except ValueError:
+        raise ValueError(f"--input must be comma-separated integers like 1,28,28, got {text!r}") from None
+    return shape
+
+
+def run_spec(args) -> int:
+    from ..models import build_network, layer_table
+
+    net = build_network(args.network, _shape(args.input), args.T, neuron=args.neuron, tau0=args.tau0)
+    print(layer_table(net))
+    return 0
+
+
+def run_zoo(args) -> int:
+    from ..models import ZOO, build_zoo, layer_table
+
+    names = [args.name] if args.name else list(ZOO)
+    for i, name in enumerate(names):
+        net = build_zoo(name, authors_code=args.authors_code)
+        if args.name:
+            print(layer_table(net))
+        else:
+            params = sum(p.numel() for p in net.parameters())
+            print(f"{name:15s} T={net.T:<3d} input={'x'.join(map(str, net.input_shape)):10s} params={params:>12,}  {net.spec}")
+    return 0
+
+
+def register(sub) -> None:
+    p = sub.add_parser("spec", help="print the layer table of a network written in the paper's notation")
+    p.add_argument("network", help='e.g. "{c128k3s1-BN-PLIF-MPk2s2}*2-DP-FC2048-PLIF-DP-FC100-PLIF-APk10s10"')
+    p.add_argument("--input", default="1,28,28", help="per-sample input shape C,H,W (or N) [1,28,28]")
+    p.add_argument("--T", type=int, default=8, help="time-steps [8]")
+    p.add_argument("--neuron", choices=["PLIF", "LIF", "IF"], help="replace every neuron token")
+    p.add_argument("--tau0", type=float, default=2.0, help="initial tau of PLIF / tau of LIF [2]")
+    p.set_defaults(func=run_spec)
+
+    z = sub.add_parser("zoo", help="list the paper's networks, or show one as a layer table")
+    z.add_argument("name", nargs="?", help="dataset name (mnist, fashion-mnist, cifar10, nmnist, cifar10-dvs, dvs128-gesture)")
+    z.add_argument("--authors-code", action="store_true", help="the authors' code's variant of the network")
+    z.set_defaults(func=run_zoo)

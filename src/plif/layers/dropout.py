@@ -1,0 +1,31 @@
+"""Dropout whose mask is drawn once per sample and reused at every time-step."""
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+__all__ = ["TimeInvariantDropout"]
+
+
+class TimeInvariantDropout(nn.Module):
+    """``x [T, B, ...]``: in training, zero each neuron of a sample with probability ``p`` for all
+    ``T`` steps together and scale survivors by ``1/(1-p)``; identity in eval mode.
+
+    A mask redrawn every step would let information leak through a dropped neuron over time;
+    the paper's dropout keeps the same network for the whole sample.
+    """
+
+    def __init__(self, p: float = 0.5):
+        super().__init__()
+        if not 0.0 <= p < 1.0:
+            raise ValueError(f"dropout probability must be in [0, 1), got {p}")
+        self.p = float(p)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if not self.training or self.p == 0.0:
+            return x
+        keep = torch.empty_like(x[0]).bernoulli_(1.0 - self.p) / (1.0 - self.p)
+        return x * keep
+
+    def extra_repr(self) -> str:
+        return f"p={self.p}, mask shared over time"

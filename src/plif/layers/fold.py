@@ -1,0 +1,41 @@
+"""Run stateless layers once over all time-steps by folding time into the batch.
+
+``[T, B, ...] -> [T*B, ...] -> layer -> [T, B, ...]``: one conv/linear/pool call instead of T.
+"""
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+__all__ = ["TimeFolded", "PerStepBatchNorm"]
+
+
+class TimeFolded(nn.Module):
+    """Wrap a stateless ``layer`` so it takes and returns ``[T, B, ...]``."""
+
+    def __init__(self, layer: nn.Module):
+        super().__init__()
+        self.layer = layer
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        T, B = x.shape[:2]
+        y = self.layer(x.flatten(0, 1))
+        return y.unflatten(0, (T, B))
+
+    def extra_repr(self) -> str:
+        return "time folded into batch"
+
+
+class PerStepBatchNorm(nn.Module):
+    """BatchNorm with statistics per time-step, as the authors' step-by-step code computes them.
+
+    One ``bn`` module is applied to each ``x[t] [B, ...]`` in turn (running statistics are updated
+    T times per batch), instead of once over ``[T*B, ...]``.
+    """
+
+    def __init__(self, bn: nn.Module):
+        super().__init__()
+        self.layer = bn
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.stack([self.layer(x[t]) for t in range(x.shape[0])])

@@ -1,0 +1,158 @@
+"""The paper's network notation, parsed verbatim.
+
+Grammar (``-`` separates items, spaces are ignored)::
+
+    network := item ('-' item)*
+    item    := '{' network '}' '*' COUNT  |  TOKEN
+
+Tokens (a registry: :data:`TOKENS`):
+
+    c128k3s1      Conv2d, 128 out channels, kernel 3, stride 1, padding k//2 (``p0`` etc. overrides)
+    BN            BatchNorm
+    PLIF LIF IF   spiking neuron layer
+    MPk2s2 APk2s2 max / average pooling (APk10s10 on features = the voting layer)
+    DP DP0.3      time-invariant dropout (p = 0.5 unless given)
+    FC2048        Linear, 2048 out features
+
+The result is a flat list of :class:`Token` in order, each remembering where it was written, so
+that errors later (shape inference) can point at the token too.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+__all__ = ["Token", "NotationError", "parse", "TOKENS"]
+
+
+class NotationError(ValueError):
+    """A malformed network string; the message quotes it and marks the offending place."""
+
+    def __init__(self, text: str, pos: int, length: int, message: str):
+        self.text, self.pos, self.message = text, pos, message
+        caret = " " * pos + "^" * max(1, length)
+        super().__init__(f"{message} at position {pos}:\n  {text}\n  {caret}")
+
+
+@dataclass(frozen=True)
+class Token:
+    """One layer token: ``kind`` (``conv``, ``bn``, ``neuron``, ``pool``, ``dropout``, ``fc``),
+    its arguments, the text as written and its position in the string."""
+
+    kind: str
+    text: str
+    pos: int
+    args: dict = field(default_factory=dict, compare=False, hash=False)
+
+
+def _ints(m, names):
+    return {n: int(m.group(n)) for n in names if m.group(n) is not None}
+
+
+# name -> (regex, kind, argument builder); tried in order, the whole token must match.
+TOKENS: dict[str, tuple[re.Pattern, str, callable]] = {
+    "conv": (re.compile(r"c(?P<out>\d+)k(?P<k>\d+)s(?P<s>\d+)(?:p(?P<p>\d+))?"), "conv",
+             lambda m: _ints(m, ("out", "k", "s", "p"))),
+    "bn": (re.compile(r"BN"), "bn", lambda m: {}),
+    "neuron": (re.compile(r"(?P<name>PLIF|LIF|IF)"), "neuron", lambda m: {"name": m.group("name")}),
+    "pool": (re.compile(r"(?P<op>MP|AP)k(?P<k>\d+)s(?P<s>\d+)"), "pool",
+             lambda m: {"op": m.group("op"), **_ints(m, ("k", "s"))}),
+    "dropout": (re.compile(r"DP(?P<p>0?\.\d+)?"), "dropout",
+                lambda m: {"p": float(m.group("p")) if m.group("p") else 0.5}),
+    "fc": (re.compile(r"FC(?P<out>\d+)"), "fc", lambda m: _ints(m, ("out",))),
+}
+
+# Hints for near misses, so "c128k3" says what is missing instead of only "unknown".
+_HINTS = [
+    (re.compile(r"c\d*(k\d*)?(s\d*)?"), "a convolution needs all of c<out>k<kernel>s<stride>, e.g. c128k3s1"),
+    (re.compile(r"(MP|AP)(k\d*)?(s\d*)?"), "pooling needs k<kernel>s<stride>, e.g. MPk2s2"),
+    (re.compile(r"FC"), "a fully connected layer needs its width, e.g. FC2048"),
+]
+
+
+def _token(text: str, word: str, pos: int) -> Token:
+    for kind, (pattern, _, build) in TOKENS.items():
+        m = pattern.fullmatch(word)
+        if m:
+            args = build(m)
+            for name, value in args.items():
+                if isinstance(value, int) and value <= 0:
+                    raise NotationError(text, pos, len(word), f"{name}={value} in {word!r} must be positive")
+            return Token(kind, word, pos, args)
+    for pattern, hint in _HINTS:
+        if pattern.fullmatch(word):
+            raise NotationError(text, pos, len(word), f"incomplete token {word!r}: {hint}")
+    valid = "c<out>k<k>s<s>, BN, PLIF, LIF, IF, MPk<k>s<s>, APk<k>s<s>, DP, FC<n>, {...}*n"
+    raise NotationError(text, pos, len(word), f"unknown token {word!r} (valid: {valid})")
+
+
+class _Parser:
+    def __init__(self, text: str):
+        self.text = text
+        self.i = 0
+
+    def _skip_space(self):
+        while self.i < len(self.text) and self.text[self.i].isspace():
+            self.i += 1
+
+    def _peek(self) -> str:
+        self._skip_space()
+        return self.text[self.i] if self.i < len(self.text) else ""
+
+    def _error(self, message, pos=None, length=1):
+        raise NotationError(self.text, self.i if pos is None else pos, length, message)
+
+    def network(self, depth: int) -> list[Token]:
+        tokens = self.item(depth)
+        while self._peek() == "-":
+            self.i += 1
+            tokens += self.item(depth)
+        return tokens
+
+    def item(self, depth: int) -> list[Token]:
+        c = self._peek()
+        if c == "{":
+            start = self.i
+            self.i += 1
+            inner = self.network(depth + 1)
+            if self._peek() != "}":
+                self._error("unbalanced braces: this '{' is never closed", start)
+            self.i += 1
+            if self._peek() != "*":
+                self._error("a group '{...}' must be followed by '*<count>'")
+            self.i += 1
+            self._skip_space()
+            m = re.compile(r"\d+").match(self.text, self.i)
+            if not m:
+                bad = re.compile(r"[^-{}\s]*").match(self.text, self.i).group(0)
+                self._error(f"bad repeat count {bad!r}: expected a positive integer after '*'", length=len(bad))
+            count = int(m.group(0))
+            if count < 1:
+                self._error(f"bad repeat count {count}: must be at least 1", length=len(m.group(0)))
+            self.i = m.end()
+            return inner * count
+        if c in ("", "-", "}", "*"):
+            what = "end of string" if c == "" else repr(c)
+            if c == "}" and depth == 0:
+                self._error("unbalanced braces: '}' without a matching '{'")
+            self._error(f"expected a layer token or '{{', found {what}")
+        start = self.i
+        m = re.compile(r"[^-{}*\s]+").match(self.text, self.i)
+        self.i = m.end()
+        return [_token(self.text, m.group(0), start)]
+
+    def parse(self) -> list[Token]:
+        if not self.text.strip():
+            raise NotationError(self.text, 0, 1, "empty network string")
+        tokens = self.network(0)
+        if self._peek():
+            c = self._peek()
+            if c == "}":
+                self._error("unbalanced braces: '}' without a matching '{'")
+            self._error(f"unexpected {c!r} after a complete item (items are separated by '-')")
+        return tokens
+
+
+def parse(text: str) -> list[Token]:
+    """Parse a network string into its flat, repeat-expanded list of tokens."""
+    return _Parser(text).parse()

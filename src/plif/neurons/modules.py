@@ -1,0 +1,121 @@
+"""IF, LIF and PLIF layers: thin modules wiring a time constant into :func:`multi_step`.
+
+Every layer takes ``x [T, B, ...]`` (multi-step) and starts from the rest potential unless a
+state is passed in, so there is no hidden state to forget to reset between samples.  ``step``
+is the single-step form: ``(x_t [B, ...], v or None) -> (S_t, V_t)``.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from .dispatch import multi_step
+from .functional import NeuronConfig, neuron_step
+
+__all__ = ["SpikingNeuron", "IF", "LIF", "PLIF", "NEURONS", "make_neuron", "tau_to_w"]
+
+
+def tau_to_w(tau: float) -> float:
+    """``w0 = -log(τ0 - 1)`` so that ``1/sigmoid(w0) = τ0`` (τ0 = 2 gives 0)."""
+    if tau <= 1:
+        raise ValueError(f"a membrane time constant must be > 1 time-step, got tau={tau}")
+    return -math.log(tau - 1)
+
+
+class SpikingNeuron(nn.Module):
+    """Base layer: subclasses say whether they leak and provide ``k()`` (``1/τ``)."""
+
+    leak = True
+
+    def __init__(self, v_threshold: float = 1.0, v_reset: float | None = 0.0, detach_reset: bool = True,
+                 surrogate: str = "atan", alpha: float | None = None, backend: str = "auto"):
+        super().__init__()
+        self.cfg = NeuronConfig(leak=self.leak, v_threshold=v_threshold, v_reset=v_reset,
+                                detach_reset=detach_reset, surrogate=surrogate, alpha=alpha)
+        self.backend = backend
+
+    def k(self, x: torch.Tensor) -> torch.Tensor:
+        """``1/τ`` as a tensor broadcastable to one step of ``x`` (``x`` is ``[T, B, ...]``)."""
+        return torch.ones((), dtype=x.dtype, device=x.device)
+
+    def forward(self, x: torch.Tensor, v0: torch.Tensor | None = None, return_state: bool = False):
+        """``x [T, B, ...]`` -> spikes ``[T, B, ...]`` (and ``V_{T-1} [B, ...]`` with ``return_state``)."""
+        spikes, v = multi_step(x, self.k(x), v0, self.cfg, self.backend)
+        return (spikes, v) if return_state else spikes
+
+    def step(self, x_t: torch.Tensor, v: torch.Tensor | None = None):
+        """Single step: ``x_t [B, ...]`` -> ``(S_t, V_t)``; pass the returned ``V_t`` back in."""
+        return neuron_step(x_t, v, self.k(x_t.unsqueeze(0)), self.cfg)
+
+    def extra_repr(self) -> str:
+        c = self.cfg
+        reset = f"v_reset={c.v_reset}" if c.hard_reset else "soft_reset"
+        return (f"v_threshold={c.v_threshold}, {reset}, detach_reset={c.detach_reset}, "
+                f"surrogate={c.surrogate}(alpha={c.alpha})")
+
+
+class IF(SpikingNeuron):
+    """Integrate-and-fire: ``H_t = V_{t-1} + X_t`` (no leak)."""
+
+    leak = False
+
+
+class LIF(SpikingNeuron):
+    """Leaky integrate-and-fire with a fixed ``τ > 1``: ``k = 1/τ``."""
+
+    def __init__(self, tau: float = 2.0, **kwargs):
+        super().__init__(**kwargs)
+        if tau <= 1:
+            raise ValueError(f"LIF needs tau > 1, got {tau}")
+        self.tau = float(tau)
+
+    def k(self, x):
+        return torch.tensor(1.0 / self.tau, dtype=x.dtype, device=x.device)
+
+    def extra_repr(self):
+        return f"tau={self.tau}, " + super().extra_repr()
+
+
+class PLIF(SpikingNeuron):
+    """Parametric LIF: ``k = sigmoid(w)``, ``τ = 1/k``, with ``w`` learnt.
+
+    ``num_channels=None`` shares one ``w`` across the layer (the paper); an integer gives one
+    ``w`` per channel, the channel being dim 2 of ``[T, B, C, ...]``.
+    """
+
+    def __init__(self, tau0: float = 2.0, num_channels: int | None = None, **kwargs):
+        super().__init__(**kwargs)
+        shape = () if num_channels is None else (int(num_channels),)
+        self.w = nn.Parameter(torch.full(shape, tau_to_w(tau0)))
+
+    @property
+    def tau(self) -> torch.Tensor:
+        """The current membrane time constant(s), ``1/sigmoid(w)`` (detached)."""
+        return 1.0 / torch.sigmoid(self.w.detach())
+
+    def k(self, x):
+        k = torch.sigmoid(self.w).to(x.dtype)
+        if k.dim() == 1:
+            k = k.view(-1, *([1] * (x.dim() - 3)))
+        return k
+
+    def extra_repr(self):
+        shape = "per-layer" if self.w.dim() == 0 else f"per-channel[{self.w.numel()}]"
+        return f"tau0={float(self.tau.flatten()[0]):.4g} ({shape}), " + super().extra_repr()
+
+
+NEURONS: dict[str, type[SpikingNeuron]] = {"IF": IF, "LIF": LIF, "PLIF": PLIF}
+
+
+def make_neuron(name: str, tau: float = 2.0, **kwargs) -> SpikingNeuron:
+    """Build a neuron layer by name (``IF``, ``LIF``, ``PLIF``, any case); ``tau`` is τ (LIF) or τ0 (PLIF)."""
+    key = name.upper()
+    if key not in NEURONS:
+        raise ValueError(f"unknown neuron {name!r}; valid: {', '.join(NEURONS)}")
+    if key == "LIF":
+        return LIF(tau=tau, **kwargs)
+    if key == "PLIF":
+        return PLIF(tau0=tau, **kwargs)
+    return IF(**kwargs)

@@ -1,0 +1,114 @@
+"""Surrogate gradients for the Heaviside spike function, in one registry.
+
+Forward is always the exact step ``Θ(x) = 1 if x >= 0 else 0``; backward replaces ``Θ'(x)``
+with the derivative of a smooth (or piecewise) primitive ``σ(x)``.  Each entry is a pure
+function of ``(x, alpha)`` and carries a small integer ``code`` that fused kernels use as a
+compile-time flag, so adding a surrogate here is the only change a new one needs on the
+PyTorch paths.
+
+| name      | σ(x)                                        | σ'(x)                                   |
+|-----------|---------------------------------------------|-----------------------------------------|
+| atan      | arctan(π/2·α·x)/π + 1/2  (paper, α = 2)      | (α/2) / (1 + (π/2·α·x)²)                |
+| sigmoid   | sigmoid(α·x)                (α = 4)          | α·sigmoid(αx)·(1 - sigmoid(αx))         |
+| rect      | clamp(α·x/2 + 1/2, 0, 1)  piecewise linear  (α = 1) | α/2 where |x| < 1/α, else 0        |
+| triangle  | piecewise quadratic         (α = 1)          | max(0, α - α²·|x|)                      |
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+
+__all__ = ["Surrogate", "SURROGATES", "get_surrogate", "heaviside", "spike_fn"]
+
+
+@dataclass(frozen=True)
+class Surrogate:
+    """A named surrogate: ``primitive(x, alpha)`` and its derivative ``grad(x, alpha)``."""
+
+    name: str
+    code: int
+    default_alpha: float
+    primitive: Callable[[torch.Tensor, float], torch.Tensor]
+    grad: Callable[[torch.Tensor, float], torch.Tensor]
+
+
+def _atan(x, alpha):
+    return torch.atan(math.pi / 2 * alpha * x) / math.pi + 0.5
+
+
+def _atan_grad(x, alpha):
+    return (alpha / 2) / (1 + (math.pi / 2 * alpha * x) ** 2)
+
+
+def _sigmoid(x, alpha):
+    return torch.sigmoid(alpha * x)
+
+
+def _sigmoid_grad(x, alpha):
+    s = torch.sigmoid(alpha * x)
+    return alpha * s * (1 - s)
+
+
+def _rect(x, alpha):
+    return torch.clamp(alpha * x / 2 + 0.5, 0.0, 1.0)
+
+
+def _rect_grad(x, alpha):
+    return (x.abs() < 1 / alpha).to(x.dtype) * (alpha / 2)
+
+
+def _triangle(x, alpha):
+    y = alpha * x
+    inner = torch.where(y < 0, 0.5 * (y + 1) ** 2, 1 - 0.5 * (1 - y) ** 2)
+    return torch.where(y <= -1, torch.zeros_like(y), torch.where(y >= 1, torch.ones_like(y), inner))
+
+
+def _triangle_grad(x, alpha):
+    return torch.clamp(alpha - alpha * alpha * x.abs(), min=0.0)
+
+
+SURROGATES: dict[str, Surrogate] = {
+    s.name: s
+    for s in (
+        Surrogate("atan", 0, 2.0, _atan, _atan_grad),
+        Surrogate("sigmoid", 1, 4.0, _sigmoid, _sigmoid_grad),
+        Surrogate("rect", 2, 1.0, _rect, _rect_grad),
+        Surrogate("triangle", 3, 1.0, _triangle, _triangle_grad),
+    )
+}
+
+
+def get_surrogate(name: str) -> Surrogate:
+    """Look a surrogate up by name; the error lists the valid names."""
+    try:
+        return SURROGATES[name]
+    except KeyError:
+        raise ValueError(f"unknown surrogate {name!r}; valid: {', '.join(SURROGATES)}") from None
+
+
+def heaviside(x: torch.Tensor) -> torch.Tensor:
+    """``Θ(x)``: 1 where ``x >= 0`` else 0, in ``x``'s dtype."""
+    return (x >= 0).to(x.dtype)
+
+
+class _SpikeFn(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, surrogate_name: str, alpha: float):
+        ctx.save_for_backward(x)
+        ctx.surrogate = get_surrogate(surrogate_name)
+        ctx.alpha = alpha
+        return heaviside(x)
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        (x,) = ctx.saved_tensors
+        return grad_out * ctx.surrogate.grad(x, ctx.alpha), None, None
+
+
+def spike_fn(x: torch.Tensor, surrogate: str = "atan", alpha: float | None = None) -> torch.Tensor:
+    """Heaviside forward, surrogate derivative backward (differentiable through autograd)."""
+    sg = get_surrogate(surrogate)
+    return _SpikeFn.apply(x, sg.name, sg.default_alpha if alpha is None else float(alpha))
