@@ -1,0 +1,96 @@
+import copy
+
+import pytest
+import torch
+from torch import nn
+
+from plif.layers import PerStepBatchNorm, TimeInvariantDropout, Voting
+from plif.models import ZOO, NotationError, build_network, build_zoo, layer_table
+from plif.neurons import LIF, PLIF
+
+# Parameter counts worked out by hand (conv: out*in*k*k; BN: 2*C; FC: in*out; PLIF: 1 each).
+HAND_COUNTS = {
+    # 128*1*9 + 256 + 1 + 128*128*9 + 256 + 1 + 6272*2048 + 1 + 2048*100 + 1
+    "mnist": 1152 + 256 + 1 + 147456 + 256 + 1 + 12845056 + 1 + 204800 + 1,
+    "fashion-mnist": 13_198_980,
+    # input 2x34x34 -> 17 -> 8: FC in 128*8*8 = 8192
+    "nmnist": 2304 + 256 + 1 + 147456 + 256 + 1 + 8192 * 2048 + 1 + 204800 + 1,
+    # 6 convs (3->256, 5x 256->256), 6 BN, 6 PLIF, FC 256*8*8 -> 2048 -> 100
+    "cifar10": 6912 + 5 * 589824 + 6 * 512 + 6 + 16384 * 2048 + 1 + 204800 + 1,
+    # 4 convs, 128x128 -> 8x8: FC 8192 -> 512 -> 100
+    "cifar10-dvs": 2304 + 3 * 147456 + 4 * 256 + 4 + 8192 * 512 + 1 + 512 * 100 + 1,
+    # 5 convs, 128 -> 4: FC 2048 -> 512 -> 110
+    "dvs128-gesture": 2304 + 4 * 147456 + 5 * 256 + 5 + 2048 * 512 + 1 + 512 * 110 + 1,
+}
+
+
+def test_hand_counts_agree_with_each_other():
+    assert HAND_COUNTS["mnist"] == HAND_COUNTS["fashion-mnist"] == 13_198_980
+
+
+@pytest.mark.parametrize("name", list(ZOO))
+def test_zoo_builds_runs_and_counts(name):
+    e = ZOO[name]
+    net = build_zoo(name, T=2)
+    assert sum(p.numel() for p in net.parameters()) == HAND_COUNTS[name]
+    torch.manual_seed(0)
+    x = torch.rand(2, 2, *e.input_shape)
+    out = net(x)
+    assert out.shape == (2, 2, e.num_classes)
+    loss = ((out.mean(0) - torch.eye(e.num_classes)[:2]) ** 2).mean()
+    loss.backward()
+    ws = [m.w for m in net.neuron_layers()]
+    assert all(w.grad is not None for w in ws)
+    assert all(p.grad is not None for p in net.parameters())
+
+
+def test_authors_code_switches():
+    assert sum(isinstance(m, TimeInvariantDropout) for m in build_zoo("cifar10", authors_code=True).layers) == 1
+    assert sum(isinstance(m, TimeInvariantDropout) for m in build_zoo("cifar10").layers) == 2
+    assert "FC2048" in build_zoo("cifar10-dvs", authors_code=True).spec
+    net = build_zoo("mnist", bn_per_step=True)
+    assert any(isinstance(m, PerStepBatchNorm) for m in net.layers)
+
+
+def test_static_input_equals_repeated_input():
+    """The encoder computed once and repeated over T gives exactly the repeated-input result,
+    running BatchNorm statistics included."""
+    net = build_zoo("fashion-mnist", T=3).double()
+    twin = copy.deepcopy(net)
+    x = torch.randn(4, 1, 28, 28, dtype=torch.float64)
+    torch.manual_seed(5)
+    a = net(x)
+    torch.manual_seed(5)
+    b = twin(x.unsqueeze(0).expand(3, *x.shape))
+    assert torch.equal(a, b)
+    for m, n in zip(net.modules(), twin.modules()):
+        if isinstance(m, nn.BatchNorm2d):
+            assert torch.equal(m.running_var, n.running_var) and torch.equal(m.running_mean, n.running_mean)
+
+
+def test_overrides_for_ablations():
+    net = build_network("c8k3s1-BN-PLIF-MPk2s2-FC20-PLIF-APk10s10", (1, 8, 8), 4, neuron="LIF", tau0=16.0, pool="avg")
+    assert all(isinstance(m, LIF) and m.tau == 16.0 for m in net.neuron_layers())
+    assert isinstance(net.layers[3].layer, torch.nn.AvgPool2d)
+    assert isinstance(net.layers[-1], Voting)
+    net = build_network("c8k3s1-PLIF-FC10-PLIF", (1, 8, 8), 4, per_channel_tau=True)
+    assert [m.w.shape for m in net.neuron_layers()] == [(8,), (10,)]
+    assert isinstance(net.neuron_layers()[0], PLIF)
+
+
+def test_shape_errors_point_at_the_token():
+    with pytest.raises(NotationError, match="a convolution needs") as e:
+        build_network("FC10-c8k3s1", (1, 8, 8))
+    assert e.value.pos == 5
+    with pytest.raises(NotationError, match="voting"):
+        build_network("FC15-APk10s10", (4,))
+    with pytest.raises(NotationError, match="larger than"):
+        build_network("MPk4s4-MPk4s4", (1, 8, 8))
+    with pytest.raises(ValueError, match="input"):
+        build_zoo("mnist")(torch.zeros(2, 3, 28, 28))
+
+
+def test_layer_table_totals():
+    table = layer_table(build_zoo("fashion-mnist"))
+    assert "13,198,980" in table and "127,588" in table
+    assert "FC2048" in table and "6272" in table
