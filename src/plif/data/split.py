@@ -1,0 +1,35 @@
+"""Class-stratified train/validation split (protocol B of SPEC §3)."""
+from __future__ import annotations
+
+import torch
+
+__all__ = ["stratified_split"]
+
+
+def stratified_split(labels: torch.Tensor, val_fraction: float = 0.15, seed: int = 0
+                     ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Split indices of ``labels [N]`` so that ``round(val_fraction * n_c)`` samples of every class
+    c go to validation, chosen by a permutation seeded with ``seed`` (same seed, same split).
+
+    Returns ``(train_idx, val_idx)``, int64, each sorted ascending, disjoint, covering ``0..N-1``.
+    """
+    if not 0.0 <= val_fraction < 1.0:
+        raise ValueError(f"val_fraction must be in [0, 1), got {val_fraction}")
+    labels = torch.as_tensor(labels).cpu()
+    if labels.dim() != 1:
+        raise ValueError(f"labels must be 1-D [N], got shape {tuple(labels.shape)}")
+    g = torch.Generator().manual_seed(int(seed))
+    # one permutation of all indices, then a stable sort by class: within each class the order is
+    # random, and classes do not influence each other's draw beyond the shared permutation
+    perm = torch.randperm(len(labels), generator=g)
+    order = perm[torch.sort(labels[perm], stable=True).indices]
+    classes, counts = torch.unique(labels, return_counts=True)
+    val_parts, start = [], 0
+    for n in counts.tolist():
+        n_val = int(val_fraction * n + 0.5)  # round half up, independent of float banking
+        val_parts.append(order[start:start + n_val])
+        start += n
+    val = torch.cat(val_parts) if val_parts else torch.empty(0, dtype=torch.long)
+    mask = torch.ones(len(labels), dtype=torch.bool)
+    mask[val] = False
+    return torch.nonzero(mask).flatten(), torch.sort(val).values

@@ -1,0 +1,236 @@
+"""Static image datasets of the paper: MNIST, Fashion-MNIST, CIFAR-10, loaded whole into memory.
+
+``load_static(name, root, train)`` returns ``images uint8 [N, C, H, W]`` and ``labels int64 [N]``.
+Files are looked up in ``root``, ``root/<name>/`` and ``root/<name>/raw/`` (gzip or not; the
+content decides), downloaded with checksums when missing and the network allows, and otherwise
+a ``FileNotFoundError`` says which files to put where.
+"""
+from __future__ import annotations
+
+import io
+import os
+import pickle
+import tarfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from .download import download_file
+from .idx import read_idx
+
+__all__ = ["StaticDataset", "STATIC_DATASETS", "load_static", "default_root"]
+
+FASHION_SYSTEM_DIR = Path("/usr/share/datasets/fashion-mnist")  # Debian: dataset-fashion-mnist
+
+
+@dataclass(frozen=True)
+class StaticDataset:
+    """One registry entry.  ``mean``/``std`` are per channel, on pixels scaled to [0, 1] (SPEC §3)."""
+
+    name: str
+    num_classes: int
+    shape: tuple[int, int, int]  # C, H, W
+    mean: tuple[float, ...]
+    std: tuple[float, ...]
+    files: dict[str, str]  # role -> file name (the .gz as published)
+    md5: dict[str, str]  # file name -> md5 of the published file
+    urls: tuple[str, ...]  # mirrors; a file's URL is mirror + file name
+    aliases: tuple[str, ...] = ()  # other folder names people keep the files under (torchvision's)
+
+
+_IDX_FILES = {
+    "train_images": "train-images-idx3-ubyte.gz",
+    "train_labels": "train-labels-idx1-ubyte.gz",
+    "test_images": "t10k-images-idx3-ubyte.gz",
+    "test_labels": "t10k-labels-idx1-ubyte.gz",
+}
+
+STATIC_DATASETS: dict[str, StaticDataset] = {
+    "mnist": StaticDataset(
+        "mnist", 10, (1, 28, 28), (0.1307,), (0.3081,), _IDX_FILES,
+        {"train-images-idx3-ubyte.gz": "f68b3c2dcbeaaa9fbdd348bbdeb94873",
+         "train-labels-idx1-ubyte.gz": "d53e105ee54ea40749a09fcbcd1e9432",
+         "t10k-images-idx3-ubyte.gz": "9fb629c4189551a2d022fa330f9573f3",
+         "t10k-labels-idx1-ubyte.gz": "ec29112dd5afa0611ce80d1b7f02629c"},
+        ("https://ossci-datasets.s3.amazonaws.com/mnist/",
+         "https://storage.googleapis.com/cvdf-datasets/mnist/"),
+        ("MNIST",)),
+    "fashion-mnist": StaticDataset(
+        "fashion-mnist", 10, (1, 28, 28), (0.2860,), (0.3530,), _IDX_FILES,
+        {"train-images-idx3-ubyte.gz": "8d4fb7e6c68d591d4c3dfef9ec88bf0d",
+         "train-labels-idx1-ubyte.gz": "25c81989df183df01b3e8a0aad5dffbe",
+         "t10k-images-idx3-ubyte.gz": "bef4ecab320f06d8554ea6380940ec79",
+         "t10k-labels-idx1-ubyte.gz": "bb300cfdad3c16e7a12a480ee83cd310"},
+        ("http://fashion-mnist.s3-website.eu-central-1.amazonaws.com/",),
+        ("FashionMNIST",)),
+    "cifar10": StaticDataset(
+        "cifar10", 10, (3, 32, 32), (0.4914, 0.4822, 0.4465), (0.2023, 0.1994, 0.2010),
+        {"archive": "cifar-10-python.tar.gz"},
+        {"cifar-10-python.tar.gz": "c58f30108f718f92721af3b95e74349a"},
+        ("https://www.cs.toronto.edu/~kriz/",),
+        ("CIFAR10",)),
+}
+
+CIFAR_DIR = "cifar-10-batches-py"
+CIFAR_TRAIN = tuple(f"data_batch_{i}" for i in range(1, 6))
+CIFAR_TEST = ("test_batch",)
+
+
+def default_root() -> Path:
+    """``$PLIF_DATA_ROOT`` or ``~/.cache/plif/data``: where downloads go when no root is given."""
+    return Path(os.environ.get("PLIF_DATA_ROOT", Path.home() / ".cache" / "plif" / "data"))
+
+
+def _candidate_dirs(entry: StaticDataset, root: Path) -> list[Path]:
+    dirs = [root]
+    for name in (entry.name, *entry.aliases):
+        dirs += [root / name, root / name / "raw"]
+    return dirs
+
+
+def _find_idx(dirs: list[Path], gz_name: str) -> Path | None:
+    for d in dirs:
+        for fname in (gz_name, gz_name[:-3]):  # gz or unpacked: the reader looks at the content
+            if (d / fname).is_file():
+                return d / fname
+    return None
+
+
+def _missing(entry: StaticDataset, root: Path, names: list[str], why: str) -> FileNotFoundError:
+    urls = "\n".join(f"  {entry.urls[0]}{n}" for n in names)
+    return FileNotFoundError(
+        f"{entry.name}: missing {', '.join(names)} ({why}).\n"
+        f"Put these files (gzip or unpacked) in {root} or {root / entry.name}/:\n{urls}")
+
+
+def _load_idx_dataset(entry: StaticDataset, root: Path, train: bool, download: bool,
+                      system: bool) -> tuple[np.ndarray, np.ndarray]:
+    split = "train" if train else "test"
+    names = [entry.files[f"{split}_images"], entry.files[f"{split}_labels"]]
+    dirs = _candidate_dirs(entry, root)
+    if entry.name == "fashion-mnist" and system:
+        dirs.insert(0, FASHION_SYSTEM_DIR)
+    paths = [_find_idx(dirs, n) for n in names]
+    missing = [n for n, p in zip(names, paths) if p is None]
+    if missing:
+        if not download:
+            raise _missing(entry, root, missing, "download=False")
+        for n in missing:
+            try:
+                download_file([u + n for u in entry.urls], root / entry.name / n, entry.md5[n])
+            except OSError as e:
+                raise _missing(entry, root, missing, f"download failed: {e}") from None
+        paths = [_find_idx(dirs, n) for n in names]
+    images = read_idx(paths[0], expect_type=0x08, expect_ndim=3)
+    labels = read_idx(paths[1], expect_type=0x08, expect_ndim=1)
+    if len(images) != len(labels):
+        raise ValueError(f"{paths[0]} has {len(images)} images but {paths[1]} has {len(labels)} labels")
+    return images[:, None], labels
+
+
+class _ArrayUnpickler(pickle.Unpickler):
+    """Pickle loader that only rebuilds numpy arrays: CIFAR batches need nothing else, and a
+    general ``pickle.load`` would run whatever callable a tampered file names."""
+
+    ALLOWED = {("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
+               ("numpy", "ndarray"), ("numpy", "dtype")}
+
+    def find_class(self, module, name):
+        if (module, name) not in self.ALLOWED:
+            raise pickle.UnpicklingError(f"refusing to load {module}.{name} from a CIFAR batch")
+        return super().find_class(module, name)
+
+
+def _parse_cifar_batch(blob: bytes, where: str) -> tuple[np.ndarray, np.ndarray]:
+    try:
+        d = _ArrayUnpickler(io.BytesIO(blob), encoding="bytes").load()
+        data = np.asarray(d[b"data"], dtype=np.uint8)
+        labels = np.asarray(d[b"labels"], dtype=np.int64)
+    except (pickle.UnpicklingError, EOFError, KeyError, TypeError, ValueError) as e:
+        raise ValueError(f"{where}: not a CIFAR-10 python batch ({type(e).__name__}: {e})") from None
+    if data.ndim != 2 or data.shape[1] != 3 * 32 * 32 or len(labels) != len(data):
+        raise ValueError(f"{where}: data {data.shape} / labels {labels.shape}, expected [N, 3072] / [N]")
+    return data.reshape(-1, 3, 32, 32), labels  # each row: 1024 R, 1024 G, 1024 B, row-major
+
+
+def _find_cifar(entry: StaticDataset, root: Path) -> tuple[str, Path] | None:
+    for d in _candidate_dirs(entry, root):
+        if (d / CIFAR_DIR / "test_batch").is_file():
+            return "dir", d / CIFAR_DIR
+        if (d / entry.files["archive"]).is_file():
+            return "tar", d / entry.files["archive"]
+    return None
+
+
+def _read_cifar_tar(path: Path, batches: tuple[str, ...]) -> list[tuple[np.ndarray, np.ndarray]]:
+    parts = []
+    try:
+        with tarfile.open(path, "r:gz") as tar:
+            for b in batches:
+                member = f"{CIFAR_DIR}/{b}"
+                try:
+                    f = tar.extractfile(member)
+                except KeyError:
+                    f = None
+                if f is None:
+                    raise ValueError(f"{path}: archive has no file {member}")
+                parts.append(_parse_cifar_batch(f.read(), f"{path}:{member}"))
+    except (tarfile.TarError, EOFError, OSError) as e:
+        raise ValueError(f"{path}: corrupt or truncated archive ({e})") from None
+    return parts
+
+
+def _load_cifar(entry: StaticDataset, root: Path, train: bool, download: bool,
+                system: bool) -> tuple[np.ndarray, np.ndarray]:
+    found = _find_cifar(entry, root)
+    archive = entry.files["archive"]
+    if found is None:
+        why = "download=False"
+        if download:
+            try:
+                download_file([u + archive for u in entry.urls], root / entry.name / archive, entry.md5[archive])
+            except OSError as e:
+                why = f"download failed: {e}"
+            found = _find_cifar(entry, root)
+        if found is None:
+            raise FileNotFoundError(
+                f"cifar10: missing {archive} ({why}).\nPut {entry.urls[0]}{archive} in {root} or "
+                f"{root / entry.name}/, or its extracted folder {CIFAR_DIR}/ (data_batch_1..5, test_batch) there.")
+    kind, path = found
+    batches = CIFAR_TRAIN if train else CIFAR_TEST
+    if kind == "tar":
+        parts = _read_cifar_tar(path, batches)
+    else:
+        parts = []
+        for b in batches:
+            if not (path / b).is_file():
+                raise FileNotFoundError(f"{path / b}: CIFAR-10 batch missing")
+            parts.append(_parse_cifar_batch((path / b).read_bytes(), str(path / b)))
+    return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
+
+
+def load_static(name: str, root: str | Path | None = None, train: bool = True,
+                download: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
+    """Load a whole split: ``images uint8 [N, C, H, W]`` (raw 0..255), ``labels int64 [N]``.
+
+    ``name`` is a key of ``STATIC_DATASETS``.  ``root=None`` means ``default_root()``, and for
+    Fashion-MNIST the Debian folder ``/usr/share/datasets/fashion-mnist`` is searched first.
+    Missing files are downloaded (md5-checked) unless ``download=False``; if that is impossible a
+    ``FileNotFoundError`` names the files and folder.  Corrupt files raise ``ValueError``.
+    """
+    if name not in STATIC_DATASETS:
+        raise ValueError(f"unknown static dataset {name!r}; known: {sorted(STATIC_DATASETS)}")
+    entry = STATIC_DATASETS[name]
+    system = root is None
+    root = default_root() if root is None else Path(root).expanduser()
+    loader = _load_cifar if name == "cifar10" else _load_idx_dataset
+    images, labels = loader(entry, root, train, download, system)
+    if images.shape[1:] != entry.shape:
+        raise ValueError(f"{name}: images have shape {images.shape[1:]}, expected {entry.shape}")
+    bad = (labels < 0) | (labels >= entry.num_classes)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise ValueError(f"{name}: label {int(labels[i])} at index {i} outside 0..{entry.num_classes - 1}")
+    return torch.from_numpy(np.ascontiguousarray(images)), torch.from_numpy(labels.astype(np.int64))

@@ -1,0 +1,31 @@
+import pytest
+import torch
+
+from plif.data.split import stratified_split
+
+
+def test_per_class_fraction_disjoint_cover():
+    labels = torch.cat([torch.full((n,), c) for c, n in enumerate([100, 40, 7, 0, 20])])
+    labels = labels[torch.randperm(len(labels), generator=torch.Generator().manual_seed(0))]
+    tr, va = stratified_split(labels, 0.15, seed=0)
+    assert tr.dtype == va.dtype == torch.int64
+    assert torch.equal(torch.sort(torch.cat([tr, va])).values, torch.arange(len(labels)))
+    assert torch.equal(tr, torch.sort(tr).values) and torch.equal(va, torch.sort(va).values)
+    counts = torch.bincount(labels[va], minlength=5).tolist()
+    assert counts == [15, 6, 1, 0, 3]  # round(0.15 * n): 15, 6, 1.05 -> 1, 0, 3
+
+
+def test_deterministic_and_seed_dependent():
+    labels = torch.arange(600) % 10
+    a = stratified_split(labels, seed=3)
+    b = stratified_split(labels, seed=3)
+    c = stratified_split(labels, seed=4)
+    assert torch.equal(a[1], b[1]) and not torch.equal(a[1], c[1])
+    assert len(a[1]) == 90
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError, match="val_fraction"):
+        stratified_split(torch.zeros(4, dtype=torch.long), 1.0)
+    with pytest.raises(ValueError, match="1-D"):
+        stratified_split(torch.zeros(2, 2, dtype=torch.long))

@@ -1,0 +1,170 @@
+import gzip
+import io
+import os
+import pickle
+import struct
+import tarfile
+import urllib.error
+import urllib.request
+
+import numpy as np
+import pytest
+import torch
+
+from plif.data import static
+from plif.data.static import STATIC_DATASETS, load_static
+
+
+def idx_bytes(arr: np.ndarray) -> bytes:
+    return bytes([0, 0, 8, arr.ndim]) + b"".join(struct.pack(">I", s) for s in arr.shape) + arr.tobytes()
+
+
+def write_mnist(folder, n=5, prefix="t10k", gz=True):
+    folder.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(0)
+    images = rng.integers(0, 256, (n, 28, 28), dtype=np.uint8)
+    labels = (np.arange(n) % 10).astype(np.uint8)
+    for kind, arr in (("images-idx3", images), ("labels-idx1", labels)):
+        data = idx_bytes(arr)
+        name = f"{prefix}-{kind}-ubyte"
+        if gz:
+            (folder / (name + ".gz")).write_bytes(gzip.compress(data))
+        else:
+            (folder / name).write_bytes(data)
+    return images, labels
+
+
+def cifar_batch(n, seed):
+    rng = np.random.default_rng(seed)
+    data = rng.integers(0, 256, (n, 3072), dtype=np.uint8)
+    labels = [int(v) for v in rng.integers(0, 10, n)]
+    blob = pickle.dumps({b"batch_label": b"x", b"labels": labels, b"data": data, b"filenames": [b"f"] * n})
+    return blob, data, labels
+
+
+def test_registry_matches_spec():
+    assert set(STATIC_DATASETS) == {"mnist", "fashion-mnist", "cifar10"}
+    assert STATIC_DATASETS["mnist"].mean == (0.1307,) and STATIC_DATASETS["mnist"].std == (0.3081,)
+    assert STATIC_DATASETS["fashion-mnist"].mean == (0.2860,) and STATIC_DATASETS["fashion-mnist"].std == (0.3530,)
+    c = STATIC_DATASETS["cifar10"]
+    assert c.mean == (0.4914, 0.4822, 0.4465) and c.std == (0.2023, 0.1994, 0.2010) and c.shape == (3, 32, 32)
+    assert all(e.num_classes == 10 for e in STATIC_DATASETS.values())
+
+
+@pytest.mark.parametrize("layout", ["", "mnist", "mnist/raw", "MNIST/raw"])
+@pytest.mark.parametrize("gz", [True, False])
+def test_mnist_layouts(tmp_path, layout, gz):
+    images, labels = write_mnist(tmp_path / layout if layout else tmp_path, gz=gz)
+    x, y = load_static("mnist", tmp_path, train=False, download=False)
+    assert x.dtype == torch.uint8 and x.shape == (5, 1, 28, 28) and y.dtype == torch.int64
+    assert torch.equal(x[:, 0], torch.from_numpy(images)) and torch.equal(y, torch.from_numpy(labels).long())
+
+
+def test_missing_files_say_what_to_put_where(tmp_path, monkeypatch):
+    def offline(*a, **k):
+        raise urllib.error.URLError("no network")
+
+    monkeypatch.setattr(urllib.request, "urlopen", offline)
+    with pytest.raises(FileNotFoundError) as e:
+        load_static("mnist", tmp_path, train=True)
+    msg = str(e.value)
+    assert "train-images-idx3-ubyte.gz" in msg and "train-labels-idx1-ubyte.gz" in msg
+    assert str(tmp_path) in msg and "download failed" in msg and "no network" in msg
+    with pytest.raises(FileNotFoundError, match="(?s)cifar-10-python.tar.gz.*cifar-10-batches-py"):
+        load_static("cifar10", tmp_path)
+    with pytest.raises(ValueError, match="unknown static dataset"):
+        load_static("svhn", tmp_path)
+
+
+def test_checksum_mismatch_is_not_written(tmp_path, monkeypatch):
+    class Fake(io.BytesIO):
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *a):
+            return False
+
+    monkeypatch.setattr(urllib.request, "urlopen", lambda url, timeout=None: Fake(b"not the file"))
+    with pytest.raises(FileNotFoundError, match="md5"):
+        load_static("mnist", tmp_path, train=False)
+    assert not list(tmp_path.rglob("*.gz"))
+
+
+def test_images_labels_count_mismatch(tmp_path):
+    write_mnist(tmp_path)
+    (tmp_path / "t10k-labels-idx1-ubyte.gz").write_bytes(gzip.compress(idx_bytes(np.zeros(4, np.uint8))))
+    with pytest.raises(ValueError, match="5 images but .* 4 labels"):
+        load_static("mnist", tmp_path, train=False, download=False)
+
+
+def test_label_out_of_range(tmp_path):
+    write_mnist(tmp_path)
+    (tmp_path / "t10k-labels-idx1-ubyte.gz").write_bytes(gzip.compress(idx_bytes(np.array([0, 1, 12, 3, 4], np.uint8))))
+    with pytest.raises(ValueError, match="label 12 at index 2"):
+        load_static("mnist", tmp_path, train=False, download=False)
+
+
+@pytest.mark.parametrize("packed", [False, True])
+def test_cifar10_batches(tmp_path, packed):
+    batches = {f"data_batch_{i}": cifar_batch(3, i) for i in range(1, 6)}
+    batches["test_batch"] = cifar_batch(4, 9)
+    if packed:
+        (tmp_path / "cifar10").mkdir()
+        with tarfile.open(tmp_path / "cifar10" / "cifar-10-python.tar.gz", "w:gz") as tar:
+            for name, (blob, _, _) in batches.items():
+                info = tarfile.TarInfo(f"cifar-10-batches-py/{name}")
+                info.size = len(blob)
+                tar.addfile(info, io.BytesIO(blob))
+    else:
+        d = tmp_path / "cifar-10-batches-py"
+        d.mkdir()
+        for name, (blob, _, _) in batches.items():
+            (d / name).write_bytes(blob)
+    x, y = load_static("cifar10", tmp_path, train=True, download=False)
+    assert x.shape == (15, 3, 32, 32) and y.shape == (15,) and x.dtype == torch.uint8
+    _, data1, labels1 = batches["data_batch_1"]
+    # a row is 1024 red, 1024 green, 1024 blue values, each plane row-major 32x32
+    assert torch.equal(x[0, 1, 0, :], torch.from_numpy(data1[0, 1024:1056]))
+    assert torch.equal(x[3], torch.from_numpy(batches["data_batch_2"][1][0].reshape(3, 32, 32)))
+    assert y[:3].tolist() == labels1
+    xt, yt = load_static("cifar10", tmp_path, train=False, download=False)
+    assert xt.shape == (4, 3, 32, 32) and yt.tolist() == batches["test_batch"][2]
+
+
+def test_cifar_pickle_with_code_is_refused(tmp_path):
+    d = tmp_path / "cifar-10-batches-py"
+    d.mkdir()
+    (d / "test_batch").write_bytes(pickle.dumps({b"data": os.getcwd}))  # names a callable: must not load
+    with pytest.raises(ValueError, match="test_batch: not a CIFAR-10 python batch.*refusing"):
+        load_static("cifar10", tmp_path, train=False, download=False)
+
+
+def test_truncated_cifar_archive(tmp_path):
+    blob, _, _ = cifar_batch(2, 0)
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        info = tarfile.TarInfo("cifar-10-batches-py/test_batch")
+        info.size = len(blob)
+        tar.addfile(info, io.BytesIO(blob))
+    (tmp_path / "cifar-10-python.tar.gz").write_bytes(buf.getvalue()[:200])
+    with pytest.raises(ValueError, match="cifar-10-python.tar.gz"):
+        load_static("cifar10", tmp_path, train=False, download=False)
+
+
+@pytest.mark.skipif(not static.FASHION_SYSTEM_DIR.is_dir(), reason="Debian dataset-fashion-mnist not installed")
+def test_real_fashion_mnist(tmp_path):
+    x, y = load_static("fashion-mnist", None, train=True, download=False)
+    assert x.shape == (60000, 1, 28, 28) and x.dtype == torch.uint8
+    assert torch.bincount(y).tolist() == [6000] * 10
+    assert abs(x.float().mean().item() / 255 - STATIC_DATASETS["fashion-mnist"].mean[0]) < 1e-3
+    xt, yt = load_static("fashion-mnist", None, train=False, download=False)
+    assert xt.shape == (10000, 1, 28, 28) and torch.bincount(yt).tolist() == [1000] * 10
+
+
+def test_real_mnist_test_split(shared_data):
+    d = shared_data("mnist_idx")
+    x, y = load_static("mnist", d, train=False, download=False)
+    assert x.shape == (10000, 1, 28, 28) and y[:8].tolist() == [7, 2, 1, 0, 4, 1, 4, 9]
+    assert abs(x.float().mean().item() - 33.79) < 0.01
+    with pytest.raises(FileNotFoundError, match="train-images-idx3-ubyte.gz"):
+        load_static("mnist", d, train=True, download=False)
