@@ -1,0 +1,53 @@
+"""``plif stats RUN`` (firing rates, SynOps, energy) and ``plif export RUN --nir FILE``."""
+from __future__ import annotations
+
+import json
+
+
+def run_stats(args) -> int:
+    from ..deploy import collect_stats, load_run, render_stats
+    from ..deploy.eval_data import random_batches, test_batches
+
+    net, config = load_run(args.run, which=args.which)
+    if args.random:
+        batches = random_batches(net.input_shape, args.samples, args.batch_size, seed=args.seed)
+    else:
+        batches = test_batches(config, args.data_dir, args.samples, args.batch_size)
+    st = collect_stats(net, batches, max_samples=args.samples)
+    print(render_stats(st))
+    if args.json:
+        from ..deploy.files import write_text_atomic
+
+        write_text_atomic(args.json, json.dumps(st.to_dict(), indent=2) + "\n")
+        print(f"wrote {args.json}")
+    return 0
+
+
+def run_export(args) -> int:
+    from ..deploy import load_run
+    from ..deploy.nir_export import export_nir
+
+    net, _ = load_run(args.run, which=args.which)
+    path = export_nir(net, args.nir, verify=not args.no_verify)
+    print(f"wrote {path} (NIR; BN folded, dt = 1, T = {net.T})")
+    return 0
+
+
+def register(sub) -> None:
+    p = sub.add_parser("stats", help="per-layer firing rates, synaptic operations and energy estimate of a trained run")
+    p.add_argument("run", help="run folder (config.json + checkpoints/)")
+    p.add_argument("--which", default="best", help="checkpoint name under checkpoints/ or a .pt path [best]")
+    p.add_argument("--samples", type=int, default=1000, help="test samples to run [1000]")
+    p.add_argument("--batch-size", type=int, default=64, help="batch size [64]")
+    p.add_argument("--data-dir", help="dataset root (default: the data package's default location)")
+    p.add_argument("--random", action="store_true", help="use random normal input instead of the test set")
+    p.add_argument("--seed", type=int, default=0, help="seed of --random input [0]")
+    p.add_argument("--json", help="also write the statistics as JSON to this file")
+    p.set_defaults(func=run_stats)
+
+    e = sub.add_parser("export", help="export a trained run to NIR (Neuromorphic Intermediate Representation)")
+    e.add_argument("run", help="run folder (config.json + checkpoints/)")
+    e.add_argument("--nir", required=True, help="output .nir file (HDF5), written atomically")
+    e.add_argument("--which", default="best", help="checkpoint name under checkpoints/ or a .pt path [best]")
+    e.add_argument("--no-verify", action="store_true", help="skip re-importing the graph and comparing spikes")
+    e.set_defaults(func=run_export)

@@ -1,0 +1,24 @@
+"""Inference and deployment: BN folding, spike-only inference, SynOps/energy statistics, NIR export.
+
+``nir`` is an optional dependency, imported only by the NIR functions.
+"""
+from .bn_folding import fold_batchnorm
+from .run_loader import load_run
+from .spike_inference import spike_fed_layers, to_spike_inference
+from .spike_ops import SpikeConv2d, SpikeLinear, spike_conv2d, spike_linear
+from .stats import ENERGY_SOURCE, NetworkStats, collect_stats, render_stats
+
+__all__ = ["fold_batchnorm", "load_run", "to_spike_inference", "spike_fed_layers", "SpikeLinear", "SpikeConv2d",
+           "spike_linear", "spike_conv2d", "collect_stats", "render_stats", "NetworkStats", "ENERGY_SOURCE",
+           "export_nir", "to_nir", "read_nir", "from_nir"]
+
+
+def __getattr__(name):
+    # NIR helpers load lazily so ``import plif.deploy`` works without the nir package
+    if name in ("export_nir", "to_nir"):
+        from . import nir_export
+        return getattr(nir_export, name)
+    if name in ("read_nir", "from_nir"):
+        from . import nir_import
+        return getattr(nir_import, name)
+    raise AttributeError(name)

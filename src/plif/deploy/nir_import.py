@@ -1,0 +1,198 @@
+"""Read a NIR graph back into a PyTorch module that runs the discrete (dt = 1) dynamics.
+
+The inverse of :mod:`plif.deploy.nir_export`: LIF nodes step ``H = V + (dt/τ)(r X - (V - v_leak))``,
+IF nodes ``H = V + r X``, both fire on ``H >= v_threshold`` (this project's Θ) and reset hard to
+``v_reset``.  Only chains (each node one input, one output) of the node types the exporter
+writes are supported, plus ``Scale``; anything else is refused with the node's name.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ..layers import TimeFolded
+
+__all__ = ["NIRNeuron", "NIRNetwork", "from_nir", "read_nir"]
+
+
+def _t(a) -> torch.Tensor:
+    return torch.as_tensor(np.asarray(a))
+
+
+class NIRNeuron(nn.Module):
+    """LIF (``tau`` given) or IF (``tau=None``) over ``[T, B, ...]`` with per-neuron parameters."""
+
+    def __init__(self, r, v_threshold, v_reset, tau=None, v_leak=None, dt: float = 1.0):
+        super().__init__()
+        self.register_buffer("r", _t(r).float())
+        self.register_buffer("v_threshold", _t(v_threshold).float())
+        self.register_buffer("v_reset", _t(v_reset).float())
+        # k computed in float64 then rounded once, so τ = 1/k (exported in float64) gives k back exactly
+        self.register_buffer("k", None if tau is None else (dt / _t(tau).double()).float())
+        self.register_buffer("v_leak", None if v_leak is None else _t(v_leak).float())
+
+    @torch.no_grad()
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """``x [T, B, ...]`` -> spikes ``[T, B, ...]``, starting from ``v_reset``."""
+        dtype = x.dtype
+        r, vth, vr = self.r.to(dtype), self.v_threshold.to(dtype), self.v_reset.to(dtype)
+        v = vr.expand_as(x[0])
+        out = torch.empty_like(x)
+        for t in range(x.shape[0]):
+            xt = x[t] if bool((self.r == 1).all()) else r * x[t]
+            if self.k is None:
+                h = v + xt  # charge (IF)
+            else:
+                h = v + self.k.to(dtype) * (xt - (v - self.v_leak.to(dtype)))  # charge (LIF)
+            s = (h - vth >= 0).to(dtype)  # fire
+            v = h * (1 - s) + vr * s  # reset (hard)
+            out[t] = s
+        return out
+
+
+class _Threshold(nn.Module):
+    def __init__(self, threshold):
+        super().__init__()
+        self.register_buffer("threshold", _t(threshold).float())
+
+    def forward(self, x):
+        return (x > self.threshold.to(x.dtype)).to(x.dtype)
+
+
+class _Scale(nn.Module):
+    def __init__(self, scale):
+        super().__init__()
+        self.register_buffer("scale", _t(scale).float())
+
+    def forward(self, x):
+        return x * self.scale.to(x.dtype)
+
+
+def _ints(v) -> tuple:
+    a = np.atleast_1d(np.asarray(v)).astype(int).tolist()
+    return tuple(a * 2 if len(a) == 1 else a)
+
+
+def _module(name: str, node, dt: float) -> nn.Module | None:
+    kind = type(node).__name__
+    if kind in ("Input", "Output"):
+        return None
+    if kind == "Conv2d":
+        if isinstance(node.padding, str):
+            raise ValueError(f"NIR node {name!r}: string padding {node.padding!r} is not supported")
+        w = _t(node.weight).float()
+        conv = nn.Conv2d(w.shape[1] * int(node.groups), w.shape[0], tuple(w.shape[2:]), _ints(node.stride),
+                         _ints(node.padding), _ints(node.dilation), int(node.groups), bias=True)
+        conv.weight.data.copy_(w)
+        conv.bias.data.copy_(_t(node.bias).float())
+        return TimeFolded(conv)
+    if kind in ("Linear", "Affine"):
+        w = _t(node.weight).float()
+        lin = nn.Linear(w.shape[1], w.shape[0], bias=kind == "Affine")
+        lin.weight.data.copy_(w)
+        if kind == "Affine":
+            lin.bias.data.copy_(_t(node.bias).float())
+        return TimeFolded(lin)
+    if kind == "Flatten":
+        end = int(node.end_dim)
+        return TimeFolded(nn.Flatten(int(node.start_dim) + 1, end if end < 0 else end + 1))
+    if kind in ("AvgPool2d", "SumPool2d"):
+        return TimeFolded(nn.AvgPool2d(_ints(node.kernel_size), _ints(node.stride), _ints(node.padding),
+                                       count_include_pad=True, divisor_override=1 if kind == "SumPool2d" else None))
+    if kind == "Threshold":
+        return _Threshold(node.threshold)
+    if kind == "Scale":
+        return _Scale(node.scale)
+    if kind == "LIF":
+        return NIRNeuron(node.r, node.v_threshold, node.v_reset, tau=node.tau, v_leak=node.v_leak, dt=dt)
+    if kind == "IF":
+        return NIRNeuron(node.r, node.v_threshold, node.v_reset)
+    raise ValueError(f"NIR node {name!r}: type {kind} is not supported by this importer")
+
+
+def _chain(graph) -> list[str]:
+    nexts: dict[str, list[str]] = {}
+    prevs: dict[str, list[str]] = {}
+    for a, b in graph.edges:
+        nexts.setdefault(a, []).append(b)
+        prevs.setdefault(b, []).append(a)
+    starts = [n for n in graph.nodes if type(graph.nodes[n]).__name__ == "Input"]
+    if len(starts) != 1:
+        raise ValueError(f"NIR graph must have exactly one Input node, found {len(starts)}")
+    order, name = [], starts[0]
+    while True:
+        order.append(name)
+        succ = nexts.get(name, [])
+        if not succ:
+            break
+        if len(succ) > 1 or len(prevs.get(succ[0], [])) > 1:
+            raise ValueError(f"NIR graph is not a chain at node {name!r} (only sequential graphs are supported)")
+        name = succ[0]
+        if name in order:
+            raise ValueError(f"NIR graph has a cycle through node {name!r}")
+    if len(order) != len(graph.nodes):
+        missing = sorted(set(graph.nodes) - set(order))
+        raise ValueError(f"NIR graph nodes not on the input->output chain: {', '.join(missing)}")
+    return order
+
+
+def _meta(graph, key, default=None):
+    v = (graph.metadata or {}).get(key, default)
+    return v.decode() if isinstance(v, bytes) else v
+
+
+class NIRNetwork(nn.Module):
+    """The imported chain; ``forward(x [T, B, ...] or static [B, ...]) -> [T, B, outputs]``."""
+
+    def __init__(self, layers: list[nn.Module], names: list[str], input_shape: tuple, T: int | None):
+        super().__init__()
+        self.layers = nn.ModuleList(layers)
+        self.names = names
+        self.input_shape = tuple(input_shape)
+        self.T = T
+
+    @torch.no_grad()
+    def forward(self, x: torch.Tensor, T: int | None = None) -> torch.Tensor:
+        if x.dim() == len(self.input_shape) + 1:
+            steps = T or self.T
+            if not steps:
+                raise ValueError("a static input needs T (not recorded in the NIR metadata)")
+            x = x.unsqueeze(0).expand(steps, *x.shape)
+        if tuple(x.shape[2:]) != self.input_shape:
+            raise ValueError(f"expected input [T, B, {', '.join(map(str, self.input_shape))}], got {tuple(x.shape)}")
+        for layer in self.layers:
+            x = layer(x)
+        return x
+
+
+def from_nir(graph) -> NIRNetwork:
+    """Build a :class:`NIRNetwork` from a ``nir.NIRGraph`` (``dt`` from its metadata, else 1)."""
+    dt = float(_meta(graph, "dt", 1.0))
+    order = _chain(graph)
+    layers, names = [], []
+    for name in order:
+        m = _module(name, graph.nodes[name], dt)
+        if m is not None:
+            layers.append(m)
+            names.append(name)
+    shape = tuple(int(s) for s in np.asarray(graph.nodes[order[0]].input_type["input"]).tolist())
+    T = _meta(graph, "T")
+    return NIRNetwork(layers, names, shape, None if T is None else int(T)).eval()
+
+
+def read_nir(path: str | Path) -> NIRNetwork:
+    """Read a ``.nir`` file written by :func:`plif.deploy.nir_export.write_nir` (or any chain of supported nodes)."""
+    import nir
+
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"NIR file {path} not found")
+    try:
+        graph = nir.read(path)
+    except Exception as e:  # h5py / nir raise many types for damaged files
+        raise ValueError(f"{path}: not a readable NIR file ({type(e).__name__}: {e})") from None
+    return from_nir(graph)

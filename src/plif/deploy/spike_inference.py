@@ -1,0 +1,54 @@
+"""Spike-only inference: a folded network whose spike-fed conv/linear layers only accumulate.
+
+Which layers see binary input is decided from the structure: the output of a spiking layer is
+binary and stays binary through eval-mode dropout, flatten and max pooling (the max of spikes
+is their OR); convolution, linear, average pooling and voting produce real values.  The first
+layer (the encoder on static images or event counts) therefore stays a dense float layer.
+"""
+from __future__ import annotations
+
+from torch import nn
+
+from ..layers import TimeFolded, TimeInvariantDropout
+from ..models import SpikingNetwork
+from ..neurons import SpikingNeuron
+from .bn_folding import fold_batchnorm
+from .spike_ops import DEFAULT_MAX_DENSITY, SpikeConv2d, SpikeLinear
+
+__all__ = ["to_spike_inference", "keeps_binary", "spike_fed_layers"]
+
+
+def keeps_binary(layer: nn.Module) -> bool:
+    """Whether a binary input stays binary through ``layer`` (in eval mode)."""
+    if isinstance(layer, TimeInvariantDropout):
+        return True
+    return isinstance(layer, TimeFolded) and isinstance(layer.layer, (nn.Flatten, nn.MaxPool2d, nn.Identity))
+
+
+def spike_fed_layers(net: SpikingNetwork) -> list[int]:
+    """Indices of the layers of ``net`` whose input is a spike tensor."""
+    fed, binary = [], False
+    for i, layer in enumerate(net.layers):
+        if binary:
+            fed.append(i)
+        binary = isinstance(layer, SpikingNeuron) or (binary and keeps_binary(layer))
+    return fed
+
+
+def to_spike_inference(net: SpikingNetwork, max_density: float = DEFAULT_MAX_DENSITY,
+                       validate: bool = True) -> SpikingNetwork:
+    """BN-folded eval copy of ``net`` with every spike-fed ``Conv2d``/``Linear`` replaced by its
+    gather-accumulate form (:class:`SpikeConv2d`, :class:`SpikeLinear`).
+
+    ``max_density=1`` forces the gather path everywhere; ``0`` keeps the dense GEMM.
+    Same input and output as ``net``: ``[B, ...]`` or ``[T, B, ...]`` -> ``[T, B, classes]``.
+    """
+    out = fold_batchnorm(net)
+    for i in spike_fed_layers(out):
+        layer = out.layers[i]
+        inner = layer.layer if isinstance(layer, TimeFolded) else None
+        if isinstance(inner, nn.Linear):
+            out.layers[i] = TimeFolded(SpikeLinear(inner, max_density, validate))
+        elif isinstance(inner, nn.Conv2d):
+            out.layers[i] = TimeFolded(SpikeConv2d(inner, max_density, validate))
+    return out.eval()

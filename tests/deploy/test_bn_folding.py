@@ -1,0 +1,49 @@
+import torch
+from torch import nn
+
+from plif.deploy.bn_folding import fold_batchnorm, is_batchnorm
+from plif.layers import TimeFolded
+
+
+def test_folded_network_has_no_batchnorm_and_original_is_untouched(make_net):
+    net = make_net()
+    before = {k: v.clone() for k, v in net.state_dict().items()}
+    folded = fold_batchnorm(net)
+    assert not any(is_batchnorm(m) for m in folded.layers)
+    assert len(folded.layers) == len(net.layers) - 2
+    assert folded.info[0].token == "c8k3s1+BN" and folded.layers[0].layer.bias is not None
+    assert all(torch.equal(before[k], v) for k, v in net.state_dict().items())
+    assert not folded.training
+
+
+def test_identical_spikes_in_float64(make_net):
+    net = make_net(dtype=torch.float64).eval()
+    x = torch.randn(16, 1, 16, 16, dtype=torch.float64)
+    with torch.no_grad():
+        want, got = net(x), fold_batchnorm(net)(x)
+    assert want.sum() > 0
+    assert torch.equal(want, got)
+
+
+def test_per_step_batchnorm_folds_too(make_net):
+    net = make_net(dtype=torch.float64, bn_per_step=True).eval()
+    x = torch.randn(8, 6, 1, 16, 16, dtype=torch.float64).transpose(0, 1).contiguous()
+    with torch.no_grad():
+        assert torch.equal(net(x), fold_batchnorm(net)(x))
+
+
+def test_float32_potentials_agree_to_rounding(make_net):
+    net = make_net().eval()
+    x = torch.randn(16, 1, 16, 16)
+    folded = fold_batchnorm(net)
+    with torch.no_grad():
+        want = net.layers[1](net.layers[0](x.unsqueeze(0)))
+        got = folded.layers[0](x.unsqueeze(0))
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_batchnorm_without_conv_is_kept(make_net):
+    net = make_net("BN-c8k3s1-PLIF-FC20-PLIF-APk10s10")
+    folded = fold_batchnorm(net)
+    assert is_batchnorm(folded.layers[0])
+    assert isinstance(folded.layers[1], TimeFolded) and isinstance(folded.layers[1].layer, nn.Conv2d)
