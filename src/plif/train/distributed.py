@@ -1,0 +1,47 @@
+"""Several processes through ``torchrun``: process-group set-up and reductions.
+
+``torchrun --nproc_per_node=N -m plif train ...`` sets ``RANK``/``WORLD_SIZE``/``LOCAL_RANK``;
+without them everything here is a no-op for a single process.  ``--batch-size`` is per process.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import torch
+import torch.distributed as dist
+
+__all__ = ["DistInfo", "init_distributed", "all_reduce_sum", "shutdown"]
+
+
+@dataclass(frozen=True)
+class DistInfo:
+    rank: int = 0
+    world: int = 1
+    local_rank: int = 0
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+
+def init_distributed(device_kind: str) -> DistInfo:
+    """Join the process group when launched by torchrun (NCCL on GPUs, gloo on CPU)."""
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if world <= 1:
+        return DistInfo()
+    if not dist.is_initialized():
+        dist.init_process_group(backend="nccl" if device_kind == "cuda" else "gloo")
+    return DistInfo(dist.get_rank(), dist.get_world_size(), int(os.environ.get("LOCAL_RANK", "0")))
+
+
+def all_reduce_sum(t: torch.Tensor) -> torch.Tensor:
+    """Sum ``t`` over all processes (a copy; ``t`` is left unchanged)."""
+    out = t.clone()
+    dist.all_reduce(out, op=dist.ReduceOp.SUM)
+    return out
+
+
+def shutdown() -> None:
+    if dist.is_initialized():
+        dist.destroy_process_group()
