@@ -1,0 +1,21 @@
+"""Event streams: raw-format readers (N-MNIST, AEDAT 2.0 / 3.1 / 4.0) returning one structured array
+of :data:`EVENT_DTYPE` (t int64 us, x, y uint16, p int8), and format detection by content."""
+from .aedat2 import read_aedat2
+from .aedat3 import read_aedat31
+from .aedat4 import read_aedat4
+from .detect import FORMATS, detect_format, event_info, read_events
+from .nmnist import read_nmnist_bin
+from .types import EVENT_DTYPE, EventFormatError, make_events
+
+__all__ = ["EVENT_DTYPE", "EventFormatError", "make_events", "read_events", "detect_format", "event_info", "load_event_frames",
+           "FORMATS", "read_nmnist_bin", "read_aedat2", "read_aedat31", "read_aedat4"]
+
+
+def __getattr__(name: str):
+    # load_event_frames sits above the readers (datasets, cache); imported on first use so that
+    # reading one file does not pay for the dataset machinery
+    if name == "load_event_frames":
+        from .load import load_event_frames
+
+        return load_event_frames
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,51 @@
+"""AEDAT 2.0 (jAER; the 2017 CIFAR10-DVS release).
+
+Layout: ASCII header lines starting with ``#`` (the first ``#!AER-DAT2.0``), then big-endian
+``uint32 address, uint32 timestamp (us)`` pairs.  For the DVS128 address layout,
+``p = addr & 1``, ``x_raw = addr >> 1 & 0x7F``, ``y_raw = addr >> 8 & 0x7F`` and bit 15 flags an
+external (non-pixel) event, which is dropped.  jAER draws the DVS128 with the x axis mirrored,
+so by default ``x = 127 - x_raw`` (``flip_x=False`` keeps the raw column).  32-bit timestamp
+wrap-arounds (a drop of more than 2**31 us) are unrolled so ``t`` stays monotone.  Files whose
+``# AEChip:`` header line names another sensor (DAVIS: different address bits) are refused.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from .types import EventFormatError, make_events, read_header_lines
+
+__all__ = ["read_aedat2", "parse_aedat2", "DVS128_SENSOR"]
+
+MAGIC = b"#!AER-DAT2.0"
+DVS128_SENSOR = (128, 128)  # (H, W)
+_EXTERNAL_BIT = 1 << 15
+
+
+def parse_aedat2(data: bytes, path: str | Path = "<bytes>", flip_x: bool = True) -> tuple[np.ndarray, list[str]]:
+    """Decode an AEDAT 2.0 DVS128 buffer -> (events ``[N]``, header lines)."""
+    header, off = read_header_lines(data, path, MAGIC)
+    chip = next((l.split(":", 1)[1].strip() for l in header if l.strip().lower().startswith("aechip:")), "")
+    body = len(data) - off
+    if body and chip and not any(k in chip.lower() for k in ("dvs128", "tmpdiff128")):
+        raise EventFormatError(path, off, f"events of AEChip {chip!r}: only the DVS128 address layout is supported")
+    if body % 8:
+        raise EventFormatError(path, off + body - body % 8, f"truncated event: {body % 8} of 8 bytes")
+    pairs = np.frombuffer(data, dtype=">u4", offset=off).reshape(-1, 2)
+    addr = pairs[:, 0]
+    keep = (addr & _EXTERNAL_BIT) == 0
+    addr = addr[keep]
+    ts = pairs[keep, 1].astype(np.int64)
+    if len(ts) > 1:
+        wraps = np.concatenate([[0], np.cumsum(np.diff(ts) < -(1 << 31))])
+        ts = ts + (wraps << 32)
+    x = (addr >> 1) & 0x7F
+    if flip_x:
+        x = 127 - x
+    return make_events(ts, x, (addr >> 8) & 0x7F, addr & 1), header
+
+
+def read_aedat2(path: str | Path, flip_x: bool = True) -> np.ndarray:
+    """Read an AEDAT 2.0 DVS128 file -> structured events ``[N]``."""
+    return parse_aedat2(Path(path).read_bytes(), path, flip_x)[0]

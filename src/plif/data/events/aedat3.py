@@ -1,0 +1,69 @@
+"""AEDAT 3.1 (jAER / cAER; DVS128 Gesture).
+
+Layout: ASCII header lines starting with ``#``, the first ``#!AER-DAT3.1``, the last
+``#!END-HEADER\\r\\n``; then packets, each a 28-byte little-endian header
+
+    int16 type, int16 source, int32 size, int32 ts_offset, int32 ts_overflow,
+    int32 capacity, int32 number, int32 valid
+
+followed by ``number * size`` bytes of events.  Only polarity packets (type 1, 8-byte events:
+``uint32 data, int32 ts``) are decoded: ``x = data >> 17 & 0x7FFF``, ``y = data >> 2 & 0x7FFF``,
+``p = data >> 1 & 1``, bit 0 = valid mark (invalidated events are dropped, as cAER does), and
+``t = ts_overflow << 31 | ts``.  Other packet types (special, frames, IMU) are skipped by size.
+"""
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+import numpy as np
+
+from .types import EventFormatError, make_events, read_header_lines
+
+__all__ = ["read_aedat31", "parse_aedat31"]
+
+MAGIC = b"#!AER-DAT3.1"
+END_HEADER = b"#!END-HEADER"
+PACKET_HEADER = struct.Struct("<hhiiiiii")  # 28 bytes
+POLARITY_EVENT = 1
+_POLARITY_DTYPE = np.dtype([("data", "<u4"), ("ts", "<i4")])
+
+
+def parse_aedat31(data: bytes, path: str | Path = "<bytes>") -> tuple[np.ndarray, list[str]]:
+    """Decode an AEDAT 3.1 buffer -> (events ``[N]``, header lines).
+
+    The Python loop runs over packets (thousands per recording), never over events.
+    """
+    header, off = read_header_lines(data, path, MAGIC, END_HEADER)
+    words, overflow = [], []
+    end = len(data)
+    while off < end:
+        if end - off < PACKET_HEADER.size:
+            raise EventFormatError(path, off, f"truncated packet header: {end - off} of {PACKET_HEADER.size} bytes")
+        etype, _src, size, _tsoff, tsovf, _cap, number, _valid = PACKET_HEADER.unpack_from(data, off)
+        if size <= 0 or number < 0:
+            raise EventFormatError(path, off, f"bad packet header: event size {size}, event number {number}")
+        payload = off + PACKET_HEADER.size
+        nbytes = number * size
+        if payload + nbytes > end:
+            raise EventFormatError(path, off, f"packet of {number} x {size} bytes overruns the file "
+                                              f"({end - payload} bytes left after its header)")
+        if etype == POLARITY_EVENT:
+            if size != _POLARITY_DTYPE.itemsize:
+                raise EventFormatError(path, off, f"polarity packet with event size {size}, expected 8")
+            words.append(np.frombuffer(data, dtype=_POLARITY_DTYPE, count=number, offset=payload))
+            overflow.append(np.full(number, tsovf, dtype=np.int64))
+        off = payload + nbytes
+    if not words:
+        return make_events([], [], [], []), header
+    ev = np.concatenate(words)
+    d = ev["data"]
+    keep = (d & 1).astype(bool)
+    d = d[keep]
+    t = (np.concatenate(overflow)[keep] << 31) | ev["ts"][keep].astype(np.int64)
+    return make_events(t, (d >> 17) & 0x7FFF, (d >> 2) & 0x7FFF, (d >> 1) & 1), header
+
+
+def read_aedat31(path: str | Path) -> np.ndarray:
+    """Read the polarity events of an AEDAT 3.1 file -> structured events ``[N]``."""
+    return parse_aedat31(Path(path).read_bytes(), path)[0]

@@ -1,0 +1,52 @@
+"""The one event record every reader returns, and the error every reader raises."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["EVENT_DTYPE", "EventFormatError", "make_events", "read_header_lines"]
+
+# t: microseconds (int64: AEDAT 3.1 overflow counters and AEDAT 4 epoch times exceed 32 bits);
+# x, y: pixel column / row; p: polarity, 1 = ON (brighter), 0 = OFF.
+EVENT_DTYPE = np.dtype([("t", "<i8"), ("x", "<u2"), ("y", "<u2"), ("p", "i1")])
+
+
+class EventFormatError(ValueError):
+    """A file that does not hold what its format promises; the message names file and byte offset."""
+
+    def __init__(self, path: str | Path, offset: int, what: str):
+        super().__init__(f"{path}: byte offset {offset}: {what}")
+        self.path, self.offset = str(path), int(offset)
+
+
+def make_events(t, x, y, p) -> np.ndarray:
+    """Pack equal-length arrays into one structured ``[N]`` array of :data:`EVENT_DTYPE`."""
+    out = np.empty(len(t), dtype=EVENT_DTYPE)
+    out["t"], out["x"], out["y"], out["p"] = t, x, y, p
+    return out
+
+
+def read_header_lines(data: bytes, path: str | Path, magic: bytes, end_marker: bytes | None = None
+                      ) -> tuple[list[str], int]:
+    """Split the ``#``-prefixed ASCII header off an AEDAT 2/3 buffer.
+
+    Returns the header lines (without ``#`` and line ends) and the byte offset of the first data
+    byte.  With ``end_marker`` (AEDAT 3.1's ``#!END-HEADER``) the header must end with that line;
+    without it (AEDAT 2.0) the header ends at the first line that does not start with ``#``.
+    """
+    if not data.startswith(magic):
+        raise EventFormatError(path, 0, f"expected magic {magic!r}, found {data[:len(magic)]!r}")
+    lines, off = [], 0
+    while off < len(data) and data[off:off + 1] == b"#":
+        nl = data.find(b"\n", off)
+        if nl < 0:
+            raise EventFormatError(path, off, "header line without end (file truncated inside the header)")
+        line = data[off:nl + 1].rstrip(b"\r\n").decode("latin-1")
+        off = nl + 1
+        if end_marker is not None and line.encode("latin-1") == end_marker:
+            return lines, off
+        lines.append(line[1:])
+    if end_marker is not None:
+        raise EventFormatError(path, off, f"header has no {end_marker.decode()} line")
+    return lines, off
