@@ -6,13 +6,13 @@ import json
 
 def run_stats(args) -> int:
     from ..deploy import collect_stats, load_run, render_stats
-    from ..deploy.eval_data import random_batches, test_batches
+    from ..deploy.eval_data import random_batches, eval_batches
 
     net, config = load_run(args.run, which=args.which)
     if args.random:
         batches = random_batches(net.input_shape, args.samples, args.batch_size, seed=args.seed)
     else:
-        batches = test_batches(config, args.data_dir, args.samples, args.batch_size)
+        batches = eval_batches(config, args.data_dir, args.samples, args.batch_size)
     st = collect_stats(net, batches, max_samples=args.samples)
     print(render_stats(st))
     if args.json:

@@ -10,7 +10,7 @@ from typing import Iterator
 
 import torch
 
-__all__ = ["test_batches", "random_batches"]
+__all__ = ["eval_batches", "random_batches"]
 
 
 def _batched(x: torch.Tensor, y: torch.Tensor, batch_size: int, time_major: bool) -> Iterator:
@@ -19,7 +19,7 @@ def _batched(x: torch.Tensor, y: torch.Tensor, batch_size: int, time_major: bool
         yield (xb.transpose(0, 1).float() if time_major else xb), y[i:i + batch_size]
 
 
-def test_batches(config: dict, data_dir: str | Path | None, samples: int | None = None,
+def eval_batches(config: dict, data_dir: str | Path | None, samples: int | None = None,
                  batch_size: int = 64) -> Iterator:
     """Batches of the test split of ``config["dataset"]``: static images normalised per SPEC §3
     as ``[B, C, H, W]``, event datasets as frames ``[T, B, 2, H, W]``."""

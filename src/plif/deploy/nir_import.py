@@ -148,15 +148,19 @@ def _meta(graph, key, default=None):
 class NIRNetwork(nn.Module):
     """The imported chain; ``forward(x [T, B, ...] or static [B, ...]) -> [T, B, outputs]``."""
 
-    def __init__(self, layers: list[nn.Module], names: list[str], input_shape: tuple, T: int | None):
+    def __init__(self, layers: list[nn.Module], names: list[str], input_shape: tuple | None, T: int | None):
         super().__init__()
         self.layers = nn.ModuleList(layers)
         self.names = names
-        self.input_shape = tuple(input_shape)
+        self.input_shape = None if input_shape is None else tuple(input_shape)
         self.T = T
 
     @torch.no_grad()
     def forward(self, x: torch.Tensor, T: int | None = None) -> torch.Tensor:
+        if self.input_shape is None:
+            if T is not None:
+                raise ValueError("the graph declares no input shape: pass frames [T, B, ...], not a static input")
+            return self._run(x)
         if x.dim() == len(self.input_shape) + 1:
             steps = T or self.T
             if not steps:
@@ -164,6 +168,9 @@ class NIRNetwork(nn.Module):
             x = x.unsqueeze(0).expand(steps, *x.shape)
         if tuple(x.shape[2:]) != self.input_shape:
             raise ValueError(f"expected input [T, B, {', '.join(map(str, self.input_shape))}], got {tuple(x.shape)}")
+        return self._run(x)
+
+    def _run(self, x: torch.Tensor) -> torch.Tensor:
         for layer in self.layers:
             x = layer(x)
         return x
@@ -179,7 +186,8 @@ def from_nir(graph) -> NIRNetwork:
         if m is not None:
             layers.append(m)
             names.append(name)
-    shape = tuple(int(s) for s in np.asarray(graph.nodes[order[0]].input_type["input"]).tolist())
+    declared = graph.nodes[order[0]].input_type["input"]
+    shape = None if declared is None else tuple(int(s) for s in np.asarray(declared).tolist())
     T = _meta(graph, "T")
     return NIRNetwork(layers, names, shape, None if T is None else int(T)).eval()
 

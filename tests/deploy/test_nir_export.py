@@ -1,0 +1,89 @@
+import numpy as np
+import pytest
+import torch
+
+nir = pytest.importorskip("nir")
+
+from plif.deploy.bn_folding import fold_batchnorm  # noqa: E402
+from plif.deploy.nir_export import NIRExportError, export_nir, to_nir  # noqa: E402
+from plif.deploy.nir_import import read_nir  # noqa: E402
+
+
+def _frames(net, b=8):
+    x = torch.randn(b, *net.input_shape)
+    return x.unsqueeze(0).expand(net.T, *x.shape)
+
+
+def test_round_trip_through_a_file_reproduces_the_spikes(make_net, tmp_path):
+    net = make_net()
+    with torch.no_grad():
+        for i, m in enumerate(net.neuron_layers()):
+            m.w.fill_(0.3 * i - 0.4)  # distinct learned taus per layer
+    path = export_nir(net, tmp_path / "net.nir")
+    imported = read_nir(path)
+    x = _frames(net, 16)
+    with torch.no_grad():
+        folded, original, got = fold_batchnorm(net)(x), net(x), imported(x)
+    assert folded.sum() > 0
+    assert torch.equal(got, folded)  # bit-exact against the BN-folded network
+    assert (got != original).float().mean() < 1e-3  # BN folding itself only rounds differently
+    assert torch.equal(imported(x[0]), got)  # static input repeated over the recorded T
+
+
+def test_neuron_parameters_follow_the_documented_mapping(make_net):
+    net = make_net("c4k3s1-BN-PLIF-FC20-LIF-FC10-IF", input_shape=(2, 6, 6), T=3, tau0=3.0)
+    with torch.no_grad():
+        net.neuron_layers()[0].w.fill_(1.25)
+    g = to_nir(net)
+    assert [type(n).__name__ for n in g.nodes.values()] == ["Input", "Conv2d", "LIF", "Flatten", "Linear", "LIF",
+                                                         "Linear", "IF", "Output"]
+    plif, lif, if_ = g.nodes["1_plif"], g.nodes["4_lif"], g.nodes["6_if"]
+    assert plif.tau.shape == (4, 6, 6)
+    np.testing.assert_allclose(plif.tau, 1 / torch.sigmoid(torch.tensor(1.25)).item(), rtol=1e-6)
+    np.testing.assert_allclose(lif.tau, 3.0)
+    for n in (plif, lif):
+        assert (n.r == 1).all() and (n.v_leak == 0).all() and (n.v_threshold == 1).all() and (n.v_reset == 0).all()
+    assert (if_.r == 1).all() and (if_.v_threshold == 1).all()
+    assert g.metadata["dt"] == 1.0 and g.metadata["T"] == 3
+    assert g.nodes["0_conv"].bias.shape == (4,)  # BN folded into a bias
+
+
+def test_per_channel_tau_and_avg_pool_and_voting(make_net, tmp_path):
+    net = make_net("c6k3s1-BN-PLIF-APk2s2-FC20-PLIF-APk10s10", input_shape=(1, 8, 8), T=4, per_channel_tau=True)
+    with torch.no_grad():
+        net.neuron_layers()[0].w.copy_(torch.linspace(-1, 1, 6))
+    g = to_nir(net)
+    tau = g.nodes["1_plif"].tau
+    assert not np.allclose(tau[0], tau[5]) and np.allclose(tau[2], tau[2, 0, 0])
+    assert type(g.nodes["2_avgpool"]).__name__ == "AvgPool2d"
+    w = g.nodes["6_voting"].weight
+    assert w.shape == (2, 20) and np.allclose(w[0, :10], 0.1) and np.allclose(w[0, 10:], 0)
+    export_nir(net, tmp_path / "a.nir")  # verify=True: the round trip must match exactly
+
+
+def test_max_pool_is_exported_as_or_of_spikes(make_net):
+    g = to_nir(make_net())
+    assert type(g.nodes["2_maxpool_sum"]).__name__ == "SumPool2d"
+    assert type(g.nodes["2_maxpool_or"]).__name__ == "Threshold" and (g.nodes["2_maxpool_or"].threshold == 0.5).all()
+
+
+@pytest.mark.parametrize("spec,kw,match", [
+    ("c4k3s1-MPk2s2-PLIF-FC10-PLIF", {}, "no max-pooling node"),
+    ("c4k3s1-BN-PLIF-FC10-PLIF", {"v_reset": None}, "soft reset"),
+])
+def test_unrepresentable_layers_error_and_write_nothing(make_net, tmp_path, spec, kw, match):
+    net = make_net(spec, input_shape=(1, 6, 6), T=2, **kw)
+    with pytest.raises(NIRExportError, match=match):
+        export_nir(net, tmp_path / "x.nir")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_failed_verification_writes_nothing(make_net, tmp_path, monkeypatch):
+    import plif.deploy.nir_import as imp
+
+    net = make_net()
+    original = imp.NIRNeuron.forward
+    monkeypatch.setattr(imp.NIRNeuron, "forward", lambda self, x: 1 - original(self, x))
+    with pytest.raises(NIRExportError, match="does not reproduce"):
+        export_nir(net, tmp_path / "x.nir")
+    assert list(tmp_path.iterdir()) == []
