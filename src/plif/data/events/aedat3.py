@@ -35,12 +35,14 @@ def parse_aedat31(data: bytes, path: str | Path = "<bytes>") -> tuple[np.ndarray
     The Python loop runs over packets (thousands per recording), never over events.
     """
     header, off = read_header_lines(data, path, MAGIC, END_HEADER)
-    words, overflow = [], []
+    view = memoryview(data)
+    pieces, counts, overflows = [], [], []
     end = len(data)
+    unpack = PACKET_HEADER.unpack_from
     while off < end:
         if end - off < PACKET_HEADER.size:
             raise EventFormatError(path, off, f"truncated packet header: {end - off} of {PACKET_HEADER.size} bytes")
-        etype, _src, size, _tsoff, tsovf, _cap, number, _valid = PACKET_HEADER.unpack_from(data, off)
+        etype, _src, size, _tsoff, tsovf, _cap, number, _valid = unpack(data, off)
         if size <= 0 or number < 0:
             raise EventFormatError(path, off, f"bad packet header: event size {size}, event number {number}")
         payload = off + PACKET_HEADER.size
@@ -51,16 +53,17 @@ def parse_aedat31(data: bytes, path: str | Path = "<bytes>") -> tuple[np.ndarray
         if etype == POLARITY_EVENT:
             if size != _POLARITY_DTYPE.itemsize:
                 raise EventFormatError(path, off, f"polarity packet with event size {size}, expected 8")
-            words.append(np.frombuffer(data, dtype=_POLARITY_DTYPE, count=number, offset=payload))
-            overflow.append(np.full(number, tsovf, dtype=np.int64))
+            # slices of a memoryview copy nothing; one join below copies every payload once
+            pieces.append(view[payload:payload + nbytes])
+            counts.append(number)
+            overflows.append(tsovf)
         off = payload + nbytes
-    if not words:
-        return make_events([], [], [], []), header
-    ev = np.concatenate(words)
-    d = ev["data"]
-    keep = (d & 1).astype(bool)
-    d = d[keep]
-    t = (np.concatenate(overflow)[keep] << 31) | ev["ts"][keep].astype(np.int64)
+    ev = np.frombuffer(b"".join(pieces), dtype=_POLARITY_DTYPE)
+    keep = (ev["data"] & 1).astype(bool)
+    d = ev["data"][keep]
+    t = ev["ts"][keep].astype(np.int64)
+    if any(overflows):
+        t |= np.repeat(np.asarray(overflows, dtype=np.int64), counts)[keep] << 31
     return make_events(t, (d >> 17) & 0x7FFF, (d >> 2) & 0x7FFF, (d >> 1) & 1), header
 
 
