@@ -212,3 +212,11 @@ def test_detection_by_content_not_extension(tmp_path, aedat31_file):
     txt.write_bytes(b"# some notes\n")
     with pytest.raises(EventFormatError, match="not a known event format"):
         detect_format(txt)
+
+
+def test_load_event_frames_is_exported_lazily():
+    import plif.data.events as events
+
+    assert callable(events.load_event_frames) and "load_event_frames" in events.__all__
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        events.nope

@@ -80,3 +80,10 @@ def test_real_nmnist_frames(shared_data):
     slices = [min(i // (n // T), T - 1) for i in range(n)]
     np.testing.assert_array_equal(fr, direct_count(ev, T, 34, 34, slices))
     assert fr[:, 1].sum() == ev["p"].sum() and fr[:, 0].sum() == n - ev["p"].sum()
+
+
+def test_time_split_with_absolute_epoch_times():
+    # AEDAT 4 times are microseconds since 1970 (~1.6e15): only differences may enter the products
+    t0 = 1605537493718345
+    ev = make_events(t0 + np.array([0, 10, 20, 29]), [0, 0, 0, 0], [0, 0, 0, 0], [1, 1, 1, 1])
+    assert slice_index(ev, 3, "time").tolist() == [0, 1, 2, 2]
