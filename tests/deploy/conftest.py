@@ -17,9 +17,10 @@ def small_net(spec: str = SMALL, input_shape=(1, 16, 16), T: int = 6, dtype=torc
     return net
 
 
-def save_run(run, net, spec=SMALL, input_shape=(1, 16, 16), T=6, dataset="mnist", name="best", **extra):
-    """A run folder as the training code writes it."""
-    config = {"network": spec, "input_shape": list(input_shape), "T": T, "neuron_kwargs": {}, "dataset": dataset, **extra}
+def save_run(run, net, spec=SMALL, input_shape=(1, 16, 16), T=6, dataset="mnist", name="best_test", **extra):
+    """A run folder as the training code writes it (plif.train.checkpoint)."""
+    config = {"network": spec, "input_shape": list(input_shape), "T": T, "network_kwargs": {}, "dataset": dataset,
+              **extra}
     (run / "checkpoints").mkdir(parents=True, exist_ok=True)
     (run / "config.json").write_text(json.dumps(config))
     torch.save({"model": net.state_dict(), "epoch": 3, "config": config}, run / "checkpoints" / f"{name}.pt")

@@ -1,15 +1,13 @@
 """Load a trained network from a run folder (``config.json`` + ``checkpoints/<name>.pt``).
 
-The training package owns the run-folder format; while its loader
-(``plif.train.checkpoint.load_run_model``) is not available this module reads the documented
-contract itself, so deployment works on any run folder either way.
+Named checkpoints (``best``, ``best_test``, ``best_val``, ``last``) go through the training
+package's loader, which owns the run-folder format; an explicit ``.pt`` path (e.g. a checkpoint
+copied out of a run) is read here against the run's config.
 """
 from __future__ import annotations
 
 import json
 from pathlib import Path
-
-import torch
 
 from ..models import SpikingNetwork, build_network
 
@@ -33,49 +31,29 @@ def config_of(run_dir: str | Path) -> dict:
 
 def network_from_config(config: dict) -> SpikingNetwork:
     """Build the (untrained) network a run config describes."""
-    kwargs = dict(config.get("network_kwargs") or {})
-    kwargs.update(config.get("neuron_kwargs") or {})
-    return build_network(config["network"], tuple(config["input_shape"]), int(config["T"]), **kwargs)
-
-
-def _checkpoint_path(run_dir: Path, which: str) -> Path:
-    if which.endswith(".pt") or "/" in which:
-        path = Path(which) if Path(which).is_absolute() else run_dir / which
-    else:
-        path = run_dir / "checkpoints" / f"{which}.pt"
-    if not path.is_file():
-        found = sorted(p.stem for p in (run_dir / "checkpoints").glob("*.pt")) if (run_dir / "checkpoints").is_dir() else []
-        raise FileNotFoundError(f"checkpoint {path} not found (available: {', '.join(found) or 'none'})")
-    return path
+    return build_network(config["network"], tuple(config["input_shape"]), int(config["T"]),
+                         **(config.get("network_kwargs") or {}))
 
 
 def load_run(run_dir: str | Path, which: str = "best") -> tuple[SpikingNetwork, dict]:
     """``(network in eval mode with the checkpoint's weights, config dict)``.
 
-    ``which`` is a checkpoint name under ``checkpoints/`` (``best``, ``last``, ...) or a path
-    to a ``.pt`` file.  A corrupted file or one whose tensors do not match the network raises
-    ``ValueError`` naming the file.
+    ``which``: a checkpoint name (see ``plif.train.checkpoint.CHECKPOINTS``; ``best`` prefers the
+    validation-selected one) or a path to a ``.pt`` file.  A corrupted checkpoint or one whose
+    tensors do not match the network raises ``ValueError`` naming the file.
     """
-    try:
-        from ..train.checkpoint import load_run_model
-    except ImportError:
-        load_run_model = None
-    if load_run_model is not None and not which.endswith(".pt"):
+    from ..train.checkpoint import load_checkpoint, load_run_model
+
+    config = config_of(run_dir)  # clear errors for a missing or malformed config first
+    if not which.endswith(".pt"):
         net, config = load_run_model(run_dir, which=which)
         return net.eval(), config
-    run_dir = Path(run_dir)
-    config = config_of(run_dir)
-    path = _checkpoint_path(run_dir, which)
-    try:
-        ckpt = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as e:  # torch raises many types for damaged zip/pickle data
-        raise ValueError(f"{path}: not a readable checkpoint ({type(e).__name__}: {e})") from None
-    if not isinstance(ckpt, dict) or "model" not in ckpt:
-        raise ValueError(f"{path}: expected a dict with a 'model' state_dict")
+    path = Path(which)
+    state = load_checkpoint(path)
     net = network_from_config(config)
     try:
-        net.load_state_dict(ckpt["model"], strict=True)
+        net.load_state_dict(state["model"], strict=True)
     except RuntimeError as e:
         raise ValueError(f"{path}: checkpoint does not match the network {config['network']!r} "
-                         f"for input {tuple(config['input_shape'])}: {e}") from None
+                         f"for input {tuple(config['input_shape'])}: {str(e).splitlines()[0]}") from None
     return net.eval(), config
