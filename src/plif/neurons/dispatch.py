@@ -66,7 +66,7 @@ def multi_step(x: torch.Tensor, k=None, v0: torch.Tensor | None = None,
     if x.dim() < 2:
         raise ValueError(f"multi-step input must be [T, B, ...], got shape {tuple(x.shape)}")
     if not torch.is_tensor(k):
-        k = torch.tensor(1.0 if k is None else float(k), dtype=x.dtype, device=x.device)
+        k = torch.full((), 1.0 if k is None else float(k), dtype=x.dtype, device=x.device)
     if v0 is None:
         v0 = initial_state(x[0], cfg)
     elif v0.shape != x.shape[1:]:

@@ -72,7 +72,8 @@ class LIF(SpikingNeuron):
         self.tau = float(tau)
 
     def k(self, x):
-        return torch.tensor(1.0 / self.tau, dtype=x.dtype, device=x.device)
+        # a fill kernel, not a host-to-device copy: keeps the step capturable in a CUDA graph
+        return torch.full((), 1.0 / self.tau, dtype=x.dtype, device=x.device)
 
     def extra_repr(self):
         return f"tau={self.tau}, " + super().extra_repr()

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Create .venv (once) and install plif with its test and plotting extras into it.
+# torch is pinned to the CPU build that installs offline on the project's machines; on a GPU
+# machine install the CUDA build of torch first and this leaves it alone.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+    "$PY" -m venv .venv
+fi
+if ! .venv/bin/python -c "import torch" 2>/dev/null; then
+    .venv/bin/pip install --quiet --disable-pip-version-check "torch==2.13.0"
+fi
+.venv/bin/pip install --quiet --disable-pip-version-check -e ".[dev]"

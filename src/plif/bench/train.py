@@ -1,0 +1,166 @@
+"""Training-step benchmark: the paper's network, forward + backward + Adam, per backend.
+
+Variants measured in one process so ratios are fair:
+
+- ``naive``: every neuron through the autograd reference loop (what a plain PyTorch SNN does);
+- ``bptt``: the closed-form backward in PyTorch;
+- ``auto``: the fastest registered neuron backend for the device (fused kernel where present);
+- ``auto+graph`` (CUDA only): the whole step captured in one CUDA graph and replayed;
+- ``spikingjelly``: the same network in SpikingJelly 2.0 (multi-step, its fastest backend), when installed.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import torch
+
+from ..models import build_network, get_entry
+from ..train.loop import rate_mse_loss
+
+__all__ = ["TrainBenchResult", "bench_train", "format_train_table"]
+
+
+@dataclass
+class TrainBenchResult:
+    variant: str
+    batch: int
+    ms_per_step: float
+    samples_per_s: float
+    ratio_to_naive: float | None = None
+    ratio_to_spikingjelly: float | None = None
+    peak_mem_mb: float | None = None
+
+
+def _sync(device):
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def _time(step, device, warmup: int, iters: int) -> float:
+    for _ in range(warmup):
+        step()
+    _sync(device)
+    t0 = time.perf_counter()
+    for _ in range(iters):
+        step()
+    _sync(device)
+    return (time.perf_counter() - t0) / iters
+
+
+def _plif_step_fn(net, x, y, classes, capturable=False):
+    opt = torch.optim.Adam(net.parameters(), lr=1e-3, capturable=capturable)
+
+    def step():
+        opt.zero_grad(set_to_none=not capturable)
+        loss, _ = rate_mse_loss(net(x), y, classes)
+        loss.backward()
+        opt.step()
+    return step
+
+
+def _graphed(step, device):
+    """Capture ``step`` (static shapes, no host sync) into one CUDA graph; return its replay."""
+    s = torch.cuda.Stream(device)
+    s.wait_stream(torch.cuda.current_stream(device))
+    with torch.cuda.stream(s):
+        for _ in range(3):
+            step()
+    torch.cuda.current_stream(device).wait_stream(s)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        step()
+    return graph.replay
+
+
+def _spikingjelly_net(entry, T):
+    """The paper's network in SpikingJelly (None when it is not installed)."""
+    try:
+        from spikingjelly.activation_based import functional, layer, neuron, surrogate
+    except ImportError:
+        return None, None
+    from torch import nn
+
+    c, h, w = entry.input_shape
+    ch = 128
+    lif = dict(init_tau=2.0, detach_reset=True, surrogate_function=surrogate.ATan(), step_mode="m")
+
+    def plif():
+        n = neuron.ParametricLIFNode(**lif)
+        for backend in ("triton", "cupy", "torch"):
+            try:
+                n.backend = backend
+                break
+            except Exception:
+                continue
+        return n
+    net = nn.Sequential(
+        layer.Conv2d(c, ch, 3, padding=1, bias=False, step_mode="m"), layer.BatchNorm2d(ch, step_mode="m"), plif(),
+        layer.MaxPool2d(2, 2, step_mode="m"),
+        layer.Conv2d(ch, ch, 3, padding=1, bias=False, step_mode="m"), layer.BatchNorm2d(ch, step_mode="m"), plif(),
+        layer.MaxPool2d(2, 2, step_mode="m"),
+        layer.Flatten(step_mode="m"), layer.Dropout(0.5, step_mode="m"),
+        layer.Linear(ch * (h // 4) * (w // 4), 2048, bias=False, step_mode="m"), plif(),
+        layer.Dropout(0.5, step_mode="m"), layer.Linear(2048, 100, bias=False, step_mode="m"), plif(),
+        layer.VotingLayer(10, step_mode="m"),
+    )
+    return net, functional
+
+
+def bench_train(dataset: str = "fashion-mnist", batches=(16,), device: str = "cpu", variants=None,
+                warmup: int = 2, iters: int = 5, T: int | None = None) -> list[TrainBenchResult]:
+    """Time one training step of the paper's network for ``dataset`` at each batch size."""
+    dev = torch.device(device)
+    entry = get_entry(dataset)
+    T = T or entry.T
+    if variants is None:
+        variants = ["naive", "bptt", "auto"] + (["auto+graph"] if dev.type == "cuda" else []) + ["spikingjelly"]
+    results = []
+    for b in batches:
+        x = torch.randn(b, *entry.input_shape, device=dev)
+        y = torch.randint(0, entry.num_classes, (b,), device=dev)
+        row: dict[str, TrainBenchResult] = {}
+        for v in variants:
+            torch.manual_seed(0)
+            if dev.type == "cuda":
+                torch.cuda.reset_peak_memory_stats(dev)
+            if v == "spikingjelly":
+                sj, functional = _spikingjelly_net(entry, T)
+                if sj is None:
+                    continue
+                sj = sj.to(dev)
+                opt = torch.optim.Adam(sj.parameters(), lr=1e-3)
+                xs = x.unsqueeze(0).repeat(T, *([1] * x.dim()))
+
+                def step(sj=sj, opt=opt, xs=xs, functional=functional):
+                    opt.zero_grad()
+                    loss, _ = rate_mse_loss(sj(xs), y, entry.num_classes)
+                    loss.backward()
+                    opt.step()
+                    functional.reset_net(sj)
+            else:
+                backend = {"naive": "reference", "bptt": "bptt"}.get(v, "auto")
+                net = build_network(entry.spec, entry.input_shape, T, backend=backend).to(dev)
+                step = _plif_step_fn(net, x, y, entry.num_classes, capturable=v.endswith("graph"))
+                if v.endswith("graph"):
+                    step = _graphed(step, dev)
+            sec = _time(step, dev, warmup, iters)
+            mem = torch.cuda.max_memory_allocated(dev) / 2**20 if dev.type == "cuda" else None
+            row[v] = TrainBenchResult(v, b, sec * 1e3, b / sec, peak_mem_mb=mem)
+        for r in row.values():
+            if "naive" in row:
+                r.ratio_to_naive = row["naive"].ms_per_step / r.ms_per_step
+            if "spikingjelly" in row:
+                r.ratio_to_spikingjelly = row["spikingjelly"].ms_per_step / r.ms_per_step
+        results.extend(row.values())
+    return results
+
+
+def format_train_table(results: list[TrainBenchResult], title: str) -> str:
+    head = f"{'variant':14s} {'batch':>5s} {'ms/step':>9s} {'samples/s':>10s} {'x naive':>8s} {'x SJ':>6s} {'peak MB':>8s}"
+    lines = [title, head, "-" * len(head)]
+    for r in results:
+        f = lambda v, fmt: format(v, fmt) if v is not None else "-"  # noqa: E731
+        lines.append(f"{r.variant:14s} {r.batch:5d} {r.ms_per_step:9.2f} {r.samples_per_s:10.0f} "
+                     f"{f(r.ratio_to_naive, '8.2f'):>8s} {f(r.ratio_to_spikingjelly, '6.2f'):>6s} {f(r.peak_mem_mb, '8.0f'):>8s}")
+    return "\n".join(lines)
