@@ -1,0 +1,126 @@
+"""``plif data``: prepare datasets, turn one event file into frames, picture it, describe it."""
+from __future__ import annotations
+
+import json
+
+
+def _sensor(text: str | None):
+    if text is None:
+        return None
+    try:
+        h, w = (int(v) for v in text.split(","))
+    except ValueError:
+        raise ValueError(f"--sensor must be H,W like 128,128, got {text!r}") from None
+    return h, w
+
+
+def run_prepare(args) -> int:
+    from ..data.events.datasets import EVENT_DATASETS
+    from ..data.static import STATIC_DATASETS, load_static
+
+    splits = [s for s, skip in ((True, args.test_only), (False, args.train_only)) if not skip]
+    if args.dataset in STATIC_DATASETS:
+        for train in splits:
+            x, y = load_static(args.dataset, args.root, train=train, download=not args.no_download)
+            print(f"{args.dataset} {'train' if train else 'test'}: images {tuple(x.shape)} {x.dtype}, labels {tuple(y.shape)}")
+        return 0
+    if args.dataset not in EVENT_DATASETS:
+        raise ValueError(f"unknown dataset {args.dataset!r}; known: {sorted(STATIC_DATASETS) + sorted(EVENT_DATASETS)}")
+    if args.root is None:
+        raise ValueError("--root DIR is required for event datasets (the folder holding the raw files)")
+    from ..data.events.cache import load_cached
+    from ..data.events.load import prepare_event_frames
+
+    T = args.T or EVENT_DATASETS[args.dataset].T
+    options = {} if args.flip_x else {"flip_x": False}
+    for train in splits:
+        folder = prepare_event_frames(args.dataset, args.root, T, train, args.split, args.cache_dir,
+                                      args.workers, progress=not args.quiet, **options)
+        frames, labels = load_cached(folder)
+        print(f"{args.dataset} {'train' if train else 'test'}: frames {tuple(frames.shape)} {frames.dtype}, "
+              f"labels {tuple(labels.shape)} -> {folder}")
+    return 0
+
+
+def run_frames(args) -> int:
+    from ..data.atomic import atomic_save_npy
+    from ..data.events.load import file_to_frames
+
+    frames = file_to_frames(args.file, args.T, args.split, _sensor(args.sensor), args.flip_x, args.start, args.end)
+    atomic_save_npy(args.out, frames)
+    print(f"{args.file}: frames {tuple(frames.shape)} float32, {int(frames.sum())} events -> {args.out}")
+    return 0
+
+
+def run_show(args) -> int:
+    from ..data.events.load import file_to_frames
+    from ..data.preview import save_frames_grid
+
+    frames = file_to_frames(args.file, args.T, args.split, _sensor(args.sensor), args.flip_x, args.start, args.end)
+    save_frames_grid(frames, args.out, title=f"{args.file} (T={args.T}, split={args.split}; red ON, blue OFF)")
+    print(f"{args.out}: {args.T} frames of {frames.shape[2]}x{frames.shape[3]}")
+    return 0
+
+
+def run_info(args) -> int:
+    from ..data.events.detect import event_info
+
+    info = event_info(args.file)
+    if args.json:
+        print(json.dumps(info))
+        return 0
+    sensor = info.get("sensor_size")
+    print(f"file:        {info['path']}")
+    print(f"format:      {info['format']}")
+    print(f"events:      {info['events']}")
+    print(f"duration:    {info['duration_us']} us ({info['duration_us'] / 1e6:.3f} s)")
+    print(f"sensor size: {'x'.join(map(str, sensor)) + ' (H x W)' if sensor else 'unknown'}")
+    for key in ("t_first_us", "t_last_us", "observed_size", "on_fraction"):
+        if key in info:
+            print(f"{key + ':':13s}{info[key]}")
+    return 0
+
+
+def _file_args(p) -> None:
+    p.add_argument("file", help="event file (N-MNIST .bin, AEDAT 2.0 / 3.1 / 4.0; detected by content)")
+    p.add_argument("--T", type=int, required=True, help="number of frames")
+    p.add_argument("--split", choices=["count", "time"], default="count", help="equal event counts (paper) or equal durations")
+    p.add_argument("--sensor", help="H,W (default: what the format / header states)")
+    p.add_argument("--no-flip-x", dest="flip_x", action="store_false", help="AEDAT 2.0: keep jAER's raw x (no 127 - x)")
+    p.add_argument("--start", type=int, help="only events with t >= START (us)")
+    p.add_argument("--end", type=int, help="only events with t < END (us)")
+
+
+def register(sub) -> None:
+    data = sub.add_parser("data", help="datasets: prepare caches, frames / picture / info of one event file")
+    dsub = data.add_subparsers(dest="data_command", metavar="ACTION", required=True)
+
+    p = dsub.add_parser("prepare", help="load a static dataset, or build the frame cache of an event dataset")
+    p.add_argument("dataset", help="mnist, fashion-mnist, cifar10, nmnist, cifar10-dvs, dvs128-gesture")
+    p.add_argument("--root", help="folder holding the raw files (event datasets: required)")
+    p.add_argument("--T", type=int, help="frames per sample (default: the paper's T of the dataset)")
+    p.add_argument("--split", choices=["count", "time"], default="count", help="how events are sliced [count]")
+    p.add_argument("--cache-dir", help="where frame caches go [$PLIF_DATA_ROOT/frames]")
+    p.add_argument("--workers", type=int, help="processes for the cache build (0: none) [all CPUs]")
+    p.add_argument("--no-flip-x", dest="flip_x", action="store_false", help="CIFAR10-DVS: keep jAER's raw x")
+    p.add_argument("--no-download", action="store_true", help="static datasets: never try the network")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--train-only", action="store_true")
+    g.add_argument("--test-only", action="store_true")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=run_prepare)
+
+    f = dsub.add_parser("frames", help="integrate one event file into frames [T, 2, H, W] saved as .npy")
+    _file_args(f)
+    f.add_argument("--out", required=True, help="output .npy (written atomically)")
+    f.set_defaults(func=run_frames)
+
+    s = dsub.add_parser("show", help="save a PNG grid of one file's frames (red ON, blue OFF)")
+    _file_args(s)
+    s.add_argument("--out", required=True, help="output .png")
+    s.set_defaults(func=run_show)
+
+    i = dsub.add_parser("info", help="format, event count, duration and sensor size of one event file")
+    i.add_argument("file")
+    i.add_argument("--json", action="store_true", help="one JSON object instead of text")
+    i.set_defaults(func=run_info)
