@@ -188,3 +188,9 @@ def test_real_nmnist_sample_through_cache(shared_data, tmp_path):
     x, y, p = data[:, 0].astype(int), data[:, 1].astype(int), (data[:, 2] >> 7).astype(int)
     np.testing.assert_array_equal(frames[0], direct_count(x, y, p, 10, 34, 34))
     assert frames[0].sum() == len(data) == 21625 // 5 and labels.tolist() == [3]
+
+
+def test_root_none_uses_default_root(tmp_path, monkeypatch):
+    monkeypatch.setenv("PLIF_DATA_ROOT", str(tmp_path))
+    with pytest.raises(FileNotFoundError, match=str(tmp_path / "nmnist")):
+        load_event_frames("nmnist", None, 4, True, workers=0, progress=False)

@@ -15,12 +15,17 @@ __all__ = ["load_event_frames", "prepare_event_frames", "file_to_frames"]
 _READER_OPTS = {"cifar10-dvs": ("flip_x",)}  # options that go to the file reader, not the lister
 
 
-def prepare_event_frames(name: str, root: str | Path, T: int, train: bool, split: str = "count",
+def prepare_event_frames(name: str, root: str | Path | None, T: int, train: bool, split: str = "count",
                          cache_dir: str | Path | None = None, workers: int | None = None,
                          progress: bool = True, **options) -> Path:
-    """Build (or find) the frame cache of one split; returns its folder (see :mod:`.cache`)."""
+    """Build (or find) the frame cache of one split; returns its folder (see :mod:`.cache`).
+
+    ``root=None`` means ``default_root()/<name>``.
+    """
     if name not in EVENT_DATASETS:
         raise ValueError(f"unknown event dataset {name!r}; known: {sorted(EVENT_DATASETS)}")
+    if root is None:
+        root = default_root() / name
     info = EVENT_DATASETS[name]
     reader_opts = {k: options.pop(k) for k in _READER_OPTS.get(name, ()) if k in options}
     samples = list_samples(name, root, train, **options)
@@ -33,7 +38,7 @@ def prepare_event_frames(name: str, root: str | Path, T: int, train: bool, split
                               workers=workers, progress=progress)
 
 
-def load_event_frames(name: str, root: str | Path, T: int, train: bool, split: str = "count",
+def load_event_frames(name: str, root: str | Path | None, T: int, train: bool, split: str = "count",
                       cache_dir: str | Path | None = None, workers: int | None = None,
                       progress: bool = True, **options) -> tuple[torch.Tensor, torch.Tensor]:
     """Frames and labels of a whole split of ``name`` in {"nmnist", "cifar10-dvs", "dvs128-gesture"}.
