@@ -1,0 +1,191 @@
+// Fused multi-step IF/LIF/PLIF for the CPU: the same recursion as plif/neurons/bptt.py.
+//
+// Plain C++17 + OpenMP with a C ABI (loaded through ctypes), so it builds in a second without the
+// PyTorch headers.  Neurons are cut into chunks small enough for L1; each thread keeps a chunk's
+// potential in a local array and walks all T steps, so X is read once and S, H written once
+// (forward), and H, dL/dS read once and dL/dX written once (backward).  Variants are template
+// flags; the exported functions only pick the instantiation.  Build with -ffp-contract=off: a
+// fused multiply-add would round H_t differently from the PyTorch reference and flip spikes.
+#include <cmath>
+#include <cstdint>
+#include <type_traits>
+
+namespace {
+
+constexpr int64_t kChunk = 512;  // neurons per chunk: a few arrays of this fit in L1
+
+template <typename F>
+void with_bool(bool b, F&& f) {
+    if (b) f(std::true_type{}); else f(std::false_type{});
+}
+
+template <typename F>
+void with_surrogate(int code, F&& f) {
+    switch (code) {
+        case 0: f(std::integral_constant<int, 0>{}); break;
+        case 1: f(std::integral_constant<int, 1>{}); break;
+        case 2: f(std::integral_constant<int, 2>{}); break;
+        default: f(std::integral_constant<int, 3>{}); break;
+    }
+}
+
+// σ'(u); a and b are host-folded constants (see cpu_neuron.py, same as the Triton kernel).
+template <int SG, typename S>
+inline S surrogate_grad(S u, S a, S b) {
+    if constexpr (SG == 0) {  // atan: a = α/2, b = π/2·α
+        S z = b * u;
+        return a / (S(1) + z * z);
+    } else if constexpr (SG == 1) {  // sigmoid: a = α
+        S s = S(1) / (S(1) + std::exp(-a * u));
+        return a * s * (S(1) - s);
+    } else if constexpr (SG == 2) {  // rect: a = α/2, b = 1/α
+        return std::fabs(u) < b ? a : S(0);
+    } else {  // triangle: a = α, b = α²
+        S g = a - b * std::fabs(u);
+        return g > S(0) ? g : S(0);
+    }
+}
+
+template <bool HARD, typename S>
+inline S reset(S h, bool spike, S v_th, S v_reset) {
+    if constexpr (HARD) return spike ? v_reset : h;
+    else return spike ? h - v_th : h;
+}
+
+template <typename S, bool LEAK, bool HARD, bool K_FULL>
+void forward_impl(const S* x, const S* k, const S* v0, S* spikes, S* h_seq, S* v_last,
+                  int64_t T, int64_t N, S v_th, S v_reset, int threads) {
+    const int64_t chunks = (N + kChunk - 1) / kChunk;
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (int64_t c = 0; c < chunks; ++c) {
+        const int64_t n0 = c * kChunk, len = (N - n0 < kChunk) ? N - n0 : kChunk;
+        S v[kChunk], kk[kChunk];
+        for (int64_t j = 0; j < len; ++j) {
+            v[j] = v0[n0 + j];
+            kk[j] = K_FULL ? k[n0 + j] : k[0];
+        }
+        for (int64_t t = 0; t < T; ++t) {
+            const S* xt = x + t * N + n0;
+            S* st = spikes + t * N + n0;
+            S* ht = h_seq + t * N + n0;
+#pragma omp simd
+            for (int64_t j = 0; j < len; ++j) {
+                S h = LEAK ? v[j] + kk[j] * (xt[j] - (v[j] - v_reset)) : v[j] + xt[j];  // charge
+                bool spike = (h - v_th) >= S(0);                                       // fire
+                v[j] = reset<HARD>(h, spike, v_th, v_reset);                          // reset
+                st[j] = spike ? S(1) : S(0);
+                ht[j] = h;
+            }
+        }
+        for (int64_t j = 0; j < len; ++j) v_last[n0 + j] = v[j];
+    }
+}
+
+template <typename S, bool LEAK, bool HARD, bool DETACH, int SG, bool K_FULL, bool NEED_K>
+void backward_impl(const S* g_s, const S* g_v_last, const S* h_seq, const S* v0, const S* k,
+                   S* g_x, S* g_v0, S* g_k_neuron, int64_t T, int64_t N, S v_th, S v_reset,
+                   S sg_a, S sg_b, int threads) {
+    const int64_t chunks = (N + kChunk - 1) / kChunk;
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (int64_t c = 0; c < chunks; ++c) {
+        const int64_t n0 = c * kChunk, len = (N - n0 < kChunk) ? N - n0 : kChunk;
+        S g_v[kChunk], g_k[kChunk], kk[kChunk];
+        for (int64_t j = 0; j < len; ++j) {
+            g_v[j] = g_v_last[n0 + j];
+            g_k[j] = S(0);
+            kk[j] = K_FULL ? k[n0 + j] : k[0];
+        }
+        for (int64_t t = T - 1; t >= 0; --t) {
+            const S* ht = h_seq + t * N + n0;
+            const S* hp = t > 0 ? h_seq + (t - 1) * N + n0 : nullptr;
+            const S* gst = g_s + t * N + n0;
+            S* gxt = g_x + t * N + n0;
+#pragma omp simd
+            for (int64_t j = 0; j < len; ++j) {
+                const S h = ht[j], u = h - v_th;
+                const bool spike = u >= S(0);
+                const S sg = surrogate_grad<SG>(u, sg_a, sg_b);
+                S dv_dh;
+                if constexpr (HARD) {
+                    dv_dh = spike ? S(0) : S(1);
+                    if constexpr (!DETACH) dv_dh += (v_reset - h) * sg;
+                } else {
+                    dv_dh = S(1);
+                    if constexpr (!DETACH) dv_dh -= v_th * sg;
+                }
+                const S g_h = gst[j] * sg + g_v[j] * dv_dh;
+                if constexpr (LEAK) {
+                    gxt[j] = g_h * kk[j];
+                    if constexpr (NEED_K) {
+                        S v_prev = hp ? reset<HARD>(hp[j], (hp[j] - v_th) >= S(0), v_th, v_reset) : v0[n0 + j];
+                        g_k[j] += g_h * ((h - v_prev) / kk[j]);
+                    }
+                    g_v[j] = g_h * (S(1) - kk[j]);
+                } else {
+                    gxt[j] = g_h;
+                    g_v[j] = g_h;
+                }
+            }
+        }
+        for (int64_t j = 0; j < len; ++j) {
+            g_v0[n0 + j] = g_v[j];
+            if (NEED_K) g_k_neuron[n0 + j] = g_k[j];
+        }
+    }
+}
+
+template <typename S>
+void forward(const S* x, const S* k, const S* v0, S* spikes, S* h_seq, S* v_last, int64_t T, int64_t N,
+             int leak, int hard, int k_full, double v_th, double v_reset, int threads) {
+    with_bool(leak, [&](auto L) { with_bool(hard, [&](auto H) { with_bool(k_full, [&](auto KF) {
+        forward_impl<S, decltype(L)::value, decltype(H)::value, decltype(KF)::value>(
+            x, k, v0, spikes, h_seq, v_last, T, N, S(v_th), S(v_reset), threads);
+    }); }); });
+}
+
+template <typename S>
+void backward(const S* g_s, const S* g_v_last, const S* h_seq, const S* v0, const S* k, S* g_x, S* g_v0,
+              S* g_k_neuron, int64_t T, int64_t N, int leak, int hard, int detach, int surrogate, int k_full,
+              int need_k, double v_th, double v_reset, double sg_a, double sg_b, int threads) {
+    with_bool(leak, [&](auto L) { with_bool(hard, [&](auto H) { with_bool(detach, [&](auto D) {
+    with_surrogate(surrogate, [&](auto SG) { with_bool(k_full, [&](auto KF) { with_bool(need_k, [&](auto NK) {
+        backward_impl<S, decltype(L)::value, decltype(H)::value, decltype(D)::value, decltype(SG)::value,
+                      decltype(KF)::value, decltype(NK)::value>(
+            g_s, g_v_last, h_seq, v0, k, g_x, g_v0, g_k_neuron, T, N, S(v_th), S(v_reset), S(sg_a), S(sg_b),
+            threads);
+    }); }); }); }); }); });
+}
+
+}  // namespace
+
+extern "C" {
+
+void plif_forward_f32(const float* x, const float* k, const float* v0, float* s, float* h, float* v_last,
+                      int64_t T, int64_t N, int leak, int hard, int k_full, double v_th, double v_reset,
+                      int threads) {
+    forward<float>(x, k, v0, s, h, v_last, T, N, leak, hard, k_full, v_th, v_reset, threads);
+}
+
+void plif_forward_f64(const double* x, const double* k, const double* v0, double* s, double* h, double* v_last,
+                      int64_t T, int64_t N, int leak, int hard, int k_full, double v_th, double v_reset,
+                      int threads) {
+    forward<double>(x, k, v0, s, h, v_last, T, N, leak, hard, k_full, v_th, v_reset, threads);
+}
+
+void plif_backward_f32(const float* g_s, const float* g_v_last, const float* h, const float* v0, const float* k,
+                       float* g_x, float* g_v0, float* g_k, int64_t T, int64_t N, int leak, int hard, int detach,
+                       int surrogate, int k_full, int need_k, double v_th, double v_reset, double sg_a,
+                       double sg_b, int threads) {
+    backward<float>(g_s, g_v_last, h, v0, k, g_x, g_v0, g_k, T, N, leak, hard, detach, surrogate, k_full, need_k,
+                    v_th, v_reset, sg_a, sg_b, threads);
+}
+
+void plif_backward_f64(const double* g_s, const double* g_v_last, const double* h, const double* v0,
+                       const double* k, double* g_x, double* g_v0, double* g_k, int64_t T, int64_t N, int leak,
+                       int hard, int detach, int surrogate, int k_full, int need_k, double v_th, double v_reset,
+                       double sg_a, double sg_b, int threads) {
+    backward<double>(g_s, g_v_last, h, v0, k, g_x, g_v0, g_k, T, N, leak, hard, detach, surrogate, k_full, need_k,
+                     v_th, v_reset, sg_a, sg_b, threads);
+}
+
+}  // extern "C"

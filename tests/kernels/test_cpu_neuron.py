@@ -1,0 +1,71 @@
+"""The compiled CPU backend equals the reference loop: spikes exactly, gradients of x, k, v0 closely."""
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from plif.kernels.check import Case, case_grid, run_case
+from plif.kernels.cpu_build import load_library
+from plif.kernels.cpu_neuron import multi_step_cpu
+from plif.neurons import PLIF, NeuronConfig, multi_step_reference, select_backend
+
+pytestmark = pytest.mark.skipif(load_library() is None, reason="no C++ compiler: the cpu backend falls back to bptt")
+
+GRID = case_grid() + [Case(**{**c.__dict__, "dtype": "float64"}) for c in case_grid(quick=True)]
+
+
+@pytest.mark.parametrize("case", GRID, ids=lambda c: c.name)
+def test_cpu_matches_reference(case):
+    r = run_case(case, "cpu")
+    assert r["ok"], r
+
+
+def test_auto_picks_cpu_for_cpu_float_tensors():
+    cfg = NeuronConfig()
+    assert select_backend(torch.zeros(2, 3), cfg) == "cpu"
+    assert select_backend(torch.zeros(2, 3, dtype=torch.float64), cfg) == "cpu"
+    assert select_backend(torch.zeros(2, 3, dtype=torch.bfloat16), cfg) == "bptt"
+
+
+def test_plif_layer_trains_the_same_through_auto():
+    torch.manual_seed(3)
+    x = torch.randn(4, 2, 6, 5, 5) + 0.8
+    grads = []
+    for backend in ("reference", "auto"):
+        layer = PLIF(num_channels=6, backend=backend)
+        xx = x.clone().requires_grad_(True)
+        s = layer(xx)
+        (s * torch.linspace(-1, 1, s.numel()).view(s.shape)).sum().backward()
+        grads.append((s.detach(), xx.grad, layer.w.grad))
+    assert torch.equal(grads[0][0], grads[1][0])
+    assert torch.allclose(grads[0][1], grads[1][1], atol=1e-6)
+    assert torch.allclose(grads[0][2], grads[1][2], rtol=1e-5, atol=1e-6)
+
+
+def test_only_requested_gradients_and_k_without_grad():
+    x = (torch.randn(3, 2, 5) + 1).requires_grad_(True)
+    k = torch.tensor(0.5)
+    s, v = multi_step_cpu(x, k, torch.zeros(2, 5), NeuronConfig())
+    (gx,) = torch.autograd.grad(s.sum() + v.sum(), [x])
+    s_r, v_r = multi_step_reference(x, k, torch.zeros(2, 5), NeuronConfig())
+    (gx_r,) = torch.autograd.grad(s_r.sum() + v_r.sum(), [x])
+    assert torch.allclose(gx, gx_r, atol=1e-6)
+
+
+def test_rejects_unsupported_input():
+    with pytest.raises(ValueError, match="fp32/fp64 CPU"):
+        multi_step_cpu(torch.zeros(2, 3, dtype=torch.float16), torch.tensor(0.5), torch.zeros(3), NeuronConfig())
+
+
+def test_failed_build_falls_back_to_bptt(tmp_path):
+    """With no working compiler the backend is not chosen and the layer still runs."""
+    code = ("import torch; from plif.neurons import PLIF, select_backend, NeuronConfig; "
+            "from plif.kernels import cpu_build; "
+            "assert select_backend(torch.zeros(2, 3), NeuronConfig()) == 'bptt'; "
+            "assert cpu_build.BUILD_ERROR and 'failed' in cpu_build.BUILD_ERROR, cpu_build.BUILD_ERROR; "
+            "PLIF()(torch.randn(3, 2, 4)).sum(); print('fallback-ok')")
+    env = {**os.environ, "CXX": "false", "PLIF_CACHE_DIR": str(tmp_path)}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and "fallback-ok" in out.stdout, out.stderr
