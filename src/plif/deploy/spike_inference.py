@@ -13,7 +13,7 @@ from ..layers import TimeFolded, TimeInvariantDropout
 from ..models import SpikingNetwork
 from ..neurons import SpikingNeuron
 from .bn_folding import fold_batchnorm
-from .spike_ops import DEFAULT_MAX_DENSITY, SpikeConv2d, SpikeLinear
+from .spike_ops import DEFAULT_MAX_DENSITY, DEFAULT_MAX_DENSITY_CONV, SpikeConv2d, SpikeLinear
 
 __all__ = ["to_spike_inference", "keeps_binary", "spike_fed_layers"]
 
@@ -35,12 +35,14 @@ def spike_fed_layers(net: SpikingNetwork) -> list[int]:
     return fed
 
 
-def to_spike_inference(net: SpikingNetwork, max_density: float = DEFAULT_MAX_DENSITY,
+def to_spike_inference(net: SpikingNetwork, max_density: float | None = None,
                        validate: bool = True) -> SpikingNetwork:
     """BN-folded eval copy of ``net`` with every spike-fed ``Conv2d``/``Linear`` replaced by its
     gather-accumulate form (:class:`SpikeConv2d`, :class:`SpikeLinear`).
 
-    ``max_density=1`` forces the gather path everywhere; ``0`` keeps the dense GEMM.
+    ``max_density``: input spike density above which a layer uses the dense GEMM instead; ``None``
+    takes the measured defaults (linear 0.06, conv 0: the unfold gather never beat oneDNN here),
+    ``1`` forces the gather path everywhere, ``0`` keeps every dense GEMM.
     Same input and output as ``net``: ``[B, ...]`` or ``[T, B, ...]`` -> ``[T, B, classes]``.
     """
     out = fold_batchnorm(net)
@@ -48,7 +50,9 @@ def to_spike_inference(net: SpikingNetwork, max_density: float = DEFAULT_MAX_DEN
         layer = out.layers[i]
         inner = layer.layer if isinstance(layer, TimeFolded) else None
         if isinstance(inner, nn.Linear):
-            out.layers[i] = TimeFolded(SpikeLinear(inner, max_density, validate))
+            d = DEFAULT_MAX_DENSITY if max_density is None else max_density
+            out.layers[i] = TimeFolded(SpikeLinear(inner, d, validate))
         elif isinstance(inner, nn.Conv2d):
-            out.layers[i] = TimeFolded(SpikeConv2d(inner, max_density, validate))
+            d = DEFAULT_MAX_DENSITY_CONV if max_density is None else max_density
+            out.layers[i] = TimeFolded(SpikeConv2d(inner, d, validate))
     return out.eval()

@@ -16,10 +16,14 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-__all__ = ["spike_linear", "spike_conv2d", "SpikeLinear", "SpikeConv2d", "check_binary", "DEFAULT_MAX_DENSITY"]
+__all__ = ["spike_linear", "spike_conv2d", "SpikeLinear", "SpikeConv2d", "check_binary", "DEFAULT_MAX_DENSITY",
+           "DEFAULT_MAX_DENSITY_CONV"]
 
-# Crossover measured on a 2-core CPU (6272 -> 2048, 512 rows): gather wins below ~7% density.
+# Crossovers measured on a 2-core CPU (benchmarks/bench_inference.py): a linear layer's gather
+# wins below ~6% input density (2.6x at 2.8%, 10x at 0.9%); the unfold-based conv gather lost to
+# the oneDNN convolution at every density tried (20x slower at 5%), so it is off by default.
 DEFAULT_MAX_DENSITY = 0.06
+DEFAULT_MAX_DENSITY_CONV = 0.0
 
 
 def check_binary(x: torch.Tensor, where: str) -> None:
@@ -82,7 +86,7 @@ class SpikeLinear(nn.Module):
     def forward(self, s: torch.Tensor) -> torch.Tensor:
         if self.validate:
             check_binary(s, "SpikeLinear")
-        if _density(s) > self.max_density:
+        if self.max_density <= 0 or _density(s) > self.max_density:
             return F.linear(s, self.weight, self.bias)
         rows = s.reshape(-1, s.shape[-1])
         return spike_linear(rows, self.weight_t, self.bias).view(*s.shape[:-1], -1)
@@ -94,7 +98,7 @@ class SpikeLinear(nn.Module):
 class SpikeConv2d(nn.Module):
     """A ``Conv2d`` (groups=1, dilation=1) for spike inputs ``[N, C, H, W]``."""
 
-    def __init__(self, conv: nn.Conv2d, max_density: float = DEFAULT_MAX_DENSITY, validate: bool = True):
+    def __init__(self, conv: nn.Conv2d, max_density: float = DEFAULT_MAX_DENSITY_CONV, validate: bool = True):
         super().__init__()
         if conv.groups != 1 or conv.dilation != (1, 1) or not isinstance(conv.padding, tuple):
             raise ValueError("SpikeConv2d supports groups=1, dilation=1 and integer padding only")
@@ -106,7 +110,7 @@ class SpikeConv2d(nn.Module):
         if self.validate:
             check_binary(s, "SpikeConv2d")
         c = self.conv
-        if _density(s) > self.max_density:
+        if self.max_density <= 0 or _density(s) > self.max_density:
             return c(s)
         return spike_conv2d(s, c.weight, c.bias, c.stride, c.padding)
 

@@ -1,0 +1,66 @@
+"""The paper's reported accuracies (%), keyed by dataset and by the setting that produced them.
+
+Sources in ``paper/plif-iccv2021.tex``: Table 3 (``tab:ACC CMP``, accuracy A), the supplement's
+``tab:ACC VAL`` (A and B), Table 4 (``table: LIF vs PLIF``) and Table 5 (``table: max vs avg``).
+``tests/experiments/test_paper_numbers.py`` checks every number here against that text.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["Setting", "PAPER_SETTING", "MAIN_RESULTS", "ABLATION_RESULTS", "paper_accuracy"]
+
+
+@dataclass(frozen=True)
+class Setting:
+    """What the paper varies between its runs: the neuron, its (initial) tau and the pooling."""
+
+    neuron: str  # "plif" | "lif" | "if"
+    tau0: float
+    pool: str  # "max" | "avg"
+
+    def label(self) -> str:
+        name = f"PLIF(tau0={self.tau0:g})" if self.neuron == "plif" else f"{self.neuron.upper()}(tau={self.tau0:g})"
+        return f"{name}, {self.pool}-pool"
+
+
+# the proposed method: PLIF, tau0 = 2, max pooling (Table 3 and the supplement)
+PAPER_SETTING = Setting("plif", 2.0, "max")
+
+# dataset -> (accuracy A, accuracy B) for PAPER_SETTING
+MAIN_RESULTS: dict[str, tuple[float, float]] = {
+    "mnist": (99.72, 99.63),
+    "fashion-mnist": (94.38, 93.85),
+    "cifar10": (93.50, 92.58),
+    "nmnist": (99.61, 99.57),
+    "cifar10-dvs": (74.80, 69.00),
+    "dvs128-gesture": (97.57, 96.53),
+}
+
+_T4_T5_DATASETS = ("fashion-mnist", "cifar10", "cifar10-dvs", "dvs128-gesture")
+
+
+def _row(values):
+    return dict(zip(_T4_T5_DATASETS, values))
+
+
+# setting -> dataset -> accuracy A (Tables 4 and 5; the max-pool PLIF(2) row repeats Table 3)
+ABLATION_RESULTS: dict[Setting, dict[str, float]] = {
+    Setting("plif", 2.0, "max"): _row((94.38, 93.50, 74.80, 97.57)),
+    Setting("lif", 2.0, "max"): _row((94.17, 93.03, 73.60, 96.88)),
+    Setting("plif", 16.0, "max"): _row((94.65, 93.23, 70.50, 92.01)),
+    Setting("lif", 16.0, "max"): _row((94.47, 47.50, 62.40, 76.74)),
+    Setting("plif", 2.0, "avg"): _row((94.74, 93.30, 72.70, 97.22)),
+}
+
+
+def paper_accuracy(dataset: str, setting: Setting) -> tuple[float | None, float | None, str]:
+    """``(A, B, source)`` the paper reports for ``setting`` on ``dataset``; ``None`` where it has none."""
+    if setting == PAPER_SETTING and dataset in MAIN_RESULTS:
+        a, b = MAIN_RESULTS[dataset]
+        return a, b, "Table 3 / supplement"
+    row = ABLATION_RESULTS.get(setting, {})
+    if dataset in row:
+        table = "Table 5" if setting.pool == "avg" else "Table 4"
+        return row[dataset], None, table
+    return None, None, ""
