@@ -1,0 +1,105 @@
+"""``plif ablate`` (the paper's ablation sweep), ``plif report`` and ``plif plot neuron|encoder``."""
+from __future__ import annotations
+
+import shlex
+
+
+def run_ablate(args) -> int:
+    import dataclasses
+    from pathlib import Path
+
+    from ..experiments import run_sweep
+    from ..train import TrainConfig
+
+    fields = {f.name for f in dataclasses.fields(TrainConfig)}
+    kw = {k: v for k, v in vars(args).items() if k in fields and v is not None and k != "out"}
+    base = TrainConfig(**kw)
+    out = Path(args.out) if args.out else Path("runs") / f"ablate-{base.dataset}"
+    only = [s.strip() for s in args.only.split(",") if s.strip()] if args.only else None
+    command = "plif ablate " + " ".join(
+        f"--{k.replace('_', '-')} {shlex.quote(str(v))}" for k, v in vars(args).items()
+        if v is not None and k not in ("func", "command", "debug"))
+    sweep = run_sweep(base, out, only=only, command=command)
+    print(f"sweep folder: {sweep}\nreport: plif report {sweep} --out {sweep / 'report'}")
+    return 0
+
+
+def run_report(args) -> int:
+    from ..experiments import write_report
+
+    targets = None
+    if args.targets:
+        try:
+            targets = [float(t) / (100 if float(t) > 1 else 1) for t in args.targets.split(",")]
+        except ValueError:
+            raise ValueError(f"--targets: expected comma-separated accuracies like 0.9,0.95 or 90,95, got {args.targets!r}") from None
+    kwargs = {"targets": targets} if targets else {}
+    report = write_report(args.runs, args.out, **kwargs)
+    print(f"report: {report}")
+    return 0
+
+
+def run_plot(args) -> int:
+    if args.what == "neuron":
+        if args.run:
+            raise ValueError(f"plot neuron takes no run folder (got {args.run!r})")
+        from ..experiments import plot_neuron_figures
+
+        paths = plot_neuron_figures(args.out, steps=args.steps)
+    else:
+        from ..experiments import plot_encoder_figures
+
+        if not args.run:
+            raise ValueError("plot encoder needs a run folder: plif plot encoder RUN --out DIR")
+        paths = plot_encoder_figures(args.run, args.out, channels=args.channels, samples=args.samples,
+                                     layer=args.layer, event_file=args.event, data_dir=args.data_dir,
+                                     which=args.checkpoint)
+    for p in paths:
+        print(p)
+    return 0
+
+
+def register(sub) -> None:
+    from ..experiments.ablation import ABLATIONS
+
+    a = sub.add_parser("ablate", help="the paper's ablations (Tables 4, 5) as one resumable sweep of run folders")
+    a.add_argument("--dataset", default="fashion-mnist")
+    a.add_argument("--preset", default="cpu", help="paper or cpu [cpu], as for plif train")
+    a.add_argument("--network", help="override the network string (paper notation)")
+    a.add_argument("--only", help=f"comma-separated subset of: {', '.join(ABLATIONS)}")
+    a.add_argument("--epochs", type=int)
+    a.add_argument("--T", type=int)
+    a.add_argument("--batch-size", type=int)
+    a.add_argument("--lr", type=float)
+    a.add_argument("--t-max", type=int)
+    a.add_argument("--device")
+    a.add_argument("--seed", type=int)
+    a.add_argument("--data-dir")
+    a.add_argument("--max-train-samples", type=int)
+    a.add_argument("--max-test-samples", type=int)
+    a.add_argument("--val-split", type=float)
+    a.add_argument("--eval-batch-size", type=int)
+    a.add_argument("--out", help="sweep folder [runs/ablate-<dataset>]")
+    a.add_argument("--debug", action="store_true", help="show tracebacks")
+    a.set_defaults(func=run_ablate)
+
+    r = sub.add_parser("report", help="report.md with accuracies beside the paper's, and figures, from run folders")
+    r.add_argument("runs", nargs="+", metavar="RUN", help="run folders or sweep folders")
+    r.add_argument("--out", required=True, help="folder for report.md and the figures")
+    r.add_argument("--targets", help="test accuracies for the time-to-accuracy table [0.5,0.8,0.9,0.95,0.99]")
+    r.add_argument("--debug", action="store_true")
+    r.set_defaults(func=run_report)
+
+    p = sub.add_parser("plot", help="paper figures: 'neuron' (Figs. 1b, 2) or 'encoder RUN' (firing-rate maps)")
+    p.add_argument("what", choices=("neuron", "encoder"))
+    p.add_argument("run", nargs="?", help="run folder (encoder)")
+    p.add_argument("--out", required=True)
+    p.add_argument("--steps", type=int, default=200, help="neuron: ms simulated (dt = 1 ms) [200]")
+    p.add_argument("--channels", help="encoder: comma-separated channels of the spiking layer [0,1,2,3]")
+    p.add_argument("--samples", type=int, default=4, help="encoder: test samples (0: only --event) [4]")
+    p.add_argument("--layer", type=int, default=0, help="encoder: spiking layer, 0 = the encoder's [0]")
+    p.add_argument("--event", help="encoder: an event file (N-MNIST .bin, AEDAT) to show as well")
+    p.add_argument("--data-dir", help="encoder: dataset folder if not the run's")
+    p.add_argument("--checkpoint", default="best", help="encoder: best, best_test, best_val or last [best]")
+    p.add_argument("--debug", action="store_true")
+    p.set_defaults(func=run_plot)

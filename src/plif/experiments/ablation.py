@@ -1,0 +1,145 @@
+"""The paper's ablations as one resumable sweep: Table 4 (PLIF vs LIF at tau 2 and 16) and Table 5
+(max vs average pooling), each entry a normal run folder under the sweep folder.
+
+Sweep folder layout::
+
+    <sweep>/sweep.json     the command, the base config and every entry with its status
+    <sweep>/<label>/       a run folder of :func:`plif.train.train` (config.json says what ran;
+                           the label is only a name)
+
+Running the same sweep again skips finished runs and resumes unfinished ones from their
+``last.pt``; a run whose stored config differs from the one asked for is refused by ``train``.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from .figures import save_json
+from .runs import SWEEP_FILE
+
+__all__ = ["Ablation", "ABLATIONS", "run_sweep", "sweep_status"]
+
+
+@dataclass(frozen=True)
+class Ablation:
+    """One entry: a label, the paper table it belongs to and the config fields it sets."""
+
+    label: str
+    table: str
+    neuron: str
+    tau0: float
+    pool: str
+
+    def overrides(self) -> dict:
+        return {"neuron": self.neuron, "tau0": self.tau0, "pool": self.pool}
+
+
+ABLATIONS: dict[str, Ablation] = {a.label: a for a in (
+    Ablation("plif-tau2", "Table 4, Table 5 (max)", "plif", 2.0, "max"),
+    Ablation("lif-tau2", "Table 4", "lif", 2.0, "max"),
+    Ablation("plif-tau16", "Table 4", "plif", 16.0, "max"),
+    Ablation("lif-tau16", "Table 4", "lif", 16.0, "max"),
+    Ablation("plif-tau2-avgpool", "Table 5 (average)", "plif", 2.0, "avg"),
+)}
+
+
+def _select(only) -> list[Ablation]:
+    if not only:
+        return list(ABLATIONS.values())
+    unknown = [name for name in only if name not in ABLATIONS]
+    if unknown:
+        raise ValueError(f"unknown ablation {', '.join(unknown)}; valid: {', '.join(ABLATIONS)}")
+    return [ABLATIONS[name] for name in only]
+
+
+def sweep_status(run_dir: Path, epochs: int) -> str:
+    """``finished`` (all ``epochs`` done), ``partial`` (a checkpoint to resume), ``new`` or ``broken``."""
+    summary = run_dir / "summary.json"
+    if summary.is_file():
+        try:
+            s = json.loads(summary.read_text())
+        except json.JSONDecodeError:
+            s = {}
+        if s.get("finished") and s.get("epochs_run", 0) >= epochs:
+            return "finished"
+    if (run_dir / "checkpoints" / "last.pt").is_file():
+        return "partial"
+    if (run_dir / "config.json").exists():
+        return "broken"
+    return "new"
+
+
+def _entry(a: Ablation, status: str, run_dir: Path) -> dict:
+    entry = {"label": a.label, "path": a.label, "table": a.table, **a.overrides(), "status": status}
+    s = run_dir / "summary.json"
+    if s.is_file():
+        try:
+            summary = json.loads(s.read_text())
+            entry["accuracy_A"] = summary.get("accuracy_A", {}).get("test_acc")
+            entry["epochs_run"] = summary.get("epochs_run")
+        except json.JSONDecodeError:
+            pass
+    return entry
+
+
+def run_sweep(base, out: str | Path, only=None, command: str = "", log=print) -> Path:
+    """Run (or continue) the ablation sweep of ``base`` (a :class:`plif.train.TrainConfig`) in ``out``.
+
+    only: labels to run (default all of :data:`ABLATIONS`).  Returns the sweep folder.
+    """
+    from ..train import resolve_config, train
+
+    out = Path(out)
+    chosen = _select(only)
+    sweep_file = out / SWEEP_FILE
+    previous = {}
+    if sweep_file.is_file():
+        try:
+            old = json.loads(sweep_file.read_text())
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{sweep_file}: not valid JSON (line {e.lineno}, column {e.colno}); "
+                             "fix or remove it") from None
+        if old.get("dataset") != base.dataset:
+            raise ValueError(f"{out} holds a sweep on {old.get('dataset')!r}, not {base.dataset!r}; "
+                             "choose another --out")
+        previous = {e["label"]: e for e in old.get("runs", [])}
+
+    configs = {a.label: resolve_config(dataclasses.replace(base, **a.overrides(), out=str(out / a.label)))
+               for a in chosen}
+    entries = dict(previous)
+
+    def write(status_of: dict):
+        for a in chosen:
+            entries[a.label] = _entry(a, status_of[a.label], out / a.label)
+        save_json(sweep_file, {"command": command, "dataset": base.dataset,
+                               "base_config": {**dataclasses.asdict(base), "input_shape": list(base.input_shape)},
+                               "runs": list(entries.values())})
+
+    status = {a.label: sweep_status(out / a.label, configs[a.label].epochs) for a in chosen}
+    broken = [label for label, s in status.items() if s == "broken"]
+    if broken:
+        raise ValueError(f"{', '.join(str(out / b) for b in broken)}: config.json without a checkpoint (a run "
+                         "stopped while starting); remove that folder to start it again")
+    write(status)
+    for a in chosen:
+        cfg = configs[a.label]
+        if status[a.label] == "finished":
+            log(f"[{a.label}] finished already ({out / a.label}); skipped")
+            continue
+        resume = status[a.label] == "partial"
+        log(f"[{a.label}] {'resuming' if resume else 'starting'}: neuron {a.neuron}, tau0 {a.tau0:g}, "
+            f"{a.pool} pooling, {cfg.epochs} epochs")
+        status[a.label] = "running"
+        write(status)
+        try:
+            train(cfg, resume=resume, log=log)
+        except BaseException:
+            status[a.label] = sweep_status(out / a.label, cfg.epochs)
+            write(status)
+            raise
+        status[a.label] = sweep_status(out / a.label, cfg.epochs)
+        write(status)
+    return out

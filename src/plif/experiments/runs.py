@@ -1,0 +1,153 @@
+"""Reading run folders for reports: tolerant of unfinished and older runs, loud about what is missing.
+
+A run folder is what :func:`plif.train.train` writes (``config.json``, ``metrics.jsonl``,
+``summary.json``).  A sweep folder holds ``sweep.json`` and one run folder per entry.  Reports
+read these files only; they never import training internals.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .paper_numbers import Setting
+
+__all__ = ["RunRecord", "read_run", "expand_run_paths", "effective_pool", "SWEEP_FILE"]
+
+SWEEP_FILE = "sweep.json"
+
+
+@dataclass
+class RunRecord:
+    """One run as read from disk.
+
+    metrics: the per-epoch rows (possibly empty); notes: human-readable problems found while
+    reading (unfinished run, missing summary, missing fields), shown in the report.
+    """
+
+    path: Path
+    label: str
+    config: dict
+    metrics: list[dict]
+    summary: dict
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def dataset(self) -> str:
+        return self.config.get("dataset", "?")
+
+    @property
+    def setting(self) -> Setting:
+        neuron = str(self.config.get("neuron", "plif")).lower()
+        return Setting(neuron, float(self.config.get("tau0", 2.0)), effective_pool(self.config))
+
+    def accuracy_a(self) -> tuple[float, int] | None:
+        """``(max test accuracy, its epoch)`` from the metrics (the summary may be stale or absent)."""
+        rows = [m for m in self.metrics if "test_acc" in m]
+        if not rows:
+            return None
+        best = max(rows, key=lambda m: (m["test_acc"], -m["epoch"]))
+        return best["test_acc"], best["epoch"]
+
+    def accuracy_b(self) -> tuple[float, int] | None:
+        """``(test accuracy at the best validation accuracy, its epoch)``; earliest epoch wins ties."""
+        rows = [m for m in self.metrics if "val_acc" in m and "test_acc" in m]
+        if not rows:
+            return None
+        best = max(rows, key=lambda m: (m["val_acc"], -m["epoch"]))
+        return best["test_acc"], best["epoch"]
+
+    def taus(self) -> list[list[float]]:
+        """τ of every PLIF layer per epoch: ``[epochs][layers]`` (rows without taus are skipped)."""
+        return [list(m["taus"]) for m in self.metrics if m.get("taus")]
+
+
+def effective_pool(config: dict) -> str:
+    """The spatial pooling a run used: the ``pool`` override, else what its network string says."""
+    from ..models import NotationError, parse
+
+    if config.get("pool"):
+        return config["pool"]
+    try:
+        tokens = parse(config.get("network") or "")
+    except NotationError:
+        return "max"
+    if tokens and tokens[-1].kind == "pool":
+        tokens = tokens[:-1]  # the final APk<n>s<n> is the voting layer, not spatial pooling
+    ops = {t.args["op"] for t in tokens if t.kind == "pool"}
+    return "avg" if ops == {"AP"} else "max"
+
+
+def _read_json(path: Path, notes: list[str]):
+    try:
+        return json.loads(path.read_text())
+    except json.JSONDecodeError as e:
+        notes.append(f"{path.name} is not valid JSON (line {e.lineno}, column {e.colno}); ignored")
+        return None
+
+
+def _read_metrics(path: Path, notes: list[str]) -> list[dict]:
+    rows = []
+    if not path.is_file():
+        notes.append("no metrics.jsonl (no epoch recorded)")
+        return rows
+    offset = 0
+    for lineno, line in enumerate(path.read_bytes().split(b"\n"), 1):
+        if line.strip():
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as e:
+                notes.append(f"metrics.jsonl line {lineno} (byte {offset + e.pos}) is not valid JSON; "
+                             "the rows before it are used")
+                break
+            if not isinstance(row, dict) or "epoch" not in row:
+                notes.append(f"metrics.jsonl line {lineno} (byte {offset}) has no 'epoch'; the rows before it are used")
+                break
+            rows.append(row)
+        offset += len(line) + 1
+    return rows
+
+
+def read_run(path: str | Path, label: str | None = None) -> RunRecord:
+    """Read one run folder; raises ``FileNotFoundError`` only when it has no ``config.json``."""
+    path = Path(path)
+    cfg_path = path / "config.json"
+    if not cfg_path.is_file():
+        raise FileNotFoundError(f"{path} is not a run folder (no config.json)")
+    notes: list[str] = []
+    config = _read_json(cfg_path, notes)
+    if config is None:
+        raise ValueError(f"{cfg_path}: not valid JSON, cannot tell what this run was")
+    metrics = _read_metrics(path / "metrics.jsonl", notes)
+    summary = {}
+    if (path / "summary.json").is_file():
+        summary = _read_json(path / "summary.json", notes) or {}
+    elif metrics:
+        notes.append("no summary.json; accuracies computed from metrics.jsonl")
+    epochs = config.get("epochs")
+    if metrics and epochs and len(metrics) < epochs:
+        notes.append(f"unfinished: {len(metrics)} of {epochs} epochs")
+    if metrics and not any("taus" in m for m in metrics) and str(config.get("neuron", "plif")).lower() == "plif":
+        notes.append("metrics carry no taus (older run format?); no tau curve")
+    if metrics and not all("epoch_time_s" in m for m in metrics):
+        notes.append("some epochs lack epoch_time_s; wall times are lower bounds")
+    return RunRecord(path, label or path.name, config, metrics, summary, notes)
+
+
+def expand_run_paths(paths) -> list[tuple[Path, str]]:
+    """Run folders and sweep folders -> ``[(run folder, label)]``; a sweep contributes its runs."""
+    out: list[tuple[Path, str]] = []
+    for p in map(Path, paths):
+        sweep = p / SWEEP_FILE
+        if sweep.is_file():
+            try:
+                entries = json.loads(sweep.read_text())["runs"]
+            except (json.JSONDecodeError, KeyError, TypeError) as e:
+                raise ValueError(f"{sweep}: not a plif sweep file ({type(e).__name__}: {e})") from None
+            for e in entries:
+                out.append((p / e["path"], e["label"]))
+        elif p.is_dir():
+            out.append((p, p.name))
+        else:
+            raise FileNotFoundError(f"{p}: no such run or sweep folder")
+    return out

@@ -1,0 +1,77 @@
+import json
+
+import pytest
+
+from plif.cli.main import main
+from plif.experiments.ablation import ABLATIONS, sweep_status
+
+from .conftest import TINY_NET
+
+
+def _argv(root, out, *extra):
+    return ["ablate", "--data-dir", str(root), "--network", TINY_NET, "--T", "2", "--epochs", "1",
+            "--batch-size", "40", "--lr", "5e-3", "--device", "cpu", "--max-train-samples", "120",
+            "--max-test-samples", "40", "--out", str(out), *extra]
+
+
+def test_sweep_runs_every_ablation_then_skips_then_resumes(tiny_fashion, tmp_path, capsys):
+    out = tmp_path / "sweep"
+    assert main(_argv(tiny_fashion, out)) == 0
+    sweep = json.loads((out / "sweep.json").read_text())
+    assert [e["label"] for e in sweep["runs"]] == list(ABLATIONS)
+    assert sweep["command"].startswith("plif ablate --dataset fashion-mnist")
+    for e in sweep["runs"]:
+        assert e["status"] == "finished" and e["epochs_run"] == 1
+        config = json.loads((out / e["path"] / "config.json").read_text())
+        a = ABLATIONS[e["label"]]
+        # the folder name is a label; config.json is what ran
+        assert (config["neuron"], config["tau0"], config["pool"]) == (a.neuron, a.tau0, a.pool)
+        assert config["network_kwargs"]["neuron"] == a.neuron.upper()
+        assert config["network"] == TINY_NET
+        metrics = (out / e["path"] / "metrics.jsonl").read_text().splitlines()
+        assert len(metrics) == 1
+        taus = json.loads(metrics[0])["taus"]
+        assert len(taus) == (2 if a.neuron == "plif" else 0)
+    capsys.readouterr()
+
+    before = {e["label"]: (out / e["path"] / "metrics.jsonl").stat().st_mtime_ns for e in sweep["runs"]}
+    assert main(_argv(tiny_fashion, out)) == 0
+    log = capsys.readouterr().out
+    assert log.count("finished already") == len(ABLATIONS)
+    assert all((out / label / "metrics.jsonl").stat().st_mtime_ns == t for label, t in before.items())
+
+    first = json.loads((out / "lif-tau2" / "metrics.jsonl").read_text().splitlines()[0])
+    assert main(_argv(tiny_fashion, out, "--epochs", "2", "--only", "lif-tau2")) == 0
+    assert "resuming" in capsys.readouterr().out
+    rows = [json.loads(l) for l in (out / "lif-tau2" / "metrics.jsonl").read_text().splitlines()]
+    assert [r["epoch"] for r in rows] == [1, 2]
+    assert rows[0]["test_acc"] == first["test_acc"] and rows[0]["train_loss"] == first["train_loss"]
+    assert sweep_status(out / "lif-tau2", 2) == "finished"
+    assert sweep_status(out / "plif-tau2", 2) == "partial"
+    entries = {e["label"]: e for e in json.loads((out / "sweep.json").read_text())["runs"]}
+    assert set(entries) == set(ABLATIONS) and entries["lif-tau2"]["epochs_run"] == 2
+
+
+def test_sweep_refuses_what_it_cannot_do(tiny_fashion, tmp_path, capsys):
+    out = tmp_path / "sweep"
+    assert main(_argv(tiny_fashion, out, "--only", "plif-tau2,nope")) == 2
+    assert "unknown ablation nope; valid: plif-tau2" in capsys.readouterr().err
+    (out / "lif-tau2").mkdir(parents=True)
+    (out / "lif-tau2" / "config.json").write_text("{}")
+    assert main(_argv(tiny_fashion, out, "--only", "lif-tau2")) == 2
+    assert "config.json without a checkpoint" in capsys.readouterr().err
+    (out / "sweep.json").write_text(json.dumps({"dataset": "cifar10", "runs": []}))
+    assert main(_argv(tiny_fashion, out, "--only", "plif-tau2")) == 2
+    assert "holds a sweep on 'cifar10'" in capsys.readouterr().err
+
+
+def test_sweep_status_of_folders(tmp_path):
+    assert sweep_status(tmp_path / "none", 3) == "new"
+    run = tmp_path / "run"
+    (run / "checkpoints").mkdir(parents=True)
+    (run / "checkpoints" / "last.pt").write_bytes(b"x")
+    (run / "summary.json").write_text(json.dumps({"finished": True, "epochs_run": 2}))
+    assert sweep_status(run, 2) == "finished"
+    assert sweep_status(run, 3) == "partial"
+    (run / "summary.json").write_text("{truncated")
+    assert sweep_status(run, 2) == "partial"
