@@ -87,3 +87,11 @@ def test_a_failed_verification_writes_nothing(make_net, tmp_path, monkeypatch):
     with pytest.raises(NIRExportError, match="does not reproduce"):
         export_nir(net, tmp_path / "x.nir")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_written_file_has_normal_permissions(make_net, tmp_path):
+    import os
+    path = export_nir(make_net(), tmp_path / "p.nir", verify=False)
+    mask = os.umask(0)
+    os.umask(mask)
+    assert path.stat().st_mode & 0o777 == 0o666 & ~mask
