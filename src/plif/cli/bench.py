@@ -1,0 +1,106 @@
+"""``plif bench <what>``: speed measurements; each sub-subcommand parses and calls one library function.
+
+- ``plif bench neuron``: one neuron layer on every backend (:func:`plif.bench.neuron.run_neuron_bench`);
+- ``plif bench train``: one training step of the paper's network (:func:`plif.bench.train.bench_train`).
+
+A new benchmark is a module ``plif.bench.<name>`` plus an ``_add_<name>`` here, imported lazily so
+that one benchmark's dependencies never slow down or break another.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import asdict
+
+__all__ = ["register"]
+
+
+def _csv(text: str) -> list[str]:
+    return [t for t in (s.strip() for s in text.split(",")) if t]
+
+
+def _run_neuron(args: argparse.Namespace) -> int:
+    import torch
+
+    from ..bench.neuron import CASES, format_table, machine_description, run_neuron_bench, write_json
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[args.dtype]
+    device = torch.device(args.device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    cases = _csv(args.cases) if args.cases else list(CASES)
+    backends = _csv(args.backends) if args.backends else None
+    if backends is None and args.no_spikingjelly:
+        from ..bench.neuron import default_backends
+        backends = [b for b in default_backends(device) if b != "spikingjelly"]
+    passes = ("fwd+bwd",) if args.train_only else ("fwd", "fwd+bwd")
+    rows = run_neuron_bench(cases, backends, device, dtype, passes, args.reps, args.budget,
+                            log=(lambda *_: None) if args.quiet else print)
+    machine = machine_description(device)
+    print(f"\nplif bench neuron — {machine}, {args.dtype}\n")
+    print(format_table(rows))
+    if args.json:
+        write_json(args.json, rows, {"machine": machine, "device": str(device), "dtype": args.dtype,
+                                     "reps": args.reps, "budget_s": args.budget})
+        print(f"\nwrote {args.json}")
+    return 0
+
+
+def _add_neuron(sub) -> None:
+    p = sub.add_parser("neuron", help="time one PLIF layer (forward, forward+backward) on every backend",
+                       description="Time one PLIF layer on every backend against a measured copy bound.")
+    p.add_argument("--cases", help="comma-separated cases (default: all): T8-B16-C128-28x28, "
+                                   "T20-B16-C128-128x128, FC-T8-B64-N2048")
+    p.add_argument("--backends", help="comma-separated backends (default: the fused one for the device, "
+                                      "bptt, reference, spikingjelly if installed)")
+    p.add_argument("--no-spikingjelly", action="store_true", help="leave SpikingJelly out of the default backends")
+    p.add_argument("--device", help="cpu or cuda (default: cuda when available)")
+    p.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"])
+    p.add_argument("--reps", type=int, default=10, help="timed repetitions after one warm-up (default 10)")
+    p.add_argument("--budget", type=float, default=10.0, help="seconds at most per measurement; slow ones do fewer reps")
+    p.add_argument("--threads", type=int, help="CPU threads for every backend (default: torch's)")
+    p.add_argument("--train-only", action="store_true", help="only forward+backward, no forward-only rows")
+    p.add_argument("--json", metavar="FILE", help="also write the numbers as JSON")
+    p.add_argument("--quiet", action="store_true", help="print only the final table")
+    p.set_defaults(func=_run_neuron)
+
+
+def _run_train(args: argparse.Namespace) -> int:
+    import torch
+
+    from ..bench.train import bench_train, format_train_table
+
+    device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    batches = tuple(int(b) for b in _csv(args.batches))
+    results = bench_train(args.dataset, batches, device, _csv(args.variants) if args.variants else None,
+                          args.warmup, args.iters, args.T)
+    print(format_train_table(results, f"plif bench train — {args.dataset} on {device}"))
+    if args.json:
+        from ..bench.neuron import machine_description, write_json_data
+        write_json_data(args.json, {"meta": {"machine": machine_description(torch.device(device)),
+                                             "dataset": args.dataset},
+                                    "rows": [asdict(r) for r in results]})
+        print(f"\nwrote {args.json}")
+    return 0
+
+
+def _add_train(sub) -> None:
+    p = sub.add_parser("train", help="time one training step of the paper's network per backend",
+                       description="Time forward + backward + Adam of a paper network (naive, bptt, fused, SpikingJelly).")
+    p.add_argument("--dataset", default="fashion-mnist", help="zoo entry whose network is timed (default fashion-mnist)")
+    p.add_argument("--batches", default="16", help="comma-separated batch sizes (default 16)")
+    p.add_argument("--variants", help="comma-separated: naive, bptt, auto, auto+graph (CUDA), spikingjelly")
+    p.add_argument("--device", help="cpu or cuda (default: cuda when available)")
+    p.add_argument("--warmup", type=int, default=2)
+    p.add_argument("--iters", type=int, default=5)
+    p.add_argument("--T", type=int, help="time-steps (default: the paper's for the dataset)")
+    p.add_argument("--json", metavar="FILE", help="also write the numbers as JSON")
+    p.set_defaults(func=_run_train)
+
+
+def register(subparsers) -> None:
+    bench = subparsers.add_parser("bench", help="speed benchmarks", description=__doc__.split("\n\n")[0])
+    sub = bench.add_subparsers(dest="bench", metavar="WHAT")
+    _add_neuron(sub)
+    _add_train(sub)
+    bench.set_defaults(func=lambda args: (bench.print_help(), 2)[1])

@@ -1,0 +1,58 @@
+"""``plif bench neuron``: rows for every backend and pass, ratios, memory skips, JSON, CLI."""
+import json
+
+import pytest
+
+from plif.bench import neuron as bn
+from plif.cli.main import main
+
+
+@pytest.fixture
+def tiny_case(monkeypatch):
+    monkeypatch.setitem(bn.CASES, "tiny", (3, 2, 4, 5, 5))
+    return "tiny"
+
+
+def test_rows_ratios_and_table(tiny_case):
+    rows = bn.run_neuron_bench([tiny_case], ["bptt", "reference"], "cpu", reps=2, budget_s=1, log=lambda *_: None)
+    assert [(r.backend, r.pass_) for r in rows] == [("bptt", "fwd"), ("bptt", "fwd+bwd"),
+                                                    ("reference", "fwd"), ("reference", "fwd+bwd")]
+    for r in rows:
+        assert r.time_ms > 0 and r.gb_per_s > 0 and r.pct_copy_bound > 0 and r.reps >= 1
+        assert r.extra["ideal_bytes"] == 3 * 2 * 4 * 5 * 5 * 12 * (1 if r.pass_ == "fwd" else 2)
+    assert all(r.vs_naive == pytest.approx(1.0) for r in rows if r.backend == "reference")
+    table = bn.format_table(rows)
+    assert table.count("\n") == 1 + len(rows) and "| tiny | bptt | fwd+bwd |" in table
+
+
+def test_backend_that_would_not_fit_is_skipped(tiny_case, monkeypatch):
+    monkeypatch.setattr(bn, "_free_bytes", lambda device: 100)
+    rows = bn.run_neuron_bench([tiny_case], ["reference"], "cpu", reps=1, budget_s=1, log=lambda *_: None)
+    assert all(r.time_ms is None and r.note.startswith("skipped") for r in rows)
+    assert "skipped" in bn.format_table(rows)
+
+
+def test_unknown_case_or_backend_is_an_error():
+    with pytest.raises(ValueError, match="unknown case 'nope'"):
+        bn.run_neuron_bench(["nope"], ["bptt"], "cpu")
+    with pytest.raises(ValueError, match="unknown backend 'nope'"):
+        bn.run_neuron_bench(["FC-T8-B64-N2048"], ["nope"], "cpu")
+
+
+def test_default_backends_lead_with_the_fused_one():
+    import torch
+
+    backends = bn.default_backends(torch.device("cpu"))
+    assert backends[-3:] == ["bptt", "reference", "spikingjelly"]
+
+
+def test_cli_writes_json(tiny_case, tmp_path, capsys):
+    out = tmp_path / "bench.json"
+    rc = main(["bench", "neuron", "--cases", tiny_case, "--backends", "bptt,reference", "--reps", "1",
+               "--budget", "1", "--train-only", "--json", str(out), "--quiet"])
+    assert rc == 0
+    data = json.loads(out.read_text())
+    assert data["meta"]["device"] == "cpu" and len(data["rows"]) == 2
+    assert {r["pass"] for r in data["rows"]} == {"fwd+bwd"}
+    assert "| tiny | reference | fwd+bwd |" in capsys.readouterr().out
+    assert not list(tmp_path.glob("*.tmp"))
