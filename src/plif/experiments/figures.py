@@ -19,8 +19,11 @@ __all__ = ["new_figure", "save_png", "save_json", "save_csv", "moving_average"]
 
 def new_figure(width: float = 6.4, height: float = 4.0, nrows: int = 1, ncols: int = 1, **kw):
     """``(Figure, axes)`` on the Agg canvas; ``axes`` as ``Figure.subplots`` returns it."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
+    try:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+    except ImportError:
+        raise RuntimeError("figures need matplotlib: pip install 'plif[plots]'") from None
 
     fig = Figure(figsize=(width, height), layout="constrained")
     FigureCanvasAgg(fig)
