@@ -56,3 +56,12 @@ def test_cli_writes_json(tiny_case, tmp_path, capsys):
     assert {r["pass"] for r in data["rows"]} == {"fwd+bwd"}
     assert "| tiny | reference | fwd+bwd |" in capsys.readouterr().out
     assert not list(tmp_path.glob("*.tmp"))
+
+
+def test_bench_without_what_prints_help_and_train_is_wired(capsys):
+    assert main(["bench"]) == 2
+    out = capsys.readouterr().out
+    assert "neuron" in out and "train" in out
+    with pytest.raises(SystemExit):
+        main(["bench", "train", "--help"])
+    assert "--batches" in capsys.readouterr().out
