@@ -38,7 +38,7 @@ class _MultiStepCPU(torch.autograd.Function):
         lib = load_library()
         x, v0 = x.contiguous(), v0.contiguous().to(x.dtype)
         step_shape = x.shape[1:]
-        k_c, k_full = _k_for_kernel(k, step_shape, x.dtype) if cfg.leak else (x, False)
+        k_c, k_full = _k_for_kernel(k, step_shape, x.dtype) if cfg.leak else (v0, False)  # IF: unused
         spikes, h_seq, v_last = torch.empty_like(x), torch.empty_like(x), torch.empty_like(v0)
         getattr(lib, f"plif_forward_{_SUFFIX[x.dtype]}")(
             x.data_ptr(), k_c.data_ptr(), v0.data_ptr(), spikes.data_ptr(), h_seq.data_ptr(), v_last.data_ptr(),

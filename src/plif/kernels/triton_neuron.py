@@ -192,7 +192,7 @@ class _MultiStepTriton(torch.autograd.Function):
         x, v0 = x.contiguous(), v0.contiguous()
         step_shape = tuple(x.shape[1:])
         layout = k_layout(tuple(k.shape), step_shape)
-        k_flat = flat_k(k, step_shape, layout) if cfg.leak else x
+        k_flat = flat_k(k, step_shape, layout) if cfg.leak else v0  # IF: unused, any saved tensor will do
         spikes, h_seq, v_last = _launch_forward(x, k_flat, v0, cfg, layout, h_dtype)
         ctx.save_for_backward(h_seq, v0, k_flat, k)
         ctx.cfg, ctx.layout, ctx.x_dtype, ctx.step_shape = cfg, layout, x.dtype, step_shape
