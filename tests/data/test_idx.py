@@ -1,16 +1,11 @@
 import gzip
 import hashlib
-import struct
 
 import numpy as np
 import pytest
 
 from plif.data.idx import read_idx
-
-
-def idx_bytes(arr: np.ndarray, type_byte: int = 0x08) -> bytes:
-    header = bytes([0, 0, type_byte, arr.ndim]) + b"".join(struct.pack(">I", s) for s in arr.shape)
-    return header + arr.astype(arr.dtype.newbyteorder(">")).tobytes()
+from plif_testing import idx_bytes
 
 
 @pytest.fixture

@@ -2,7 +2,6 @@ import gzip
 import io
 import os
 import pickle
-import struct
 import tarfile
 import urllib.error
 import urllib.request
@@ -13,10 +12,7 @@ import torch
 
 from plif.data import static
 from plif.data.static import STATIC_DATASETS, load_static
-
-
-def idx_bytes(arr: np.ndarray) -> bytes:
-    return bytes([0, 0, 8, arr.ndim]) + b"".join(struct.pack(">I", s) for s in arr.shape) + arr.tobytes()
+from plif_testing import idx_bytes
 
 
 def write_mnist(folder, n=5, prefix="t10k", gz=True):

@@ -5,7 +5,7 @@ import pytest
 from plif.cli.main import main
 from plif.experiments.ablation import ABLATIONS, sweep_status
 
-from .conftest import TINY_NET
+from plif_testing import TINY_NET
 
 
 def _argv(root, out, *extra):

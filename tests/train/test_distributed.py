@@ -4,7 +4,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .conftest import TINY_NET
+from plif_testing import TINY_NET
 
 
 def test_two_process_gloo_torchrun(tiny_fashion, tmp_path):

@@ -8,7 +8,7 @@ from plif.train import TrainConfig, load_run_model, read_metrics, train
 from plif.train import loop as loop_mod
 from plif.train.run import _summary
 
-from .conftest import TINY_NET
+from plif_testing import TINY_NET
 
 
 def _cfg(root, out, **kw):

@@ -20,7 +20,6 @@ import math
 import os
 import platform
 import statistics
-import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -28,6 +27,7 @@ from typing import Callable
 
 import torch
 
+from ..atomic import atomic_write_text
 from ..neurons.dispatch import available_backends, multi_step, select_backend
 from ..neurons.functional import NeuronConfig
 
@@ -248,15 +248,5 @@ def write_json(path: str | Path, rows: list[BenchRow], meta: dict) -> None:
 
 
 def write_json_data(path: str | Path, data: dict) -> None:
-    """Write ``data`` as JSON atomically (temp file in the same folder, then rename)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(data, f, indent=1)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    """Write ``data`` as JSON atomically."""
+    atomic_write_text(path, json.dumps(data, indent=1))

@@ -43,7 +43,7 @@ def run_prepare(args) -> int:
 
 
 def run_frames(args) -> int:
-    from ..data.atomic import atomic_save_npy
+    from ..atomic import atomic_save_npy
     from ..data.events.load import file_to_frames
 
     frames = file_to_frames(args.file, args.T, args.split, _sensor(args.sensor), args.flip_x, args.start, args.end)

@@ -16,7 +16,7 @@ def run_stats(args) -> int:
     st = collect_stats(net, batches, max_samples=args.samples)
     print(render_stats(st))
     if args.json:
-        from ..deploy.files import write_text_atomic
+        from ..atomic import atomic_write_text as write_text_atomic
 
         write_text_atomic(args.json, json.dumps(st.to_dict(), indent=2) + "\n")
         print(f"wrote {args.json}")

@@ -6,7 +6,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from .atomic import atomic_write_bytes
+from ..atomic import atomic_write_bytes
 
 __all__ = ["file_md5", "download_file"]
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .atomic import atomic_write_bytes
+from ..atomic import atomic_write_bytes
 
 __all__ = ["frames_to_rgb", "save_frames_grid"]
 

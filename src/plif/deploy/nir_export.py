@@ -36,7 +36,7 @@ from ..layers import TimeFolded, TimeInvariantDropout, Voting
 from ..models import SpikingNetwork
 from ..neurons import SpikingNeuron
 from .bn_folding import fold_batchnorm, inner, is_batchnorm
-from .files import atomic_path
+from ..atomic import atomic_path
 from .spike_inference import keeps_binary
 
 __all__ = ["to_nir", "write_nir", "verify_nir", "export_nir", "NIRExportError"]

@@ -12,7 +12,7 @@ import json
 import math
 from pathlib import Path
 
-from ..data.atomic import atomic_write_bytes
+from ..atomic import atomic_write_bytes
 
 __all__ = ["new_figure", "save_png", "save_json", "save_csv", "moving_average"]
 

@@ -230,7 +230,7 @@ def write_report(paths, out: str | Path, targets=DEFAULT_TARGETS, log=print) -> 
         md += ["", "## Notes on the run folders", ""] + [f"- {p}" for p in problems]
     runs_md = ["", "## Runs", ""] + [f"- {r.label}: `{r.path}` — {r.setting.label()}, network "
                                       f"`{r.config.get('network')}`, T={r.config.get('T')}, seed {r.config.get('seed')}" for r in runs]
-    from ..data.atomic import atomic_write_bytes
+    from ..atomic import atomic_write_bytes
 
     report = out / "report.md"
     atomic_write_bytes(report, ("\n".join(md + runs_md) + "\n").encode())

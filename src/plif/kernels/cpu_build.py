@@ -14,9 +14,10 @@ import hashlib
 import os
 import shutil
 import subprocess
-import tempfile
 import threading
 from pathlib import Path
+
+from ..atomic import atomic_path
 
 __all__ = ["load_library", "BUILD_ERROR", "cache_dir"]
 
@@ -51,17 +52,10 @@ def _build(cxx: str) -> Path:
     target = cache_dir() / key / "libplif_cpu_neuron.so"
     if target.exists():
         return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(suffix=".so", dir=target.parent)
-    os.close(fd)
-    try:
-        proc = subprocess.run([cxx, *FLAGS, str(SOURCE), "-o", tmp], capture_output=True, text=True, timeout=300)
+    with atomic_path(target) as tmp:
+        proc = subprocess.run([cxx, *FLAGS, str(SOURCE), "-o", str(tmp)], capture_output=True, text=True, timeout=300)
         if proc.returncode != 0:
             raise RuntimeError(f"{cxx} failed on {SOURCE}:\n{proc.stderr[-2000:]}")
-        os.replace(tmp, target)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
     return target
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import torch
 
-from ..data.atomic import atomic_write_bytes
+from ..atomic import atomic_write_bytes
 
 __all__ = ["save_checkpoint", "load_checkpoint", "load_run_model", "CHECKPOINTS"]
 

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import torch
 
-from ..data.atomic import atomic_write_bytes
+from ..atomic import atomic_write_bytes
 from ..models import build_network
 from .checkpoint import CHECKPOINTS, load_checkpoint, save_checkpoint
 from .config import TrainConfig, config_diff, resolve_config

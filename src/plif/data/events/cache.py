@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from ..atomic import atomic_save_npy, atomic_write_bytes
+from ...atomic import atomic_save_npy, atomic_write_bytes
 from ..frames import events_to_frames
 from .datasets import EventSample
 from .detect import read_events

@@ -1,0 +1,60 @@
+"""Atomic file writes: a reader never sees a half-written file, an interrupted write leaves none.
+
+Every writer in the project goes through :func:`atomic_path`: the data is written to a temporary
+file beside the target (so the final ``os.replace`` never crosses file systems, where it would
+stop being atomic), given a normal file's permissions, then renamed over the target.
+"""
+from __future__ import annotations
+
+import io
+import os
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["atomic_path", "atomic_write_bytes", "atomic_write_text", "atomic_save_npy"]
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+@contextmanager
+def atomic_path(path: str | Path):
+    """Yield a temporary path beside ``path``; on normal exit it replaces ``path``, on error it is removed."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        yield Path(tmp)
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the file a normal file's mode
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
+    """Write ``data`` to ``path`` atomically (flushed to disk before the rename)."""
+    with atomic_path(path) as tmp:
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+    return Path(path)
+
+
+def atomic_write_text(path: str | Path, text: str) -> Path:
+    return atomic_write_bytes(path, text.encode())
+
+
+def atomic_save_npy(path: str | Path, array: np.ndarray) -> Path:
+    """``np.save`` made atomic; the file is a plain ``.npy`` readable by ``np.load``."""
+    buf = io.BytesIO()
+    np.save(buf, np.ascontiguousarray(array), allow_pickle=False)
+    return atomic_write_bytes(path, buf.getvalue())
