@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import torch
 
 from ..models import build_network, get_entry
-from ..train.loop import rate_mse_loss
+from ..train.loop import adam, rate_mse_loss
 
 __all__ = ["TrainBenchResult", "bench_train", "format_train_table"]
 
@@ -49,7 +49,7 @@ def _time(step, device, warmup: int, iters: int) -> float:
 
 
 def _plif_step_fn(net, x, y, classes, capturable=False):
-    opt = torch.optim.Adam(net.parameters(), lr=1e-3, capturable=capturable)
+    opt = adam(net.parameters(), 1e-3, capturable=capturable)
 
     def step():
         opt.zero_grad(set_to_none=not capturable)
@@ -129,7 +129,7 @@ def bench_train(dataset: str = "fashion-mnist", batches=(16,), device: str = "cp
                 if sj is None:
                     continue
                 sj = sj.to(dev)
-                opt = torch.optim.Adam(sj.parameters(), lr=1e-3)
+                opt = adam(sj.parameters(), 1e-3)
                 xs = x.unsqueeze(0).repeat(T, *([1] * x.dim()))
 
                 def step(sj=sj, opt=opt, xs=xs, functional=functional):

@@ -8,7 +8,13 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-__all__ = ["rate_mse_loss", "train_step", "train_epoch", "evaluate"]
+__all__ = ["adam", "rate_mse_loss", "train_step", "train_epoch", "evaluate"]
+
+
+def adam(params, lr: float, capturable: bool = False) -> torch.optim.Adam:
+    """The paper's optimiser (Adam, no weight decay) in its fused form: one kernel over all
+    parameters instead of ~10 ops per tensor, which is a tenth of a CPU step on the paper's network."""
+    return torch.optim.Adam(params, lr=lr, fused=True, capturable=capturable)
 
 
 def rate_mse_loss(out: torch.Tensor, y: torch.Tensor, num_classes: int):

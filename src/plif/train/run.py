@@ -28,7 +28,7 @@ from .checkpoint import CHECKPOINTS, load_checkpoint, save_checkpoint
 from .config import TrainConfig, config_diff, resolve_config
 from .data import epoch_generator, load_train_data
 from .distributed import all_reduce_sum, init_distributed, shutdown
-from .loop import evaluate, train_epoch
+from .loop import adam, evaluate, train_epoch
 
 __all__ = ["train", "default_run_dir", "read_metrics"]
 
@@ -110,7 +110,7 @@ def train(cfg: TrainConfig, resume: bool = False, log=print) -> Path:
 
     torch.manual_seed(cfg.seed)
     model = build_network(cfg.network, cfg.input_shape, cfg.T, **cfg.network_kwargs()).to(device)
-    optimizer = torch.optim.Adam(model.parameters(), lr=cfg.lr)
+    optimizer = adam(model.parameters(), cfg.lr)
     scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=cfg.t_max)
     start_epoch, metrics = 0, []
 
