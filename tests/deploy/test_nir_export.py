@@ -95,3 +95,18 @@ def test_written_file_has_normal_permissions(make_net, tmp_path):
     mask = os.umask(0)
     os.umask(mask)
     assert path.stat().st_mode & 0o777 == 0o666 & ~mask
+
+
+def test_voting_rounding_does_not_fail_the_check(make_net, tmp_path):
+    """Voting exported as a Linear of 1/g sums in another order than the mean: with 7 or more
+    of 10 neurons firing, 0.1 + ... + 0.1 != k / 10 in float32, which must not fail the export."""
+    net = make_net("FC100-PLIF-APk10s10", input_shape=(20,), T=3)
+    with torch.no_grad():
+        net.layers[0].layer.weight.fill_(1.0)  # every neuron fires at every step
+    path = export_nir(net, tmp_path / "voting.nir")
+    x = torch.ones(3, 2, 20)
+    with torch.no_grad():
+        want, got = net(x), read_nir(path)(x)
+    assert torch.equal(want, torch.ones_like(want))
+    assert not torch.equal(want, got)  # the rounding this test is about is really there
+    assert torch.allclose(want, got, rtol=0, atol=1e-5)
