@@ -75,9 +75,19 @@ def run_info(args) -> int:
     print(f"events:      {info['events']}")
     print(f"duration:    {info['duration_us']} us ({info['duration_us'] / 1e6:.3f} s)")
     print(f"sensor size: {'x'.join(map(str, sensor)) + ' (H x W)' if sensor else 'unknown'}")
-    for key in ("t_first_us", "t_last_us", "observed_size", "on_fraction"):
-        if key in info:
-            print(f"{key + ':':13s}{info[key]}")
+    labels = {"t_first_us": "first event", "t_last_us": "last event", "observed_size": "events span",
+              "on_fraction": "ON fraction"}
+    for key, label in labels.items():
+        value = info.get(key)
+        if value is None:
+            continue
+        if key == "observed_size":
+            value = "x".join(map(str, value)) + " (max y+1 x max x+1)"
+        elif key == "on_fraction":
+            value = f"{value:.3f}"
+        else:
+            value = f"{value} us"
+        print(f"{label + ':':13s}{value}")
     return 0
 
 
