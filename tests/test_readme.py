@@ -1,6 +1,5 @@
 """The README's Python example runs as written."""
 import re
-
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
