@@ -4,24 +4,31 @@ from __future__ import annotations
 import dataclasses
 
 
-def _config_from_args(args):
+def _explicit_settings(args) -> dict:
+    """The TrainConfig fields the user gave on the command line (argparse leaves the rest None)."""
     from ..train import TrainConfig
 
     fields = {f.name for f in dataclasses.fields(TrainConfig)}
-    kw = {k: v for k, v in vars(args).items() if k in fields and v is not None}
-    return TrainConfig(**kw)
+    return {k: v for k, v in vars(args).items() if k in fields and v is not None}
 
 
 def run_train(args) -> int:
-    from ..train import train
+    import json
+    from pathlib import Path
 
-    cfg = _config_from_args(args)
-    if args.resume:
-        if args.resume is not True:
-            cfg = dataclasses.replace(cfg, out=args.resume)
-        if not cfg.out:
-            raise ValueError("--resume needs the run folder: --resume RUN or --out RUN --resume")
-    train(cfg, resume=bool(args.resume))
+    from ..train import TrainConfig, train
+
+    given = _explicit_settings(args)
+    if not args.resume:
+        train(TrainConfig(**given))
+        return 0
+    run = Path(args.resume if args.resume is not True else given.get("out") or "")
+    if not str(run) or not (run / "config.json").is_file():
+        raise ValueError(f"--resume needs a run folder holding config.json (--resume RUN), got {str(run) or 'none'!r}")
+    # Continue with the run's own settings; anything given explicitly must agree with them
+    # (train() refuses and lists the differences), except what a resume may change (--epochs, --device).
+    stored = TrainConfig.from_dict(json.loads((run / "config.json").read_text()))
+    train(dataclasses.replace(stored, **{**given, "out": str(run)}), resume=True)
     return 0
 
 
@@ -67,8 +74,8 @@ def register(sub) -> None:
     from ..train.config import PRESETS
 
     p = sub.add_parser("train", help="train on a dataset with the paper's protocol (default: Fashion-MNIST on CPU)")
-    p.add_argument("--dataset", default="fashion-mnist", help=f"one of {', '.join(ZOO)} [fashion-mnist]")
-    p.add_argument("--preset", default="cpu", help=f"one of {', '.join(PRESETS)}: 'paper' is SPEC §3 exactly, "
+    p.add_argument("--dataset", help=f"one of {', '.join(ZOO)} [fashion-mnist]")
+    p.add_argument("--preset", help=f"one of {', '.join(PRESETS)}: 'paper' is SPEC §3 exactly, "
                    "'cpu' a narrower network that trains in minutes [cpu]")
     p.add_argument("--network", help="override the network string (paper notation)")
     p.add_argument("--epochs", type=int)

@@ -1,0 +1,39 @@
+import json
+
+from plif.cli.main import main
+from plif.train import read_metrics
+from plif_testing import TINY_NET
+
+
+def _args(root, out, *extra):
+    return ["train", "--data-dir", str(root), "--network", TINY_NET, "--T", "2", "--batch-size", "20",
+            "--device", "cpu", "--out", str(out), *extra]
+
+
+def test_resume_needs_only_the_run_folder(tiny_fashion, tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main(_args(tiny_fashion, out, "--epochs", "1", "--lr", "0.004", "--val-split", "0.2")) == 0
+    # no other flag: the run's own config is used, so nothing differs; --epochs may grow
+    assert main(["train", "--resume", str(out), "--epochs", "2"]) == 0
+    assert [m["epoch"] for m in read_metrics(out)] == [1, 2]
+    assert json.loads((out / "config.json").read_text())["lr"] == 0.004
+    capsys.readouterr()
+    assert main(["train", "--resume", str(out), "--epochs", "3", "--lr", "0.1"]) == 2
+    err = capsys.readouterr().err
+    assert "different config" in err and "lr: run has 0.004, now 0.1" in err
+
+
+def test_resume_of_a_folder_without_a_run(tmp_path, capsys):
+    assert main(["train", "--resume", str(tmp_path)]) == 2
+    assert "config.json" in capsys.readouterr().err
+
+
+def test_eval_prints_accuracy_a_and_b(tiny_fashion, tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main(_args(tiny_fashion, out, "--epochs", "2", "--val-split", "0.2")) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    capsys.readouterr()
+    assert main(["eval", str(out), "--device", "cpu"]) == 0
+    printed = capsys.readouterr().out
+    assert f"accuracy A: {summary['accuracy_A']['test_acc']:.2%}" in printed
+    assert f"accuracy B: {summary['accuracy_B']['test_acc']:.2%}" in printed
