@@ -1,17 +1,16 @@
 """Load a trained network from a run folder (``config.json`` + ``checkpoints/<name>.pt``).
 
-Named checkpoints (``best``, ``best_test``, ``best_val``, ``last``) go through the training
-package's loader, which owns the run-folder format; an explicit ``.pt`` path (e.g. a checkpoint
-copied out of a run) is read here against the run's config.
+The training package's loader owns the run-folder format; this adds clear errors for a missing
+or malformed ``config.json`` and returns the network in eval mode.
 """
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from ..models import SpikingNetwork, build_network
+from ..models import SpikingNetwork
 
-__all__ = ["load_run", "config_of", "network_from_config"]
+__all__ = ["load_run", "config_of"]
 
 
 def config_of(run_dir: str | Path) -> dict:
@@ -29,12 +28,6 @@ def config_of(run_dir: str | Path) -> dict:
     return config
 
 
-def network_from_config(config: dict) -> SpikingNetwork:
-    """Build the (untrained) network a run config describes."""
-    return build_network(config["network"], tuple(config["input_shape"]), int(config["T"]),
-                         **(config.get("network_kwargs") or {}))
-
-
 def load_run(run_dir: str | Path, which: str = "best") -> tuple[SpikingNetwork, dict]:
     """``(network in eval mode with the checkpoint's weights, config dict)``.
 
@@ -42,18 +35,8 @@ def load_run(run_dir: str | Path, which: str = "best") -> tuple[SpikingNetwork, 
     validation-selected one) or a path to a ``.pt`` file.  A corrupted checkpoint or one whose
     tensors do not match the network raises ``ValueError`` naming the file.
     """
-    from ..train.checkpoint import load_checkpoint, load_run_model
+    from ..train.checkpoint import load_run_model
 
-    config = config_of(run_dir)  # clear errors for a missing or malformed config first
-    if not which.endswith(".pt"):
-        net, config = load_run_model(run_dir, which=which)
-        return net.eval(), config
-    path = Path(which)
-    state = load_checkpoint(path)
-    net = network_from_config(config)
-    try:
-        net.load_state_dict(state["model"], strict=True)
-    except RuntimeError as e:
-        raise ValueError(f"{path}: checkpoint does not match the network {config['network']!r} "
-                         f"for input {tuple(config['input_shape'])}: {str(e).splitlines()[0]}") from None
+    config_of(run_dir)  # clear errors for a missing or malformed config first
+    net, config = load_run_model(run_dir, which=which)
     return net.eval(), config

@@ -45,7 +45,8 @@ def load_run_model(run_dir, which: str = "best", map_location="cpu"):
     """Rebuild the network of a run and load its weights: returns ``(SpikingNetwork, config dict)``.
 
     which: ``best`` (the validation-selected checkpoint of protocol B if the run has one, else the
-    best-test one of protocol A), ``best_test``, ``best_val`` or ``last``.
+    best-test one of protocol A), ``best_test``, ``best_val``, ``last``, or a path to a ``.pt`` file
+    holding weights for this run's network.
     """
     from ..models import build_network
 
@@ -55,14 +56,18 @@ def load_run_model(run_dir, which: str = "best", map_location="cpu"):
         raise FileNotFoundError(f"{run_dir} is not a plif run folder (no config.json)")
     if which == "best":
         which = "best_val" if (run_dir / "checkpoints" / CHECKPOINTS["best_val"]).is_file() else "best_test"
-    if which not in CHECKPOINTS:
-        raise ValueError(f"unknown checkpoint {which!r}; valid: best, {', '.join(CHECKPOINTS)}")
-    state = load_checkpoint(run_dir / "checkpoints" / CHECKPOINTS[which], map_location)
+    if str(which).endswith(".pt"):
+        path = Path(which)
+    elif which in CHECKPOINTS:
+        path = run_dir / "checkpoints" / CHECKPOINTS[which]
+    else:
+        raise ValueError(f"unknown checkpoint {which!r}; valid: best, {', '.join(CHECKPOINTS)} or a .pt path")
+    state = load_checkpoint(path, map_location)
     config = json.loads(cfg_path.read_text())
     net = build_network(config["network"], config["input_shape"], config["T"], **config["network_kwargs"])
     try:
         net.load_state_dict(state["model"], strict=True)
     except RuntimeError as e:
-        raise ValueError(f"{run_dir / 'checkpoints' / CHECKPOINTS[which]} does not match the network "
-                         f"{config['network']!r}: {str(e).splitlines()[0]}") from None
+        raise ValueError(f"{path}: checkpoint does not match the network {config['network']!r} "
+                         f"for input {tuple(config['input_shape'])}: {str(e).splitlines()[0]}") from None
     return net, config
