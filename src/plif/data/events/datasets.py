@@ -50,13 +50,25 @@ def _number(p: Path) -> int:
     return int(found[-1])
 
 
+# What to download and how to lay it out (these datasets need a registration or a manual download).
+_WHERE_TO_GET = {
+    "nmnist": "Get N-MNIST (Orchard et al. 2015, Mendeley Data record 468j46mzdv), extract Train.zip and "
+              "Test.zip so that <data-dir>/Train/<digit>/*.bin and <data-dir>/Test/<digit>/*.bin exist, "
+              "and pass --data-dir (or --root for plif data prepare).",
+    "dvs128-gesture": "Get IBM's DVS128 Gesture (DvsGesture.tar.gz) and extract it so that <data-dir>/DvsGesture/ "
+                      "holds user*_*.aedat, user*_*_labels.csv, trials_to_train.txt and trials_to_test.txt.",
+    "cifar10-dvs": "Get CIFAR10-DVS (Li et al. 2017, the AEDAT 2.0 release) and extract the ten class folders so "
+                   "that <data-dir>/airplane/*.aedat ... <data-dir>/truck/*.aedat exist.",
+}
+
+
 def _first_dir(root: Path, candidates: list[str], must_have: str, name: str) -> Path:
     for c in candidates:
         d = root / c if c else root
         if (d / must_have).exists():
             return d
     tried = ", ".join(str(root / c) if c else str(root) for c in candidates)
-    raise FileNotFoundError(f"{name}: no '{must_have}' found under any of: {tried}")
+    raise FileNotFoundError(f"{name}: no '{must_have}' found under any of: {tried}.\n{_WHERE_TO_GET[name]}")
 
 
 def _nmnist(root: Path, train: bool) -> list[EventSample]:
