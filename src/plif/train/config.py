@@ -1,8 +1,9 @@
 """Training configuration: one frozen dataclass, presets, and the resolution of defaults.
 
 ``paper`` is SPEC §3 exactly (the zoo network, its T, batch 16, Adam 1e-3, cosine T_max=64 per
-epoch, 1024 epochs).  ``cpu`` is the main job: a narrower network of the same form that reaches
-the paper's regime of accuracy on Fashion-MNIST within minutes on two CPU cores.
+epoch, 1024 epochs).  ``cpu`` is the main job: a narrower network of the same form (32 instead of
+128 channels, FC512, T = 4) for 2 epochs, which reached 89.3% test accuracy on Fashion-MNIST in
+3 minutes on a 2-core CPU (REPRODUCTION.md).
 """
 from __future__ import annotations
 
