@@ -148,7 +148,8 @@ def train(cfg: TrainConfig, resume: bool = False, log=print) -> Path:
             save_checkpoint(run_dir / "checkpoints" / CHECKPOINTS["last"], _resume_state(model, optimizer, scheduler, 0, cfg_dict))
         log(f"run folder: {run_dir}")
         log(f"{cfg.dataset}: {len(data.train)} train, {len(data.val) if data.val else 0} val, "
-            f"{len(data.test)} test samples on {device}; network {cfg.network}, T={cfg.T}")
+            f"{len(data.test)} test samples on {device}; network {cfg.network}, T={cfg.T}, "
+            f"every neuron {_neuron_label(cfg)}" + (f", {cfg.pool} pooling" if cfg.pool else ""))
 
     steps = data.steps_per_epoch(cfg.batch_size, dist_info.world)
     finished = True
@@ -178,6 +179,12 @@ def train(cfg: TrainConfig, resume: bool = False, log=print) -> Path:
     if main:
         log(_final_report(run_dir, metrics, cfg))
     return run_dir
+
+
+def _neuron_label(cfg: TrainConfig) -> str:
+    if cfg.neuron == "if":
+        return "IF"
+    return f"{cfg.neuron.upper()} (tau{'0' if cfg.neuron == 'plif' else ''} = {cfg.tau0:g})"
 
 
 def _resume_state(model, optimizer, scheduler, epoch, cfg_dict, best=None):
