@@ -9,6 +9,6 @@ if [ ! -x .venv/bin/python ]; then
     "$PY" -m venv .venv
 fi
 if ! .venv/bin/python -c "import torch" 2>/dev/null; then
-    .venv/bin/pip install --quiet --disable-pip-version-check "torch==2.13.0"
+    .venv/bin/pip install -qq --disable-pip-version-check "torch==2.13.0"
 fi
-.venv/bin/pip install --quiet --disable-pip-version-check -e ".[dev]"
+.venv/bin/pip install -qq --disable-pip-version-check -e ".[dev]"
