@@ -39,21 +39,21 @@ def run_eval(args) -> int:
     import torch
 
     from ..train import TrainConfig, load_run_model
-    from ..train.data import load_train_data
+    from ..train.data import eval_batches, load_test_split
     from ..train.loop import evaluate
 
     run = Path(args.run)
-    results = {}
+    device = torch.device(args.device if args.device != "auto" else ("cuda" if torch.cuda.is_available() else "cpu"))
+    results, test = {}, None
     for which in ("best_test", "best_val"):
         if not (run / "checkpoints" / f"{which}.pt").is_file():
             continue
         net, config = load_run_model(run, which)
         cfg = TrainConfig.from_dict(config)
-        if args.data_dir:
-            cfg = dataclasses.replace(cfg, data_dir=args.data_dir)
-        device = torch.device(args.device if args.device != "auto" else ("cuda" if torch.cuda.is_available() else "cpu"))
-        data = load_train_data(cfg, device)
-        _, acc, n = evaluate(net.to(device), data.eval_batches(data.test, cfg.eval_batch_size), cfg.num_classes)
+        if test is None:
+            test = load_test_split(cfg.dataset, args.data_dir or cfg.data_dir, cfg.T, cfg.max_test_samples, device)
+        split, prepare = test
+        _, acc, n = evaluate(net.to(device), eval_batches(split, prepare, cfg.eval_batch_size), cfg.num_classes)
         results[which] = (acc, n)
     if not results:
         raise FileNotFoundError(f"{run}: no best_test.pt or best_val.pt under checkpoints/")

@@ -13,7 +13,8 @@ import torch
 
 from .config import STATIC, TrainConfig
 
-__all__ = ["Split", "TrainData", "load_train_data", "epoch_generator"]
+__all__ = ["Split", "TrainData", "DataSource", "data_source", "eval_batches", "load_test_split",
+           "load_train_data", "epoch_generator"]
 
 
 @dataclass
@@ -51,11 +52,7 @@ class TrainData:
 
     def eval_batches(self, split: Split, batch_size: int, rank: int = 0, world: int = 1):
         """Every sample of ``split`` once, in order, sharded across ranks."""
-        n = len(split)
-        lo, hi = n * rank // world, n * (rank + 1) // world
-        for i in range(lo, hi, batch_size):
-            j = min(i + batch_size, hi)
-            yield self.prepare(split.x[i:j], None), split.y[i:j]
+        return eval_batches(split, self.prepare, batch_size, rank, world)
 
     def steps_per_epoch(self, batch_size: int, world: int = 1) -> int:
         return (len(self.train) // world) // batch_size
@@ -72,37 +69,70 @@ def _subset(x, y, limit):
     return x[:limit], y[:limit]
 
 
-def load_train_data(cfg: TrainConfig, device: torch.device) -> TrainData:
-    """Load the dataset of ``cfg`` onto ``device``, with the validation split of protocol B."""
-    from ..data.split import stratified_split
+@dataclass(frozen=True)
+class DataSource:
+    """How to read one dataset's splits and turn raw batches into network input."""
 
-    if cfg.dataset in STATIC:
+    load: Callable[[bool], tuple[torch.Tensor, torch.Tensor]]  # train? -> (x, y) on the CPU
+    prepare: Callable[[torch.Tensor, torch.Generator | None], torch.Tensor]
+    augment: Callable[[torch.Tensor, torch.Generator | None], torch.Tensor]
+
+
+def data_source(dataset: str, data_dir, T: int) -> DataSource:
+    """Static images: uint8 in, augmented then normalised per batch (SPEC §3).  Event datasets:
+    frames ``[N, T, 2, H, W]`` in, ``[T, B, 2, H, W]`` float per batch."""
+    if dataset in STATIC:
         from ..data.static import STATIC_DATASETS, load_static
         from ..data.transforms import augment_for, normalize
 
-        info = STATIC_DATASETS[cfg.dataset]
-        x_train, y_train = load_static(cfg.dataset, cfg.data_dir, train=True)
-        x_test, y_test = load_static(cfg.dataset, cfg.data_dir, train=False)
-        augment_fn = augment_for(cfg.dataset)
-        mean, std = info.mean, info.std
+        info = STATIC_DATASETS[dataset]
+        augment_fn = augment_for(dataset)
+
+        def load(train):
+            return load_static(dataset, data_dir, train=train)
 
         def prepare(x, gen=None):
-            return normalize(x, mean, std)
+            return normalize(x, info.mean, info.std)
 
         def augment(x, gen=None):
             return augment_fn(x, generator=gen)
     else:
         from ..data.events import load_event_frames
 
-        x_train, y_train = load_event_frames(cfg.dataset, cfg.data_dir, cfg.T, train=True)
-        x_test, y_test = load_event_frames(cfg.dataset, cfg.data_dir, cfg.T, train=False)
+        def load(train):
+            return load_event_frames(dataset, data_dir, T, train=train)
 
         def prepare(x, gen=None):
             return x.float().transpose(0, 1)  # [B, T, ...] -> [T, B, ...]
 
         def augment(x, gen=None):
             return x
+    return DataSource(load, prepare, augment)
 
+
+def eval_batches(split: Split, prepare, batch_size: int, rank: int = 0, world: int = 1):
+    """Every sample of ``split`` once, in order, prepared, sharded across ranks."""
+    n = len(split)
+    lo, hi = n * rank // world, n * (rank + 1) // world
+    for i in range(lo, hi, batch_size):
+        j = min(i + batch_size, hi)
+        yield prepare(split.x[i:j], None), split.y[i:j]
+
+
+def load_test_split(dataset: str, data_dir, T: int, limit: int | None = None, device="cpu"):
+    """Only the test split (no training data read): ``(Split on device, prepare)``."""
+    src = data_source(dataset, data_dir, T)
+    x, y = _subset(*src.load(False), limit)
+    return Split(x.to(device), y.to(device)), src.prepare
+
+
+def load_train_data(cfg: TrainConfig, device: torch.device) -> TrainData:
+    """Load the dataset of ``cfg`` onto ``device``, with the validation split of protocol B."""
+    from ..data.split import stratified_split
+
+    src = data_source(cfg.dataset, cfg.data_dir, cfg.T)
+    x_train, y_train = src.load(True)
+    x_test, y_test = src.load(False)
     val = None
     if cfg.val_split > 0:
         tr_idx, va_idx = stratified_split(y_train, cfg.val_split, seed=cfg.seed)
@@ -116,4 +146,4 @@ def load_train_data(cfg: TrainConfig, device: torch.device) -> TrainData:
     def on(split: Split | None):
         return None if split is None else Split(split.x.to(device), split.y.to(device))
 
-    return TrainData(on(Split(x_train, y_train)), on(val), on(Split(x_test, y_test)), prepare, augment)
+    return TrainData(on(Split(x_train, y_train)), on(val), on(Split(x_test, y_test)), src.prepare, src.augment)
