@@ -26,13 +26,15 @@ __all__ = ["Surrogate", "SURROGATES", "get_surrogate", "heaviside", "spike_fn"]
 
 @dataclass(frozen=True)
 class Surrogate:
-    """A named surrogate: ``primitive(x, alpha)`` and its derivative ``grad(x, alpha)``."""
+    """A named surrogate: ``primitive(x, alpha)``, its derivative ``grad(x, alpha)``, and the two
+    constants ``(a, b)`` the fused kernels fold ``alpha`` into (``code`` selects the formula there)."""
 
     name: str
     code: int
     default_alpha: float
     primitive: Callable[[torch.Tensor, float], torch.Tensor]
     grad: Callable[[torch.Tensor, float], torch.Tensor]
+    kernel_constants: Callable[[float], tuple[float, float]]
 
 
 def _atan(x, alpha):
@@ -73,10 +75,12 @@ def _triangle_grad(x, alpha):
 SURROGATES: dict[str, Surrogate] = {
     s.name: s
     for s in (
-        Surrogate("atan", 0, 2.0, _atan, _atan_grad),
-        Surrogate("sigmoid", 1, 4.0, _sigmoid, _sigmoid_grad),
-        Surrogate("rect", 2, 1.0, _rect, _rect_grad),
-        Surrogate("triangle", 3, 1.0, _triangle, _triangle_grad),
+        # kernels: atan (α/2) / (1 + (b u)²) with b = π/2·α; sigmoid a = α; rect a = α/2 where
+        # |u| < b = 1/α; triangle max(0, a - b|u|) with a = α, b = α²
+        Surrogate("atan", 0, 2.0, _atan, _atan_grad, lambda a: (a / 2, math.pi / 2 * a)),
+        Surrogate("sigmoid", 1, 4.0, _sigmoid, _sigmoid_grad, lambda a: (a, 0.0)),
+        Surrogate("rect", 2, 1.0, _rect, _rect_grad, lambda a: (a / 2, 1 / a)),
+        Surrogate("triangle", 3, 1.0, _triangle, _triangle_grad, lambda a: (a, a * a)),
     )
 }
 

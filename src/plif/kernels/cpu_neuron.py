@@ -6,7 +6,6 @@ over time is one multithreaded sweep instead of ~10 PyTorch ops per step.  fp32 
 """
 from __future__ import annotations
 
-import math
 
 import torch
 
@@ -17,12 +16,6 @@ from .cpu_build import load_library
 __all__ = ["multi_step_cpu", "cpu_supports"]
 
 _SUFFIX = {torch.float32: "f32", torch.float64: "f64"}
-
-
-def _surrogate_constants(cfg: NeuronConfig):
-    a = float(cfg.alpha)
-    code = get_surrogate(cfg.surrogate).code
-    return code, {0: (a / 2, math.pi / 2 * a), 1: (a, 0.0), 2: (a / 2, 1 / a), 3: (a, a * a)}[code]
 
 
 def _k_for_kernel(k: torch.Tensor, step_shape, dtype):
@@ -58,7 +51,8 @@ class _MultiStepCPU(torch.autograd.Function):
         g_v_last = g_v_last.contiguous().to(h_seq.dtype)
         g_x, g_v0 = torch.empty_like(h_seq), torch.empty_like(v0)
         g_k = torch.empty_like(v0) if need_k else g_v0
-        code, (sg_a, sg_b) = _surrogate_constants(cfg)
+        sg = get_surrogate(cfg.surrogate)
+        code, (sg_a, sg_b) = sg.code, sg.kernel_constants(float(cfg.alpha))
         getattr(lib, f"plif_backward_{_SUFFIX[h_seq.dtype]}")(
             g_s.data_ptr(), g_v_last.data_ptr(), h_seq.data_ptr(), v0.data_ptr(), k_c.data_ptr(),
             g_x.data_ptr(), g_v0.data_ptr(), g_k.data_ptr(), h_seq.shape[0], v0.numel(),

@@ -14,7 +14,6 @@ fp32, which makes the spikes identical too.
 """
 from __future__ import annotations
 
-import math
 
 import torch
 import triton
@@ -148,12 +147,6 @@ def _grid(layout: KLayout, block: int):
     return (layout.channels, triton.cdiv(m, block)), m
 
 
-def _surrogate_constants(cfg: NeuronConfig):
-    a = float(cfg.alpha)
-    code = get_surrogate(cfg.surrogate).code
-    return code, {0: (a / 2, math.pi / 2 * a), 1: (a, 0.0), 2: (a / 2, 1 / a), 3: (a, a * a)}[code]
-
-
 def _launch_forward(x, k_flat, v0, cfg: NeuronConfig, layout: KLayout, h_dtype):
     T, n = x.shape[0], v0.numel()
     spikes = torch.empty_like(x)
@@ -176,7 +169,8 @@ def _launch_backward(g_s, g_v_last, h_seq, v0, k_flat, cfg: NeuronConfig, layout
     block = _block_size(layout.outer * layout.inner)
     grid, m = _grid(layout, block)
     g_k_part = torch.empty(grid if need_k else (1,), dtype=torch.float32, device=h_seq.device)
-    code, (sg_a, sg_b) = _surrogate_constants(cfg)
+    sg = get_surrogate(cfg.surrogate)
+    code, (sg_a, sg_b) = sg.code, sg.kernel_constants(float(cfg.alpha))
     _backward_kernel[grid](
         g_s, g_v_last, h_seq, v0, k_flat, g_x, g_v0, g_k_part, T, n, (T - 1) * n, m, layout.inner, layout.channels,
         float(cfg.v_threshold), float(rest_potential(cfg)), sg_a, sg_b,
