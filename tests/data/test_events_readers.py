@@ -135,7 +135,8 @@ def test_aedat2_byte_exact(tmp_path):
     f.write_bytes(AEDAT2_HEADER + body)
     ev = read_aedat2(f)  # external event (bit 15) dropped
     assert ev["x"].tolist() == [127, 0, 117] and ev["y"].tolist() == [0, 3, 127]
-    assert ev["p"].tolist() == [1, 0, 0] and ev["t"].tolist() == [100, 200, 300]
+    # raw bit 0 is jAER's type: 0 = ON, so p = 1 - bit (the third tuple field here is the raw bit)
+    assert ev["p"].tolist() == [0, 1, 1] and ev["t"].tolist() == [100, 200, 300]
     assert read_aedat2(f, flip_x=False)["x"].tolist() == [0, 127, 10]
     assert detect_format(f) == "aedat2"
     assert read_events(f, flip_x=False)["x"].tolist() == [0, 127, 10]

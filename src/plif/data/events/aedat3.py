@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .types import EventFormatError, make_events, read_header_lines
+from .types import EventFormatError, make_events, read_file_bytes, read_header_lines
 
 __all__ = ["read_aedat31", "parse_aedat31"]
 
@@ -69,4 +69,4 @@ def parse_aedat31(data: bytes, path: str | Path = "<bytes>") -> tuple[np.ndarray
 
 def read_aedat31(path: str | Path) -> np.ndarray:
     """Read the polarity events of an AEDAT 3.1 file -> structured events ``[N]``."""
-    return parse_aedat31(Path(path).read_bytes(), path)[0]
+    return parse_aedat31(read_file_bytes(path), path)[0]

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .types import EventFormatError, make_events
+from .types import EventFormatError, make_events, read_file_bytes
 
 __all__ = ["read_aedat4", "aedat4_layout"]
 
@@ -42,7 +42,8 @@ def _io_header_table_position(buf: bytes) -> int:
 
 
 def aedat4_layout(data: bytes, path: str | Path = "<bytes>") -> dict:
-    """Check the container structure; return ``{"packets": {stream_id: count}, "data_end": offset}``."""
+    """Check the container structure; return ``{"packets": {stream_id: count}, "data_end": offset,
+    "offsets": [byte offset of each packet, in file order]}``."""
     if not data.startswith(MAGIC):
         raise EventFormatError(path, 0, f"expected magic {MAGIC!r}, found {data[:len(MAGIC)]!r}")
     off = len(MAGIC)
@@ -56,6 +57,7 @@ def aedat4_layout(data: bytes, path: str | Path = "<bytes>") -> dict:
     off += hlen
     end = table_pos if off <= table_pos <= len(data) else len(data)
     packets: dict[int, int] = {}
+    offsets: list[int] = []
     while off < end:
         if end - off < 8:
             raise EventFormatError(path, off, f"truncated packet header: {end - off} of 8 bytes")
@@ -64,8 +66,9 @@ def aedat4_layout(data: bytes, path: str | Path = "<bytes>") -> dict:
             raise EventFormatError(path, off, f"packet of stream {sid} with {size} bytes overruns the data "
                                               f"({end - off - 8} bytes left)")
         packets[sid] = packets.get(sid, 0) + 1
+        offsets.append(off)
         off += 8 + size
-    return {"packets": packets, "data_end": end}
+    return {"packets": packets, "data_end": end, "offsets": offsets}
 
 
 def read_aedat4(path: str | Path, with_sensor: bool = False):
@@ -74,17 +77,25 @@ def read_aedat4(path: str | Path, with_sensor: bool = False):
     With ``with_sensor=True`` returns ``(events, (H, W))`` from the stream description.
     Needs the optional ``aedat`` package.
     """
-    aedat4_layout(Path(path).read_bytes(), path)
+    layout = aedat4_layout(read_file_bytes(path), path)
     try:
         import aedat
     except ImportError:
         raise ImportError(f"{path}: reading AEDAT 4.0 needs the optional package 'aedat' (pip install aedat)") from None
+    chunks, done = [], -1  # packets decoded so far (-1: the IOHeader): on failure the next one is the culprit
     try:
         dec = aedat.Decoder(str(path))
         streams = dec.id_to_stream()
-        chunks = [pkt["events"] for pkt in dec if "events" in pkt]
-    except (OSError, RuntimeError) as e:
-        raise EventFormatError(path, 0, f"AEDAT 4 decoding failed: {e}") from None
+        done = 0
+        for pkt in dec:
+            if "events" in pkt:
+                chunks.append(pkt["events"])
+            done += 1
+    except (OSError, RuntimeError, ValueError) as e:
+        offsets = layout["offsets"]
+        at = len(MAGIC) if done < 0 else offsets[min(done, len(offsets) - 1)] if offsets else len(MAGIC)
+        what = "the IOHeader" if done < 0 else f"packet {done}"
+        raise EventFormatError(path, at, f"AEDAT 4 decoding failed in {what}: {e}") from None
     ev = np.concatenate(chunks) if chunks else np.zeros(0, dtype=[("t", "<u8"), ("x", "<u2"), ("y", "<u2"), ("on", "?")])
     pol = ev.dtype.names[3]  # the polarity field is titled ("p", "on") by aedat
     events = make_events(ev["t"].astype(np.int64), ev["x"], ev["y"], ev[pol].astype(np.int8))

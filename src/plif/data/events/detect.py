@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 
 from . import aedat2, aedat3, aedat4, nmnist
-from .types import EventFormatError
+from .types import EventFormatError, read_file_bytes
 
 __all__ = ["detect_format", "read_events", "event_info", "FORMATS"]
 
@@ -30,9 +30,13 @@ def _format_of(head: bytes, path: str | Path) -> str:
 
 
 def detect_format(path: str | Path) -> str:
-    """One of :data:`FORMATS`.  A file without ``#`` header is taken as N-MNIST ``.bin``."""
-    with open(path, "rb") as f:
-        return _format_of(f.read(64), path)
+    """One of :data:`FORMATS`.  A file without ``#`` header is N-MNIST ``.bin`` only if its events
+    fit the 34x34 sensor; anything else is an :class:`EventFormatError` naming the file."""
+    data = read_file_bytes(path)
+    fmt = _format_of(data[:64], path)
+    if fmt == "nmnist":
+        nmnist.parse_nmnist(data, path)  # strict: refuses what is not N-MNIST
+    return fmt
 
 
 def read_events(path: str | Path, flip_x: bool = True) -> np.ndarray:
@@ -40,7 +44,7 @@ def read_events(path: str | Path, flip_x: bool = True) -> np.ndarray:
 
     ``flip_x`` applies to AEDAT 2.0 only (jAER's mirrored DVS128 x axis, see :mod:`.aedat2`).
     """
-    data = Path(path).read_bytes()
+    data = read_file_bytes(path)
     fmt = _format_of(data[:64], path)
     if fmt == "aedat4":
         return aedat4.read_aedat4(path)
@@ -48,7 +52,7 @@ def read_events(path: str | Path, flip_x: bool = True) -> np.ndarray:
         return aedat3.parse_aedat31(data, path)[0]
     if fmt == "aedat2":
         return aedat2.parse_aedat2(data, path, flip_x)[0]
-    return nmnist.read_nmnist_bin(path)
+    return nmnist.parse_nmnist(data, path)
 
 
 def _sensor_from_header(lines: list[str]) -> tuple[int, int] | None:
@@ -65,7 +69,7 @@ def _sensor_from_header(lines: list[str]) -> tuple[int, int] | None:
 def event_info(path: str | Path) -> dict:
     """Summary of one file: format, event count, first/last time and duration (us), sensor size
     ``(H, W)`` when the format or header states it, and the extent actually observed."""
-    data = Path(path).read_bytes()
+    data = read_file_bytes(path)
     fmt = _format_of(data[:64], path)
     sensor = None
     if fmt == "aedat4":
@@ -77,11 +81,12 @@ def event_info(path: str | Path) -> dict:
         ev, lines = aedat2.parse_aedat2(data, path)
         sensor = _sensor_from_header(lines) or aedat2.DVS128_SENSOR
     else:
-        ev, sensor = nmnist.read_nmnist_bin(path), nmnist.NMNIST_SENSOR
+        ev, sensor = nmnist.parse_nmnist(data, path), nmnist.NMNIST_SENSOR
     n = len(ev)
     info = {"path": str(path), "format": fmt, "events": n, "bytes": len(data), "sensor_size": sensor,
             "t_first_us": int(ev["t"][0]) if n else None, "t_last_us": int(ev["t"][-1]) if n else None,
             "duration_us": int(ev["t"].max() - ev["t"].min()) if n else 0,
             "observed_size": (int(ev["y"].max()) + 1, int(ev["x"].max()) + 1) if n else None,
-            "on_fraction": float(ev["p"].mean()) if n else None}
+            "on_fraction": float(ev["p"].mean()) if n else None,
+            "warnings": [] if n else ["no events: an empty recording (datasets refuse it unless allow_empty=True)"]}
     return info

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["EVENT_DTYPE", "EventFormatError", "make_events", "read_header_lines"]
+__all__ = ["EVENT_DTYPE", "EventFormatError", "make_events", "read_header_lines", "read_file_bytes"]
 
 # t: microseconds (int64: AEDAT 3.1 overflow counters and AEDAT 4 epoch times exceed 32 bits);
 # x, y: pixel column / row; p: polarity, 1 = ON (brighter), 0 = OFF.
@@ -18,6 +18,20 @@ class EventFormatError(ValueError):
     def __init__(self, path: str | Path, offset: int, what: str):
         super().__init__(f"{path}: byte offset {offset}: {what}")
         self.path, self.offset = str(path), int(offset)
+
+
+def read_file_bytes(path: str | Path) -> bytes:
+    """The whole file; a directory or unreadable path is an :class:`EventFormatError` naming it
+    (a missing file stays ``FileNotFoundError``, which names it too)."""
+    p = Path(path)
+    if p.is_dir():
+        raise EventFormatError(path, 0, "is a directory, not an event file")
+    try:
+        return p.read_bytes()
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{path}: no such event file") from None
+    except OSError as e:
+        raise EventFormatError(path, 0, f"cannot read: {e.strerror or e}") from None
 
 
 def make_events(t, x, y, p) -> np.ndarray:
