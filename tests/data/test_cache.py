@@ -170,8 +170,9 @@ def test_cifar10_dvs_orientation_is_part_of_the_key(tmp_path):
                                  flip_x=False)
     assert flipped.shape == (10, 4, 2, 128, 128) and labels.tolist() == list(range(10))
     x, y, p = raw[("bird", 10)]
-    np.testing.assert_array_equal(plain[2].numpy(), direct_count(x, y, p, 4, 128, 128))
-    np.testing.assert_array_equal(flipped[2].numpy(), direct_count(127 - x, y, p, 4, 128, 128))
+    on = 1 - p  # p here is jAER's raw type bit: 0 = ON
+    np.testing.assert_array_equal(plain[2].numpy(), direct_count(x, y, on, 4, 128, 128))
+    np.testing.assert_array_equal(flipped[2].numpy(), direct_count(127 - x, y, on, 4, 128, 128))
     assert len(list(c.iterdir())) == 2
 
 

@@ -102,11 +102,13 @@ def _file_args(p) -> None:
 
 
 def register(sub) -> None:
+    from ..data.catalog import DATASETS
+
     data = sub.add_parser("data", help="datasets: prepare caches, frames / picture / info of one event file")
     dsub = data.add_subparsers(dest="data_command", metavar="ACTION", required=True)
 
     p = dsub.add_parser("prepare", help="load a static dataset, or build the frame cache of an event dataset")
-    p.add_argument("dataset", help="mnist, fashion-mnist, cifar10, nmnist, cifar10-dvs, dvs128-gesture")
+    p.add_argument("dataset", help=", ".join(DATASETS))
     p.add_argument("--root", help="folder holding the raw files (event datasets: required)")
     p.add_argument("--T", type=int, help="frames per sample (default: the paper's T of the dataset)")
     p.add_argument("--split", choices=["count", "time"], default="count", help="how events are sliced [count]")

@@ -2,12 +2,20 @@
 (N-MNIST, CIFAR10-DVS, DVS128 Gesture) with their raw-format readers, frames and cache.
 
 Readers know nothing of training; transforms are pure functions; dataset code only finds files,
-labels and splits.
+labels and splits.  :mod:`.catalog` holds every dataset's facts.  Names are imported on first
+use, so that the event readers and frames (numpy only) never import torch.
 """
-from .idx import read_idx
-from .split import stratified_split
-from .static import STATIC_DATASETS, StaticDataset, load_static
-from .transforms import augment_for, normalize, random_affine, random_crop_flip
+import importlib
 
-__all__ = ["read_idx", "load_static", "STATIC_DATASETS", "StaticDataset", "normalize", "random_affine",
-           "random_crop_flip", "augment_for", "stratified_split"]
+_WHERE = {"read_idx": ".idx", "stratified_split": ".split", "STATIC_DATASETS": ".static", "StaticDataset": ".static",
+          "load_static": ".static", "augment_for": ".transforms", "normalize": ".transforms",
+          "random_affine": ".transforms", "random_crop_flip": ".transforms", "DATASETS": ".catalog",
+          "DatasetSpec": ".catalog", "get_dataset": ".catalog"}
+
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str):
+    if name in _WHERE:
+        return getattr(importlib.import_module(_WHERE[name], __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

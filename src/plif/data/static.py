@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from .catalog import DATASETS
 from .download import download_file
 from .idx import read_idx
 
@@ -49,7 +50,8 @@ _IDX_FILES = {
 
 STATIC_DATASETS: dict[str, StaticDataset] = {
     "mnist": StaticDataset(
-        "mnist", 10, (1, 28, 28), (0.1307,), (0.3081,), _IDX_FILES,
+        "mnist", DATASETS["mnist"].num_classes, DATASETS["mnist"].input_shape,
+        (0.1307,), (0.3081,), _IDX_FILES,
         {"train-images-idx3-ubyte.gz": "f68b3c2dcbeaaa9fbdd348bbdeb94873",
          "train-labels-idx1-ubyte.gz": "d53e105ee54ea40749a09fcbcd1e9432",
          "t10k-images-idx3-ubyte.gz": "9fb629c4189551a2d022fa330f9573f3",
@@ -58,7 +60,8 @@ STATIC_DATASETS: dict[str, StaticDataset] = {
          "https://storage.googleapis.com/cvdf-datasets/mnist/"),
         ("MNIST",)),
     "fashion-mnist": StaticDataset(
-        "fashion-mnist", 10, (1, 28, 28), (0.2860,), (0.3530,), _IDX_FILES,
+        "fashion-mnist", DATASETS["fashion-mnist"].num_classes, DATASETS["fashion-mnist"].input_shape,
+        (0.2860,), (0.3530,), _IDX_FILES,
         {"train-images-idx3-ubyte.gz": "8d4fb7e6c68d591d4c3dfef9ec88bf0d",
          "train-labels-idx1-ubyte.gz": "25c81989df183df01b3e8a0aad5dffbe",
          "t10k-images-idx3-ubyte.gz": "bef4ecab320f06d8554ea6380940ec79",
@@ -66,7 +69,8 @@ STATIC_DATASETS: dict[str, StaticDataset] = {
         ("http://fashion-mnist.s3-website.eu-central-1.amazonaws.com/",),
         ("FashionMNIST",)),
     "cifar10": StaticDataset(
-        "cifar10", 10, (3, 32, 32), (0.4914, 0.4822, 0.4465), (0.2023, 0.1994, 0.2010),
+        "cifar10", DATASETS["cifar10"].num_classes, DATASETS["cifar10"].input_shape,
+        (0.4914, 0.4822, 0.4465), (0.2023, 0.1994, 0.2010),
         {"archive": "cifar-10-python.tar.gz"},
         {"cifar-10-python.tar.gz": "c58f30108f718f92721af3b95e74349a"},
         ("https://www.cs.toronto.edu/~kriz/",),

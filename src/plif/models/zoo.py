@@ -1,8 +1,10 @@
-"""The paper's networks by dataset name (supplement, Table 1), with the authors'-code variants."""
+"""The paper's networks by dataset name (supplement, Table 1), with the authors'-code variants and
+the CPU-sized networks, all read from :mod:`plif.data.catalog`."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..data.catalog import DATASETS
 from .network import SpikingNetwork, build_network
 
 __all__ = ["ZooEntry", "ZOO", "get_entry", "build_zoo"]
@@ -21,29 +23,20 @@ class ZooEntry:
     T: int
     num_classes: int
     authors_spec: str | None = None
+    cpu_spec: str | None = None  # the narrow network of the ``cpu`` preset
 
-    def network_string(self, authors_code: bool = False) -> str:
+    def network_string(self, authors_code: bool = False, cpu: bool = False) -> str:
+        if cpu and self.cpu_spec:
+            return self.cpu_spec
         return self.authors_spec if authors_code and self.authors_spec else self.spec
 
 
-_MNIST = "{c128k3s1-BN-PLIF-MPk2s2}*2-DP-FC2048-PLIF-DP-FC100-PLIF-APk10s10"
+def _entry(d) -> ZooEntry:
+    return ZooEntry(d.name, d.network, tuple(d.input_shape), d.T, d.num_classes, d.authors_network, d.cpu_network)
 
-ZOO: dict[str, ZooEntry] = {
-    e.name: e
-    for e in (
-        ZooEntry("mnist", _MNIST, (1, 28, 28), 8, 10),
-        ZooEntry("fashion-mnist", _MNIST, (1, 28, 28), 8, 10),
-        ZooEntry("nmnist", _MNIST, (2, 34, 34), 10, 10),
-        ZooEntry("cifar10", "{{c256k3s1-BN-PLIF}*3-MPk2s2}*2-DP-FC2048-PLIF-DP-FC100-PLIF-APk10s10",
-                 (3, 32, 32), 8, 10,
-                 authors_spec="{{c256k3s1-BN-PLIF}*3-MPk2s2}*2-DP-FC2048-PLIF-FC100-PLIF-APk10s10"),
-        ZooEntry("cifar10-dvs", "{c128k3s1-BN-PLIF-MPk2s2}*4-DP-FC512-PLIF-DP-FC100-PLIF-APk10s10",
-                 (2, 128, 128), 20, 10,
-                 authors_spec="{c128k3s1-BN-PLIF-MPk2s2}*4-DP-FC2048-PLIF-DP-FC100-PLIF-APk10s10"),
-        ZooEntry("dvs128-gesture", "{c128k3s1-BN-PLIF-MPk2s2}*5-DP-FC512-PLIF-DP-FC110-PLIF-APk10s10",
-                 (2, 128, 128), 20, 11),
-    )
-}
+
+# every fact comes from the one description of each dataset (plif.data.catalog)
+ZOO: dict[str, ZooEntry] = {name: _entry(d) for name, d in DATASETS.items()}
 
 
 def get_entry(name: str) -> ZooEntry:

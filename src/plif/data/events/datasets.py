@@ -9,11 +9,10 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..catalog import CIFAR10_CLASSES, DATASETS, DatasetSpec
 from .gesture import read_gesture_labels, read_trials
 
 __all__ = ["EventSample", "EventDataset", "EVENT_DATASETS", "list_samples", "CIFAR10_CLASSES"]
-
-CIFAR10_CLASSES = ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck")
 
 
 @dataclass(frozen=True)
@@ -26,20 +25,8 @@ class EventSample:
     end: int | None = None
 
 
-@dataclass(frozen=True)
-class EventDataset:
-    name: str
-    sensor_size: tuple[int, int]  # (H, W)
-    num_classes: int
-    T: int  # the paper's number of frames (SPEC §2)
-    sizes: tuple[int, int]  # (train, test) sample counts of the full dataset
-
-
-EVENT_DATASETS: dict[str, EventDataset] = {
-    "nmnist": EventDataset("nmnist", (34, 34), 10, 10, (60000, 10000)),
-    "cifar10-dvs": EventDataset("cifar10-dvs", (128, 128), 10, 20, (9000, 1000)),
-    "dvs128-gesture": EventDataset("dvs128-gesture", (128, 128), 11, 20, (1176, 288)),
-}
+EventDataset = DatasetSpec  # the description of one event dataset (sensor_size, num_classes, T, sizes, ...)
+EVENT_DATASETS: dict[str, DatasetSpec] = {n: d for n, d in DATASETS.items() if d.kind == "event"}
 
 
 def _number(p: Path) -> int:
@@ -50,25 +37,13 @@ def _number(p: Path) -> int:
     return int(found[-1])
 
 
-# What to download and how to lay it out (these datasets need a registration or a manual download).
-_WHERE_TO_GET = {
-    "nmnist": "Get N-MNIST (Orchard et al. 2015, Mendeley Data record 468j46mzdv), extract Train.zip and "
-              "Test.zip so that <data-dir>/Train/<digit>/*.bin and <data-dir>/Test/<digit>/*.bin exist, "
-              "and pass --data-dir (or --root for plif data prepare).",
-    "dvs128-gesture": "Get IBM's DVS128 Gesture (DvsGesture.tar.gz) and extract it so that <data-dir>/DvsGesture/ "
-                      "holds user*_*.aedat, user*_*_labels.csv, trials_to_train.txt and trials_to_test.txt.",
-    "cifar10-dvs": "Get CIFAR10-DVS (Li et al. 2017, the AEDAT 2.0 release) and extract the ten class folders so "
-                   "that <data-dir>/airplane/*.aedat ... <data-dir>/truck/*.aedat exist.",
-}
-
-
 def _first_dir(root: Path, candidates: list[str], must_have: str, name: str) -> Path:
     for c in candidates:
         d = root / c if c else root
         if (d / must_have).exists():
             return d
     tried = ", ".join(str(root / c) if c else str(root) for c in candidates)
-    raise FileNotFoundError(f"{name}: no '{must_have}' found under any of: {tried}.\n{_WHERE_TO_GET[name]}")
+    raise FileNotFoundError(f"{name}: no '{must_have}' found under any of: {tried}.\n{DATASETS[name].layout}, and pass --data-dir (or --root for plif data prepare).")
 
 
 def _nmnist(root: Path, train: bool) -> list[EventSample]:

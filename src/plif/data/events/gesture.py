@@ -11,9 +11,11 @@ from pathlib import Path
 
 import numpy as np
 
+from ..catalog import GESTURE_CLASS_NAMES
+
 __all__ = ["GESTURE_CLASSES", "LABEL_HEADER", "read_gesture_labels", "read_trials", "cut_events"]
 
-GESTURE_CLASSES = 11
+GESTURE_CLASSES = len(GESTURE_CLASS_NAMES)  # 11
 LABEL_HEADER = ("class", "startTime_usec", "endTime_usec")
 LABEL_DTYPE = np.dtype([("cls", "<i8"), ("start", "<i8"), ("end", "<i8")])
 
