@@ -63,3 +63,46 @@ def test_prepare_event_dataset(tmp_path, capsys):
     assert rc == 0
     out = capsys.readouterr().out
     assert "nmnist test: frames (10, 2, 2, 34, 34) uint8" in out and str(tmp_path / "cache") in out
+
+
+def _modules_after(argv):
+    """Run ``plif`` in a fresh interpreter and return the top-level modules it imported."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    src = str(Path(__file__).resolve().parents[2] / "src")
+    code = ("import sys; from plif.cli.main import main; rc = main(sys.argv[1:]); "
+            "print(sorted({m.split('.')[0] for m in sys.modules})); sys.exit(rc)")
+    env = {**os.environ, "PYTHONPATH": src + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    r = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 0, r.stderr
+    return r.stdout.strip().splitlines()[-1]
+
+
+def test_event_cli_does_not_import_torch(tmp_path):
+    f = nmnist_file(tmp_path / "a.bin", EVENTS)
+    for argv in (["data", "info", str(f)], ["data", "frames", str(f), "--T", "2", "--out", str(tmp_path / "x.npy")],
+                 ["data", "show", str(f), "--T", "2", "--out", str(tmp_path / "x.png")]):
+        mods = _modules_after(argv)
+        assert "'numpy'" in mods and "'torch'" not in mods, (argv, mods)
+
+
+def test_info_warns_about_an_empty_recording(tmp_path, capsys):
+    f = tmp_path / "empty.bin"
+    f.write_bytes(b"")
+    assert main(["data", "info", str(f)]) == 0
+    err = capsys.readouterr().err
+    assert "warning" in err and "empty.bin" in err and "no events" in err
+
+
+def test_frame_errors_name_the_file(tmp_path, capsys):
+    f = nmnist_file(tmp_path / "a.bin", EVENTS)
+    assert main(["data", "frames", str(f), "--T", "2", "--sensor", "8,8", "--out", str(tmp_path / "x.npy")]) == 2
+    err = capsys.readouterr().err
+    assert "a.bin: event coordinates up to x=33" in err and not (tmp_path / "x.npy").exists()
+    d = tmp_path / "dir.bin"
+    d.mkdir()
+    assert main(["data", "info", str(d)]) == 2
+    assert "dir.bin: byte offset 0: is a directory" in capsys.readouterr().err

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import sys
 
 
 def _sensor(text: str | None):
@@ -44,7 +45,7 @@ def run_prepare(args) -> int:
 
 def run_frames(args) -> int:
     from ..atomic import atomic_save_npy
-    from ..data.events.load import file_to_frames
+    from ..data.events.file import file_to_frames
 
     frames = file_to_frames(args.file, args.T, args.split, _sensor(args.sensor), args.flip_x, args.start, args.end)
     atomic_save_npy(args.out, frames)
@@ -53,7 +54,7 @@ def run_frames(args) -> int:
 
 
 def run_show(args) -> int:
-    from ..data.events.load import file_to_frames
+    from ..data.events.file import file_to_frames
     from ..data.preview import save_frames_grid
 
     frames = file_to_frames(args.file, args.T, args.split, _sensor(args.sensor), args.flip_x, args.start, args.end)
@@ -66,6 +67,8 @@ def run_info(args) -> int:
     from ..data.events.detect import event_info
 
     info = event_info(args.file)
+    for w in info.get("warnings", []):
+        print(f"plif data info: warning: {args.file}: {w}", file=sys.stderr)
     if args.json:
         print(json.dumps(info))
         return 0

@@ -9,6 +9,7 @@ import torch
 from ..static import default_root
 from .cache import build_frames_cache, cache_key, load_cached
 from .datasets import EVENT_DATASETS, list_samples
+from .file import file_to_frames
 
 __all__ = ["load_event_frames", "prepare_event_frames", "file_to_frames"]
 
@@ -53,23 +54,3 @@ def load_event_frames(name: str, root: str | Path | None, T: int, train: bool, s
     folder = prepare_event_frames(name, root, T, train, split, cache_dir, workers, progress, **options)
     frames, labels = load_cached(folder)
     return torch.from_numpy(frames), torch.from_numpy(np.asarray(labels, dtype=np.int64))
-
-
-def file_to_frames(path: str | Path, T: int, split: str = "count", sensor_size: tuple[int, int] | None = None,
-                   flip_x: bool = True, start: int | None = None, end: int | None = None) -> np.ndarray:
-    """Frames ``[T, 2, H, W]`` float32 of one event file (optionally its ``[start, end)`` µs cut).
-
-    ``sensor_size=None`` takes the size the format or header states (N-MNIST 34x34, DVS128
-    128x128, AEDAT 4 from the file).
-    """
-    from ..frames import events_to_frames
-    from .detect import event_info, read_events
-    from .gesture import cut_events
-
-    if sensor_size is None:
-        sensor_size = event_info(path)["sensor_size"]
-    events = read_events(path, flip_x=flip_x)
-    if start is not None or end is not None:
-        events = cut_events(events, start if start is not None else np.iinfo(np.int64).min,
-                            end if end is not None else np.iinfo(np.int64).max)
-    return events_to_frames(events, T, tuple(sensor_size), split)
