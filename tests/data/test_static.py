@@ -164,3 +164,17 @@ def test_real_mnist_test_split(shared_data):
     assert abs(x.float().mean().item() - 33.79) < 0.01
     with pytest.raises(FileNotFoundError, match="train-images-idx3-ubyte.gz"):
         load_static("mnist", d, train=True, download=False)
+
+
+def test_label_out_of_range_names_the_file_and_first_bad_index(tmp_path, shared_data):
+    # a well-formed copy of the real MNIST test labels with two values that are not classes
+    real = gzip.decompress((shared_data("mnist_idx") / "t10k-labels-idx1-ubyte.gz").read_bytes())
+    damaged = bytearray(real)
+    damaged[8 + 417] = 10
+    damaged[8 + 9000] = 255
+    write_mnist(tmp_path, n=10000)
+    f = tmp_path / "t10k-labels-idx1-ubyte.gz"
+    f.write_bytes(gzip.compress(bytes(damaged)))
+    with pytest.raises(ValueError, match=rf"{f}: label 10 at index 417 \(IDX byte offset 425, after any gunzip\) "
+                                         r"is outside the 10 classes 0..9 of mnist \(2 bad labels"):
+        load_static("mnist", tmp_path, train=False, download=False)

@@ -129,9 +129,21 @@ def _load_idx_dataset(entry: StaticDataset, root: Path, train: bool, download: b
         paths = [_find_idx(dirs, n) for n in names]
     images = read_idx(paths[0], expect_type=0x08, expect_ndim=3)
     labels = read_idx(paths[1], expect_type=0x08, expect_ndim=1)
+    _check_labels(labels, entry, paths[1], header=8)
     if len(images) != len(labels):
         raise ValueError(f"{paths[0]} has {len(images)} images but {paths[1]} has {len(labels)} labels")
     return images[:, None], labels
+
+
+def _check_labels(labels: np.ndarray, entry: StaticDataset, where, header: int | None = None) -> None:
+    """A well-formed label file whose values are not classes of the dataset is refused: it would
+    train silently on wrong targets.  The error names the file and the first bad index."""
+    bad = np.flatnonzero((labels < 0) | (labels >= entry.num_classes))
+    if len(bad):
+        i = int(bad[0])
+        at = f" (IDX byte offset {header + i}, after any gunzip)" if header is not None else ""
+        raise ValueError(f"{where}: label {int(labels[i])} at index {i}{at} is outside the {entry.num_classes} "
+                         f"classes 0..{entry.num_classes - 1} of {entry.name} ({len(bad)} bad labels in all)")
 
 
 class _ArrayUnpickler(pickle.Unpickler):
@@ -233,8 +245,5 @@ def load_static(name: str, root: str | Path | None = None, train: bool = True,
     images, labels = loader(entry, root, train, download, system)
     if images.shape[1:] != entry.shape:
         raise ValueError(f"{name}: images have shape {images.shape[1:]}, expected {entry.shape}")
-    bad = (labels < 0) | (labels >= entry.num_classes)
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        raise ValueError(f"{name}: label {int(labels[i])} at index {i} outside 0..{entry.num_classes - 1}")
+    _check_labels(labels, entry, f"{name} ({'train' if train else 'test'} split)")
     return torch.from_numpy(np.ascontiguousarray(images)), torch.from_numpy(labels.astype(np.int64))
