@@ -36,7 +36,7 @@ def nmnist_root(tmp_path):
     truth = []
     for d in range(10):
         for k in range(3):
-            ev = random_events(rng, int(rng.integers(0, 60)), 34)
+            ev = random_events(rng, int(rng.integers(1, 60)), 34)
             f = tmp_path / "nm" / "Train" / str(d) / f"{k}.bin"
             f.parent.mkdir(parents=True, exist_ok=True)
             f.write_bytes(nmnist_bytes(*ev))
@@ -141,7 +141,11 @@ def test_dvs128_gesture_cut_into_samples(tmp_path):
     (d / "user01_natural.aedat").write_bytes(aedat31_bytes(packets))
     (d / "user01_natural_labels.csv").write_text("class,startTime_usec,endTime_usec\n3,100,1100\n8,1500,2900\n8,2000,2001\n")
     (d / "trials_to_train.txt").write_text("user01_natural.aedat\n")
-    frames, labels = load_event_frames("dvs128-gesture", tmp_path, 5, True, cache_dir=tmp_path / "c", workers=0, progress=False)
+    with pytest.raises(RuntimeError, match=r"user01_natural.aedat: EmptyRecordingError: empty recording: no events in its "
+                                           r"cut \[2000, 2001\) us"):
+        load_event_frames("dvs128-gesture", tmp_path, 5, True, cache_dir=tmp_path / "c", workers=0, progress=False)
+    frames, labels = load_event_frames("dvs128-gesture", tmp_path, 5, True, cache_dir=tmp_path / "c", workers=0,
+                                       progress=False, allow_empty=True)
     assert frames.shape == (3, 5, 2, 128, 128) and labels.tolist() == [2, 7, 7]
     for i, (a, b) in enumerate([(100, 1100), (1500, 2900), (2000, 2001)]):
         sel = [e for e in evs if a <= e[3] < b]

@@ -36,7 +36,7 @@ def run_prepare(args) -> int:
     options = {} if args.flip_x else {"flip_x": False}
     for train in splits:
         folder = prepare_event_frames(args.dataset, args.root, T, train, args.split, args.cache_dir,
-                                      args.workers, progress=not args.quiet, **options)
+                                      args.workers, progress=not args.quiet, allow_empty=args.allow_empty, **options)
         frames, labels = load_cached(folder)
         print(f"{args.dataset} {'train' if train else 'test'}: frames {tuple(frames.shape)} {frames.dtype}, "
               f"labels {tuple(labels.shape)} -> {folder}")
@@ -94,6 +94,30 @@ def run_info(args) -> int:
     return 0
 
 
+def run_verify(args) -> int:
+    from pathlib import Path
+
+    from ..data.events.cache import CacheError, check_cache
+    from ..data.static import default_root
+
+    folders = [Path(f) for f in args.folders]
+    if not folders:
+        base = Path(args.cache_dir) if args.cache_dir else default_root() / "frames"
+        folders = sorted(p.parent for p in base.glob("*/meta.json"))
+        if not folders:
+            print(f"no frame caches under {base}")
+            return 0
+    bad = 0
+    for folder in folders:
+        try:
+            meta = check_cache(folder, deep=True, sources=not args.no_sources)
+            print(f"ok     {folder}: {meta['samples']} samples, T={meta['T']}, {len(meta['sources'])} recordings")
+        except CacheError as e:
+            bad += 1
+            print(f"FAILED {e}", file=sys.stderr)
+    return 1 if bad else 0
+
+
 def _file_args(p) -> None:
     p.add_argument("file", help="event file (N-MNIST .bin, AEDAT 2.0 / 3.1 / 4.0; detected by content)")
     p.add_argument("--T", type=int, required=True, help="number of frames")
@@ -123,7 +147,15 @@ def register(sub) -> None:
     g.add_argument("--train-only", action="store_true")
     g.add_argument("--test-only", action="store_true")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--allow-empty", action="store_true",
+                   help="keep recordings without events as all-zero samples (default: refuse them)")
     p.set_defaults(func=run_prepare)
+
+    v = dsub.add_parser("verify", help="check frame caches: structure, checksums, recordings unchanged")
+    v.add_argument("folders", nargs="*", help="cache folders [every cache under --cache-dir]")
+    v.add_argument("--cache-dir", help="where frame caches are [$PLIF_DATA_ROOT/frames]")
+    v.add_argument("--no-sources", action="store_true", help="do not check the recordings, only the cache files")
+    v.set_defaults(func=run_verify)
 
     f = dsub.add_parser("frames", help="integrate one event file into frames [T, 2, H, W] saved as .npy")
     _file_args(f)

@@ -1,35 +1,62 @@
-"""Disk cache of integrated frames: built once in parallel, resumable, never stale.
+"""Disk cache of integrated frames: built once in parallel, resumable, checked, never stale.
 
-The cache folder's name holds a hash of everything that changes the frames (dataset, split,
-T, slicing method, sensor size, reader options such as the x orientation, the file list with
-each file's size and cut), so changing any of them builds a new cache instead of reusing an old
-one.  Samples are processed in chunks by worker processes; each finished chunk is written
-atomically to ``chunks/``, so an interrupted build resumes from the chunks already done.  At the
-end the chunks are joined into one ``frames.npy`` ``[N, T, 2, H, W]`` (integer counts, the
-smallest of uint8 / int16 / int32 that holds them) plus ``labels.npy`` ``[N]`` int64.
+Folder: ``<dataset>-<split>-T<T>-<slicing>-<key>`` where the key hashes every parameter that
+changes the frames (dataset, split, T, slicing, sensor size, reader and list options) and every
+sample's path, label and cut.  What the files *contain* is checked through ``meta.json``:
+
+* ``sources``: a fingerprint (size, mtime_ns, inode and BLAKE2 hash, see :mod:`.fingerprint`) of
+  every recording.  A stat change makes the hash decide, so an edit of a recording, even one that
+  keeps its size, rebuilds the cache.
+* ``files``: shape, dtype, byte size, checksum and stat of ``frames.npy`` ``[N, T, 2, H, W]``
+  (counts, the smallest of uint8 / int16 / int32 that holds them) and ``labels.npy`` ``[N]``.
+  Every load checks the structure (sizes, npy headers, shapes against T / N / sensor) and the
+  labels' checksum; the frames' checksum is checked when the file's stat changed, when it is
+  small, at the end of every build and by ``plif data verify``.
+
+Samples are integrated in chunks by worker processes (which end when their parent dies); each
+finished chunk is written atomically with a sidecar holding its checksum and its recordings'
+fingerprints, so an interrupted build resumes from the intact chunks only.  One process builds a
+folder at a time (a lock file); the builder removes temp files that dead builds left.  The join
+checks free space first and writes with ordinary writes, so a full disk is a clean error.
 """
 from __future__ import annotations
 
 import concurrent.futures as cf
+import fcntl
 import hashlib
+import io
 import json
 import os
 import shutil
-from dataclasses import asdict
+import sys
+import threading
+import time
 from pathlib import Path
 
 import numpy as np
 from tqdm import tqdm
 
 from ...atomic import atomic_save_npy, atomic_write_bytes
-from ..frames import events_to_frames
 from .datasets import EventSample
 from .detect import read_events
+from .file import frames_of_events
+from .fingerprint import file_hash, file_stat, fingerprint, same_content
 from .gesture import cut_events
 
-__all__ = ["CACHE_VERSION", "cache_key", "build_frames_cache", "load_cached", "count_dtype"]
+__all__ = ["CACHE_VERSION", "CacheError", "cache_key", "build_frames_cache", "load_cached", "check_cache",
+           "count_dtype", "EmptyRecordingError"]
 
-CACHE_VERSION = 1  # bump when reader or integration code changes what a cache holds
+CACHE_VERSION = 2  # bump when reader or integration code changes what a cache holds
+CHEAP_CHECK_BYTES = 64 << 20  # frames files up to this size are checksummed on every load
+_SPACE_MARGIN = 16 << 20
+
+
+class CacheError(ValueError):
+    """A cache file that is missing, damaged or stale; the message names it and says what to do."""
+
+
+class EmptyRecordingError(ValueError):
+    """A recording (or gesture cut) without events, refused unless ``allow_empty``."""
 
 
 def count_dtype(max_count: int) -> np.dtype:
@@ -41,88 +68,186 @@ def count_dtype(max_count: int) -> np.dtype:
 
 
 def cache_key(params: dict, samples: list[EventSample]) -> str:
-    """sha256 over the parameters and every sample's path, size on disk, label and cut."""
+    """sha256 over the parameters and every sample's path, label and cut (content: ``meta.json``)."""
     h = hashlib.sha256()
     h.update(json.dumps({"version": CACHE_VERSION, **params}, sort_keys=True).encode())
     for s in samples:
-        size = os.path.getsize(s.path) if os.path.exists(s.path) else -1
-        h.update(json.dumps([os.path.abspath(s.path), size, s.label, s.start, s.end]).encode())
+        h.update(json.dumps([os.path.abspath(s.path), s.label, s.start, s.end]).encode())
     return h.hexdigest()
 
+# ------------------------------------------------------------------ workers
 
-def _sample_frames(s: EventSample, T: int, split: str, sensor_size, reader_opts: dict, memo: dict) -> np.ndarray:
+
+def _watch_parent(parent: int) -> None:
+    """Worker initializer: end this process when its parent is gone (kill -9 included)."""
+    def watch():
+        while os.getppid() == parent:
+            time.sleep(0.2)
+        os._exit(1)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
+def _sample_frames(s: EventSample, T: int, split: str, sensor_size, reader_opts: dict, memo: dict,
+                   allow_empty: bool) -> np.ndarray:
     if memo.get("path") != s.path:  # consecutive gesture cuts share a recording: read it once
         memo["path"], memo["events"] = s.path, read_events(s.path, **reader_opts)
     ev = memo["events"]
     if s.start is not None:
         ev = cut_events(ev, s.start, s.end)
-    return events_to_frames(ev, T, sensor_size, split)
+    if len(ev) == 0 and not allow_empty:
+        cut = f" in its cut [{s.start}, {s.end}) us" if s.start is not None else ""
+        raise EmptyRecordingError(f"empty recording: no events{cut}; a dataset refuses it (allow_empty=True / "
+                                  "--allow-empty keeps it as an all-zero sample)")
+    return frames_of_events(ev, T, sensor_size, split, s.path)
 
 
-def _build_chunk(samples: list[EventSample], out: str, T: int, split: str, sensor_size, reader_opts: dict) -> int:
-    """Worker: frames of ``samples`` -> one ``.npy`` ``[k, T, 2, H, W]`` of counts; returns k.
+def _build_chunk(samples: list[EventSample], out: str, T: int, split: str, sensor_size, reader_opts: dict,
+                 allow_empty: bool = False) -> int:
+    """Worker: frames of ``samples`` -> ``out`` (``.npy`` ``[k, T, 2, H, W]`` of counts) and its
+    sidecar ``out.json`` (checksum, count, recordings' fingerprints); returns k.
 
     Any failure is re-raised as ``RuntimeError`` naming the file, so the parent can say which
     sample stopped the build.
     """
     memo: dict = {}
-    frames = []
+    frames, sources = [], {}
     for s in samples:
         try:
-            frames.append(_sample_frames(s, T, split, sensor_size, reader_opts, memo))
+            frames.append(_sample_frames(s, T, split, sensor_size, reader_opts, memo, allow_empty))
+            if s.path not in sources:
+                sources[s.path] = fingerprint(s.path)
         except Exception as e:
             raise RuntimeError(f"{s.path}: {type(e).__name__}: {e}") from None
     arr = np.stack(frames)
-    atomic_save_npy(out, arr.astype(count_dtype(int(arr.max()) if arr.size else 0)))
+    arr = arr.astype(count_dtype(int(arr.max()) if arr.size else 0))
+    buf = io.BytesIO()
+    np.save(buf, arr)
+    data = buf.getvalue()
+    atomic_write_bytes(out, data)
+    side = {"n": len(samples), "checksum": hashlib.blake2b(data, digest_size=16).hexdigest(), "sources": sources}
+    atomic_write_bytes(out + ".json", json.dumps(side).encode())
     return len(samples)
+
+
+def _chunk_ok(path: Path, n: int) -> dict | None:
+    """The sidecar of an intact chunk of ``n`` samples whose recordings are unchanged, else None."""
+    side_path = Path(str(path) + ".json")
+    try:
+        side = json.loads(side_path.read_text())
+        ok = side["n"] == n and file_hash(path) == side["checksum"]
+        ok = ok and all(same_content(p, fp) for p, fp in side["sources"].items())
+    except (OSError, ValueError, KeyError, TypeError):
+        ok = False
+    return side if ok else None
+
+# ------------------------------------------------------------------ the build
+
+
+def _remove_stale_temps(folder: Path) -> None:
+    """Called with the build lock held: every temp file here belongs to a dead build."""
+    for d in (folder, folder / "chunks"):
+        if d.is_dir():
+            for p in d.glob(".*.tmp"):
+                p.unlink(missing_ok=True)
+
+
+class _Lock:
+    def __init__(self, folder: Path):
+        self.path = folder / ".build.lock"
+
+    def __enter__(self):
+        self.f = open(self.path, "a+")
+        try:
+            fcntl.flock(self.f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self.f.close()
+            raise CacheError(f"{self.path.parent}: another process is building this cache now") from None
+        return self
+
+    def __exit__(self, *exc):
+        fcntl.flock(self.f, fcntl.LOCK_UN)
+        self.f.close()
 
 
 def build_frames_cache(samples: list[EventSample], folder: str | Path, T: int, split: str,
                        sensor_size: tuple[int, int], reader_opts: dict | None = None,
                        params: dict | None = None, workers: int | None = None, chunk_size: int = 64,
-                       progress: bool = True) -> Path:
+                       progress: bool = True, allow_empty: bool = False) -> Path:
     """Make ``folder`` hold ``frames.npy`` ``[N, T, 2, H, W]`` and ``labels.npy`` ``[N]`` for ``samples``.
 
-    ``workers``: processes (None = all CPUs, 0 = run in this process).  A finished folder is
-    returned as it is; a partial one resumes.  The first failing sample stops the build with a
-    ``RuntimeError`` naming its file.
+    ``workers``: processes (None = all CPUs, 0 = run in this process).  A finished folder whose
+    files are intact and whose recordings are unchanged is returned as it is; a damaged or stale
+    one is rebuilt (saying why on stderr); a partial one resumes from its intact chunks.  The
+    first failing sample stops the build with a ``RuntimeError`` naming its file; a recording
+    without events is such a failure unless ``allow_empty``.
     """
     folder = Path(folder)
-    frames_path = folder / "frames.npy"
-    if frames_path.is_file() and (folder / "labels.npy").is_file():
-        return folder
     if not samples:
         raise ValueError(f"{folder}: no samples to build a frame cache from")
-    reader_opts = dict(reader_opts or {})
+    if (folder / "meta.json").is_file():
+        try:
+            meta = check_cache(folder, sources=True)
+            asked = [T, split, len(samples), list(sensor_size)]
+            held = [meta["T"], meta["split"], meta["samples"], meta["sensor_size"]]
+            if held != asked:
+                raise CacheError(f"{folder / 'meta.json'}: holds T, slicing, N, sensor = {held}, asked for {asked}")
+            return folder
+        except CacheError as e:
+            print(f"plif: rebuilding the frame cache: {e}", file=sys.stderr)
+    folder.mkdir(parents=True, exist_ok=True)
+    with _Lock(folder):
+        _remove_stale_temps(folder)
+        (folder / "meta.json").unlink(missing_ok=True)  # the cache is complete only once meta.json is back
+        for name in ("frames.npy", "labels.npy"):
+            (folder / name).unlink(missing_ok=True)
+        return _build(samples, folder, T, split, sensor_size, dict(reader_opts or {}), params or {}, workers,
+                      chunk_size, progress, allow_empty)
+
+
+def _build(samples, folder: Path, T, split, sensor_size, reader_opts, params, workers, chunk_size, progress,
+           allow_empty) -> Path:
     chunk_dir = folder / "chunks"
-    chunk_dir.mkdir(parents=True, exist_ok=True)
-    meta = {"params": params or {}, "T": T, "split": split, "sensor_size": list(sensor_size),
-            "reader_opts": reader_opts, "samples": len(samples), "version": CACHE_VERSION}
-    atomic_write_bytes(folder / "meta.json", json.dumps(meta, indent=1).encode())
+    chunk_dir.mkdir(exist_ok=True)
     chunks = [(i, samples[a:a + chunk_size]) for i, a in enumerate(range(0, len(samples), chunk_size))]
     paths = {i: chunk_dir / f"chunk_{i:06d}.npy" for i, _ in chunks}
-    todo = [(i, c) for i, c in chunks if not paths[i].is_file()]
+    todo = [(i, c) for i, c in chunks if _chunk_ok(paths[i], len(c)) is None]
     done = len(samples) - sum(len(c) for _, c in todo)
     bar = tqdm(total=len(samples), initial=done, unit="sample", desc=f"frames {folder.name}", disable=not progress)
+    args = (T, split, sensor_size, reader_opts, allow_empty)
     try:
         if workers == 0 or len(todo) <= 1:
             for i, c in todo:
-                bar.update(_build_chunk(c, str(paths[i]), T, split, sensor_size, reader_opts))
+                bar.update(_build_chunk(c, str(paths[i]), *args))
         else:
-            _run_parallel(todo, paths, T, split, sensor_size, reader_opts, workers, bar)
+            _run_parallel(todo, paths, args, workers, bar)
     finally:
         bar.close()
-    _join_chunks([paths[i] for i, _ in chunks], frames_path, len(samples))
-    atomic_save_npy(folder / "labels.npy", np.array([s.label for s in samples], dtype=np.int64))
+    sides = [_chunk_ok(paths[i], len(c)) for i, c in chunks]
+    bad = [str(paths[i]) for (i, _), s in zip(chunks, sides) if s is None]
+    if bad:
+        raise CacheError(f"{bad[0]}: chunk changed during the build ({len(bad)} such); run the build again")
+    frames_info = _join_chunks([paths[i] for i, _ in chunks], sides, folder / "frames.npy", len(samples))
+    labels = np.array([s.label for s in samples], dtype=np.int64)
+    atomic_save_npy(folder / "labels.npy", labels)
+    sources = {}
+    for s in sides:
+        sources.update(s["sources"])
+    meta = {"version": CACHE_VERSION, "params": params, "T": T, "split": split, "sensor_size": list(sensor_size),
+            "reader_opts": reader_opts, "allow_empty": allow_empty, "samples": len(samples), "sources": sources,
+            "files": {"frames.npy": frames_info, "labels.npy": _file_info(folder / "labels.npy", labels)}}
+    if file_hash(folder / "frames.npy") != frames_info["checksum"]:  # read back what was written
+        raise CacheError(f"{folder / 'frames.npy'}: checksum differs from the data written; disk error?")
+    atomic_write_bytes(folder / "meta.json", json.dumps(meta, indent=1).encode())
     shutil.rmtree(chunk_dir, ignore_errors=True)
     return folder
 
 
-def _run_parallel(todo, paths, T, split, sensor_size, reader_opts, workers, bar) -> None:
-    pool = cf.ProcessPoolExecutor(max_workers=workers or os.cpu_count())
+def _run_parallel(todo, paths, args, workers, bar) -> None:
+    pool = cf.ProcessPoolExecutor(max_workers=workers or os.cpu_count(), initializer=_watch_parent,
+                                  initargs=(os.getpid(),))
     try:
-        futures = {pool.submit(_build_chunk, c, str(paths[i]), T, split, sensor_size, reader_opts): i
-                   for i, c in todo}
+        futures = {pool.submit(_build_chunk, c, str(paths[i]), *args): i for i, c in todo}
         for fut in cf.as_completed(futures):
             bar.update(fut.result())  # a worker's RuntimeError surfaces here and stops the build
     except BaseException:
@@ -131,25 +256,145 @@ def _run_parallel(todo, paths, T, split, sensor_size, reader_opts, workers, bar)
     pool.shutdown(wait=True)
 
 
-def _join_chunks(chunk_paths: list[Path], out: Path, n: int) -> None:
-    """Concatenate chunk files into one ``.npy`` through a memory map, then rename into place."""
+def _file_info(path: Path, arr: np.ndarray) -> dict:
+    return {"shape": list(arr.shape), "dtype": arr.dtype.str, "bytes": path.stat().st_size,
+            "checksum": file_hash(path), "stat": file_stat(path)}
+
+
+def _join_chunks(chunk_paths: list[Path], sides: list[dict], out: Path, n: int) -> dict:
+    """Concatenate chunk files into one ``.npy`` with plain writes, then rename into place.
+
+    Free space is checked first (and reserved with ``posix_fallocate``); a full disk is a
+    ``CacheError`` and the temp file is removed.  Returns the file's entry for ``meta.json``.
+    """
     heads = [np.load(p, mmap_mode="r") for p in chunk_paths]
     dtype = max((h.dtype for h in heads), key=lambda d: d.itemsize)
     shape = (n, *heads[0].shape[1:])
+    del heads
+    header = io.BytesIO()
+    np.lib.format.write_array_header_1_0(header, {"descr": np.lib.format.dtype_to_descr(dtype),
+                                                  "fortran_order": False, "shape": shape})
+    need = len(header.getvalue()) + int(np.prod(shape)) * dtype.itemsize
+    free = shutil.disk_usage(out.parent).free
+    if free < need + _SPACE_MARGIN:
+        raise CacheError(f"{out}: joining the chunks needs {need / 1e9:.2f} GB of free space, {free / 1e9:.2f} GB "
+                         f"are free; free some space or use another cache folder (--cache-dir), then run again "
+                         f"(the finished chunks are kept)")
     tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
-    dst = np.lib.format.open_memmap(tmp, mode="w+", dtype=dtype, shape=shape)
-    at = 0
-    for h in heads:
-        dst[at:at + len(h)] = h
-        at += len(h)
-    if at != n:
-        raise RuntimeError(f"{out}: chunks hold {at} samples, expected {n}")
-    dst.flush()
-    del dst, heads
+    h = hashlib.blake2b(digest_size=16)
+    try:
+        with open(tmp, "wb") as f:
+            try:
+                os.posix_fallocate(f.fileno(), 0, need)
+            except OSError as e:
+                raise CacheError(f"{out}: cannot reserve {need / 1e9:.2f} GB for the join: {e.strerror}") from None
+            f.write(header.getvalue())
+            h.update(header.getvalue())
+            at = 0
+            for p, side in zip(chunk_paths, sides):
+                raw = p.read_bytes()
+                if hashlib.blake2b(raw, digest_size=16).hexdigest() != side["checksum"]:
+                    raise CacheError(f"{p}: chunk changed after it was checked; run the build again")
+                block = np.ascontiguousarray(np.load(io.BytesIO(raw)).astype(dtype, copy=False)).tobytes()
+                f.write(block)
+                h.update(block)
+                at += side["n"]
+            if at != n:
+                raise CacheError(f"{out}: chunks hold {at} samples, expected {n}")
+            f.flush()
+            os.fsync(f.fileno())
+    except OSError as e:
+        tmp.unlink(missing_ok=True)
+        raise CacheError(f"{out}: writing the joined frames failed: {e.strerror or e}; nothing was kept "
+                         "but the chunks, run again once the cause is fixed") from None
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     os.replace(tmp, out)
+    return {"shape": list(shape), "dtype": dtype.str, "bytes": out.stat().st_size, "checksum": h.hexdigest(),
+            "stat": file_stat(out)}
+
+# ------------------------------------------------------------------ checks and loading
+
+
+def _read_meta(folder: Path) -> dict:
+    path = folder / "meta.json"
+    try:
+        meta = json.loads(path.read_text())
+        if meta.get("version") != CACHE_VERSION:
+            raise CacheError(f"{path}: cache version {meta.get('version')}, this plif writes {CACHE_VERSION}")
+        meta["files"]["frames.npy"], meta["files"]["labels.npy"]
+        return meta
+    except FileNotFoundError:
+        raise CacheError(f"{path}: missing: not a finished frame cache") from None
+    except (ValueError, KeyError, TypeError) as e:
+        if isinstance(e, CacheError):
+            raise
+        raise CacheError(f"{path}: unreadable cache metadata ({type(e).__name__}: {e})") from None
+
+
+def _check_file(folder: Path, name: str, info: dict, deep: bool) -> bool:
+    """Structure of one cache file against its metadata; the checksum too when ``deep``, when the
+    file's stat changed or the file is small.  Returns whether the stat in ``info`` was refreshed."""
+    path = folder / name
+    if not path.is_file():
+        raise CacheError(f"{path}: missing")
+    size = path.stat().st_size
+    if size != info["bytes"]:
+        raise CacheError(f"{path}: {size} bytes, the cache wrote {info['bytes']} (truncated or replaced)")
+    try:
+        arr = np.load(path, mmap_mode="r")
+    except (ValueError, OSError) as e:
+        raise CacheError(f"{path}: not a readable .npy file ({e})") from None
+    if list(arr.shape) != info["shape"] or arr.dtype.str != info["dtype"]:
+        raise CacheError(f"{path}: holds {arr.dtype.str} {list(arr.shape)}, the cache wrote {info['dtype']} {info['shape']}")
+    del arr
+    stat = file_stat(path)
+    if deep or stat != info["stat"] or size <= CHEAP_CHECK_BYTES or name == "labels.npy":
+        if file_hash(path) != info["checksum"]:
+            raise CacheError(f"{path}: checksum mismatch: the file was changed or damaged")
+        if stat != info["stat"]:
+            info["stat"] = stat
+            return True
+    return False
+
+
+def check_cache(folder: str | Path, deep: bool = False, sources: bool = False) -> dict:
+    """Check a finished cache folder; returns its metadata or raises :class:`CacheError` naming
+    the bad file and saying how to rebuild.
+
+    Always: metadata, file sizes, npy headers, shapes against T / N / sensor, the labels'
+    checksum.  ``deep``: the frames' checksum too.  ``sources``: every recording's fingerprint
+    (its stat, and its hash where the stat changed).
+    """
+    folder = Path(folder)
+    meta = _read_meta(folder)
+    n, T = meta["samples"], meta["T"]
+    h, w = meta["sensor_size"]
+    want = [n, T, 2, h, w]
+    how = f" (rebuild: delete {folder} and run plif data prepare again, or just load it with plif)"
+    try:
+        if meta["files"]["frames.npy"]["shape"] != want or meta["files"]["labels.npy"]["shape"] != [n]:
+            raise CacheError(f"{folder / 'meta.json'}: file shapes disagree with T={T}, N={n}, sensor {h}x{w}")
+        refreshed = False
+        for name in ("frames.npy", "labels.npy"):
+            refreshed |= _check_file(folder, name, meta["files"][name], deep)
+        if sources:
+            for p, fp in meta["sources"].items():
+                old = list(fp["stat"])
+                if not same_content(p, fp):
+                    raise CacheError(f"{p}: recording changed or missing since the cache {folder.name} was built")
+                refreshed |= fp["stat"] != old
+    except CacheError as e:
+        raise CacheError(str(e) + how) from None
+    if refreshed:  # same bytes, new stat (copied, touched): remember it so the hash is not redone
+        atomic_write_bytes(folder / "meta.json", json.dumps(meta, indent=1).encode())
+    return meta
 
 
 def load_cached(folder: str | Path) -> tuple[np.ndarray, np.ndarray]:
-    """``frames [N, T, 2, H, W]`` (copy-on-write memory map: pages load on use) and ``labels [N]``."""
+    """``frames [N, T, 2, H, W]`` (copy-on-write memory map: pages load on use) and ``labels [N]``,
+    after :func:`check_cache`."""
     folder = Path(folder)
+    check_cache(folder)
     return np.load(folder / "frames.npy", mmap_mode="c"), np.load(folder / "labels.npy")

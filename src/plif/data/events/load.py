@@ -18,10 +18,11 @@ _READER_OPTS = {"cifar10-dvs": ("flip_x",)}  # options that go to the file reade
 
 def prepare_event_frames(name: str, root: str | Path | None, T: int, train: bool, split: str = "count",
                          cache_dir: str | Path | None = None, workers: int | None = None,
-                         progress: bool = True, **options) -> Path:
+                         progress: bool = True, allow_empty: bool = False, **options) -> Path:
     """Build (or find) the frame cache of one split; returns its folder (see :mod:`.cache`).
 
-    ``root=None`` means ``default_root()/<name>``.
+    ``root=None`` means ``default_root()/<name>``.  A recording without events stops the build
+    with its path unless ``allow_empty`` (then it is an all-zero sample).
     """
     if name not in EVENT_DATASETS:
         raise ValueError(f"unknown event dataset {name!r}; known: {sorted(EVENT_DATASETS)}")
@@ -31,17 +32,18 @@ def prepare_event_frames(name: str, root: str | Path | None, T: int, train: bool
     reader_opts = {k: options.pop(k) for k in _READER_OPTS.get(name, ()) if k in options}
     samples = list_samples(name, root, train, **options)
     params = {"dataset": name, "train": bool(train), "T": int(T), "split": split,
-              "sensor_size": list(info.sensor_size), "reader_opts": reader_opts, "list_options": options}
+              "sensor_size": list(info.sensor_size), "reader_opts": reader_opts, "list_options": options,
+              "allow_empty": bool(allow_empty)}
     key = cache_key(params, samples)
     base = Path(cache_dir) if cache_dir is not None else default_root() / "frames"
     folder = base / f"{name}-{'train' if train else 'test'}-T{T}-{split}-{key[:16]}"
     return build_frames_cache(samples, folder, T, split, info.sensor_size, reader_opts, params,
-                              workers=workers, progress=progress)
+                              workers=workers, progress=progress, allow_empty=allow_empty)
 
 
 def load_event_frames(name: str, root: str | Path | None, T: int, train: bool, split: str = "count",
                       cache_dir: str | Path | None = None, workers: int | None = None,
-                      progress: bool = True, **options) -> tuple[torch.Tensor, torch.Tensor]:
+                      progress: bool = True, allow_empty: bool = False, **options) -> tuple[torch.Tensor, torch.Tensor]:
     """Frames and labels of a whole split of ``name`` in {"nmnist", "cifar10-dvs", "dvs128-gesture"}.
 
     Returns ``frames [N, T, 2, H, W]`` of integer event counts (uint8 / int16 / int32, whichever
@@ -49,8 +51,9 @@ def load_event_frames(name: str, root: str | Path | None, T: int, train: bool, s
     so CIFAR10-DVS need not fit in RAM, and ``labels [N]`` int64.  The first call builds the
     cache under ``cache_dir`` (default ``default_root()/frames``) with ``workers`` processes.
     ``options``: ``flip_x`` (CIFAR10-DVS AEDAT 2.0 orientation, default True),
-    ``train_fraction`` (CIFAR10-DVS split, default 0.9).
+    ``train_fraction`` (CIFAR10-DVS split, default 0.9); ``allow_empty`` keeps recordings
+    without events as all-zero samples instead of refusing them.
     """
-    folder = prepare_event_frames(name, root, T, train, split, cache_dir, workers, progress, **options)
+    folder = prepare_event_frames(name, root, T, train, split, cache_dir, workers, progress, allow_empty, **options)
     frames, labels = load_cached(folder)
     return torch.from_numpy(frames), torch.from_numpy(np.asarray(labels, dtype=np.int64))

@@ -1,0 +1,199 @@
+"""The frame cache is never stale and never trusted blindly: edits of recordings, damaged cache
+files, leftovers of killed builds, full disks and orphaned workers (issue #12)."""
+import errno
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from plif.cli.main import main
+from plif.data.events import cache
+from plif.data.events.cache import CacheError, build_frames_cache, check_cache, load_cached
+from plif.data.events.datasets import list_samples
+
+
+def nmnist_bytes(n, seed):
+    rng = np.random.default_rng(seed)
+    t = np.sort(rng.integers(0, 50_000, n))
+    return b"".join(bytes([int(rng.integers(34)), int(rng.integers(34)), (int(rng.integers(2)) << 7) | (int(v) >> 16),
+                           (int(v) >> 8) & 0xFF, int(v) & 0xFF]) for v in t)
+
+
+@pytest.fixture
+def root(tmp_path):
+    for d in range(10):
+        for k in range(2):
+            f = tmp_path / "nm" / "Train" / str(d) / f"{k}.bin"
+            f.parent.mkdir(parents=True, exist_ok=True)
+            f.write_bytes(nmnist_bytes(20, d * 10 + k))
+    return tmp_path / "nm"
+
+
+def build(root, folder, **kw):
+    samples = list_samples("nmnist", root, True)
+    return build_frames_cache(samples, folder, 3, "count", (34, 34), workers=kw.pop("workers", 0), chunk_size=4,
+                              progress=False, **kw)
+
+
+def counting(monkeypatch):
+    calls = []
+    real = cache._build_chunk
+    monkeypatch.setattr(cache, "_build_chunk", lambda c, out, *a: (calls.append(out), real(c, out, *a))[1])
+    return calls
+
+
+def test_same_size_edit_of_a_recording_rebuilds(root, tmp_path, monkeypatch, capsys):
+    folder = build(root, tmp_path / "c")
+    before = load_cached(folder)[0].copy()
+    f = root / "Train" / "4" / "1.bin"
+    raw = bytearray(f.read_bytes())
+    raw[0] = (raw[0] + 1) % 34  # same size, one event moved
+    f.write_bytes(bytes(raw))
+    calls = counting(monkeypatch)
+    build(root, tmp_path / "c")
+    assert calls and "4/1.bin: recording changed" in capsys.readouterr().err
+    after = load_cached(folder)[0]
+    assert not np.array_equal(before[9], after[9]) and np.array_equal(before[8], after[8])
+
+
+def test_touch_with_same_bytes_reuses_and_remembers(root, tmp_path, monkeypatch):
+    folder = build(root, tmp_path / "c")
+    f = root / "Train" / "2" / "0.bin"
+    os.utime(f, ns=(time.time_ns(), time.time_ns() + 10**9))
+    calls = counting(monkeypatch)
+    build(root, tmp_path / "c")
+    assert calls == []
+    meta = check_cache(folder)
+    assert meta["sources"][str(f)]["stat"][1] == f.stat().st_mtime_ns  # the hash is not redone next time
+
+
+@pytest.mark.parametrize("damage", ["zero_labels", "garble_frames", "wrong_T", "truncate"])
+def test_damaged_cache_files_are_named_and_rebuilt(root, tmp_path, damage, capsys):
+    folder = build(root, tmp_path / "c")
+    good_frames, good_labels = (a.copy() for a in load_cached(folder))
+    frames, labels = folder / "frames.npy", folder / "labels.npy"
+    if damage == "zero_labels":
+        np.save(labels, np.zeros(20, dtype=np.int64))  # same size, valid npy: training would see 100 %
+        name = "labels.npy: checksum mismatch"
+    elif damage == "garble_frames":
+        raw = bytearray(frames.read_bytes())
+        raw[len(raw) // 2:len(raw) // 2 + 64] = b"\xff" * 64
+        frames.write_bytes(bytes(raw))
+        name = "frames.npy: checksum mismatch"
+    elif damage == "wrong_T":
+        np.save(frames, np.zeros((20, 4, 2, 34, 34), dtype=np.uint8))
+        name = "frames.npy: "
+    else:
+        frames.write_bytes(frames.read_bytes()[:1000])
+        name = "frames.npy: 1000 bytes"
+    with pytest.raises(CacheError, match=f"{folder}/{name}.*rebuild"):
+        load_cached(folder)
+    build(root, tmp_path / "c")
+    assert name in capsys.readouterr().err
+    f2, l2 = load_cached(folder)
+    assert np.array_equal(f2, good_frames) and np.array_equal(l2, good_labels)
+
+
+def test_garbled_chunk_of_a_killed_build_is_redone(root, tmp_path, monkeypatch):
+    real = cache._build_chunk
+    n = []
+
+    def killed(c, out, *a):
+        if len(n) == 3:
+            raise KeyboardInterrupt
+        n.append(out)
+        return real(c, out, *a)
+
+    monkeypatch.setattr(cache, "_build_chunk", killed)
+    with pytest.raises(KeyboardInterrupt):
+        build(root, tmp_path / "c")
+    chunk = Path(n[1])
+    raw = bytearray(chunk.read_bytes())
+    raw[-10:] = b"\x07" * 10
+    chunk.write_bytes(bytes(raw))
+    (tmp_path / "c" / ".frames.npy.999999.tmp").write_bytes(b"x" * 1000)  # left by a killed join
+    (tmp_path / "c" / "chunks" / ".chunk_000004.npy.abcd.tmp").write_bytes(b"x")
+    monkeypatch.undo()
+    calls = counting(monkeypatch)
+    folder = build(root, tmp_path / "c")
+    assert sorted(Path(c).name for c in calls) == ["chunk_000001.npy", "chunk_000003.npy", "chunk_000004.npy"]
+    assert not list(folder.glob(".*.tmp"))
+    full = build(root, tmp_path / "full")
+    assert np.array_equal(load_cached(folder)[0], load_cached(full)[0])
+
+
+def test_full_disk_before_the_join_is_a_clean_error(root, tmp_path, monkeypatch):
+    class Usage:
+        total, used, free = 10**9, 10**9, 1000
+
+    monkeypatch.setattr(cache.shutil, "disk_usage", lambda p: Usage)
+    with pytest.raises(CacheError, match=r"frames.npy: joining the chunks needs 0.00 GB of free space, 0.00 GB are free"):
+        build(root, tmp_path / "c")
+    folder = tmp_path / "c"
+    assert not list(folder.glob(".*.tmp")) and not (folder / "frames.npy").exists()
+    assert len(list((folder / "chunks").glob("chunk_*.npy"))) == 5  # kept for the resume
+    monkeypatch.undo()
+
+    def enospc(fd, off, n):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(cache.os, "posix_fallocate", enospc)
+    with pytest.raises(CacheError, match="cannot reserve .* No space left on device"):
+        build(root, folder)
+    assert not list(folder.glob(".*.tmp")) and not (folder / "meta.json").exists()
+    monkeypatch.undo()
+    load_cached(build(root, folder))
+
+
+def test_workers_end_with_their_parent(tmp_path):
+    code = ("import os, sys, time, concurrent.futures as cf\n"
+            "from plif.data.events.cache import _watch_parent\n"
+            "pool = cf.ProcessPoolExecutor(1, initializer=_watch_parent, initargs=(os.getpid(),))\n"
+            "print(pool.submit(os.getpid).result(), flush=True)\n"
+            "pool.submit(time.sleep, 60)\n"
+            "time.sleep(60)\n")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
+    parent = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        worker = int(parent.stdout.readline())
+        os.kill(parent.pid, signal.SIGKILL)
+        parent.wait()
+        for _ in range(50):
+            try:
+                os.kill(worker, 0)
+            except ProcessLookupError:
+                break
+            with open(f"/proc/{worker}/stat") as f:
+                if f.read().split(") ")[1].startswith("Z"):
+                    break  # exited, not yet reaped by init
+            time.sleep(0.1)
+        else:
+            os.kill(worker, signal.SIGKILL)
+            pytest.fail("the worker outlived its killed parent")
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+
+
+def test_plif_data_verify(root, tmp_path, capsys):
+    folder = build(root, tmp_path / "c")
+    assert main(["data", "verify", str(folder)]) == 0
+    assert "ok" in capsys.readouterr().out
+    frames = folder / "frames.npy"
+    st = frames.stat()
+    raw = bytearray(frames.read_bytes())
+    raw[-1] ^= 0x01  # bit rot: same size, and the old mtime put back
+    frames.write_bytes(bytes(raw))
+    os.utime(frames, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert main(["data", "verify", "--cache-dir", str(tmp_path)]) == 1
+    assert "frames.npy: checksum mismatch" in capsys.readouterr().err
+    frames.write_bytes(bytes(raw[:-1]) + bytes([raw[-1] ^ 0x01]))
+    (root / "Train" / "0" / "0.bin").unlink()
+    assert main(["data", "verify", str(folder)]) == 1
+    assert "0/0.bin: recording changed or missing" in capsys.readouterr().err
+    assert main(["data", "verify", str(folder), "--no-sources"]) == 0
