@@ -97,6 +97,8 @@ def register(sub) -> None:
     p.add_argument("--max-test-samples", type=int)
     p.add_argument("--val-split", type=float, help="hold out this fraction of each class for validation (protocol B, paper: 0.15)")
     p.add_argument("--eval-batch-size", type=int)
+    p.add_argument("--data-on-device", choices=("auto", "yes", "no"),
+                   help="whole splits on the device (yes), streamed per batch (no), or yes if they fit (auto) [auto]")
     p.add_argument("--backend", help="neuron backend: auto, bptt, reference, or a fused kernel")
     p.add_argument("--compile", action="store_true", default=None, help="torch.compile the network")
     p.add_argument("--sync-bn", action="store_true", default=None, help="SyncBatchNorm across processes (torchrun)")

@@ -46,6 +46,9 @@ class TrainConfig:
     max_test_samples: int | None = None
     val_split: float = 0.0
     eval_batch_size: int = 256
+    data_on_device: str = field(default="auto", metadata={
+        "help": "keep whole splits on the device (yes), stream batches from the CPU / frame cache (no), "
+                "or yes when they fit in half the free device memory (auto)", "choices": ("auto", "yes", "no")})
     backend: str = "auto"
     compile: bool = False
     sync_bn: bool = False
@@ -95,6 +98,8 @@ def resolve_config(cfg: TrainConfig) -> TrainConfig:
         raise ValueError(f"unknown neuron {cfg.neuron!r}; valid: {', '.join(NEURON_NAMES)}")
     if cfg.pool not in (None, "max", "avg"):
         raise ValueError(f"unknown pooling {cfg.pool!r}; valid: max, avg")
+    if cfg.data_on_device not in ("auto", "yes", "no"):
+        raise ValueError(f"--data-on-device must be auto, yes or no, got {cfg.data_on_device!r}")
     if not 0.0 <= cfg.val_split < 1.0:
         raise ValueError(f"--val-split must be in [0, 1), got {cfg.val_split}")
     entry = get_entry(cfg.dataset)
@@ -119,7 +124,7 @@ def resolve_config(cfg: TrainConfig) -> TrainConfig:
 
 
 # Settings that may change when a run is resumed without changing what it computes.
-RESUMABLE_CHANGES = ("epochs", "device", "out", "eval_batch_size")
+RESUMABLE_CHANGES = ("epochs", "device", "out", "eval_batch_size", "data_on_device")
 
 
 def config_diff(old: dict, new: dict) -> list[str]:

@@ -1,31 +1,120 @@
-"""Datasets as tensors on the training device, and deterministic batching over them.
+"""Datasets for training: resident on the device, or streamed from the CPU / a memory-mapped cache.
 
-Static images stay uint8 ``[N, C, H, W]`` on the device and are augmented and normalised per
-batch there; event datasets are ``[N, T, 2, H, W]`` frames, moved to ``[T, B, ...]`` per batch.
+Static images stay uint8 ``[N, C, H, W]`` and are augmented and normalised per batch on the
+device; event datasets are ``[N, T, 2, H, W]`` frames, moved to ``[T, B, ...]`` per batch.
+
+``data_on_device`` (``--data-on-device``): ``yes`` copies whole splits to the device as before;
+``no`` streams every batch through a ``DataLoader`` (worker processes gather the rows, from the
+frame cache with ``pread``, into pinned memory; copies are non-blocking); ``auto`` keeps the
+splits resident when they take at most half of the device's free memory and streams otherwise
+(CIFAR10-DVS at T = 20 is ~6.5 GB of uint8).  Both paths draw the same permutation and run the
+same augmentation on the device with the same generator, so the same seed gives the same batches.
 The order of an epoch depends only on ``(seed, epoch)``, so a resumed run sees the same batches.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import os
+from dataclasses import dataclass, replace
 from typing import Callable, Iterator
 
+import numpy as np
 import torch
 
 from .config import STATIC, TrainConfig
 
 __all__ = ["Split", "TrainData", "DataSource", "data_source", "eval_batches", "load_test_split",
-           "load_train_data", "epoch_generator"]
+           "load_train_data", "epoch_generator", "fits_on_device", "free_memory", "LOADER_WORKERS"]
+
+LOADER_WORKERS = min(4, os.cpu_count() or 1)  # processes gathering streamed batches
+RESIDENT_FRACTION = 0.5  # auto: resident when the splits need at most this share of free memory
 
 
 @dataclass
 class Split:
-    """One split on the device: ``x`` (uint8 images or float frames) and ``y`` int64 labels."""
+    """One split: labels ``y`` ``[n]`` and its samples, rows ``rows`` of ``x`` (all rows of
+    ``x`` when ``rows`` is None).  Resident: ``x`` is on the training device.  Streamed: ``x``
+    stays on the CPU (``file``: ``(path, byte offset)`` when it is a row-major ``.npy`` on disk,
+    read with ``pread``) and batches go to ``device``."""
 
     x: torch.Tensor
     y: torch.Tensor
+    rows: torch.Tensor | None = None
+    file: tuple[str, int] | None = None
+    device: torch.device | None = None  # set for streamed splits
 
     def __len__(self) -> int:
         return int(self.y.shape[0])
+
+    @property
+    def streamed(self) -> bool:
+        return self.device is not None
+
+    @property
+    def nbytes(self) -> int:
+        return len(self) * self.x[0].numel() * self.x.element_size() if len(self.x) else 0
+
+    def gather(self, idx: torch.Tensor) -> torch.Tensor:
+        """Samples ``idx`` (positions in this split) as one CPU tensor ``[len(idx), ...]``."""
+        r = idx if self.rows is None else self.rows[idx]
+        if self.file is None:
+            return self.x[r]
+        out = torch.empty((len(r), *self.x.shape[1:]), dtype=self.x.dtype)
+        flat = out.numpy().reshape(len(r), -1).view(np.uint8)
+        row_bytes = flat.shape[1]
+        path, offset = self.file
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            for j, i in enumerate(r.tolist()):
+                if os.preadv(fd, [flat[j]], offset + i * row_bytes) != row_bytes:
+                    raise OSError(f"{path}: short read of sample {i} at byte offset {offset + i * row_bytes}")
+        finally:
+            os.close(fd)
+        return out
+
+    def to_device(self, device) -> "Split":
+        """The resident copy: every sample of the split on ``device``."""
+        x = self.x if self.rows is None and len(self.x) == len(self) else self.gather(torch.arange(len(self)))
+        return Split(x.to(device), self.y.to(device))
+
+    def streaming(self, device) -> "Split":
+        return replace(self, device=torch.device(device))
+
+    def limit(self, n: int | None) -> "Split":
+        if n is None or n >= len(self):
+            return self
+        rows = torch.arange(n) if self.rows is None else self.rows[:n]
+        return replace(self, y=self.y[:n], rows=rows)
+
+    def subset(self, idx: torch.Tensor) -> "Split":
+        return replace(self, y=self.y[idx], rows=idx if self.rows is None else self.rows[idx])
+
+
+class _Batches(torch.utils.data.Dataset):
+    """Batch ``k`` of a fixed list of index tensors, gathered on the CPU (in a worker)."""
+
+    def __init__(self, split: Split, batches: list[torch.Tensor]):
+        self.split, self.batches = split, batches
+
+    def __len__(self) -> int:
+        return len(self.batches)
+
+    def __getitem__(self, k):
+        idx = self.batches[k]
+        return self.split.gather(idx), self.split.y[idx]
+
+
+def _stream(split: Split, batches: list[torch.Tensor], workers: int | None = None):
+    """``(x, y)`` of each batch on ``split.device``, in order, via a DataLoader with pinned memory."""
+    workers = LOADER_WORKERS if workers is None else workers
+    workers = min(workers, len(batches))
+    cuda = split.device.type == "cuda"
+    loader = torch.utils.data.DataLoader(
+        _Batches(split, batches), batch_size=None, shuffle=False, num_workers=workers, pin_memory=cuda,
+        multiprocessing_context="fork" if workers else None, prefetch_factor=4 if workers else None,
+        persistent_workers=False,
+        generator=torch.Generator().manual_seed(0))  # its own: the loader must not draw from the global RNG (dropout)
+    for x, y in loader:
+        yield x.to(split.device, non_blocking=True), y.to(split.device, non_blocking=True)
 
 
 @dataclass
@@ -37,6 +126,7 @@ class TrainData:
     test: Split
     prepare: Callable[[torch.Tensor, torch.Generator | None], torch.Tensor]
     augment: Callable[[torch.Tensor, torch.Generator | None], torch.Tensor]
+    workers: int | None = None  # streamed splits: DataLoader processes (None: LOADER_WORKERS)
 
     def train_batches(self, batch_size: int, gen: torch.Generator, rank: int = 0, world: int = 1
                       ) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
@@ -45,14 +135,19 @@ class TrainData:
         n = len(self.train)
         perm = torch.randperm(n, generator=gen)
         per_rank = n // world
-        perm = perm[rank * per_rank:(rank + 1) * per_rank].to(self.train.y.device)
-        for i in range(0, per_rank - batch_size + 1, batch_size):
-            idx = perm[i:i + batch_size]
-            yield self.prepare(self.augment(self.train.x[idx], gen)), self.train.y[idx]
+        perm = perm[rank * per_rank:(rank + 1) * per_rank]
+        starts = range(0, per_rank - batch_size + 1, batch_size)
+        if self.train.streamed:
+            raw = _stream(self.train, [perm[i:i + batch_size] for i in starts], self.workers)
+        else:
+            perm = perm.to(self.train.y.device)
+            raw = ((self.train.x[perm[i:i + batch_size]], self.train.y[perm[i:i + batch_size]]) for i in starts)
+        for x, y in raw:
+            yield self.prepare(self.augment(x, gen)), y
 
     def eval_batches(self, split: Split, batch_size: int, rank: int = 0, world: int = 1):
         """Every sample of ``split`` once, in order, sharded across ranks."""
-        return eval_batches(split, self.prepare, batch_size, rank, world)
+        return eval_batches(split, self.prepare, batch_size, rank, world, self.workers)
 
     def steps_per_epoch(self, batch_size: int, world: int = 1) -> int:
         return (len(self.train) // world) // batch_size
@@ -63,24 +158,18 @@ def epoch_generator(seed: int, epoch: int) -> torch.Generator:
     return torch.Generator().manual_seed(seed * 1_000_003 + epoch)
 
 
-def _subset(x, y, limit):
-    if limit is None or limit >= len(y):
-        return x, y
-    return x[:limit], y[:limit]
-
-
 @dataclass(frozen=True)
 class DataSource:
     """How to read one dataset's splits and turn raw batches into network input."""
 
-    load: Callable[[bool], tuple[torch.Tensor, torch.Tensor]]  # train? -> (x, y) on the CPU
+    load: Callable[[bool], Split]  # train? -> the whole split on the CPU
     prepare: Callable[[torch.Tensor, torch.Generator | None], torch.Tensor]
     augment: Callable[[torch.Tensor, torch.Generator | None], torch.Tensor]
 
 
 def data_source(dataset: str, data_dir, T: int) -> DataSource:
     """Static images: uint8 in, augmented then normalised per batch (SPEC §3).  Event datasets:
-    frames ``[N, T, 2, H, W]`` in, ``[T, B, 2, H, W]`` float per batch."""
+    frames ``[N, T, 2, H, W]`` (the memory-mapped cache) in, ``[T, B, 2, H, W]`` float per batch."""
     if dataset in STATIC:
         from ..data.static import STATIC_DATASETS, load_static
         from ..data.transforms import augment_for, normalize
@@ -89,7 +178,7 @@ def data_source(dataset: str, data_dir, T: int) -> DataSource:
         augment_fn = augment_for(dataset)
 
         def load(train):
-            return load_static(dataset, data_dir, train=train)
+            return Split(*load_static(dataset, data_dir, train=train))
 
         def prepare(x, gen=None):
             return normalize(x, info.mean, info.std)
@@ -97,10 +186,13 @@ def data_source(dataset: str, data_dir, T: int) -> DataSource:
         def augment(x, gen=None):
             return augment_fn(x, generator=gen)
     else:
-        from ..data.events import load_event_frames
+        from ..data.events.cache import load_cached
+        from ..data.events.load import prepare_event_frames
 
         def load(train):
-            return load_event_frames(dataset, data_dir, T, train=train)
+            frames, labels = load_cached(prepare_event_frames(dataset, data_dir, T, train=train))
+            return Split(torch.from_numpy(frames), torch.from_numpy(np.asarray(labels, dtype=np.int64)),
+                         file=(str(frames.filename), int(frames.offset)))
 
         def prepare(x, gen=None):
             return x.float().transpose(0, 1)  # [B, T, ...] -> [T, B, ...]
@@ -110,40 +202,72 @@ def data_source(dataset: str, data_dir, T: int) -> DataSource:
     return DataSource(load, prepare, augment)
 
 
-def eval_batches(split: Split, prepare, batch_size: int, rank: int = 0, world: int = 1):
+def eval_batches(split: Split, prepare, batch_size: int, rank: int = 0, world: int = 1, workers: int | None = None):
     """Every sample of ``split`` once, in order, prepared, sharded across ranks."""
     n = len(split)
     lo, hi = n * rank // world, n * (rank + 1) // world
+    if split.streamed:
+        idx = [torch.arange(i, min(i + batch_size, hi)) for i in range(lo, hi, batch_size)]
+        for x, y in _stream(split, idx, workers):
+            yield prepare(x, None), y
+        return
     for i in range(lo, hi, batch_size):
         j = min(i + batch_size, hi)
         yield prepare(split.x[i:j], None), split.y[i:j]
 
 
-def load_test_split(dataset: str, data_dir, T: int, limit: int | None = None, device="cpu"):
-    """Only the test split (no training data read): ``(Split on device, prepare)``."""
+def free_memory(device: torch.device) -> int:
+    """Bytes free for data on ``device``: CUDA's free memory, or the host's MemAvailable."""
+    if device.type == "cuda":
+        return int(torch.cuda.mem_get_info(device)[0])
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return int(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+
+
+def fits_on_device(nbytes: int, free: int) -> bool:
+    """``auto``: resident when the splits take at most :data:`RESIDENT_FRACTION` of free memory
+    (the rest is for the network's activations)."""
+    return nbytes <= RESIDENT_FRACTION * free
+
+
+def _place(splits: list[Split | None], mode: str, device: torch.device) -> list[Split | None]:
+    if mode not in ("auto", "yes", "no"):
+        raise ValueError(f"--data-on-device must be auto, yes or no, got {mode!r}")
+    if mode == "auto":
+        need = sum(s.nbytes for s in splits if s is not None)
+        mode = "yes" if fits_on_device(need, free_memory(device)) else "no"
+    if mode == "yes":
+        return [None if s is None else s.to_device(device) for s in splits]
+    return [None if s is None else s.streaming(device) for s in splits]
+
+
+def load_test_split(dataset: str, data_dir, T: int, limit: int | None = None, device="cpu", on_device: str = "yes"):
+    """Only the test split (no training data read): ``(Split, prepare)``."""
     src = data_source(dataset, data_dir, T)
-    x, y = _subset(*src.load(False), limit)
-    return Split(x.to(device), y.to(device)), src.prepare
+    (split,) = _place([src.load(False).limit(limit)], on_device, torch.device(device))
+    return split, src.prepare
 
 
 def load_train_data(cfg: TrainConfig, device: torch.device) -> TrainData:
-    """Load the dataset of ``cfg`` onto ``device``, with the validation split of protocol B."""
+    """Load the dataset of ``cfg`` for ``device`` (resident or streamed, see the module
+    docstring), with the validation split of protocol B."""
     from ..data.split import stratified_split
 
     src = data_source(cfg.dataset, cfg.data_dir, cfg.T)
-    x_train, y_train = src.load(True)
-    x_test, y_test = src.load(False)
+    train, test = src.load(True), src.load(False)
     val = None
     if cfg.val_split > 0:
-        tr_idx, va_idx = stratified_split(y_train, cfg.val_split, seed=cfg.seed)
-        val = Split(x_train[va_idx], y_train[va_idx])
-        x_train, y_train = x_train[tr_idx], y_train[tr_idx]
-    x_train, y_train = _subset(x_train, y_train, cfg.max_train_samples)
-    x_test, y_test = _subset(x_test, y_test, cfg.max_test_samples)
-    if val is not None and cfg.max_test_samples is not None:
-        val = Split(*_subset(val.x, val.y, cfg.max_test_samples))
-
-    def on(split: Split | None):
-        return None if split is None else Split(split.x.to(device), split.y.to(device))
-
-    return TrainData(on(Split(x_train, y_train)), on(val), on(Split(x_test, y_test)), src.prepare, src.augment)
+        tr_idx, va_idx = stratified_split(train.y, cfg.val_split, seed=cfg.seed)
+        train, val = train.subset(torch.as_tensor(tr_idx)), train.subset(torch.as_tensor(va_idx))
+    train = train.limit(cfg.max_train_samples)
+    test = test.limit(cfg.max_test_samples)
+    if val is not None:
+        val = val.limit(cfg.max_test_samples)
+    train, val, test = _place([train, val, test], getattr(cfg, "data_on_device", "yes"), device)
+    return TrainData(train, val, test, src.prepare, src.augment)

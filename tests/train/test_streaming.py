@@ -1,0 +1,82 @@
+"""--data-on-device: streamed batches (DataLoader, pread from the frame cache) equal resident ones
+for the same seed, and ``auto`` streams what does not fit."""
+import numpy as np
+import pytest
+import torch
+
+from plif.train import TrainConfig, read_metrics, train
+from plif.train import data as data_mod
+from plif.train.config import resolve_config
+from plif.train.data import epoch_generator, fits_on_device, load_train_data
+
+
+@pytest.fixture
+def nmnist_root(tmp_path, monkeypatch):
+    monkeypatch.setenv("PLIF_DATA_ROOT", str(tmp_path / "cache"))
+    rng = np.random.default_rng(0)
+    for split, n in (("Train", 6), ("Test", 2)):
+        for d in range(10):
+            for k in range(n):
+                m = int(rng.integers(5, 40))
+                t = np.sort(rng.integers(0, 9000, m))
+                raw = b"".join(bytes([int(rng.integers(34)), int(rng.integers(34)), (int(rng.integers(2)) << 7),
+                                      (int(v) >> 8) & 0xFF, int(v) & 0xFF]) for v in t)
+                f = tmp_path / "nm" / split / str(d) / f"{k}.bin"
+                f.parent.mkdir(parents=True, exist_ok=True)
+                f.write_bytes(raw)
+    return tmp_path / "nm"
+
+
+def _batches(cfg, mode, workers=None):
+    cfg = resolve_config(TrainConfig(**{**cfg, "data_on_device": mode}))
+    data = load_train_data(cfg, torch.device("cpu"))
+    data.workers = workers
+    assert data.train.streamed == (mode == "no")
+    out = [b for epoch in (0, 1) for b in data.train_batches(8, epoch_generator(cfg.seed, epoch))]
+    out += list(data.eval_batches(data.test, 7)) + list(data.eval_batches(data.val, 5))
+    return out
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_streamed_event_batches_equal_resident(nmnist_root, workers):
+    cfg = dict(dataset="nmnist", data_dir=str(nmnist_root), T=3, val_split=0.2, max_train_samples=40, device="cpu")
+    resident, streamed = _batches(cfg, "yes"), _batches(cfg, "no", workers)
+    assert len(resident) == len(streamed) == 2 * 5 + 3 + 2  # train 40 / 8 per epoch, test 20 / 7, val 10 / 5
+    for (xa, ya), (xb, yb) in zip(resident, streamed):
+        assert torch.equal(xa, xb) and torch.equal(ya, yb)
+
+
+def test_streamed_augmented_static_batches_equal_resident(tiny_fashion):
+    # MNIST's random affine augmentation draws from the epoch generator on the device in both paths
+    cfg = dict(dataset="mnist", data_dir=str(tiny_fashion), T=2, val_split=0.15, device="cpu")
+    for (xa, ya), (xb, yb) in zip(_batches(cfg, "yes"), _batches(cfg, "no", 2)):
+        assert torch.equal(xa, xb) and torch.equal(ya, yb)
+
+
+def test_auto_streams_what_does_not_fit(nmnist_root, monkeypatch):
+    assert fits_on_device(50, 100) and not fits_on_device(51, 100)
+    cfg = resolve_config(TrainConfig(dataset="nmnist", data_dir=str(nmnist_root), T=3))
+    monkeypatch.setattr(data_mod, "free_memory", lambda device: 10**12)
+    assert not load_train_data(cfg, torch.device("cpu")).train.streamed
+    monkeypatch.setattr(data_mod, "free_memory", lambda device: 1000)
+    data = load_train_data(cfg, torch.device("cpu"))
+    assert data.train.streamed and data.test.streamed and data.train.file is not None
+    with pytest.raises(ValueError, match="--data-on-device must be auto, yes or no, got 'maybe'"):
+        resolve_config(TrainConfig(dataset="nmnist", data_on_device="maybe"))
+
+
+def test_training_streamed_gives_the_same_run(nmnist_root, tmp_path):
+    from plif_testing import TINY_NET
+
+    runs = {}
+    for mode in ("yes", "no"):
+        cfg = TrainConfig(dataset="nmnist", data_dir=str(nmnist_root), network=TINY_NET.replace("MPk4s4", "MPk8s8"),
+                          T=2, epochs=2, batch_size=10, lr=5e-3, t_max=2, device="cpu", data_on_device=mode,
+                          out=str(tmp_path / mode))
+        runs[mode] = train(cfg, log=lambda *a, **k: None)
+    keys = ("train_loss", "train_acc", "test_acc", "taus")
+    assert [[m[k] for k in keys] for m in read_metrics(runs["yes"])] == \
+           [[m[k] for k in keys] for m in read_metrics(runs["no"])]
+    a = torch.load(runs["yes"] / "checkpoints" / "last.pt", weights_only=True)["model"]
+    b = torch.load(runs["no"] / "checkpoints" / "last.pt", weights_only=True)["model"]
+    assert all(torch.equal(a[k], b[k]) for k in a)
