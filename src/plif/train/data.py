@@ -4,8 +4,8 @@ Static images stay uint8 ``[N, C, H, W]`` and are augmented and normalised per b
 device; event datasets are ``[N, T, 2, H, W]`` frames, moved to ``[T, B, ...]`` per batch.
 
 ``data_on_device`` (``--data-on-device``): ``yes`` copies whole splits to the device as before;
-``no`` streams every batch through a ``DataLoader`` (worker processes gather the rows, from the
-frame cache with ``pread``, into pinned memory; copies are non-blocking); ``auto`` keeps the
+``no`` streams every batch (reader threads gather the rows from host memory or the memory-mapped
+frame cache into reused pinned buffers; copies to the device are non-blocking); ``auto`` keeps the
 splits resident when they take at most half of the device's free memory and streams otherwise
 (CIFAR10-DVS at T = 20 is ~6.5 GB of uint8).  Both paths draw the same permutation and run the
 same augmentation on the device with the same generator, so the same seed gives the same batches.
@@ -13,6 +13,7 @@ The order of an epoch depends only on ``(seed, epoch)``, so a resumed run sees t
 """
 from __future__ import annotations
 
+import concurrent.futures as cf
 import os
 from dataclasses import dataclass, replace
 from typing import Callable, Iterator
@@ -25,7 +26,7 @@ from .config import STATIC, TrainConfig
 __all__ = ["Split", "TrainData", "DataSource", "data_source", "eval_batches", "load_test_split",
            "load_train_data", "epoch_generator", "fits_on_device", "free_memory", "LOADER_WORKERS"]
 
-LOADER_WORKERS = min(4, os.cpu_count() or 1)  # processes gathering streamed batches
+LOADER_WORKERS = 2  # threads gathering streamed batches (benchmarks/bench_streaming.py: 1-2 are best here)
 RESIDENT_FRACTION = 0.5  # auto: resident when the splits need at most this share of free memory
 
 
@@ -33,13 +34,11 @@ RESIDENT_FRACTION = 0.5  # auto: resident when the splits need at most this shar
 class Split:
     """One split: labels ``y`` ``[n]`` and its samples, rows ``rows`` of ``x`` (all rows of
     ``x`` when ``rows`` is None).  Resident: ``x`` is on the training device.  Streamed: ``x``
-    stays on the CPU (``file``: ``(path, byte offset)`` when it is a row-major ``.npy`` on disk,
-    read with ``pread``) and batches go to ``device``."""
+    stays on the CPU (host memory, or the memory-mapped frame cache) and batches go to ``device``."""
 
     x: torch.Tensor
     y: torch.Tensor
     rows: torch.Tensor | None = None
-    file: tuple[str, int] | None = None
     device: torch.device | None = None  # set for streamed splits
 
     def __len__(self) -> int:
@@ -53,23 +52,13 @@ class Split:
     def nbytes(self) -> int:
         return len(self) * self.x[0].numel() * self.x.element_size() if len(self.x) else 0
 
-    def gather(self, idx: torch.Tensor) -> torch.Tensor:
-        """Samples ``idx`` (positions in this split) as one CPU tensor ``[len(idx), ...]``."""
+    def gather(self, idx: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+        """Samples ``idx`` (positions in this split) as one CPU tensor ``[len(idx), ...]``, written
+        into ``out`` (a reusable buffer of at least ``len(idx)`` rows) when given.  ``index_select``
+        releases the GIL, so reader threads gather in parallel."""
         r = idx if self.rows is None else self.rows[idx]
-        if self.file is None:
-            return self.x[r]
-        out = torch.empty((len(r), *self.x.shape[1:]), dtype=self.x.dtype)
-        flat = out.numpy().reshape(len(r), -1).view(np.uint8)
-        row_bytes = flat.shape[1]
-        path, offset = self.file
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            for j, i in enumerate(r.tolist()):
-                if os.preadv(fd, [flat[j]], offset + i * row_bytes) != row_bytes:
-                    raise OSError(f"{path}: short read of sample {i} at byte offset {offset + i * row_bytes}")
-        finally:
-            os.close(fd)
-        return out
+        out = torch.empty((len(r), *self.x.shape[1:]), dtype=self.x.dtype) if out is None else out[:len(r)]
+        return torch.index_select(self.x, 0, r, out=out)
 
     def to_device(self, device) -> "Split":
         """The resident copy: every sample of the split on ``device``."""
@@ -89,32 +78,47 @@ class Split:
         return replace(self, y=self.y[idx], rows=idx if self.rows is None else self.rows[idx])
 
 
-class _Batches(torch.utils.data.Dataset):
-    """Batch ``k`` of a fixed list of index tensors, gathered on the CPU (in a worker)."""
+def _stream(split: Split, batches: list[torch.Tensor], workers: int | None = None, reuse: bool = False):
+    """``(x, y)`` of each batch on ``split.device``, in order.
 
-    def __init__(self, split: Split, batches: list[torch.Tensor]):
-        self.split, self.batches = split, batches
-
-    def __len__(self) -> int:
-        return len(self.batches)
-
-    def __getitem__(self, k):
-        idx = self.batches[k]
-        return self.split.gather(idx), self.split.y[idx]
-
-
-def _stream(split: Split, batches: list[torch.Tensor], workers: int | None = None):
-    """``(x, y)`` of each batch on ``split.device``, in order, via a DataLoader with pinned memory."""
-    workers = LOADER_WORKERS if workers is None else workers
-    workers = min(workers, len(batches))
+    ``workers`` reader threads gather upcoming batches (``index_select`` from host memory or the
+    memory-mapped frame cache, which releases the GIL) into a ring of reused buffers,
+    pinned for CUDA, from which batches are copied to the device without blocking.  Threads, not
+    a DataLoader's worker processes: handing a 10 MB batch from a worker process to the trainer
+    through shared memory capped the rate at ~900 samples/s here, threads reach several thousand
+    (benchmarks/bench_streaming.py).  On a CPU device each batch is a copy that the caller may
+    keep, unless ``reuse``: then it is the buffer itself, valid until the next batch is drawn.
+    """
+    if not batches:
+        return
+    workers = max(1, LOADER_WORKERS if workers is None else workers)
+    depth = min(2 * workers, len(batches))  # batches in flight
     cuda = split.device.type == "cuda"
-    loader = torch.utils.data.DataLoader(
-        _Batches(split, batches), batch_size=None, shuffle=False, num_workers=workers, pin_memory=cuda,
-        multiprocessing_context="fork" if workers else None, prefetch_factor=4 if workers else None,
-        persistent_workers=False,
-        generator=torch.Generator().manual_seed(0))  # its own: the loader must not draw from the global RNG (dropout)
-    for x, y in loader:
-        yield x.to(split.device, non_blocking=True), y.to(split.device, non_blocking=True)
+    size = max(len(b) for b in batches)
+    ring = [torch.empty((size, *split.x.shape[1:]), dtype=split.x.dtype, pin_memory=cuda) for _ in range(depth + 1)]
+    copied: list = [None] * (depth + 1)  # CUDA event of the last copy out of each buffer
+    pool = cf.ThreadPoolExecutor(workers, thread_name_prefix="plif-stream")
+    try:
+        futures = [pool.submit(split.gather, batches[i], ring[i]) for i in range(depth)]
+        for i in range(len(batches)):
+            x = futures[i].result()
+            y = split.y[batches[i]].to(split.device, non_blocking=cuda)
+            slot = i % (depth + 1)
+            if cuda:
+                x = x.to(split.device, non_blocking=True)
+                copied[slot] = torch.cuda.Event()
+                copied[slot].record()
+            elif not reuse:
+                x = x.clone()
+            nxt = i + depth
+            if nxt < len(batches):
+                free = nxt % (depth + 1)  # the buffer of batch i - 1, whose copy was issued already
+                if copied[free] is not None:
+                    copied[free].synchronize()
+                futures.append(pool.submit(split.gather, batches[nxt], ring[free]))
+            yield x, y
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 @dataclass
@@ -126,19 +130,20 @@ class TrainData:
     test: Split
     prepare: Callable[[torch.Tensor, torch.Generator | None], torch.Tensor]
     augment: Callable[[torch.Tensor, torch.Generator | None], torch.Tensor]
-    workers: int | None = None  # streamed splits: DataLoader processes (None: LOADER_WORKERS)
+    workers: int | None = None  # streamed splits: reader threads (None: LOADER_WORKERS)
 
     def train_batches(self, batch_size: int, gen: torch.Generator, rank: int = 0, world: int = 1
                       ) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
         """Shuffled, augmented training batches of exactly ``batch_size`` (the remainder is
-        dropped so every step has the same shape); with ``world > 1`` each rank takes its shard."""
+        dropped so every step has the same shape); with ``world > 1`` each rank takes its shard.
+        A streamed batch is valid until the next one is drawn (its buffer is reused)."""
         n = len(self.train)
         perm = torch.randperm(n, generator=gen)
         per_rank = n // world
         perm = perm[rank * per_rank:(rank + 1) * per_rank]
         starts = range(0, per_rank - batch_size + 1, batch_size)
         if self.train.streamed:
-            raw = _stream(self.train, [perm[i:i + batch_size] for i in starts], self.workers)
+            raw = _stream(self.train, [perm[i:i + batch_size] for i in starts], self.workers, reuse=True)
         else:
             perm = perm.to(self.train.y.device)
             raw = ((self.train.x[perm[i:i + batch_size]], self.train.y[perm[i:i + batch_size]]) for i in starts)
@@ -191,8 +196,7 @@ def data_source(dataset: str, data_dir, T: int) -> DataSource:
 
         def load(train):
             frames, labels = load_cached(prepare_event_frames(dataset, data_dir, T, train=train))
-            return Split(torch.from_numpy(frames), torch.from_numpy(np.asarray(labels, dtype=np.int64)),
-                         file=(str(frames.filename), int(frames.offset)))
+            return Split(torch.from_numpy(frames), torch.from_numpy(np.asarray(labels, dtype=np.int64)))
 
         def prepare(x, gen=None):
             return x.float().transpose(0, 1)  # [B, T, ...] -> [T, B, ...]
@@ -208,7 +212,7 @@ def eval_batches(split: Split, prepare, batch_size: int, rank: int = 0, world: i
     lo, hi = n * rank // world, n * (rank + 1) // world
     if split.streamed:
         idx = [torch.arange(i, min(i + batch_size, hi)) for i in range(lo, hi, batch_size)]
-        for x, y in _stream(split, idx, workers):
+        for x, y in _stream(split, idx, workers, reuse=True):
             yield prepare(x, None), y
         return
     for i in range(lo, hi, batch_size):
