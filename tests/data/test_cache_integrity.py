@@ -197,3 +197,25 @@ def test_plif_data_verify(root, tmp_path, capsys):
     assert main(["data", "verify", str(folder)]) == 1
     assert "0/0.bin: recording changed or missing" in capsys.readouterr().err
     assert main(["data", "verify", str(folder), "--no-sources"]) == 0
+
+
+def test_real_recordings_and_damaged_copies(shared_data, tmp_path):
+    from plif.data.events import read_events
+    from plif.data.frames import events_to_frames
+
+    real = (shared_data("nmnist") / "sample_nmnist.bin").read_bytes()
+    root = tmp_path / "nm"
+    for d in range(10):
+        (root / "Train" / str(d)).mkdir(parents=True)
+        (root / "Train" / str(d) / "0.bin").write_bytes(real)
+    folder = build(root, tmp_path / "c")
+    frames, _ = load_cached(folder)
+    want = events_to_frames(read_events(shared_data("nmnist") / "sample_nmnist.bin"), 3, (34, 34))
+    assert np.array_equal(frames[0], want) and np.array_equal(frames[9], want)
+    bad = root / "Train" / "6" / "0.bin"
+    bad.write_bytes(real[:5 * 1000 + 3])  # cut inside event 1000
+    with pytest.raises(RuntimeError, match=rf"{bad}: EventFormatError: {bad}: byte offset 5000: truncated event"):
+        build(root, tmp_path / "c")
+    bad.write_bytes(b"\xff" * 10 + real[10:])  # same size, garbage first events: refused, not decoded
+    with pytest.raises(RuntimeError, match=r"byte offset 0: not a recognised event file"):
+        build(root, tmp_path / "c")
