@@ -2,15 +2,16 @@
 
     PYTHONPATH=src .venv/bin/python benchmarks/bench_streaming.py [--samples 1500] [--batch 16] [--repeat 3]
 
-Writes a synthetic frame-cache file ``[N, 20, 2, 128, 128]`` uint8 (about 0.66 MB per sample) to a
-temporary folder, reads it once so it is in the page cache, then times one shuffled epoch of
+Writes a synthetic frame-cache file ``[N, 20, 2, 128, 128]`` uint8 (about 0.66 MB per sample) to
+a temporary folder, reads it once so it is in the page cache, then times one shuffled epoch of
 batches through the streamed path of ``--data-on-device no`` (:mod:`plif.train.data`: reader
-threads ``index_select`` from the memory map into reused buffers) with 1, 2 and 4 threads; for comparison, fancy indexing of
-the memory map in this process and a ``torch.utils.data.DataLoader`` with worker processes.
-"Reused" is the training path (a batch lives until the next is drawn; on a GPU it is copied out
-of the pinned buffer without blocking); "copied" adds the copy a CPU caller keeping batches gets.  It checks that every path returns the right rows and prints
-the best of ``--repeat`` epochs in samples/s.  Target: >= 5,000 samples/s, so the loader never
-limits a GPU step.
+threads ``index_select`` from the memory map into reused buffers) with 1, 2 and 4 threads; for
+comparison, fancy indexing of the memory map in this process and a ``torch.utils.data.DataLoader``
+with worker processes.  "Reused" is the training path (a batch lives until the next is drawn; on
+a GPU it is copied out of the pinned buffer without blocking); "copied" adds the copy that a CPU
+caller keeping batches gets.  It checks that the gather returns the right rows and prints the
+best of ``--repeat`` epochs in samples/s.  Target: >= 5,000 samples/s, so the loader never limits
+a GPU step.
 """
 from __future__ import annotations
 

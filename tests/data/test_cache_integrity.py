@@ -132,7 +132,8 @@ def test_full_disk_before_the_join_is_a_clean_error(root, tmp_path, monkeypatch)
         total, used, free = 10**9, 10**9, 1000
 
     monkeypatch.setattr(cache.shutil, "disk_usage", lambda p: Usage)
-    with pytest.raises(CacheError, match=r"frames.npy: joining the chunks needs 0.00 GB of free space, 0.00 GB are free"):
+    with pytest.raises(CacheError, match=r"frames.npy: joining the chunks needs 0.00 GB of free space, "
+                                         r"0.00 GB are free"):
         build(root, tmp_path / "c")
     folder = tmp_path / "c"
     assert not list(folder.glob(".*.tmp")) and not (folder / "frames.npy").exists()

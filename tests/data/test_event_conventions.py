@@ -104,5 +104,6 @@ def test_aedat4_decoding_error_names_the_packet_offset(tmp_path, shared_data):
     garbled[at + 8 + 10:at + 8 + 60] = bytes(50)  # inside packet 5's compressed payload
     f = tmp_path / "garbled.aedat4"
     f.write_bytes(bytes(garbled))
-    with pytest.raises(EventFormatError, match=rf"garbled.aedat4: byte offset {at}: AEDAT 4 decoding failed in packet 5"):
+    with pytest.raises(EventFormatError,
+                       match=rf"garbled.aedat4: byte offset {at}: AEDAT 4 decoding failed in packet 5"):
         read_events(f)

@@ -347,7 +347,8 @@ def _check_file(folder: Path, name: str, info: dict, deep: bool) -> bool:
     except (ValueError, OSError) as e:
         raise CacheError(f"{path}: not a readable .npy file ({e})") from None
     if list(arr.shape) != info["shape"] or arr.dtype.str != info["dtype"]:
-        raise CacheError(f"{path}: holds {arr.dtype.str} {list(arr.shape)}, the cache wrote {info['dtype']} {info['shape']}")
+        raise CacheError(f"{path}: holds {arr.dtype.str} {list(arr.shape)}, "
+                         f"the cache wrote {info['dtype']} {info['shape']}")
     del arr
     stat = file_stat(path)
     if deep or stat != info["stat"] or size <= CHEAP_CHECK_BYTES or name == "labels.npy":

@@ -43,7 +43,8 @@ def _first_dir(root: Path, candidates: list[str], must_have: str, name: str) -> 
         if (d / must_have).exists():
             return d
     tried = ", ".join(str(root / c) if c else str(root) for c in candidates)
-    raise FileNotFoundError(f"{name}: no '{must_have}' found under any of: {tried}.\n{DATASETS[name].layout}, and pass --data-dir (or --root for plif data prepare).")
+    raise FileNotFoundError(f"{name}: no '{must_have}' found under any of: {tried}.\n"
+                            f"{DATASETS[name].layout}, and pass --data-dir (or --root for plif data prepare).")
 
 
 def _nmnist(root: Path, train: bool) -> list[EventSample]:
