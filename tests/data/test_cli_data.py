@@ -106,3 +106,14 @@ def test_frame_errors_name_the_file(tmp_path, capsys):
     d.mkdir()
     assert main(["data", "info", str(d)]) == 2
     assert "dir.bin: byte offset 0: is a directory" in capsys.readouterr().err
+
+
+def test_prepare_refuses_an_empty_recording_unless_allowed(tmp_path, capsys):
+    for d in range(10):
+        nmnist_file(tmp_path / "nm" / "Test" / str(d) / "0.bin", EVENTS if d != 4 else [])
+    args = ["data", "prepare", "nmnist", "--root", str(tmp_path / "nm"), "--T", "2", "--test-only",
+            "--cache-dir", str(tmp_path / "cache"), "--workers", "0", "--quiet"]
+    assert main(args) == 2
+    assert "Test/4/0.bin: EmptyRecordingError: empty recording" in capsys.readouterr().err
+    assert main(args + ["--allow-empty"]) == 0
+    assert "frames (10, 2, 2, 34, 34)" in capsys.readouterr().out
