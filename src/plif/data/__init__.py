@@ -19,3 +19,7 @@ def __getattr__(name: str):
     if name in _WHERE:
         return getattr(importlib.import_module(_WHERE[name], __name__), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_WHERE))
