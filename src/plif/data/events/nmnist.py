@@ -13,11 +13,12 @@ from pathlib import Path
 
 import numpy as np
 
+from ..catalog import DATASETS
 from .types import EventFormatError, make_events, read_file_bytes
 
 __all__ = ["read_nmnist_bin", "parse_nmnist", "NMNIST_SENSOR"]
 
-NMNIST_SENSOR = (34, 34)  # (H, W)
+NMNIST_SENSOR = DATASETS["nmnist"].sensor_size  # (H, W) = (34, 34), from the dataset's description
 
 
 def _check(data: bytes, path) -> np.ndarray:
@@ -27,7 +28,8 @@ def _check(data: bytes, path) -> np.ndarray:
     if len(bad):
         i = int(bad[0])
         raise EventFormatError(path, 5 * i, f"not a recognised event file: no AEDAT header, and read as N-MNIST "
-                                            f"its event {i} has x={b[i, 0]}, y={b[i, 1]} outside the 34x34 sensor")
+                                            f"its event {i} has x={b[i, 0]}, y={b[i, 1]} outside the "
+                                            f"{NMNIST_SENSOR[0]}x{NMNIST_SENSOR[1]} sensor")
     if len(data) % 5:
         raise EventFormatError(path, whole, f"truncated event: {len(data) % 5} of 5 bytes (file size {len(data)})")
     return b
