@@ -139,3 +139,16 @@ def test_flatten_keeps_the_batch_dimension_in_the_importers(make_net):
     flat = torch.nn.Flatten(node.start_dim, node.end_dim)  # how nirtorch-based importers run it
     assert flat(torch.zeros(5, 4, 6, 6)).shape == (5, 144) and flat(torch.zeros(4, 6, 6)).shape == (144,)
     assert np.asarray(node.input_type["input"]).tolist() == [4, 6, 6]
+
+
+def test_norse_runs_per_channel_tau(make_net):
+    """Per-channel τ (one learned k per channel) runs in Norse; snnTorch 1.0 keeps one threshold
+    scale per layer, so it cannot (docs/deployment.md)."""
+    net = make_net("c6k3s1-BN-PLIF-MPk2s2-FC20-PLIF-APk10s10", input_shape=(1, 8, 8), T=T, per_channel_tau=True)
+    with torch.no_grad():
+        for m in net.neuron_layers():
+            m.w.copy_(torch.linspace(-1.5, 1.5, m.w.numel()).reshape(m.w.shape))
+    graph = to_nir(net, dt=1e-3)
+    tau = graph.nodes["1_plif"].tau
+    assert not np.allclose(tau[0], tau[5])
+    _assert_same_spikes(net, graph, *_norse(graph, 1e-3), _frames(net))
