@@ -40,6 +40,7 @@ text; the two differ only when the potential lands exactly on the threshold.
 """
 from __future__ import annotations
 
+import numbers
 from pathlib import Path
 
 import numpy as np
@@ -82,9 +83,9 @@ def rate_from_tau(tau: np.ndarray, dt: float) -> torch.Tensor:
 def tau_for_rate(k: np.ndarray, dt: float) -> np.ndarray:
     """Float32 ``τ`` near ``dt/k`` whose ``rate_from_tau(τ, dt)`` is closest to ``k``, entry by entry.
 
-    For ``dt = 1`` this gives ``k`` back exactly (checked over the whole sigmoid range in the tests);
-    for other ``dt`` the extra rounding of ``dt * (1/τ)`` leaves about a quarter of the float32 ``k``
-    unreachable by any τ, and those come back one float32 step off.
+    For ``dt = 1``, or any power of two, this gives ``k`` back exactly (checked over the sigmoid
+    range in the tests); for other ``dt`` the extra rounding of ``dt * (1/τ)`` leaves about a
+    quarter of the float32 ``k`` unreachable by any τ, and those come back one float32 step off.
     """
     k = np.asarray(k, dtype=np.float32)
     base = (float(dt) / k.astype(np.float64)).astype(np.float32)
@@ -132,7 +133,7 @@ def to_nir(net: SpikingNetwork, dt: float = 1.0):
     receives one frame per time-step (a static image is repeated ``T`` times).
     """
     nir = _nir()
-    if not (isinstance(dt, (int, float)) and np.isfinite(dt) and dt > 0):
+    if isinstance(dt, bool) or not isinstance(dt, numbers.Real) or not (np.isfinite(dt) and dt > 0):
         raise NIRExportError(f"dt must be a positive finite number of seconds per time-step, got {dt!r}")
     dt = float(dt)
     folded = fold_batchnorm(net)
@@ -213,7 +214,14 @@ def verify_nir(net: SpikingNetwork, graph, samples: int = 4, seed: int = 0) -> N
     if want.shape != got.shape or not torch.allclose(want, got, rtol=0.0, atol=1e-5):
         diff = ("shape " + str(tuple(got.shape)) if want.shape != got.shape
                 else f"{int(((want - got).abs() > 1e-5).sum())} outputs differ")
-        raise NIRExportError(f"re-imported NIR graph does not reproduce the network ({diff})")
+        hint = ("" if np.frexp(float(_meta_dt(graph)))[0] == 0.5 else
+                "; with a dt that is not a power of two a tau can be one float32 step off the trained k "
+                "(docs/deployment.md): try --dt 1 or 2**-10")
+        raise NIRExportError(f"re-imported NIR graph does not reproduce the network ({diff}){hint}")
+
+
+def _meta_dt(graph) -> float:
+    return float((graph.metadata or {}).get("dt", 1.0))
 
 
 def export_nir(net: SpikingNetwork, path: str | Path, verify: bool = True, dt: float = 1.0) -> Path:
