@@ -25,7 +25,7 @@ class _Handler(BaseHTTPRequestHandler):
         start = 0
         m = re.fullmatch(r"bytes=(\d+)-", self.headers.get("Range") or "")
         if m and srv.ranges:
-            start = int(m.group(1))
+            start = 0 if srv.wrong_range else int(m.group(1))
             if start >= len(data):
                 self.send_response(416)
                 self.send_header("Content-Range", f"bytes */{len(data)}")
@@ -46,10 +46,15 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 @contextmanager
-def serve(files: dict[str, bytes], cut: dict[str, int] | None = None, ranges: bool = True):
-    """``with serve({"/a.bin": b"..."}) as (base_url, server):`` -- ``server.requests`` logs ``(path, Range)``."""
+def serve(files: dict[str, bytes], cut: dict[str, int] | None = None, ranges: bool = True,
+          wrong_range: bool = False):
+    """``with serve({"/a.bin": b"..."}) as (base_url, server):`` -- ``server.requests`` logs ``(path, Range)``.
+
+    ``ranges=False``: ignore Range (always 200, whole file); ``wrong_range``: answer 206 from byte 0.
+    """
     srv = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
     srv.files, srv.cut, srv.ranges, srv.requests = dict(files), dict(cut or {}), ranges, []
+    srv.wrong_range = wrong_range
     t = threading.Thread(target=srv.serve_forever, daemon=True)
     t.start()
     try:

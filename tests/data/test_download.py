@@ -54,6 +54,15 @@ def test_a_server_without_range_support_restarts_the_file(tmp_path):
     assert (tmp_path / "f.bin").read_bytes() == data
 
 
+def test_a_partial_answer_for_the_wrong_range_is_not_appended(tmp_path):
+    data = _blob()
+    (tmp_path / "f.bin.part").write_bytes(data[:1000])
+    with serve({"/f.bin": data}, wrong_range=True) as (url, srv):
+        download_file([url + "/f.bin"], tmp_path / "f.bin", _md5(data), progress=False)
+    assert (tmp_path / "f.bin").read_bytes() == data
+    assert [r for _, r in srv.requests] == ["bytes=1000-", None]  # refused, then the whole file
+
+
 def test_hash_mismatch_is_a_clear_error_and_leaves_no_file(tmp_path):
     data = _blob()
     with serve({"/f.bin": data}) as (url, srv):

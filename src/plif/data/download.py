@@ -69,6 +69,10 @@ class ResumableHTTPDownloader:
                 return
             r.raise_for_status()
             resumed = r.status_code == 206
+            if resumed and not r.headers.get("Content-Range", "").startswith(f"bytes {have}-"):
+                self.part.unlink()  # a range we did not ask for: appending would corrupt the file
+                raise OSError(f"asked for bytes {have}- but got Content-Range "
+                              f"{r.headers.get('Content-Range')!r}; starting over")
             if not resumed:
                 have = 0  # the server sent the whole file: start over
             length = r.headers.get("Content-Length")
