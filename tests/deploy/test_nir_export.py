@@ -4,7 +4,7 @@ import torch
 
 nir = pytest.importorskip("nir")
 
-from plif.deploy.bn_folding import fold_batchnorm  # noqa: E402
+from plif.deploy.bn_folding import fold_batchnorm, inner  # noqa: E402
 from plif.deploy.nir_export import NIRExportError, export_nir, to_nir  # noqa: E402
 from plif.deploy.nir_import import read_nir  # noqa: E402
 
@@ -55,10 +55,24 @@ def test_per_channel_tau_and_avg_pool_and_voting(make_net, tmp_path):
     g = to_nir(net)
     tau = g.nodes["1_plif"].tau
     assert not np.allclose(tau[0], tau[5]) and np.allclose(tau[2], tau[2, 0, 0])
-    assert type(g.nodes["2_avgpool"]).__name__ == "AvgPool2d"
+    assert type(g.nodes["2_avgpool_sum"]).__name__ == "SumPool2d"  # 1/4 folded into the next linear:
+    fc = inner(fold_batchnorm(net).layers[4])
+    np.testing.assert_array_equal(g.nodes["4_linear"].weight, fc.weight.detach().numpy() / 4)
     w = g.nodes["6_voting"].weight
     assert w.shape == (2, 20) and np.allclose(w[0, :10], 0.1) and np.allclose(w[0, 10:], 0)
     export_nir(net, tmp_path / "a.nir")  # verify=True: the round trip must match exactly
+
+
+@pytest.mark.parametrize("spec,kind", [
+    ("c6k3s1-BN-PLIF-APk2s2", "AvgPool2d"),  # no conv/linear after it to take the 1/4
+    ("c6k3s1-BN-PLIF-APk2s2-PLIF-FC10-PLIF", "AvgPool2d"),  # a neuron in between does not commute
+    ("c6k3s1-BN-PLIF-APk2s2-DP-FC10-PLIF", "SumPool2d"),
+])
+def test_average_pool_is_a_sum_pool_only_where_its_scale_can_be_folded(make_net, tmp_path, spec, kind):
+    net = make_net(spec, input_shape=(1, 8, 8), T=3)
+    g = to_nir(net)
+    assert [type(n).__name__ for n in g.nodes.values()].count(kind) == 1
+    export_nir(net, tmp_path / "a.nir")  # verify=True: exact either way
 
 
 def test_max_pool_is_exported_as_sum_pool_and_a_memoryless_threshold_neuron(make_net):

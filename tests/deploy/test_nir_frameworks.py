@@ -22,6 +22,7 @@ PAPER_SHAPES = [
     ("cifar10", "{{c6k3s1-BN-PLIF}*3-MPk2s2}*2-DP-FC40-PLIF-DP-FC20-PLIF-APk10s10", (3, 8, 8)),
     ("cifar10-dvs", "{c6k3s1-BN-PLIF-MPk2s2}*4-DP-FC32-PLIF-DP-FC20-PLIF-APk10s10", (2, 16, 16)),
     ("dvs128-gesture", "{c4k3s1-BN-PLIF-MPk2s2}*5-DP-FC32-PLIF-DP-FC20-PLIF-APk10s10", (2, 32, 32)),
+    ("table5-average-pooling", "{c8k3s1-BN-PLIF-APk2s2}*2-DP-FC40-PLIF-DP-FC20-PLIF-APk10s10", (1, 16, 16)),
 ]
 B, T = 4, 5
 

@@ -23,7 +23,10 @@ Other layers, written the way snnTorch's and Norse's importers (through nirtorch
   dimension, while the importers apply ``start_dim`` to batched tensors as ``torch.nn.Flatten``
   does; a negative ``start_dim`` means "from the first per-sample dimension" under both readings,
   so the batch dimension is never flattened and the graph still type-checks in ``nir``.
-- average pooling -> ``nir.AvgPool2d``; dropout is the identity at inference and is left out.
+- average pooling followed (through flatten/dropout only) by a conv/linear -> ``nir.SumPool2d``
+  with its ``1/(kh kw)`` folded into that layer's weights (exact for 2x2 windows, a power of
+  two): Norse's importer has no ``AvgPool2d``.  Otherwise, or with padding -> ``nir.AvgPool2d``.
+- dropout is the identity at inference and is left out.
 - max pooling of spikes -> ``nir.SumPool2d`` then a memoryless threshold neuron
   ``nir.LIF(tau = dt, r = 1, v_leak = 0, v_threshold = 0.5, v_reset = 0)`` (``_maxpool_or``): with
   ``dt/τ = 1`` the Euler step sets ``v = I`` (the window's spike count), which fires iff
@@ -125,6 +128,17 @@ def _pair(v) -> np.ndarray:
     return np.array(v if isinstance(v, (tuple, list)) else (v, v), dtype=np.int64)
 
 
+def _folds_forward(rest) -> bool:
+    """Whether a conv/linear follows with only flatten/dropout between (layers that commute with a scale)."""
+    for layer in rest:
+        m = inner(layer)
+        if isinstance(m, (nn.Conv2d, nn.Linear)):
+            return True
+        if not (isinstance(layer, TimeInvariantDropout) or isinstance(m, nn.Flatten)):
+            return False
+    return False
+
+
 def to_nir(net: SpikingNetwork, dt: float = 1.0):
     """The ``nir.NIRGraph`` of ``net`` (BN folded, eval mode): a chain ``input -> ... -> output``,
     for importers that step it with time-step ``dt`` (> 0).
@@ -139,6 +153,7 @@ def to_nir(net: SpikingNetwork, dt: float = 1.0):
     folded = fold_batchnorm(net)
     nodes = {"input": nir.Input(input_type={"input": np.array(folded.input_shape)})}
     shape, binary = tuple(folded.input_shape), False
+    scale_next = None  # 1/(kh kw) of a sum-pool still to be folded into the next conv/linear
     for i, (layer, info) in enumerate(zip(folded.layers, folded.info)):
         m = inner(layer)
         where = f"layer {i} ({info.token})"
@@ -150,18 +165,26 @@ def to_nir(net: SpikingNetwork, dt: float = 1.0):
             bias = m.bias if m.bias is not None else torch.zeros(m.out_channels)
             if isinstance(m.padding, str):
                 raise NIRExportError(f"{where}: string padding {m.padding!r} is not exported")
-            nodes[f"{i}_conv"] = nir.Conv2d(input_shape=np.array(shape[1:]), weight=_np(m.weight),
+            weight, scale_next = _np(m.weight) * (scale_next or 1), None
+            nodes[f"{i}_conv"] = nir.Conv2d(input_shape=np.array(shape[1:]), weight=weight,
                                             stride=_pair(m.stride), padding=_pair(m.padding),
                                             dilation=_pair(m.dilation), groups=m.groups, bias=_np(bias))
         elif isinstance(m, nn.Linear):
-            nodes[f"{i}_linear"] = (nir.Linear(weight=_np(m.weight)) if m.bias is None
-                                    else nir.Affine(weight=_np(m.weight), bias=_np(m.bias)))
+            weight, scale_next = _np(m.weight) * (scale_next or 1), None
+            nodes[f"{i}_linear"] = (nir.Linear(weight=weight) if m.bias is None
+                                    else nir.Affine(weight=weight, bias=_np(m.bias)))
         elif isinstance(m, nn.Flatten):
             nodes[f"{i}_flatten"] = nir.Flatten(input_type={"input": np.array(shape)},
                                                   start_dim=-len(shape), end_dim=-1)
         elif isinstance(m, nn.AvgPool2d):
-            nodes[f"{i}_avgpool"] = nir.AvgPool2d(kernel_size=_pair(m.kernel_size), stride=_pair(m.stride),
-                                                  padding=_pair(m.padding))
+            kernel = _pair(m.kernel_size)
+            if _pair(m.padding).any() or m.ceil_mode or not _folds_forward(folded.layers[i + 1:]):
+                nodes[f"{i}_avgpool"] = nir.AvgPool2d(kernel_size=kernel, stride=_pair(m.stride),
+                                                      padding=_pair(m.padding))
+            else:  # Norse has no AvgPool2d: a sum-pool, its 1/(kh kw) folded into the next weights
+                nodes[f"{i}_avgpool_sum"] = nir.SumPool2d(kernel_size=kernel, stride=_pair(m.stride),
+                                                          padding=_pair(m.padding))
+                scale_next = np.float32(1.0 / float(np.prod(kernel)))
         elif isinstance(m, nn.MaxPool2d):
             if not binary:
                 raise NIRExportError(f"{where}: NIR has no max-pooling node; max pooling is exported as "
