@@ -50,7 +50,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..layers import TimeFolded, TimeInvariantDropout, Voting
+from ..layers import TimeInvariantDropout, Voting
 from ..models import SpikingNetwork
 from ..neurons import SpikingNeuron
 from .bn_folding import fold_batchnorm, inner, is_batchnorm

@@ -198,7 +198,8 @@ def _tau_figure(runs: list[RunRecord], path: Path, output: FigureOutput) -> Path
     return path
 
 
-def write_report(paths, out: str | Path, targets=DEFAULT_TARGETS, log=print, output: FigureOutput | None = None) -> Path:
+def write_report(paths, out: str | Path, targets=DEFAULT_TARGETS, log=print,
+                 output: FigureOutput | None = None) -> Path:
     """Read run and sweep folders ``paths``, write ``report.md``, ``report.json`` and figures to ``out``
     (in the formats of ``output``; report.md shows the first)."""
     out, output = Path(out), output or FigureOutput()
