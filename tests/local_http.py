@@ -55,7 +55,7 @@ def serve(files: dict[str, bytes], cut: dict[str, int] | None = None, ranges: bo
     srv = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
     srv.files, srv.cut, srv.ranges, srv.requests = dict(files), dict(cut or {}), ranges, []
     srv.wrong_range = wrong_range
-    t = threading.Thread(target=srv.serve_forever, daemon=True)
+    t = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)  # quick shutdown
     t.start()
     try:
         yield f"http://127.0.0.1:{srv.server_address[1]}", srv
