@@ -81,3 +81,9 @@ def test_mirrors_are_tried_in_turn_and_every_failure_is_reported(tmp_path):
         with pytest.raises(OSError, match="404.*; .*404"):
             download_file([url + "/a", url + "/b"], tmp_path / "y.bin", None, progress=False)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["x.bin"]
+
+
+def test_a_url_pooch_cannot_fetch_is_reported_as_such(tmp_path):
+    with pytest.raises(OSError, match=r"^nonsense://x/f\.bin: .*(protocol|nonsense)"):
+        download_file(["nonsense://x/f.bin"], tmp_path / "f.bin", "0" * 32, progress=False)
+    assert list(tmp_path.iterdir()) == []

@@ -4,9 +4,10 @@
 streams into ``<dest>.part`` beside the destination.  An interrupted transfer leaves that file;
 the next attempt (in the same call, or a later run) asks the server for the rest with an HTTP
 ``Range`` request and appends, or starts over when the server answers with the whole file.  pooch
-checks the md5 and moves the file into place only when it matches: a failed or mismatching
-download leaves neither ``dest`` nor a ``.part`` behind.  Progress goes to stderr (a bar on a
-terminal, pooch's one-line messages otherwise).
+checks the md5 and moves the file into place only when it matches: a mismatching download leaves
+neither ``dest`` nor a ``.part`` behind; one cut off by the network keeps its non-empty ``.part``
+for the next try.  Progress goes to stderr (a bar on a terminal, pooch's one-line messages
+otherwise).
 """
 from __future__ import annotations
 
@@ -111,11 +112,13 @@ def download_file(urls: list[str], dest: Path, md5: str | None, timeout: float =
         try:
             pooch.retrieve(url, known_hash=known, fname=dest.name, path=dest.parent, downloader=downloader)
             return dest
-        except ValueError as e:  # pooch: hash mismatch (the file is already deleted)
+        except ValueError as e:  # pooch: a hash mismatch (the file is already deleted), or a bad URL
+            got = re.search(r"does not match the known hash: expected \S+ but got (\w+)", str(e))
+            if got is None:
+                failures.append(f"{url}: {e}")
+                continue
             part.unlink(missing_ok=True)
-            got = re.search(r"but got (\w+)", str(e))
-            got = got.group(1) if got else "?"
-            failures.append(f"{url}: md5 {got} != expected {md5}")
+            failures.append(f"{url}: md5 {got.group(1)} != expected {md5}")
         except (requests.exceptions.RequestException, OSError) as e:
             failures.append(f"{url}: {e}")
     if not part.is_file() or part.stat().st_size == 0:

@@ -148,7 +148,7 @@ def to_nir(net: SpikingNetwork, dt: float = 1.0):
     """
     nir = _nir()
     if isinstance(dt, bool) or not isinstance(dt, numbers.Real) or not (np.isfinite(dt) and dt > 0):
-        raise NIRExportError(f"dt must be a positive finite number of seconds per time-step, got {dt!r}")
+        raise NIRExportError(f"dt must be a positive finite time-step (the unit the importer steps in), got {dt!r}")
     dt = float(dt)
     folded = fold_batchnorm(net)
     nodes = {"input": nir.Input(input_type={"input": np.array(folded.input_shape)})}

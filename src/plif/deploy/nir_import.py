@@ -1,4 +1,4 @@
-"""Read a NIR graph back into a PyTorch module that runs the discrete (dt = 1) dynamics.
+"""Read a NIR graph back into a PyTorch module that runs its discrete (forward-Euler) dynamics.
 
 The inverse of :mod:`plif.deploy.nir_export`, with ``dt`` from the graph's metadata (1 if absent):
 LIF nodes step ``H = V + k (r X - (V - v_leak))`` with ``k = float32(dt) * float32(1/τ)`` (the
