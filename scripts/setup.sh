@@ -12,3 +12,6 @@ if ! .venv/bin/python -c "import torch" 2>/dev/null; then
     .venv/bin/pip install -qq --disable-pip-version-check "torch==2.13.0"
 fi
 .venv/bin/pip install -qq --disable-pip-version-check -e ".[dev]"
+# Norse (for the NIR interoperability tests) needs only torch, nir and nirtorch at run time, but
+# declares torchvision, which would make pip swap the pinned torch: install it without dependencies.
+.venv/bin/pip install -qq --disable-pip-version-check --no-deps "norse==1.1.0"

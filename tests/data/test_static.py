@@ -1,10 +1,9 @@
+import dataclasses
 import gzip
 import io
 import os
 import pickle
 import tarfile
-import urllib.error
-import urllib.request
 
 import numpy as np
 import pytest
@@ -12,6 +11,7 @@ import torch
 
 from plif.data import static
 from plif.data.static import STATIC_DATASETS, load_static
+from local_http import serve
 from plif_testing import idx_bytes
 
 
@@ -56,34 +56,33 @@ def test_mnist_layouts(tmp_path, layout, gz):
     assert torch.equal(x[:, 0], torch.from_numpy(images)) and torch.equal(y, torch.from_numpy(labels).long())
 
 
-def test_missing_files_say_what_to_put_where(tmp_path, monkeypatch):
-    def offline(*a, **k):
-        raise urllib.error.URLError("no network")
+def _mirror_everything_at(monkeypatch, url):
+    """Point every static dataset's mirrors at ``url`` (a local test server) instead of the internet."""
+    for name, entry in list(STATIC_DATASETS.items()):
+        monkeypatch.setitem(STATIC_DATASETS, name, dataclasses.replace(entry, urls=(url + "/",)))
 
-    monkeypatch.setattr(urllib.request, "urlopen", offline)
-    with pytest.raises(FileNotFoundError) as e:
-        load_static("mnist", tmp_path, train=True)
-    msg = str(e.value)
-    assert "train-images-idx3-ubyte.gz" in msg and "train-labels-idx1-ubyte.gz" in msg
-    assert str(tmp_path) in msg and "download failed" in msg and "no network" in msg
-    with pytest.raises(FileNotFoundError, match="(?s)cifar-10-python.tar.gz.*cifar-10-batches-py"):
-        load_static("cifar10", tmp_path)
+
+def test_missing_files_say_what_to_put_where(tmp_path, monkeypatch):
+    with serve({}) as (url, _):  # answers 404 to everything
+        _mirror_everything_at(monkeypatch, url)
+        with pytest.raises(FileNotFoundError) as e:
+            load_static("mnist", tmp_path, train=True)
+        msg = str(e.value)
+        assert "train-images-idx3-ubyte.gz" in msg and "train-labels-idx1-ubyte.gz" in msg
+        assert str(tmp_path) in msg and "download failed" in msg and "404" in msg
+        with pytest.raises(FileNotFoundError, match="(?s)cifar-10-python.tar.gz.*cifar-10-batches-py"):
+            load_static("cifar10", tmp_path)
     with pytest.raises(ValueError, match="unknown static dataset"):
         load_static("svhn", tmp_path)
 
 
 def test_checksum_mismatch_is_not_written(tmp_path, monkeypatch):
-    class Fake(io.BytesIO):
-        def __enter__(self):
-            return self
-
-        def __exit__(self, *a):
-            return False
-
-    monkeypatch.setattr(urllib.request, "urlopen", lambda url, timeout=None: Fake(b"not the file"))
-    with pytest.raises(FileNotFoundError, match="md5"):
-        load_static("mnist", tmp_path, train=False)
-    assert not list(tmp_path.rglob("*.gz"))
+    names = STATIC_DATASETS["mnist"].md5
+    with serve({f"/{n}": b"not the file" for n in names}) as (url, _):
+        _mirror_everything_at(monkeypatch, url)
+        with pytest.raises(FileNotFoundError, match="md5"):
+            load_static("mnist", tmp_path, train=False)
+    assert not [p for p in tmp_path.rglob("*") if p.is_file()]
 
 
 def test_images_labels_count_mismatch(tmp_path):

@@ -32,3 +32,14 @@ def test_export_nir_and_bad_run(run_dir, tmp_path, capsys):
     assert out.is_file() and "wrote" in capsys.readouterr().out
     assert main(["export", str(tmp_path / "missing"), "--nir", str(tmp_path / "x.nir")]) == 2
     assert not (tmp_path / "x.nir").exists()
+
+
+def test_export_nir_with_dt(run_dir, tmp_path, capsys):
+    nir = pytest.importorskip("nir")
+    run, _ = run_dir
+    assert main(["export", str(run), "--nir", str(tmp_path / "ms.nir"), "--dt", "1e-3"]) == 0
+    assert "dt = 0.001" in capsys.readouterr().out
+    assert nir.read(tmp_path / "ms.nir").metadata["dt"] == 1e-3
+    assert main(["export", str(run), "--nir", str(tmp_path / "bad.nir"), "--dt", "-1"]) == 2
+    assert "dt must be a positive" in capsys.readouterr().err
+    assert not (tmp_path / "bad.nir").exists()

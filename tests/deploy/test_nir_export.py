@@ -4,7 +4,7 @@ import torch
 
 nir = pytest.importorskip("nir")
 
-from plif.deploy.bn_folding import fold_batchnorm  # noqa: E402
+from plif.deploy.bn_folding import fold_batchnorm, inner  # noqa: E402
 from plif.deploy.nir_export import NIRExportError, export_nir, to_nir  # noqa: E402
 from plif.deploy.nir_import import read_nir  # noqa: E402
 
@@ -55,16 +55,91 @@ def test_per_channel_tau_and_avg_pool_and_voting(make_net, tmp_path):
     g = to_nir(net)
     tau = g.nodes["1_plif"].tau
     assert not np.allclose(tau[0], tau[5]) and np.allclose(tau[2], tau[2, 0, 0])
-    assert type(g.nodes["2_avgpool"]).__name__ == "AvgPool2d"
+    assert type(g.nodes["2_avgpool_sum"]).__name__ == "SumPool2d"  # 1/4 folded into the next linear:
+    fc = inner(fold_batchnorm(net).layers[4])
+    np.testing.assert_array_equal(g.nodes["4_linear"].weight, fc.weight.detach().numpy() / 4)
     w = g.nodes["6_voting"].weight
     assert w.shape == (2, 20) and np.allclose(w[0, :10], 0.1) and np.allclose(w[0, 10:], 0)
     export_nir(net, tmp_path / "a.nir")  # verify=True: the round trip must match exactly
 
 
-def test_max_pool_is_exported_as_or_of_spikes(make_net):
-    g = to_nir(make_net())
+@pytest.mark.parametrize("spec,kind", [
+    ("c6k3s1-BN-PLIF-APk2s2", "AvgPool2d"),  # no conv/linear after it to take the 1/4
+    ("c6k3s1-BN-PLIF-APk2s2-PLIF-FC10-PLIF", "AvgPool2d"),  # a neuron in between does not commute
+    ("c6k3s1-BN-PLIF-APk2s2-DP-FC10-PLIF", "SumPool2d"),
+])
+def test_average_pool_is_a_sum_pool_only_where_its_scale_can_be_folded(make_net, tmp_path, spec, kind):
+    net = make_net(spec, input_shape=(1, 8, 8), T=3)
+    g = to_nir(net)
+    assert [type(n).__name__ for n in g.nodes.values()].count(kind) == 1
+    export_nir(net, tmp_path / "a.nir")  # verify=True: exact either way
+
+
+def test_max_pool_is_exported_as_sum_pool_and_a_memoryless_threshold_neuron(make_net):
+    g = to_nir(make_net(), dt=1e-3)
     assert type(g.nodes["2_maxpool_sum"]).__name__ == "SumPool2d"
-    assert type(g.nodes["2_maxpool_or"]).__name__ == "Threshold" and (g.nodes["2_maxpool_or"].threshold == 0.5).all()
+    neuron = g.nodes["2_maxpool_or"]
+    assert type(neuron).__name__ == "LIF"
+    assert np.all(neuron.tau == np.float32(1e-3)) and np.all(neuron.v_threshold == 0.5)
+    assert np.all(neuron.v_reset == 0) and np.all(neuron.v_leak == 0) and np.all(neuron.r == 1)
+
+
+@pytest.mark.parametrize("dt", [1.0, 1e-3, 1e-4])
+def test_sum_pool_then_threshold_neuron_is_exactly_max_pool_of_binary_spikes(dt):
+    """Every binary 2x2 window sequence over 4 steps (2^16 of them): OR == max, step by step."""
+    from plif.deploy.nir_export import _spike_or
+    from plif.deploy.nir_import import from_nir
+
+    bits = torch.arange(2 ** 16).unsqueeze(1).bitwise_right_shift(torch.arange(16)).bitwise_and(1).float()
+    x = bits.reshape(-1, 4, 1, 2, 2).transpose(0, 1).contiguous()  # [T=4, B=65536, C=1, 2, 2]
+    nodes = {"input": nir.Input(input_type={"input": np.array([1, 2, 2])}),
+             "sum": nir.SumPool2d(kernel_size=np.array([2, 2]), stride=np.array([2, 2]), padding=np.array([0, 0])),
+             "or": _spike_or(nir, (1, 1, 1), dt), "output": nir.Output(output_type={"output": np.array([1, 1, 1])})}
+    graph = nir.NIRGraph(nodes=nodes, edges=[("input", "sum"), ("sum", "or"), ("or", "output")],
+                         metadata={"dt": dt}, type_check=False)
+    got = from_nir(graph)(x)
+    want = torch.nn.functional.max_pool2d(x.flatten(0, 1), 2).reshape(got.shape)
+    assert torch.equal(got, want)
+    # the same neuron as Norse steps it: v += dt * (1/tau) * (I + v_leak - v), fire v > 0.5, reset to 0
+    v, inv = torch.zeros_like(want[0]), 1.0 / torch.tensor(np.float32(dt))
+    for t in range(4):
+        v = v + dt * inv * (torch.nn.functional.avg_pool2d(x[t], 2, divisor_override=1) - v)
+        s = (v > 0.5).float()
+        assert torch.equal(s, want[t])
+        v = v * (1 - s)
+
+
+@pytest.mark.parametrize("dt", [1.0, 2.0 ** -10, 4.0, 1e-3, 1e-4, 0.37])
+def test_tau_gives_the_learned_rate_back_as_the_importers_compute_it(dt):
+    from plif.deploy.nir_export import rate_from_tau, tau_for_rate
+
+    k = torch.sigmoid(torch.linspace(-4, 4, 2001)).numpy()
+    tau = tau_for_rate(k, dt)
+    assert tau.dtype == np.float32
+    back = rate_from_tau(tau, dt).numpy()
+    exact = back == k
+    power_of_two = np.frexp(dt)[0] == 0.5
+    assert exact.all() if power_of_two else exact.mean() > 0.6  # the rest: no float32 tau reaches k
+    np.testing.assert_array_max_ulp(back, k, maxulp=1)
+
+
+def test_dt_scales_tau_and_the_if_input_gain_and_round_trips(make_net, tmp_path):
+    net = make_net("c4k3s1-BN-PLIF-MPk2s2-FC20-LIF-FC10-IF", input_shape=(2, 8, 8), T=4, tau0=3.0)
+    g1, g2 = to_nir(net, dt=1.0), to_nir(net, dt=1e-3)
+    np.testing.assert_allclose(g2.nodes["1_plif"].tau, g1.nodes["1_plif"].tau * 1e-3, rtol=1e-6)
+    np.testing.assert_allclose(g2.nodes["5_lif"].tau, 3e-3, rtol=1e-6)
+    np.testing.assert_allclose(g2.nodes["7_if"].r, 1e3, rtol=1e-6)  # NIR IF: dv/dt = r I, so r = 1/dt
+    assert g2.metadata["dt"] == 1e-3
+    export_nir(net, tmp_path / "ms.nir", dt=1e-3)  # verify=True: plif's importer reproduces the spikes
+    x = _frames(net, 4)
+    with torch.no_grad():
+        assert torch.equal(read_nir(tmp_path / "ms.nir")(x), fold_batchnorm(net)(x))
+
+
+@pytest.mark.parametrize("dt", [0, -1.0, float("nan"), float("inf"), "1", True, None])
+def test_a_bad_dt_is_refused(make_net, dt):
+    with pytest.raises(NIRExportError, match="dt must be a positive"):
+        to_nir(make_net(), dt=dt)
 
 
 @pytest.mark.parametrize("spec,kw,match", [

@@ -1,5 +1,6 @@
 import json
 
+import numpy as np
 import pytest
 import torch
 
@@ -106,3 +107,17 @@ def test_plot_encoder_on_a_real_nmnist_event_file(tmp_path):
     ref = layer_spikes(net, frames, 0).float().mean(0)[0]
     grid = torch.tensor(json.loads((tmp_path / "fig" / "event_rate_grid.json").read_text())["rates"])
     torch.testing.assert_close(grid, ref, atol=1e-6, rtol=0)
+
+
+def test_spike_snapshot_uses_two_flat_colours_and_rates_a_continuous_map():
+    pytest.importorskip("matplotlib")
+    from plif.experiments.encoder_maps import _grid_figure
+
+    spikes = (np.arange(2 * 5 * 5).reshape(2, 5, 5) % 3 == 0).astype(np.float32)
+    fig = _grid_figure(spikes, "spikes", 1.0, "output", binary=True)
+    images = [im for ax in fig.axes for im in ax.images]
+    assert len(images) == 2 and all(im.cmap.N == 2 for im in images)
+    bar = fig.axes[-1]
+    assert [t.get_text() for t in bar.get_yticklabels()] == ["no spike (0)", "spike (1)"]
+    rates = _grid_figure(spikes * 0.5, "rates", 1.0, "rate")
+    assert all(im.cmap.N == 256 for ax in rates.axes for im in ax.images)

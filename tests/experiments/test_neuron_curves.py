@@ -74,3 +74,20 @@ def test_plot_neuron_writes_pngs_and_data(tmp_path):
     data = json.loads(paths[0].with_suffix(".json").read_text())
     ref = constant_input_closed_form(1.0, 1.0, 20.0, 120).tolist()
     assert data["V"]["base"] == pytest.approx(ref)
+
+
+def test_neuron_figures_in_every_format_with_greek_tau(tmp_path, capsys):
+    from plif.cli.main import main
+
+    assert main(["plot", "neuron", "--out", str(tmp_path), "--steps", "100", "--format", "png,pdf,svg",
+                 "--dpi", "100"]) == 0
+    names = sorted(p.name for p in tmp_path.iterdir() if p.suffix in (".png", ".pdf", ".svg"))
+    assert names == [f"{f}.{e}" for f in ("fig1b_constant_input", "fig2_input_spikes") for e in ("pdf", "png", "svg")]
+    from matplotlib.image import imread
+
+    assert imread(tmp_path / "fig2_input_spikes.png").shape[:2] == (400, 640)  # 6.4 x 4 in at 100 dpi
+    svg = (tmp_path / "fig1b_constant_input.svg").read_text()
+    assert "tau=" not in svg and "tau+" not in svg  # the variants and τ are typeset, not spelled out
+    assert main(["plot", "neuron", "--out", str(tmp_path / "bad"), "--format", "png,gif"]) == 2
+    assert "--format: unknown figure format 'gif'" in capsys.readouterr().err
+    assert not (tmp_path / "bad").exists()

@@ -74,3 +74,14 @@ def test_report_without_any_readable_run_is_an_error(tmp_path, capsys):
     assert main(["report", str(tmp_path / "nothing"), "--out", str(tmp_path / "o")]) == 2
     assert "no run folder could be read" in capsys.readouterr().err
     assert main(["report", str(tmp_path / "nothing"), "--out", str(tmp_path / "o"), "--targets", "x"]) == 2
+
+
+def test_report_figures_in_the_requested_formats(runs, tmp_path):
+    out = tmp_path / "report"
+    assert main(["report", str(runs / "plif2"), "--out", str(out), "--format", "svg,pdf", "--dpi", "72"]) == 0
+    assert sorted(p.name for p in out.iterdir() if p.suffix in (".png", ".svg", ".pdf")) == [
+        "taus.pdf", "taus.svg", "test_accuracy.pdf", "test_accuracy.svg"]
+    md = (out / "report.md").read_text()
+    assert "](taus.svg)" in md and "](test_accuracy.svg)" in md
+    assert main(["report", str(runs / "plif2"), "--out", str(tmp_path / "bad"), "--dpi", "1"]) == 2
+    assert not (tmp_path / "bad").exists()

@@ -28,8 +28,8 @@ def run_export(args) -> int:
     from ..deploy.nir_export import export_nir
 
     net, _ = load_run(args.run, which=args.which)
-    path = export_nir(net, args.nir, verify=not args.no_verify)
-    print(f"wrote {path} (NIR; BN folded, dt = 1, T = {net.T})")
+    path = export_nir(net, args.nir, verify=not args.no_verify, dt=args.dt)
+    print(f"wrote {path} (NIR; BN folded, dt = {args.dt:g}, T = {net.T})")
     return 0
 
 
@@ -50,4 +50,7 @@ def register(sub) -> None:
     e.add_argument("--nir", required=True, help="output .nir file (HDF5), written atomically")
     e.add_argument("--which", default="best", help="checkpoint name under checkpoints/ or a .pt path [best]")
     e.add_argument("--no-verify", action="store_true", help="skip re-importing the graph and comparing spikes")
+    e.add_argument("--dt", type=float, default=1.0,
+                   help="time-step the file assumes; tau and the IF input gain are scaled so an importer "
+                        "stepping with this dt reproduces plif (Norse: its from_nir dt; snnTorch 1.0: 1e-4) [1]")
     e.set_defaults(func=run_export)

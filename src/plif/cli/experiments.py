@@ -27,6 +27,7 @@ def run_ablate(args) -> int:
 def run_report(args) -> int:
     from ..experiments import write_report
 
+    output = _figure_output(args)  # a bad --format/--dpi fails before any run folder is read
     targets = None
     if args.targets:
         try:
@@ -34,18 +35,30 @@ def run_report(args) -> int:
         except ValueError:
             raise ValueError(f"--targets: expected comma-separated accuracies like 0.9,0.95 or 90,95, got {args.targets!r}") from None
     kwargs = {"targets": targets} if targets else {}
-    report = write_report(args.runs, args.out, **kwargs)
+    report = write_report(args.runs, args.out, output=output, **kwargs)
     print(f"report: {report}")
     return 0
 
 
+def _figure_output(args):
+    from ..experiments.figures import FigureOutput
+
+    return FigureOutput.parse(args.format, args.dpi)
+
+
+def _add_figure_flags(p) -> None:
+    p.add_argument("--format", default="png", help="figure formats, comma-separated: png, pdf, svg [png]")
+    p.add_argument("--dpi", type=int, help="resolution of PNG (and of images inside a PDF) [300]")
+
+
 def run_plot(args) -> int:
+    output = _figure_output(args)
     if args.what == "neuron":
         if args.run:
             raise ValueError(f"plot neuron takes no run folder (got {args.run!r})")
         from ..experiments import plot_neuron_figures
 
-        paths = plot_neuron_figures(args.out, steps=args.steps)
+        paths = plot_neuron_figures(args.out, steps=args.steps, output=output)
     else:
         from ..experiments import plot_encoder_figures
 
@@ -53,7 +66,7 @@ def run_plot(args) -> int:
             raise ValueError("plot encoder needs a run folder: plif plot encoder RUN --out DIR")
         paths = plot_encoder_figures(args.run, args.out, channels=args.channels, samples=args.samples,
                                      layer=args.layer, event_file=args.event, data_dir=args.data_dir,
-                                     which=args.checkpoint)
+                                     which=args.checkpoint, output=output)
     for p in paths:
         print(p)
     return 0
@@ -88,6 +101,7 @@ def register(sub) -> None:
     r.add_argument("--out", required=True, help="folder for report.md and the figures")
     r.add_argument("--targets", help="test accuracies for the time-to-accuracy table [0.5,0.8,0.9,0.95,0.99]")
     r.add_argument("--debug", action="store_true")
+    _add_figure_flags(r)
     r.set_defaults(func=run_report)
 
     p = sub.add_parser("plot", help="paper figures: 'neuron' (Figs. 1b, 2) or 'encoder RUN' (firing-rate maps)")
@@ -102,4 +116,5 @@ def register(sub) -> None:
     p.add_argument("--data-dir", help="encoder: dataset folder if not the run's")
     p.add_argument("--checkpoint", default="best", help="encoder: best, best_test, best_val or last [best]")
     p.add_argument("--debug", action="store_true")
+    _add_figure_flags(p)
     p.set_defaults(func=run_plot)

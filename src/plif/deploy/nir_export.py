@@ -1,24 +1,41 @@
 """Export a network to NIR (Neuromorphic Intermediate Representation, ``pip install nir``).
 
-NIR describes neurons in continuous time; the paper's neuron is its forward-Euler step with
-``dt = 1`` (one time-step):
+NIR describes neurons in continuous time; a file records the time-step ``dt`` it assumes
+(``metadata["dt"]``, 1 by default, ``plif export --dt``).  The paper's neuron is the forward-Euler
+step of NIR's LIF with ``dt/τ = k``:
 
-    NIR LIF:   τ dv/dt = (v_leak - v) + r I      Euler, dt = 1:  v += (1/τ) (r I - (v - v_leak))
-    paper:     H_t = V_{t-1} + k (X_t - (V_{t-1} - V_reset)),  k = 1/τ
+    NIR LIF:   τ dv/dt = (v_leak - v) + r I      Euler:  v += (dt/τ) (r I - (v - v_leak))
+    paper:     H_t = V_{t-1} + k (X_t - (V_{t-1} - V_reset)),  k = 1/τ_paper = sigmoid(w) for PLIF
+    NIR IF:    dv/dt = r I                       Euler:  v += dt r I
+    paper IF:  H_t = V_{t-1} + X_t
 
-so a PLIF/LIF layer maps to ``nir.LIF(tau = 1/k, r = 1, v_leak = V_reset, v_threshold = V_th,
-v_reset = V_reset)`` with the *learned* ``k = sigmoid(w)`` (τ stored in float64 as ``1/k`` so
-that ``1/τ`` rounds back to the same float32 ``k``), and IF maps to ``nir.IF(r = 1, ...)``
-(``dv/dt = r I``, Euler: ``v += I``).  Parameters are arrays over the layer's neurons
-(per-channel τ is broadcast).  Graph metadata records ``dt = 1``, ``T`` and the spec.
+so a PLIF/LIF layer maps to ``nir.LIF(tau = dt/k, r = 1, v_leak = V_reset, ...)`` with the
+*learned* ``k`` and an IF layer to ``nir.IF(r = 1/dt, ...)``: ``dt`` scales τ and the IF input gain
+so that an importer stepping the file with that ``dt`` reproduces the paper's discrete dynamics.
+τ is stored in float32 and chosen so that ``float32(dt) * float32(1/τ)`` (the product Norse and
+this package's importer form) rounds back to ``k`` whenever a float32 τ can do that (see
+:func:`tau_for_rate`).  Parameters are arrays over the layer's neurons (per-channel τ broadcast).
 
-Other layers: BN is folded into the conv/linear before it (conv -> ``nir.Conv2d`` with bias,
-linear -> ``nir.Linear``, or ``nir.Affine`` when it gained a bias); flatten -> ``nir.Flatten``
-(``start_dim = 0``: NIR shapes have no batch dimension); average pooling -> ``nir.AvgPool2d``;
-dropout is the identity at inference and is left out.  NIR (1.0.x) has **no max-pooling node**:
-a max-pool over spikes equals their OR, exported exactly as ``nir.SumPool2d`` followed by
-``nir.Threshold(0.5)`` (max pooling of non-spike values is refused).  The voting layer (mean of
-each group of ``g`` output neurons) is a fixed ``nir.Linear`` with weights ``1/g``.
+Other layers, written the way snnTorch's and Norse's importers (through nirtorch) run them:
+
+- BN folded into the conv/linear before it (``nir.Conv2d`` with bias, ``nir.Linear`` or ``nir.Affine``).
+- flatten -> ``nir.Flatten(start_dim = -len(shape), end_dim = -1)``: NIR shapes have no batch
+  dimension, while the importers apply ``start_dim`` to batched tensors as ``torch.nn.Flatten``
+  does; a negative ``start_dim`` means "from the first per-sample dimension" under both readings,
+  so the batch dimension is never flattened and the graph still type-checks in ``nir``.
+- average pooling followed (through flatten/dropout only) by a conv/linear -> ``nir.SumPool2d``
+  with its ``1/(kh kw)`` folded into that layer's weights (exact for 2x2 windows, a power of
+  two): Norse's importer has no ``AvgPool2d``.  Otherwise, or with padding -> ``nir.AvgPool2d``.
+- dropout is the identity at inference and is left out.
+- max pooling of spikes -> ``nir.SumPool2d`` then a memoryless threshold neuron
+  ``nir.LIF(tau = dt, r = 1, v_leak = 0, v_threshold = 0.5, v_reset = 0)`` (``_maxpool_or``): with
+  ``dt/τ = 1`` the Euler step sets ``v = I`` (the window's spike count), which fires iff
+  ``I >= 1``, i.e. iff the window holds a spike: the OR of binary inputs is their max.  An
+  ``nir.IF`` with reset to zero computes the same for non-negative integer input, but snnTorch's
+  importer turns IF into a leaky neuron (β = 0.9, subtractive reset) that returns a tuple, so it
+  cannot run there; NIR (1.0.x) has no max-pool node and its ``Threshold`` node runs in neither
+  importer.  Max pooling of non-spike values is refused.
+- the voting layer (mean of each group of ``g`` output neurons) -> a fixed ``nir.Linear``, weights ``1/g``.
 
 Not representable, refused with an error naming the layer: soft reset, BN that does not follow a
 conv/linear.  Spikes fire on ``H >= V_th`` in this project and on ``v > v_threshold`` in NIR's
@@ -26,20 +43,21 @@ text; the two differ only when the potential lands exactly on the threshold.
 """
 from __future__ import annotations
 
+import numbers
 from pathlib import Path
 
 import numpy as np
 import torch
 from torch import nn
 
-from ..layers import TimeFolded, TimeInvariantDropout, Voting
+from ..layers import TimeInvariantDropout, Voting
 from ..models import SpikingNetwork
 from ..neurons import SpikingNeuron
 from .bn_folding import fold_batchnorm, inner, is_batchnorm
 from ..atomic import atomic_path
 from .spike_inference import keeps_binary
 
-__all__ = ["to_nir", "write_nir", "verify_nir", "export_nir", "NIRExportError"]
+__all__ = ["to_nir", "write_nir", "verify_nir", "export_nir", "tau_for_rate", "NIRExportError"]
 
 
 class NIRExportError(ValueError):
@@ -59,34 +77,83 @@ def _np(t: torch.Tensor, dtype=None) -> np.ndarray:
     return a.astype(dtype) if dtype is not None else a.copy()
 
 
-def _neuron_node(nir, layer: SpikingNeuron, shape: tuple, where: str):
+def rate_from_tau(tau: np.ndarray, dt: float) -> torch.Tensor:
+    """``k = float32(dt) * float32(1/τ)`` in float32, the per-step leak an importer forms from ``τ``
+    (Norse's ``dt * tau_mem_inv`` with ``tau_mem_inv = 1/τ`` in float32; this package's importer)."""
+    return float(dt) * (1.0 / torch.as_tensor(np.asarray(tau, dtype=np.float32)))
+
+
+def tau_for_rate(k: np.ndarray, dt: float) -> np.ndarray:
+    """Float32 ``τ`` near ``dt/k`` whose ``rate_from_tau(τ, dt)`` is closest to ``k``, entry by entry.
+
+    For ``dt = 1``, or any power of two, this gives ``k`` back exactly (checked over the sigmoid
+    range in the tests); for other ``dt`` the extra rounding of ``dt * (1/τ)`` leaves about a
+    quarter of the float32 ``k`` unreachable by any τ, and those come back one float32 step off.
+    """
+    k = np.asarray(k, dtype=np.float32)
+    base = (float(dt) / k.astype(np.float64)).astype(np.float32)
+    best = base.copy()
+    err = np.abs(rate_from_tau(base, dt).numpy().astype(np.float64) - k)
+    down, up = base.copy(), base.copy()
+    for _ in range(4):  # wider searches find nothing closer (measured for dt = 1e-4 .. 1)
+        down, up = np.nextafter(down, np.float32(0)), np.nextafter(up, np.float32(np.inf))
+        for cand in (down, up):
+            e = np.abs(rate_from_tau(cand, dt).numpy().astype(np.float64) - k)
+            better = e < err
+            best[better], err[better] = cand[better], e[better]
+    return best
+
+
+def _neuron_node(nir, layer: SpikingNeuron, shape: tuple, where: str, dt: float):
     cfg = layer.cfg
     if not cfg.hard_reset:
         raise NIRExportError(f"{where}: soft reset (subtract V_th) has no NIR neuron; only hard reset exports")
     full = lambda v: np.full(shape, v, dtype=np.float32)  # noqa: E731
     if not cfg.leak:
-        return nir.IF(r=full(1.0), v_threshold=full(cfg.v_threshold), v_reset=full(cfg.v_reset))
+        return nir.IF(r=full(1.0 / dt), v_threshold=full(cfg.v_threshold), v_reset=full(cfg.v_reset))
     probe = torch.zeros((1, 1) + tuple(shape))
-    k = layer.k(probe).detach().to(torch.float32).cpu()
-    tau = 1.0 / np.broadcast_to(k.numpy().astype(np.float64), shape)
+    k = layer.k(probe).detach().to(torch.float32).cpu().numpy()
+    tau = tau_for_rate(np.broadcast_to(k, shape), dt)
     return nir.LIF(tau=np.ascontiguousarray(tau), r=full(1.0), v_leak=full(cfg.v_reset),
                    v_threshold=full(cfg.v_threshold), v_reset=full(cfg.v_reset))
+
+
+def _spike_or(nir, shape: tuple, dt: float):
+    """A memoryless threshold neuron: ``dt/τ = 1`` makes the Euler step ``v = I``; fires iff ``I > 0.5``."""
+    full = lambda v: np.full(shape, v, dtype=np.float32)  # noqa: E731
+    return nir.LIF(tau=full(dt), r=full(1.0), v_leak=full(0.0), v_threshold=full(0.5), v_reset=full(0.0))
 
 
 def _pair(v) -> np.ndarray:
     return np.array(v if isinstance(v, (tuple, list)) else (v, v), dtype=np.int64)
 
 
-def to_nir(net: SpikingNetwork):
-    """The ``nir.NIRGraph`` of ``net`` (BN folded, eval mode): a chain ``input -> ... -> output``.
+def _folds_forward(rest) -> bool:
+    """Whether a conv/linear follows with only flatten/dropout between (layers that commute with a scale)."""
+    for layer in rest:
+        m = inner(layer)
+        if isinstance(m, (nn.Conv2d, nn.Linear)):
+            return True
+        if not (isinstance(layer, TimeInvariantDropout) or isinstance(m, nn.Flatten)):
+            return False
+    return False
+
+
+def to_nir(net: SpikingNetwork, dt: float = 1.0):
+    """The ``nir.NIRGraph`` of ``net`` (BN folded, eval mode): a chain ``input -> ... -> output``,
+    for importers that step it with time-step ``dt`` (> 0).
 
     Node names are ``<layer index>_<kind>``; the input node has the per-sample input shape and
     receives one frame per time-step (a static image is repeated ``T`` times).
     """
     nir = _nir()
+    if isinstance(dt, bool) or not isinstance(dt, numbers.Real) or not (np.isfinite(dt) and dt > 0):
+        raise NIRExportError(f"dt must be a positive finite time-step (the unit the importer steps in), got {dt!r}")
+    dt = float(dt)
     folded = fold_batchnorm(net)
     nodes = {"input": nir.Input(input_type={"input": np.array(folded.input_shape)})}
     shape, binary = tuple(folded.input_shape), False
+    scale_next = None  # 1/(kh kw) of a sum-pool still to be folded into the next conv/linear
     for i, (layer, info) in enumerate(zip(folded.layers, folded.info)):
         m = inner(layer)
         where = f"layer {i} ({info.token})"
@@ -98,42 +165,51 @@ def to_nir(net: SpikingNetwork):
             bias = m.bias if m.bias is not None else torch.zeros(m.out_channels)
             if isinstance(m.padding, str):
                 raise NIRExportError(f"{where}: string padding {m.padding!r} is not exported")
-            nodes[f"{i}_conv"] = nir.Conv2d(input_shape=np.array(shape[1:]), weight=_np(m.weight),
+            weight, scale_next = _np(m.weight) * (scale_next or 1), None
+            nodes[f"{i}_conv"] = nir.Conv2d(input_shape=np.array(shape[1:]), weight=weight,
                                             stride=_pair(m.stride), padding=_pair(m.padding),
                                             dilation=_pair(m.dilation), groups=m.groups, bias=_np(bias))
         elif isinstance(m, nn.Linear):
-            nodes[f"{i}_linear"] = (nir.Linear(weight=_np(m.weight)) if m.bias is None
-                                    else nir.Affine(weight=_np(m.weight), bias=_np(m.bias)))
+            weight, scale_next = _np(m.weight) * (scale_next or 1), None
+            nodes[f"{i}_linear"] = (nir.Linear(weight=weight) if m.bias is None
+                                    else nir.Affine(weight=weight, bias=_np(m.bias)))
         elif isinstance(m, nn.Flatten):
-            nodes[f"{i}_flatten"] = nir.Flatten(input_type={"input": np.array(shape)}, start_dim=0, end_dim=-1)
+            nodes[f"{i}_flatten"] = nir.Flatten(input_type={"input": np.array(shape)},
+                                                  start_dim=-len(shape), end_dim=-1)
         elif isinstance(m, nn.AvgPool2d):
-            nodes[f"{i}_avgpool"] = nir.AvgPool2d(kernel_size=_pair(m.kernel_size), stride=_pair(m.stride),
-                                                  padding=_pair(m.padding))
+            kernel = _pair(m.kernel_size)
+            if _pair(m.padding).any() or m.ceil_mode or not _folds_forward(folded.layers[i + 1:]):
+                nodes[f"{i}_avgpool"] = nir.AvgPool2d(kernel_size=kernel, stride=_pair(m.stride),
+                                                      padding=_pair(m.padding))
+            else:  # Norse has no AvgPool2d: a sum-pool, its 1/(kh kw) folded into the next weights
+                nodes[f"{i}_avgpool_sum"] = nir.SumPool2d(kernel_size=kernel, stride=_pair(m.stride),
+                                                          padding=_pair(m.padding))
+                scale_next = np.float32(1.0 / float(np.prod(kernel)))
         elif isinstance(m, nn.MaxPool2d):
             if not binary:
                 raise NIRExportError(f"{where}: NIR has no max-pooling node; max pooling is exported as "
-                                     f"OR of spikes (SumPool2d + Threshold) only when its input is spikes")
+                                     f"OR of spikes (SumPool2d + threshold neuron) only when its input is spikes")
             if m.dilation not in (1, (1, 1)) or m.ceil_mode:
                 raise NIRExportError(f"{where}: only dilation=1, ceil_mode=False max pooling exports")
             nodes[f"{i}_maxpool_sum"] = nir.SumPool2d(kernel_size=_pair(m.kernel_size), stride=_pair(m.stride),
                                                       padding=_pair(m.padding))
-            nodes[f"{i}_maxpool_or"] = nir.Threshold(threshold=np.full(info.out_shape, 0.5, dtype=np.float32))
+            nodes[f"{i}_maxpool_or"] = _spike_or(nir, tuple(info.out_shape), dt)
         elif isinstance(m, Voting):
             g, n = m.group, shape[0]
             w = np.kron(np.eye(n // g, dtype=np.float32), np.full((1, g), 1.0 / g, dtype=np.float32))
             nodes[f"{i}_voting"] = nir.Linear(weight=w)
         elif isinstance(m, SpikingNeuron):
-            nodes[f"{i}_{type(m).__name__.lower()}"] = _neuron_node(nir, m, info.out_shape, where)
+            nodes[f"{i}_{type(m).__name__.lower()}"] = _neuron_node(nir, m, info.out_shape, where, dt)
         else:
             raise NIRExportError(f"{where}: no NIR mapping for {type(m).__name__}")
         binary = isinstance(layer, SpikingNeuron) or (binary and keeps_binary(layer))
         shape = tuple(info.out_shape)
     nodes["output"] = nir.Output(output_type={"output": np.array(shape)})
     names = list(nodes)
-    metadata = {"source": "plif", "spec": folded.spec, "T": int(folded.T), "dt": 1.0,
+    metadata = {"source": "plif", "spec": folded.spec, "T": int(folded.T), "dt": dt,
                 "input_shape": np.array(folded.input_shape),
-                "neuron_discretisation": "forward Euler, dt=1: v += (dt/tau) (r I - (v - v_leak)); "
-                                         "fire v >= v_threshold; hard reset to v_reset"}
+                "neuron_discretisation": "forward Euler with metadata dt: LIF v += (dt/tau) (r I - (v - v_leak)), "
+                                         "IF v += dt r I; fire v >= v_threshold; hard reset to v_reset"}
     return nir.NIRGraph(nodes=nodes, edges=list(zip(names[:-1], names[1:])), metadata=metadata)
 
 
@@ -161,12 +237,20 @@ def verify_nir(net: SpikingNetwork, graph, samples: int = 4, seed: int = 0) -> N
     if want.shape != got.shape or not torch.allclose(want, got, rtol=0.0, atol=1e-5):
         diff = ("shape " + str(tuple(got.shape)) if want.shape != got.shape
                 else f"{int(((want - got).abs() > 1e-5).sum())} outputs differ")
-        raise NIRExportError(f"re-imported NIR graph does not reproduce the network ({diff})")
+        hint = ("" if np.frexp(float(_meta_dt(graph)))[0] == 0.5 else
+                "; with a dt that is not a power of two a tau can be one float32 step off the trained k "
+                "(docs/deployment.md): try --dt 1 or 2**-10")
+        raise NIRExportError(f"re-imported NIR graph does not reproduce the network ({diff}){hint}")
 
 
-def export_nir(net: SpikingNetwork, path: str | Path, verify: bool = True) -> Path:
-    """Convert, check the round trip (``verify``) and write; on any error nothing is written."""
-    graph = to_nir(net)
+def _meta_dt(graph) -> float:
+    return float((graph.metadata or {}).get("dt", 1.0))
+
+
+def export_nir(net: SpikingNetwork, path: str | Path, verify: bool = True, dt: float = 1.0) -> Path:
+    """Convert for time-step ``dt``, check the round trip (``verify``) and write; on any error
+    nothing is written."""
+    graph = to_nir(net, dt)
     if verify:
         verify_nir(net, graph)
     return write_nir(graph, path)

@@ -1,8 +1,11 @@
-"""Read a NIR graph back into a PyTorch module that runs the discrete (dt = 1) dynamics.
+"""Read a NIR graph back into a PyTorch module that runs its discrete (forward-Euler) dynamics.
 
-The inverse of :mod:`plif.deploy.nir_export`: LIF nodes step ``H = V + (dt/τ)(r X - (V - v_leak))``,
-IF nodes ``H = V + r X``, both fire on ``H >= v_threshold`` (this project's Θ) and reset hard to
-``v_reset``.  Only chains (each node one input, one output) of the node types the exporter
+The inverse of :mod:`plif.deploy.nir_export`, with ``dt`` from the graph's metadata (1 if absent):
+LIF nodes step ``H = V + k (r X - (V - v_leak))`` with ``k = float32(dt) * float32(1/τ)`` (the
+same float32 product Norse forms), IF nodes ``H = V + dt r X``; both fire on ``H >= v_threshold``
+(this project's Θ) and reset hard to ``v_reset``.  ``Flatten`` counts ``start_dim``/``end_dim``
+from the first per-sample dimension (NIR shapes have no batch); negative values count from the
+end, as ``plif`` writes them.  Only chains (each node one input, one output) of the node types the exporter
 writes are supported, plus ``Scale``; anything else is refused with the node's name.
 """
 from __future__ import annotations
@@ -24,15 +27,17 @@ def _t(a) -> torch.Tensor:
 
 
 class NIRNeuron(nn.Module):
-    """LIF (``tau`` given) or IF (``tau=None``) over ``[T, B, ...]`` with per-neuron parameters."""
+    """LIF (``tau`` given) or IF (``tau=None``) over ``[T, B, ...]`` with per-neuron parameters.
+
+    The input gain is ``r`` for LIF and ``dt r`` for IF (NIR's ``dv/dt = r I`` over one step)."""
 
     def __init__(self, r, v_threshold, v_reset, tau=None, v_leak=None, dt: float = 1.0):
         super().__init__()
-        self.register_buffer("r", _t(r).float())
+        gain = np.asarray(r, dtype=np.float64) * (1.0 if tau is not None else dt)
+        self.register_buffer("r", _t(gain).float())
         self.register_buffer("v_threshold", _t(v_threshold).float())
         self.register_buffer("v_reset", _t(v_reset).float())
-        # k computed in float64 then rounded once, so τ = 1/k (exported in float64) gives k back exactly
-        self.register_buffer("k", None if tau is None else (dt / _t(tau).double()).float())
+        self.register_buffer("k", None if tau is None else float(dt) * (1.0 / _t(tau).float()))
         self.register_buffer("v_leak", None if v_leak is None else _t(v_leak).float())
 
     @torch.no_grad()
@@ -98,8 +103,8 @@ def _module(name: str, node, dt: float) -> nn.Module | None:
             lin.bias.data.copy_(_t(node.bias).float())
         return TimeFolded(lin)
     if kind == "Flatten":
-        end = int(node.end_dim)
-        return TimeFolded(nn.Flatten(int(node.start_dim) + 1, end if end < 0 else end + 1))
+        start, end = int(node.start_dim), int(node.end_dim)
+        return TimeFolded(nn.Flatten(start if start < 0 else start + 1, end if end < 0 else end + 1))
     if kind in ("AvgPool2d", "SumPool2d"):
         return TimeFolded(nn.AvgPool2d(_ints(node.kernel_size), _ints(node.stride), _ints(node.padding),
                                        count_include_pad=True, divisor_override=1 if kind == "SumPool2d" else None))
@@ -110,7 +115,7 @@ def _module(name: str, node, dt: float) -> nn.Module | None:
     if kind == "LIF":
         return NIRNeuron(node.r, node.v_threshold, node.v_reset, tau=node.tau, v_leak=node.v_leak, dt=dt)
     if kind == "IF":
-        return NIRNeuron(node.r, node.v_threshold, node.v_reset)
+        return NIRNeuron(node.r, node.v_threshold, node.v_reset, dt=dt)
     raise ValueError(f"NIR node {name!r}: type {kind} is not supported by this importer")
 
 

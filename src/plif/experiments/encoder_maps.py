@@ -102,9 +102,9 @@ def _tile(maps: np.ndarray) -> tuple[int, int]:
     return math.ceil(n / cols), cols
 
 
-def _grid_figure(maps: np.ndarray, title: str, vmax: float, cbar_label: str):
-    """All channels ``[C, H, W]`` tiled in one image grid."""
-    from .figures import new_figure
+def _grid_figure(maps: np.ndarray, title: str, vmax: float, cbar_label: str, binary: bool = False):
+    """All channels ``[C, H, W]`` tiled in one image grid; ``binary``: 0/1 maps in two flat colours."""
+    from .figures import binary_colormap, new_figure
 
     rows, cols = _tile(maps)
     fig, axes = new_figure(1.2 * cols + 1.2, 1.2 * rows + 0.6, rows, cols)
@@ -113,13 +113,31 @@ def _grid_figure(maps: np.ndarray, title: str, vmax: float, cbar_label: str):
         ax.set_xticks([])
         ax.set_yticks([])
         if i < maps.shape[0]:
-            im = ax.imshow(maps[i], cmap="viridis", vmin=0.0, vmax=vmax, interpolation="nearest")
+            if binary:
+                cmap, norm = binary_colormap()
+                im = ax.imshow(maps[i], cmap=cmap, norm=norm, interpolation="nearest")
+            else:
+                im = ax.imshow(maps[i], cmap="viridis", vmin=0.0, vmax=vmax, interpolation="nearest")
             ax.set_title(f"ch {i}", fontsize=6, pad=1)
         else:
             ax.axis("off")
     fig.suptitle(title, fontsize=9)
-    fig.colorbar(im, ax=axes, shrink=0.6, label=cbar_label)
+    if binary:
+        bar = fig.colorbar(im, ax=axes, shrink=0.3, ticks=[0, 1])
+        bar.ax.set_yticklabels(["no spike (0)", "spike (1)"])
+        for ax in axes.flat:  # white pixels on a white page: frame every map
+            for side in ax.spines.values():
+                side.set_edgecolor("0.5")
+    else:
+        bar = fig.colorbar(im, ax=axes, shrink=0.6)
+    _label_bar(bar, cbar_label)
     return fig
+
+
+def _label_bar(bar, label: str) -> None:
+    # the colour bar's default 10 pt would dwarf the 6-7 pt panel titles
+    bar.set_label(label, fontsize=7)
+    bar.ax.tick_params(labelsize=6)
 
 
 def _rates_figure(inputs: np.ndarray, rates: np.ndarray, channels: list[int], labels, title: str):
@@ -142,7 +160,7 @@ def _rates_figure(inputs: np.ndarray, rates: np.ndarray, channels: list[int], la
         ax.set_xticks([])
         ax.set_yticks([])
     fig.suptitle(title, fontsize=9)
-    fig.colorbar(im, ax=axes, shrink=0.6, label="firing rate (spikes per time-step)")
+    _label_bar(fig.colorbar(im, ax=axes, shrink=0.6), "firing rate (spikes per time-step)")
     return fig
 
 
@@ -154,23 +172,24 @@ def _spatial_check(spikes: torch.Tensor, layer: int) -> None:
 
 def plot_encoder_figures(run_dir: str | Path, out: str | Path, channels: str | None = None, samples: int = 4,
                          layer: int = 0, event_file: str | Path | None = None, data_dir: str | None = None,
-                         which: str = "best") -> list[Path]:
-    """Firing-rate figures of spiking layer ``layer`` of a trained run; returns the PNG paths.
+                         which: str = "best", output=None) -> list[Path]:
+    """Firing-rate figures of spiking layer ``layer`` of a trained run; returns the figure files
+    (each figure in every format of ``output``, a :class:`~plif.experiments.figures.FigureOutput`).
 
     Writes ``encoder_rates`` (chosen channels x the first ``samples`` test samples),
     ``encoder_spikes_t0`` (all channels of sample 0 at t = 0) and ``encoder_rate_grid`` (all
     channels of sample 0, rate over T); with ``event_file`` the same three as ``event_*`` for that
-    file's frames.  Each PNG has a JSON of its data beside it.
+    file's frames.  Each figure has a JSON of its data beside it.
     """
     from ..train import load_run_model
-    from .figures import save_json, save_png
+    from .figures import FigureOutput, save_figure, save_json
 
     if samples < 0:
         raise ValueError(f"--samples must be 0 or more, got {samples}")
     if samples == 0 and event_file is None:
         raise ValueError("nothing to plot: --samples 0 and no --event file")
     net, config = load_run_model(run_dir, which)
-    out = Path(out)
+    out, output = Path(out), output or FigureOutput()
     written = []
     sources = []
     if samples:
@@ -186,20 +205,18 @@ def plot_encoder_figures(run_dir: str | Path, out: str | Path, channels: str | N
         shown = (x.float().mean(0) if x.dim() == len(config["input_shape"]) + 2 else x.float()).mean(1).numpy()
         meta = {"run": str(run_dir), "layer": layer, "T": int(spikes.shape[0]), "labels": labels,
                 "network": config["network"], "source": str(event_file) if prefix == "event" else "test set"}
-        where = f"spiking layer {layer} ({config['dataset']}, T={spikes.shape[0]})"
+        where = f"spiking layer {layer} ({config['dataset']}, $T$ = {spikes.shape[0]})"
         p = out / f"{prefix}_rates.png"
-        save_png(_rates_figure(shown, rates, chans, labels, f"Firing rates of {where}"), p)
+        written += save_figure(_rates_figure(shown, rates, chans, labels, f"Firing rates of {where}"), p, output)
         save_json(p.with_suffix(".json"), {**meta, "channels": chans,
                                            "rates": {str(c): rates[:, c].round(6).tolist() for c in chans}})
-        written.append(p)
         p = out / f"{prefix}_rate_grid.png"
-        save_png(_grid_figure(rates[0], f"Firing rate of every channel, sample 0, {where}", 1.0,
-                              "firing rate (spikes per time-step)"), p)
+        written += save_figure(_grid_figure(rates[0], f"Firing rate of every channel, sample 0\n{where}", 1.0,
+                                            "firing rate (spikes per time-step)"), p, output)
         save_json(p.with_suffix(".json"), {**meta, "sample": 0, "rates": rates[0].round(6).tolist()})
-        written.append(p)
         s0 = spikes[0, 0].numpy()
         p = out / f"{prefix}_spikes_t0.png"
-        save_png(_grid_figure(s0, f"Spikes of every channel at t = 0, sample 0, {where}", 1.0, "spike (0 or 1)"), p)
+        written += save_figure(_grid_figure(s0, f"Spikes of every channel at $t$ = 0, sample 0\n{where}", 1.0,
+                                            "output at $t$ = 0", binary=True), p, output)
         save_json(p.with_suffix(".json"), {**meta, "sample": 0, "t": 0, "spikes": s0.astype(int).tolist()})
-        written.append(p)
     return written

@@ -113,22 +113,24 @@ _STYLE = {"base": ("tab:blue", "-"), "w+": ("tab:red", "--"), "w-": ("tab:red", 
           "tau+": ("tab:green", "--"), "tau-": ("tab:green", ":")}
 
 
-def _plot(curves: dict, variants, title: str, path: Path, ylabel: str, marks=()) -> None:
-    from .figures import new_figure, save_csv, save_json, save_png
+def _plot(curves: dict, variants, title: str, path: Path, ylabel: str, marks=(), output=None) -> list[Path]:
+    from .figures import FigureOutput, new_figure, save_csv, save_figure, save_json
 
     fig, ax = new_figure(6.4, 4.0)
     ax = ax[0, 0]
     t = curves["t_ms"].tolist()
     for v in variants:
         color, ls = _STYLE.get(v.name, (None, "-"))
-        ax.plot(t, curves[v.name].tolist(), color=color, linestyle=ls, label=f"{v.name} (w={v.w:g}, tau={v.tau:g} ms)")
+        ax.plot(t, curves[v.name].tolist(), color=color, linestyle=ls,
+                label=f"{_legend_name(v.name)}: $w$ = {v.w:g}, $\\tau$ = {v.tau:g} ms")
     for s in marks:
         ax.axvline(s, color="0.8", linewidth=0.8, zorder=0)
-    ax.set_xlabel("time t (ms), dt = 1 ms")
+    ax.set_xlabel("time $t$ (ms), $\\Delta t$ = 1 ms")
     ax.set_ylabel(ylabel)
-    ax.set_title(title + "\nLIF, V_rest = 0, threshold = +inf (sub-threshold: never fires)", fontsize=9)
+    ax.set_title(title + "\nLIF, $V_{\\mathrm{rest}}$ = 0, $V_{\\mathrm{th}}$ = +∞ (sub-threshold: never fires)",
+                 fontsize=9)
     ax.legend(fontsize=8)
-    save_png(fig, path)
+    written = save_figure(fig, path, output or FigureOutput())
     names = [v.name for v in variants]
     save_csv(path.with_suffix(".csv"), ["t_ms"] + names,
              zip(t, *[curves[n].tolist() for n in names]))
@@ -136,17 +138,24 @@ def _plot(curves: dict, variants, title: str, path: Path, ylabel: str, marks=())
         "dt_ms": 1.0, "v_threshold": "inf (never fires)", "v_rest": 0.0,
         "variants": [{"name": v.name, "w": v.w, "tau_ms": v.tau} for v in variants],
         "t_ms": t, "V": {n: curves[n].tolist() for n in names}})
+    return written
 
 
-def plot_neuron_figures(out: str | Path, steps: int = 200, variants=VARIANTS) -> list[Path]:
-    """Write ``fig1b_constant_input.{png,csv,json}`` and ``fig2_input_spikes.{png,csv,json}`` to ``out``."""
+def _legend_name(name: str) -> str:
+    """``tau+`` -> ``τ+``: the variant names of the paper's figures, with the Greek letter."""
+    return name.replace("tau", "$\\tau$")
+
+
+def plot_neuron_figures(out: str | Path, steps: int = 200, variants=VARIANTS, output=None) -> list[Path]:
+    """Write ``fig1b_constant_input`` and ``fig2_input_spikes`` to ``out``, each in the formats of
+    ``output`` (a :class:`~plif.experiments.figures.FigureOutput`; PNG by default) with its data as
+    ``.csv`` and ``.json``; returns the figure files."""
     out = Path(out)
     p1 = out / "fig1b_constant_input.png"
     p2 = out / "fig2_input_spikes.png"
-    _plot(constant_input_curves(steps, variants=variants), variants,
-          "Fig. 1(b): constant input X = wI from t = 0 (I = 1)", p1,
-          "membrane potential V (units of I, arbitrary)")
-    _plot(spike_input_curves(steps, variants=variants), variants,
-          f"Fig. 2: input spikes X = w at t = {', '.join(map(str, SPIKE_TIMES_MS))} ms", p2,
-          "membrane potential V (arbitrary units)", SPIKE_TIMES_MS)
-    return [p1, p2]
+    return (_plot(constant_input_curves(steps, variants=variants), variants,
+                  "Fig. 1(b): constant input $X = wI$ from $t$ = 0 ($I$ = 1)", p1,
+                  "membrane potential $V$ (units of $I$)", output=output)
+            + _plot(spike_input_curves(steps, variants=variants), variants,
+                    f"Fig. 2: input spikes $X = w$ at $t$ = {', '.join(map(str, SPIKE_TIMES_MS))} ms", p2,
+                    "membrane potential $V$ (arbitrary units)", SPIKE_TIMES_MS, output=output))

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from .figures import moving_average, new_figure, save_csv, save_json, save_png
+from .figures import FigureOutput, moving_average, new_figure, save_csv, save_figure, save_json
 from .paper_numbers import paper_accuracy
 from .runs import RunRecord, expand_run_paths, read_run
 
@@ -122,7 +122,7 @@ def _time_table(runs: list[RunRecord], targets) -> tuple[list[str], list[dict]]:
     return lines, data
 
 
-def _accuracy_figure(runs: list[RunRecord], path: Path) -> Path | None:
+def _accuracy_figure(runs: list[RunRecord], path: Path, output: FigureOutput) -> Path | None:
     """Fig. 5: test accuracy over epochs, one panel per dataset; LIF dashed, PLIF solid."""
     from matplotlib.ticker import MaxNLocator
 
@@ -133,9 +133,11 @@ def _accuracy_figure(runs: list[RunRecord], path: Path) -> Path | None:
     fig, axes = new_figure(6.4 * len(datasets), 4.2, 1, len(datasets))
     series = []
     for ax, ds in zip(axes[0], datasets):
+        epochs_here = set()
         for r in (r for r in with_data if r.dataset == ds):
             ep = [m["epoch"] for m in r.metrics if "test_acc" in m]
             acc = [100 * m["test_acc"] for m in r.metrics if "test_acc" in m]
+            epochs_here.update(ep)
             style = "--" if r.setting.neuron != "plif" else "-"
             # the paper plots 64-epoch moving averages over shaded raw data; short runs show raw data only
             if len(acc) >= 128:
@@ -146,18 +148,25 @@ def _accuracy_figure(runs: list[RunRecord], path: Path) -> Path | None:
             series.append({"run": r.label, "dataset": ds, "setting": r.setting.label(), "epoch": ep, "test_acc_pct": acc})
         ax.set_xlabel("epoch")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        if len(epochs_here) == 1:  # one point: the locator would invent fractional epochs around it
+            ax.set_xticks(sorted(epochs_here))
         ax.set_ylabel("test accuracy (%)")
         ax.set_title(f"{ds}: test accuracy during training (PLIF solid, LIF/IF dashed)", fontsize=9)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
-    save_png(fig, path)
+    path = save_figure(fig, path, output)[0]
     save_json(path.with_suffix(".json"), {"series": series})
     save_csv(path.with_suffix(".csv"), ["run", "dataset", "setting", "epoch", "test_acc_pct"],
              ((s["run"], s["dataset"], s["setting"], e, a) for s in series for e, a in zip(s["epoch"], s["test_acc_pct"])))
     return path
 
 
-def _tau_figure(runs: list[RunRecord], path: Path) -> Path | None:
+def _greek(label: str) -> str:
+    """``PLIF(tau0=2)`` -> ``PLIF(τ₀=2)`` in mathtext, for figure text (tables keep the plain name)."""
+    return label.replace("tau0", "$\\tau_0$").replace("tau=", "$\\tau$=")
+
+
+def _tau_figure(runs: list[RunRecord], path: Path, output: FigureOutput) -> Path | None:
     """Fig. 6: tau(i) of every PLIF layer over training, one panel per run."""
     from matplotlib.ticker import MaxNLocator
 
@@ -173,23 +182,27 @@ def _tau_figure(runs: list[RunRecord], path: Path) -> Path | None:
             taus, epochs = [[r.setting.tau0] * len(taus[0])] + taus, [0] + epochs
         for i in range(len(taus[0])):
             ax.plot(epochs, [row[i] for row in taus], marker="o" if len(epochs) < 30 else None, markersize=3,
-                    label=f"tau({i + 1})")
+                    label=f"$\\tau_{{{i + 1}}}$")
         ax.set_xlabel("epoch (0 = initial value)")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-        ax.set_ylabel("membrane time constant tau (time-steps)")
-        ax.set_title(f"{r.label} ({r.dataset}, {r.setting.label()})", fontsize=9)
+        if len(set(epochs)) == 1:  # one point: the locator would invent fractional epochs around it
+            ax.set_xticks(sorted(set(epochs)))
+        ax.set_ylabel("membrane time constant $\\tau$ (time-steps)")
+        ax.set_title(f"{r.label} ({r.dataset}, {_greek(r.setting.label())})", fontsize=9)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7, ncol=2)
         series.append({"run": r.label, "epoch": epochs, "taus": taus})
-    save_png(fig, path)
+    path = save_figure(fig, path, output)[0]
     save_json(path.with_suffix(".json"), {"note": "tau(i): the i-th PLIF layer; value at the end of each epoch",
                                           "series": series})
     return path
 
 
-def write_report(paths, out: str | Path, targets=DEFAULT_TARGETS, log=print) -> Path:
-    """Read run and sweep folders ``paths``, write ``report.md``, ``report.json`` and figures to ``out``."""
-    out = Path(out)
+def write_report(paths, out: str | Path, targets=DEFAULT_TARGETS, log=print,
+                 output: FigureOutput | None = None) -> Path:
+    """Read run and sweep folders ``paths``, write ``report.md``, ``report.json`` and figures to ``out``
+    (in the formats of ``output``; report.md shows the first)."""
+    out, output = Path(out), output or FigureOutput()
     runs, problems = [], []
     for path, label in expand_run_paths(paths):
         try:
@@ -209,7 +222,8 @@ def write_report(paths, out: str | Path, targets=DEFAULT_TARGETS, log=print) -> 
 
     rows = report_rows(runs)
     time_lines, time_data = _time_table(runs, targets)
-    figures = [f for f in (_accuracy_figure(runs, out / "test_accuracy.png"), _tau_figure(runs, out / "taus.png")) if f]
+    figures = [f for f in (_accuracy_figure(runs, out / "test_accuracy.png", output),
+                           _tau_figure(runs, out / "taus.png", output)) if f]
     md = ["# PLIF reproduction report", "",
           "Accuracy A = max test accuracy over epochs (paper Table 3); B = test accuracy at the epoch of best "
           "validation accuracy (supplement; needs a run with --val-split). Δ = ours − paper, in percentage "
@@ -222,10 +236,10 @@ def write_report(paths, out: str | Path, targets=DEFAULT_TARGETS, log=print) -> 
     md += time_lines
     if figures:
         md += ["", "## Figures", ""]
-        titles = {"test_accuracy.png": "Test accuracy over epochs, PLIF vs LIF (paper Fig. 5)",
-                  "taus.png": "tau of every PLIF layer over training (paper Fig. 6)"}
+        titles = {"test_accuracy": "Test accuracy over epochs, PLIF vs LIF (paper Fig. 5)",
+                  "taus": "τ of every PLIF layer over training (paper Fig. 6)"}
         for f in figures:
-            md += [f"![{titles[f.name]}]({f.name})", "", f"*{titles[f.name]}; data: {f.stem}.json*", ""]
+            md += [f"![{titles[f.stem]}]({f.name})", "", f"*{titles[f.stem]}; data: {f.stem}.json*", ""]
     if problems:
         md += ["", "## Notes on the run folders", ""] + [f"- {p}" for p in problems]
     runs_md = ["", "## Runs", ""] + [f"- {r.label}: `{r.path}` — {r.setting.label()}, network "
