@@ -57,11 +57,20 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
-    except (ValueError, FileNotFoundError, RuntimeError) as e:
+    except (ValueError, TypeError, OSError, RuntimeError) as e:
         if getattr(args, "debug", False):
             raise
-        print(f"plif {args.command}: error: {e}", file=sys.stderr)
+        print(f"plif {args.command}: error: {user_message(e)}", file=sys.stderr)
         return 2
+
+
+def user_message(e: BaseException) -> str:
+    """One line for a user error; an OS error names the path and says what failed."""
+    if isinstance(e, OSError) and not isinstance(e, FileNotFoundError) and e.strerror:
+        where = f"{e.filename}: " if e.filename else ""
+        return f"{where}{e.strerror}"
+    text = str(e)
+    return text if text else type(e).__name__
 
 
 if __name__ == "__main__":

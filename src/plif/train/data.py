@@ -140,8 +140,8 @@ def load_train_data(cfg: TrainConfig, device: torch.device) -> TrainData:
         x_train, y_train = x_train[tr_idx], y_train[tr_idx]
     x_train, y_train = _subset(x_train, y_train, cfg.max_train_samples)
     x_test, y_test = _subset(x_test, y_test, cfg.max_test_samples)
-    if val is not None and cfg.max_test_samples is not None:
-        val = Split(*_subset(val.x, val.y, cfg.max_test_samples))
+    if val is not None:  # --max-test-samples caps only the test split
+        val = Split(*_subset(val.x, val.y, getattr(cfg, "max_val_samples", None)))
 
     def on(split: Split | None):
         return None if split is None else Split(split.x.to(device), split.y.to(device))
