@@ -27,7 +27,10 @@ COMMANDS = {
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    from .. import __version__
+
     parser = argparse.ArgumentParser(prog="plif", description="PLIF spiking neural networks (Fang et al., ICCV 2021)")
+    parser.add_argument("--version", action="version", version=f"plif {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     done = set()
     for name, module in COMMANDS.items():

@@ -138,7 +138,8 @@ _KINDS = {"bool": bool, "int": int, "float": float, "str": str, "tuple": tuple}
 
 def field_kind(f: dataclasses.Field) -> tuple[type, bool]:
     """``(base type, optional)`` of a config field from its annotation (``int | None`` -> ``(int, True)``)."""
-    parts = [p.strip() for p in str(f.type).replace("Optional[", "").rstrip("]").split("|")]
+    text = f.type.__name__ if isinstance(f.type, type) else str(f.type).replace("typing.", "")
+    parts = [p.strip() for p in text.replace("Optional[", "").rstrip("]").split("|")]
     optional = "None" in parts
     names = [p for p in parts if p != "None"]
     if len(names) != 1 or names[0] not in _KINDS:
