@@ -9,8 +9,6 @@ from __future__ import annotations
 from contextlib import contextmanager
 from pathlib import Path
 
-
-
 __all__ = ["TensorBoardLog", "firing_rates"]
 
 
@@ -73,5 +71,3 @@ class TensorBoardLog:
 
     def close(self) -> None:
         self.writer.close()
-
-
