@@ -61,6 +61,27 @@ def test_divergence_in_the_first_epoch_writes_no_weights(tiny_fashion, tmp_path)
     assert not (tmp_path / "r" / "checkpoints" / "best_test.pt").exists()
 
 
+def test_divergence_from_the_cli_is_one_line_and_non_zero(tiny_fashion, tmp_path, capsys):
+    from plif.cli.main import main
+
+    rc = main(["train", "--data-dir", str(tiny_fashion), "--network", TINY_NET, "--T", "2", "--epochs", "1",
+               "--batch-size", "40", "--device", "cpu", "--lr", "1e39", "--out", str(tmp_path / "r")])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and "\n" not in err and "training diverged in epoch 1" in err
+
+
+def test_read_only_file_system_is_one_line(tiny_fashion, tmp_path, monkeypatch):
+    import errno
+    from pathlib import Path
+
+    def read_only(self, *a, **k):
+        raise OSError(errno.EROFS, "Read-only file system", str(self))
+
+    monkeypatch.setattr(Path, "mkdir", read_only)
+    with pytest.raises(ValueError, match=r"--out .*/r: cannot create the run folder \(Read-only file system\)"):
+        train(_cfg(tiny_fashion, tmp_path / "r"), log=_quiet)
+
+
 def test_nonfinite_checkpoint_is_refused_by_eval_stats_and_export(tiny_fashion, tmp_path, capsys):
     from plif.cli.main import main
 

@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
-    except (ValueError, TypeError, OSError, RuntimeError) as e:
+    except (ValueError, TypeError, OSError, RuntimeError, FloatingPointError) as e:
         if getattr(args, "debug", False):
             raise
         print(f"plif {args.command}: error: {user_message(e)}", file=sys.stderr)
