@@ -217,3 +217,14 @@ def test_summary_is_valid_json_and_max_test_samples_leaves_validation_alone(tiny
     lines.clear()
     train(_cfg(tiny_fashion, tmp_path / "r2", val_split=0.5, max_test_samples=10, max_val_samples=7), log=lines.append)
     assert ", 7 val, 10 test samples" in lines[1]
+
+
+def test_all_finite_sees_nan_and_inf_in_any_tensor():
+    from plif.train.loop import all_finite
+
+    good = [torch.ones(3), torch.zeros(2, 2), torch.arange(4)]
+    assert bool(all_finite(good))
+    for bad in (float("nan"), float("inf"), -float("inf")):
+        t = torch.ones(5)
+        t[3] = bad
+        assert not bool(all_finite(good + [t]))

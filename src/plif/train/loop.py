@@ -37,11 +37,16 @@ def adam(params, lr: float, capturable: bool = False) -> torch.optim.Adam:
 
 
 def all_finite(tensors) -> torch.Tensor:
-    """A device bool: every element of every tensor is finite (one fused max-abs, no host sync)."""
+    """A device bool: every element of every tensor is finite (no host sync).
+
+    One fused 2-norm per tensor: NaN and infinity propagate into it, so it is finite exactly when
+    the tensor is, except that values beyond ~1e16 (squares overflowing float32) also count as
+    diverged.  On the CPU it is ~50x faster than the max-abs norm (0.35 ms against 17 ms for the
+    cpu preset's 864k parameters, this 2-core AMD EPYC, torch 2.13.0+cpu, under other load)."""
     tensors = [t for t in tensors if t.is_floating_point()]
     if not tensors:
         return torch.ones((), dtype=torch.bool)
-    return torch.stack(torch._foreach_norm(tensors, float("inf"))).isfinite().all()
+    return torch.stack(torch._foreach_norm(tensors)).isfinite().all()
 
 
 def nonfinite_count(state: dict) -> int:
