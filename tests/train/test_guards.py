@@ -228,3 +228,28 @@ def test_all_finite_sees_nan_and_inf_in_any_tensor():
         t = torch.ones(5)
         t[3] = bad
         assert not bool(all_finite(good + [t]))
+
+
+def test_divergence_is_seen_before_the_end_of_a_long_epoch():
+    from plif.train.loop import Diverged, train_epoch
+
+    net = torch.nn.Sequential(torch.nn.Linear(4, 10))
+    opt = torch.optim.SGD(net.parameters(), lr=1.0)
+    seen = []
+
+    def batches():
+        for i in range(100):
+            seen.append(i)
+            yield torch.rand(3, 4) * 1e30, torch.randint(0, 10, (3,))
+
+    class Wrap(torch.nn.Module):  # [B, 4] -> [T=1, B, 10]
+        def __init__(self):
+            super().__init__()
+            self.net = net
+
+        def forward(self, x):
+            return self.net(x).unsqueeze(0)
+
+    with pytest.raises(Diverged):
+        train_epoch(Wrap(), opt, batches(), 10, check_every=4)
+    assert len(seen) < 100

@@ -70,16 +70,18 @@ def train_step(model, optimizer, x, y, num_classes: int):
     return loss.detach(), (rate.argmax(1) == y).sum()
 
 
-def train_epoch(model, optimizer, batches, num_classes: int, progress=None, all_reduce=None):
+def train_epoch(model, optimizer, batches, num_classes: int, progress=None, all_reduce=None,
+                check_every: int = 512):
     """Run one epoch over ``batches``; returns ``(mean loss, accuracy, samples)`` as Python numbers.
 
-    Raises :class:`Diverged` at the end of the epoch if the loss or any parameter stopped being
-    finite at any step (checked on the device after every step, read once here).
+    Raises :class:`Diverged` if the loss or any parameter stopped being finite at any step: the
+    flag is updated on the device after every step and read every ``check_every`` steps (one host
+    sync each, outside the step, so long paper epochs stop early) and at the end of the epoch.
     """
     model.train()
     params = [p for g in optimizer.param_groups for p in g["params"]]
     loss_sum = correct = finite = None
-    seen = 0
+    seen = steps = 0
     for x, y in batches:
         loss, c = train_step(model, optimizer, x, y, num_classes)
         ok = torch.isfinite(loss) & all_finite(params)
@@ -88,8 +90,11 @@ def train_epoch(model, optimizer, batches, num_classes: int, progress=None, all_
         correct = c if correct is None else correct + c
         finite = ok if finite is None else finite & ok
         seen += b
+        steps += 1
         if progress is not None:
             progress.update(b)
+        if all_reduce is None and check_every and steps % check_every == 0 and not bool(finite):
+            raise Diverged(f"the loss or a parameter became NaN or infinite (seen at step {steps})")
     if seen == 0:
         raise ValueError("the training set is smaller than one batch; lower --batch-size")
     bad = (~finite).float()
