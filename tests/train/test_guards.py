@@ -160,6 +160,7 @@ def test_resume_of_a_run_with_no_finished_epoch_starts_it(tiny_fashion, tmp_path
     (dict(tau0=1.0), "--tau0 must be greater than 1"), (dict(lr=float("inf")), "--lr must be a finite number"),
     (dict(lr=0.0), "--lr must be positive"), (dict(seed=-1), "--seed must be non-negative"),
     (dict(surrogate="relu"), "--surrogate 'relu': unknown; valid: atan"), (dict(device="gpu"), "--device 'gpu'"),
+    (dict(backend="nope"), "--backend 'nope': unknown; available: auto, reference, bptt"),
     (dict(network="c4k3s1-BN-PLIF-MPk4s4-FC1-PLIF"), r"gives outputs of shape \(1,\) per sample, but fashion-mnist "
                                                       "has 10 classes"),
 ])
@@ -253,3 +254,8 @@ def test_divergence_is_seen_before_the_end_of_a_long_epoch():
     with pytest.raises(Diverged):
         train_epoch(Wrap(), opt, batches(), 10, check_every=4)
     assert len(seen) < 100
+
+
+def test_a_batch_larger_than_the_training_set_is_refused_before_training(tiny_fashion, tmp_path):
+    with pytest.raises(ValueError, match="--batch-size 500: larger than the 200 training samples; lower --batch-size"):
+        train(_cfg(tiny_fashion, tmp_path / "r", batch_size=500), log=_quiet)

@@ -233,6 +233,11 @@ def _check_values(cfg: TrainConfig) -> None:
         raise ValueError(f"--seed must be non-negative, got {cfg.seed}")
     if cfg.network is not None and not cfg.network.strip():
         raise ValueError("--network must not be empty")
+    if cfg.backend != "auto":
+        from ..neurons.dispatch import available_backends
+
+        if cfg.backend not in available_backends():
+            raise ValueError(f"--backend {cfg.backend!r}: unknown; available: auto, {', '.join(available_backends())}")
     pick_device(cfg.device, check=False)
 
 

@@ -157,6 +157,10 @@ def _setup(cfg: TrainConfig, resume: bool, log) -> _Session:
 
             s.tb = TensorBoardLog(folder.tensorboard)
         s.data = load_train_data(cfg, device)
+        if s.data.steps_per_epoch(cfg.batch_size, dist.world) == 0:
+            raise ValueError(f"--batch-size {cfg.batch_size}: larger than the {len(s.data.train)} training samples"
+                             + (f" per process ({dist.world} processes)" if dist.world > 1 else "")
+                             + "; lower --batch-size" + (" or --val-split" if cfg.val_split else ""))
         s.net = setup_parallel(s)
     except BaseException:
         folder.unlock()
