@@ -152,6 +152,8 @@ def _setup(cfg: TrainConfig, resume: bool, log) -> _Session:
         s.optimizer, s.scheduler = setup_optimizer(s.model, cfg)
         if resume:
             restore(s, log)
+            if s.main:
+                folder.write_config(s.cfg_dict)  # what a resume may change (--epochs, --device) is recorded
         if s.main and cfg.log == "tensorboard":
             from .tb_log import TensorBoardLog
 
