@@ -259,3 +259,30 @@ def test_divergence_is_seen_before_the_end_of_a_long_epoch():
 def test_a_batch_larger_than_the_training_set_is_refused_before_training(tiny_fashion, tmp_path):
     with pytest.raises(ValueError, match="--batch-size 500: larger than the 200 training samples; lower --batch-size"):
         train(_cfg(tiny_fashion, tmp_path / "r", batch_size=500), log=_quiet)
+
+
+def test_a_second_plif_train_process_is_refused_with_the_holders_pid(tiny_fashion, tmp_path):
+    """Two real processes: the holder is a child that takes the lock and waits."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    src = Path(__file__).resolve().parents[2] / "src"
+    out = tmp_path / "run"
+    out.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(src), "OMP_NUM_THREADS": "1"}
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from plif.train.run_folder import RunFolder; "
+                               f"RunFolder({str(out)!r}).lock(); print('locked', flush=True); sys.stdin.read()"],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        r = subprocess.run([sys.executable, "-m", "plif", "train", "--data-dir", str(tiny_fashion), "--network",
+                            TINY_NET, "--T", "2", "--epochs", "1", "--device", "cpu", "--out", str(out)],
+                           capture_output=True, text=True, env=env, timeout=120)
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=30)
+    assert r.returncode == 2
+    assert r.stderr.strip() == (f"plif train: error: {out} is in use by another plif process (pid {holder.pid}); "
+                                "wait for it to finish or choose another --out")
+    assert not (out / "config.json").exists()
