@@ -141,7 +141,7 @@ def load_train_data(cfg: TrainConfig, device: torch.device) -> TrainData:
     x_train, y_train = _subset(x_train, y_train, cfg.max_train_samples)
     x_test, y_test = _subset(x_test, y_test, cfg.max_test_samples)
     if val is not None:  # --max-test-samples caps only the test split
-        val = Split(*_subset(val.x, val.y, getattr(cfg, "max_val_samples", None)))
+        val = Split(*_subset(val.x, val.y, cfg.max_val_samples))
 
     def on(split: Split | None):
         return None if split is None else Split(split.x.to(device), split.y.to(device))

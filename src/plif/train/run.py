@@ -181,14 +181,14 @@ def train(cfg: TrainConfig, resume: bool = False, log=print) -> Path:
     s = _setup(cfg, resume, log)
     cfg, folder = s.cfg, s.folder
     reduce = all_reduce_sum if s.dist.world > 1 else None
-    if s.main:
-        log(f"run folder: {folder.path}")
-        log(f"{cfg.dataset}: {len(s.data.train)} train, {len(s.data.val) if s.data.val else 0} val, "
-            f"{len(s.data.test)} test samples on {s.device}; network {cfg.network}, T={cfg.T}, "
-            f"every neuron {_neuron_label(cfg)}" + (f", {cfg.pool} pooling" if cfg.pool else ""))
     steps = s.data.steps_per_epoch(cfg.batch_size, s.dist.world)
     finished = True
     try:
+        if s.main:
+            log(f"run folder: {folder.path}")
+            log(f"{cfg.dataset}: {len(s.data.train)} train, {len(s.data.val) if s.data.val else 0} val, "
+                f"{len(s.data.test)} test samples on {s.device}; network {cfg.network}, T={cfg.T}, "
+                f"every neuron {_neuron_label(cfg)}" + (f", {cfg.pool} pooling" if cfg.pool else ""))
         for epoch in range(s.start_epoch, cfg.epochs):
             row, rates = _run_epoch(s, epoch, steps, reduce)
             s.scheduler.step()
