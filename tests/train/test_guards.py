@@ -161,6 +161,7 @@ def test_resume_of_a_run_with_no_finished_epoch_starts_it(tiny_fashion, tmp_path
     (dict(lr=0.0), "--lr must be positive"), (dict(seed=-1), "--seed must be non-negative"),
     (dict(surrogate="relu"), "--surrogate 'relu': unknown; valid: atan"), (dict(device="gpu"), "--device 'gpu'"),
     (dict(backend="nope"), "--backend 'nope': unknown; available: auto, reference, bptt"),
+    (dict(data_dir="/nonexistent/plif-data"), "--data-dir /nonexistent/plif-data: no such folder"),
     (dict(network="c4k3s1-BN-PLIF-MPk4s4-FC1-PLIF"), r"gives outputs of shape \(1,\) per sample, but fashion-mnist "
                                                       "has 10 classes"),
 ])

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import os
 from dataclasses import dataclass, field
 
 from ..models import get_entry
@@ -233,6 +234,8 @@ def _check_values(cfg: TrainConfig) -> None:
         raise ValueError(f"--seed must be non-negative, got {cfg.seed}")
     if cfg.network is not None and not cfg.network.strip():
         raise ValueError("--network must not be empty")
+    if cfg.data_dir is not None and not os.path.isdir(cfg.data_dir):
+        raise ValueError(f"--data-dir {cfg.data_dir}: no such folder")
     if cfg.backend != "auto":
         from ..neurons.dispatch import available_backends
 
