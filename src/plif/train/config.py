@@ -152,7 +152,7 @@ def field_kind(f: dataclasses.Field) -> tuple[type, bool]:
 # preset -> values for the fields left at None
 PRESETS: dict[str, dict] = {
     "paper": {"epochs": 1024, "batch_size": 16, "lr": 1e-3, "t_max": 64},
-    "cpu": {"epochs": 2, "batch_size": 64, "lr": 2e-3, "t_max": 2, "T": 4,
+    "cpu": {"epochs": 2, "batch_size": 64, "lr": 2e-3, "T": 4,  # t_max: the epochs (resolve_config)
             "network": "{c32k3s1-BN-PLIF-MPk2s2}*2-DP-FC512-PLIF-DP-FC100-PLIF-APk10s10"},
 }
 
@@ -172,7 +172,7 @@ def resolve_config(cfg: TrainConfig) -> TrainConfig:
         preset.pop("network")  # the narrow network is sized for 28x28 images; events use the zoo
     values = {name: preset.get(name) for name in ("T", "epochs", "batch_size", "lr", "t_max", "network")
               if getattr(cfg, name) is None}
-    if cfg.preset == "cpu" and cfg.t_max is None:
+    if cfg.t_max is None and "t_max" not in preset:
         values["t_max"] = cfg.epochs if cfg.epochs is not None else preset["epochs"]
     resolved = dataclasses.replace(cfg, **{k: v for k, v in values.items() if v is not None})
     if resolved.network is None:
