@@ -25,3 +25,12 @@ def test_tensorboard_event_file_holds_each_epoch(tiny_fashion, tmp_path):
     assert [e.value for e in acc.Scalars("tau/plif_1")] == pytest.approx([m["taus"][1] for m in metrics])
     rates = [e.value for e in acc.Scalars("firing_rate/2_PLIF")]
     assert all(0.0 <= r <= 1.0 for r in rates) and any(r > 0 for r in rates)
+
+
+def test_without_tensorboard_the_error_says_what_to_install(tiny_fashion, tmp_path, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "torch.utils.tensorboard", None)  # import fails as if not installed
+    with pytest.raises(ValueError, match=r"--log tensorboard needs the tensorboard package: pip install 'plif\[tensorboard\]'"):
+        train(TrainConfig(dataset="fashion-mnist", data_dir=str(tiny_fashion), network=TINY_NET, T=2, epochs=1,
+                          out=str(tmp_path / "r"), device="cpu", log="tensorboard"), log=lambda *a: None)
