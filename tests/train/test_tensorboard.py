@@ -34,3 +34,4 @@ def test_without_tensorboard_the_error_says_what_to_install(tiny_fashion, tmp_pa
     with pytest.raises(ValueError, match=r"--log tensorboard needs the tensorboard package: pip install 'plif\[tensorboard\]'"):
         train(TrainConfig(dataset="fashion-mnist", data_dir=str(tiny_fashion), network=TINY_NET, T=2, epochs=1,
                           out=str(tmp_path / "r"), device="cpu", log="tensorboard"), log=lambda *a: None)
+    assert not (tmp_path / "r").exists()

@@ -141,6 +141,10 @@ def _setup(cfg: TrainConfig, resume: bool, log) -> _Session:
     if dist.world > 1 and device.type == "cuda":
         device = torch.device("cuda", dist.local_rank)
         torch.cuda.set_device(device)
+    if cfg.log == "tensorboard":
+        from .tb_log import summary_writer_class
+
+        summary_writer_class()  # missing package: refused before the run folder is touched
     folder, resume = setup_run_folder(cfg, resume, dist.is_main, log)
     s = _Session(cfg, {**cfg.to_dict(), "out": str(folder.path)}, folder, device, dist, dist.is_main, resume,
                  metrics=[])

@@ -9,7 +9,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["TensorBoardLog", "firing_rates"]
+__all__ = ["TensorBoardLog", "firing_rates", "summary_writer_class"]
 
 
 @contextmanager
@@ -45,15 +45,20 @@ def firing_rates(model):
             result[key] = float(s) / n if n else float("nan")
 
 
+def summary_writer_class():
+    """``torch.utils.tensorboard.SummaryWriter``, or a one-line error saying what to install."""
+    try:
+        from torch.utils.tensorboard import SummaryWriter
+    except ImportError:
+        raise ValueError("--log tensorboard needs the tensorboard package: pip install 'plif[tensorboard]'") from None
+    return SummaryWriter
+
+
 class TensorBoardLog:
     """One event file per run folder; :meth:`epoch` writes one row of metrics.jsonl plus rates."""
 
     def __init__(self, logdir: Path):
-        try:
-            from torch.utils.tensorboard import SummaryWriter
-        except ImportError:
-            raise ValueError("--log tensorboard needs the tensorboard package: pip install 'plif[tensorboard]'") from None
-        self.writer = SummaryWriter(log_dir=str(logdir))
+        self.writer = summary_writer_class()(log_dir=str(logdir))
 
     def epoch(self, row: dict, rates: dict[str, float] | None = None) -> None:
         step = row["epoch"]
