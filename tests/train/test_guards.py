@@ -287,3 +287,19 @@ def test_a_second_plif_train_process_is_refused_with_the_holders_pid(tiny_fashio
     assert r.stderr.strip() == (f"plif train: error: {out} is in use by another plif process (pid {holder.pid}); "
                                 "wait for it to finish or choose another --out")
     assert not (out / "config.json").exists()
+
+
+def test_the_folder_state_is_read_under_the_lock(tiny_fashion, tmp_path, monkeypatch):
+    """A run that finishes while a second one waits to lock must not be cleared as 'unfinished'."""
+    out = tmp_path / "run"
+    real_lock = RunFolder.lock
+
+    def lock_after_another_run_finished(self):
+        monkeypatch.setattr(RunFolder, "lock", real_lock)
+        train(_cfg(tiny_fashion, out), log=_quiet)  # the other run, finishing before we get the lock
+        return real_lock(self)
+
+    monkeypatch.setattr(RunFolder, "lock", lock_after_another_run_finished)
+    with pytest.raises(ValueError, match="already holds a run"):
+        train(_cfg(tiny_fashion, out), log=_quiet)
+    assert [m["epoch"] for m in read_metrics(out)] == [1] and (out / "checkpoints" / "last.pt").is_file()

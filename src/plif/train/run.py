@@ -66,12 +66,12 @@ def setup_run_folder(cfg: TrainConfig, resume: bool, main: bool, log) -> tuple[R
     (such a run starts again, with or without ``--resume``).
     """
     folder = RunFolder(cfg.out or default_run_dir(cfg))
-    finished = folder.has_finished_epoch()
     if not main:
-        return folder, resume and finished
+        return folder, resume and folder.has_finished_epoch()
     prepare_out(folder.path)
     folder.lock()
     try:
+        finished = folder.has_finished_epoch()  # only now: another run may have finished meanwhile
         folder.clean_stale_temporaries()
         if resume and not finished and not folder.has_config():
             raise FileNotFoundError(f"--resume: {folder.path} holds no run (no config.json)")
