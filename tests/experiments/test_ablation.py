@@ -58,8 +58,9 @@ def test_sweep_refuses_what_it_cannot_do(tiny_fashion, tmp_path, capsys):
     assert "unknown ablation nope; valid: plif-tau2" in capsys.readouterr().err
     (out / "lif-tau2").mkdir(parents=True)
     (out / "lif-tau2" / "config.json").write_text("{}")
-    assert main(_argv(tiny_fashion, out, "--only", "lif-tau2")) == 2
-    assert "config.json without a checkpoint" in capsys.readouterr().err
+    # a run that stopped while starting is no dead end: it starts again (issue #13)
+    assert main(_argv(tiny_fashion, out, "--only", "lif-tau2")) == 0
+    assert sweep_status(out / "lif-tau2", 1) == "finished"
     (out / "sweep.json").write_text(json.dumps({"dataset": "cifar10", "runs": []}))
     assert main(_argv(tiny_fashion, out, "--only", "plif-tau2")) == 2
     assert "holds a sweep on 'cifar10'" in capsys.readouterr().err
@@ -69,7 +70,10 @@ def test_sweep_status_of_folders(tmp_path):
     assert sweep_status(tmp_path / "none", 3) == "new"
     run = tmp_path / "run"
     (run / "checkpoints").mkdir(parents=True)
+    (run / "config.json").write_text("{}")
     (run / "checkpoints" / "last.pt").write_bytes(b"x")
+    assert sweep_status(run, 2) == "new"  # no finished epoch recorded: it starts again
+    (run / "metrics.jsonl").write_text(json.dumps({"epoch": 1}) + "\n")
     (run / "summary.json").write_text(json.dumps({"finished": True, "epochs_run": 2}))
     assert sweep_status(run, 2) == "finished"
     assert sweep_status(run, 3) == "partial"

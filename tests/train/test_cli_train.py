@@ -17,6 +17,7 @@ def test_resume_needs_only_the_run_folder(tiny_fashion, tmp_path, capsys):
     assert main(["train", "--resume", str(out), "--epochs", "2"]) == 0
     assert [m["epoch"] for m in read_metrics(out)] == [1, 2]
     assert json.loads((out / "config.json").read_text())["lr"] == 0.004
+    assert json.loads((out / "config.json").read_text())["epochs"] == 2  # the resumed run's epochs are recorded
     capsys.readouterr()
     assert main(["train", "--resume", str(out), "--epochs", "3", "--lr", "0.1"]) == 2
     err = capsys.readouterr().err

@@ -4,21 +4,25 @@ from __future__ import annotations
 import shlex
 
 
+# set by each ablation entry, so not flags of plif ablate; --out names the sweep folder there
+ABLATE_EXCLUDES = ("neuron", "tau0", "pool", "out")
+
+
 def run_ablate(args) -> int:
-    import dataclasses
     from pathlib import Path
 
     from ..experiments import run_sweep
     from ..train import TrainConfig
+    from .config_flags import flag_name, given_settings
 
-    fields = {f.name for f in dataclasses.fields(TrainConfig)}
-    kw = {k: v for k, v in vars(args).items() if k in fields and v is not None and k != "out"}
+    kw = given_settings(args, exclude=ABLATE_EXCLUDES)
     base = TrainConfig(**kw)
     out = Path(args.out) if args.out else Path("runs") / f"ablate-{base.dataset}"
     only = [s.strip() for s in args.only.split(",") if s.strip()] if args.only else None
-    command = "plif ablate " + " ".join(
-        f"--{k.replace('_', '-')} {shlex.quote(str(v))}" for k, v in vars(args).items()
-        if v is not None and k not in ("func", "command", "debug"))
+    command = f"plif ablate --dataset {base.dataset} " + " ".join(
+        (flag_name(k) if v is True else f"--no-{k.replace('_', '-')}" if v is False
+         else f"{flag_name(k)} {shlex.quote(str(v))}")
+        for k, v in vars(args).items() if v is not None and k not in ("func", "command", "debug", "dataset"))
     sweep = run_sweep(base, out, only=only, command=command)
     print(f"sweep folder: {sweep}\nreport: plif report {sweep} --out {sweep / 'report'}")
     return 0
@@ -75,25 +79,13 @@ def run_plot(args) -> int:
 def register(sub) -> None:
     from ..experiments.ablation import ABLATIONS
 
+    from .config_flags import add_config_flags
+
     a = sub.add_parser("ablate", help="the paper's ablations (Tables 4, 5) as one resumable sweep of run folders")
-    a.add_argument("--dataset", default="fashion-mnist")
-    a.add_argument("--preset", default="cpu", help="paper or cpu [cpu], as for plif train")
-    a.add_argument("--network", help="override the network string (paper notation)")
     a.add_argument("--only", help=f"comma-separated subset of: {', '.join(ABLATIONS)}")
-    a.add_argument("--epochs", type=int)
-    a.add_argument("--T", type=int)
-    a.add_argument("--batch-size", type=int)
-    a.add_argument("--lr", type=float)
-    a.add_argument("--t-max", type=int)
-    a.add_argument("--device")
-    a.add_argument("--seed", type=int)
-    a.add_argument("--data-dir")
-    a.add_argument("--max-train-samples", type=int)
-    a.add_argument("--max-test-samples", type=int)
-    a.add_argument("--val-split", type=float)
-    a.add_argument("--eval-batch-size", type=int)
     a.add_argument("--out", help="sweep folder [runs/ablate-<dataset>]")
     a.add_argument("--debug", action="store_true", help="show tracebacks")
+    add_config_flags(a, exclude=ABLATE_EXCLUDES)
     a.set_defaults(func=run_ablate)
 
     r = sub.add_parser("report", help="report.md with accuracies beside the paper's, and figures, from run folders")

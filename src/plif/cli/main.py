@@ -27,7 +27,10 @@ COMMANDS = {
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    from .. import __version__
+
     parser = argparse.ArgumentParser(prog="plif", description="PLIF spiking neural networks (Fang et al., ICCV 2021)")
+    parser.add_argument("--version", action="version", version=f"plif {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     done = set()
     for name, module in COMMANDS.items():
@@ -57,11 +60,20 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
-    except (ValueError, FileNotFoundError, RuntimeError) as e:
+    except (ValueError, TypeError, OSError, RuntimeError, FloatingPointError) as e:
         if getattr(args, "debug", False):
             raise
-        print(f"plif {args.command}: error: {e}", file=sys.stderr)
+        print(f"plif {args.command}: error: {user_message(e)}", file=sys.stderr)
         return 2
+
+
+def user_message(e: BaseException) -> str:
+    """One line for a user error; an OS error names the path and says what failed."""
+    if isinstance(e, OSError) and not isinstance(e, FileNotFoundError) and e.strerror:
+        where = f"{e.filename}: " if e.filename else ""
+        return f"{where}{e.strerror}"
+    text = str(e)
+    return text if text else type(e).__name__
 
 
 if __name__ == "__main__":

@@ -137,12 +137,13 @@ def _accumulate(net: SpikingNetwork, x: torch.Tensor, st: NetworkStats) -> torch
 
 @torch.no_grad()
 def collect_stats(net: SpikingNetwork, batches: Iterable, max_samples: int | None = None,
-                  fold_bn: bool = True) -> NetworkStats:
+                  fold_bn: bool = True, progress=None) -> NetworkStats:
     """Run ``net`` (eval mode) over ``batches`` and count spikes, SynOps and MACs per layer.
 
     ``batches`` yields ``x`` or ``(x, labels)`` with ``x [B, ...]`` (static) or ``[T, B, ...]``;
     with labels the accuracy (argmax of the mean output over T) is counted too.  Stops after
     ``max_samples`` samples.  BN is folded first so it is not counted as an operation.
+    progress: a tqdm-like bar advanced by each batch's samples.
     """
     net = fold_batchnorm(net) if fold_bn else net.eval()
     st = NetworkStats(net.spec, net.T, layers=[LayerStats(i, li.token, li.kind, li.neurons)
@@ -161,6 +162,8 @@ def collect_stats(net: SpikingNetwork, batches: Iterable, max_samples: int | Non
                 b = take
         out = _accumulate(net, x, st)
         st.samples += b
+        if progress is not None:
+            progress.update(b)
         if y is not None:
             st.correct = (st.correct or 0) + int((out.mean(0).argmax(-1) == y).sum())
     if st.samples == 0:

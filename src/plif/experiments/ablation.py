@@ -17,6 +17,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..train.run_folder import RunFolder
 from .figures import save_json
 from .runs import SWEEP_FILE
 
@@ -56,32 +57,29 @@ def _select(only) -> list[Ablation]:
 
 
 def sweep_status(run_dir: Path, epochs: int) -> str:
-    """``finished`` (all ``epochs`` done), ``partial`` (a checkpoint to resume), ``new`` or ``broken``."""
-    summary = run_dir / "summary.json"
-    if summary.is_file():
-        try:
-            s = json.loads(summary.read_text())
-        except json.JSONDecodeError:
-            s = {}
-        if s.get("finished") and s.get("epochs_run", 0) >= epochs:
-            return "finished"
-    if (run_dir / "checkpoints" / "last.pt").is_file():
-        return "partial"
-    if (run_dir / "config.json").exists():
-        return "broken"
-    return "new"
+    """``finished`` (all ``epochs`` done), ``partial`` (a finished epoch to resume) or ``new``.
+
+    A folder whose run finished no epoch (killed while starting) is ``new``: it starts again.
+    """
+    folder = RunFolder(run_dir)
+    try:
+        s = folder.read_summary()
+    except ValueError:
+        s = {}
+    if isinstance(s, dict) and s.get("finished") and s.get("epochs_run", 0) >= epochs:
+        return "finished"
+    return "partial" if folder.has_finished_epoch() else "new"
 
 
 def _entry(a: Ablation, status: str, run_dir: Path) -> dict:
     entry = {"label": a.label, "path": a.label, "table": a.table, **a.overrides(), "status": status}
-    s = run_dir / "summary.json"
-    if s.is_file():
-        try:
-            summary = json.loads(s.read_text())
-            entry["accuracy_A"] = summary.get("accuracy_A", {}).get("test_acc")
-            entry["epochs_run"] = summary.get("epochs_run")
-        except json.JSONDecodeError:
-            pass
+    try:
+        summary = RunFolder(run_dir).read_summary()
+    except ValueError:
+        summary = {}
+    if summary:
+        entry["accuracy_A"] = summary.get("accuracy_A", {}).get("test_acc")
+        entry["epochs_run"] = summary.get("epochs_run")
     return entry
 
 
@@ -119,10 +117,11 @@ def run_sweep(base, out: str | Path, only=None, command: str = "", log=print) ->
                                "runs": list(entries.values())})
 
     status = {a.label: sweep_status(out / a.label, configs[a.label].epochs) for a in chosen}
-    broken = [label for label, s in status.items() if s == "broken"]
-    if broken:
-        raise ValueError(f"{', '.join(str(out / b) for b in broken)}: config.json without a checkpoint (a run "
-                         "stopped while starting); remove that folder to start it again")
+    for a in chosen:
+        if status[a.label] == "partial" and base.t_max is None:
+            # the cosine period a run started with stays its own when more epochs are asked for
+            stored = RunFolder(out / a.label).read_train_config()
+            configs[a.label] = dataclasses.replace(configs[a.label], t_max=stored.t_max)
     write(status)
     for a in chosen:
         cfg = configs[a.label]

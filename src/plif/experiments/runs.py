@@ -2,7 +2,7 @@
 
 A run folder is what :func:`plif.train.train` writes (``config.json``, ``metrics.jsonl``,
 ``summary.json``).  A sweep folder holds ``sweep.json`` and one run folder per entry.  Reports
-read these files only; they never import training internals.
+read these files only, through the format's owner :mod:`plif.train.run_folder`.
 """
 from __future__ import annotations
 
@@ -10,11 +10,10 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..train.run_folder import SWEEP_FILE, RunFolder, read_json_file, read_metrics
 from .paper_numbers import Setting
 
 __all__ = ["RunRecord", "read_run", "expand_run_paths", "effective_pool", "SWEEP_FILE"]
-
-SWEEP_FILE = "sweep.json"
 
 
 @dataclass
@@ -80,48 +79,25 @@ def effective_pool(config: dict) -> str:
 
 def _read_json(path: Path, notes: list[str]):
     try:
-        return json.loads(path.read_text())
-    except json.JSONDecodeError as e:
-        notes.append(f"{path.name} is not valid JSON (line {e.lineno}, column {e.colno}); ignored")
+        return read_json_file(path)
+    except ValueError as e:
+        notes.append(f"{e}; ignored")
         return None
-
-
-def _read_metrics(path: Path, notes: list[str]) -> list[dict]:
-    rows = []
-    if not path.is_file():
-        notes.append("no metrics.jsonl (no epoch recorded)")
-        return rows
-    offset = 0
-    for lineno, line in enumerate(path.read_bytes().split(b"\n"), 1):
-        if line.strip():
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as e:
-                notes.append(f"metrics.jsonl line {lineno} (byte {offset + e.pos}) is not valid JSON; "
-                             "the rows before it are used")
-                break
-            if not isinstance(row, dict) or "epoch" not in row:
-                notes.append(f"metrics.jsonl line {lineno} (byte {offset}) has no 'epoch'; the rows before it are used")
-                break
-            rows.append(row)
-        offset += len(line) + 1
-    return rows
 
 
 def read_run(path: str | Path, label: str | None = None) -> RunRecord:
     """Read one run folder; raises ``FileNotFoundError`` only when it has no ``config.json``."""
-    path = Path(path)
-    cfg_path = path / "config.json"
-    if not cfg_path.is_file():
-        raise FileNotFoundError(f"{path} is not a run folder (no config.json)")
+    folder = RunFolder(path)
+    path = folder.path
+    folder.require_run()
     notes: list[str] = []
-    config = _read_json(cfg_path, notes)
-    if config is None:
-        raise ValueError(f"{cfg_path}: not valid JSON, cannot tell what this run was")
-    metrics = _read_metrics(path / "metrics.jsonl", notes)
+    config = read_json_file(folder.config, "run config")  # a config we cannot read is an error, named
+    if not isinstance(config, dict):
+        raise ValueError(f"{folder.config}: expected a JSON object, got {type(config).__name__}")
+    metrics = read_metrics(path, notes)
     summary = {}
-    if (path / "summary.json").is_file():
-        summary = _read_json(path / "summary.json", notes) or {}
+    if folder.summary.is_file():
+        summary = _read_json(folder.summary, notes) or {}
     elif metrics:
         notes.append("no summary.json; accuracies computed from metrics.jsonl")
     epochs = config.get("epochs")

@@ -11,8 +11,12 @@ Tokens (a registry: :data:`TOKENS`):
     BN            BatchNorm
     PLIF LIF IF   spiking neuron layer
     MPk2s2 APk2s2 max / average pooling (APk10s10 on features = the voting layer)
-    DP DP0.3      time-invariant dropout (p = 0.5 unless given)
+    DP DP0.3      time-invariant dropout (p = 0.5 unless given; DP0 keeps every unit)
     FC2048        Linear, 2048 out features
+
+Numbers are ASCII digits.  To keep a typo from allocating the machine away, a repeat count is at
+most :data:`MAX_REPEAT`, the expanded network at most :data:`MAX_LAYERS` tokens and braces nest at
+most :data:`MAX_DEPTH` deep; each limit's error points at the token that crosses it.
 
 The result is a flat list of :class:`Token` in order, each remembering where it was written, so
 that errors later (shape inference) can point at the token too.
@@ -22,7 +26,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-__all__ = ["Token", "NotationError", "parse", "TOKENS"]
+__all__ = ["Token", "NotationError", "parse", "TOKENS", "MAX_REPEAT", "MAX_LAYERS", "MAX_DEPTH"]
+
+MAX_REPEAT = 1000
+MAX_LAYERS = 10_000
+MAX_DEPTH = 32
 
 
 class NotationError(ValueError):
@@ -51,33 +59,41 @@ def _ints(m, names):
 
 # name -> (regex, kind, argument builder); tried in order, the whole token must match.
 TOKENS: dict[str, tuple[re.Pattern, str, callable]] = {
-    "conv": (re.compile(r"c(?P<out>\d+)k(?P<k>\d+)s(?P<s>\d+)(?:p(?P<p>\d+))?"), "conv",
+    "conv": (re.compile(r"c(?P<out>[0-9]+)k(?P<k>[0-9]+)s(?P<s>[0-9]+)(?:p(?P<p>[0-9]+))?"), "conv",
              lambda m: _ints(m, ("out", "k", "s", "p"))),
     "bn": (re.compile(r"BN"), "bn", lambda m: {}),
     "neuron": (re.compile(r"(?P<name>PLIF|LIF|IF)"), "neuron", lambda m: {"name": m.group("name")}),
-    "pool": (re.compile(r"(?P<op>MP|AP)k(?P<k>\d+)s(?P<s>\d+)"), "pool",
+    "pool": (re.compile(r"(?P<op>MP|AP)k(?P<k>[0-9]+)s(?P<s>[0-9]+)"), "pool",
              lambda m: {"op": m.group("op"), **_ints(m, ("k", "s"))}),
-    "dropout": (re.compile(r"DP(?P<p>0?\.\d+)?"), "dropout",
+    "dropout": (re.compile(r"DP(?P<p>[0-9]*\.?[0-9]+)?"), "dropout",
                 lambda m: {"p": float(m.group("p")) if m.group("p") else 0.5}),
-    "fc": (re.compile(r"FC(?P<out>\d+)"), "fc", lambda m: _ints(m, ("out",))),
+    "fc": (re.compile(r"FC(?P<out>[0-9]+)"), "fc", lambda m: _ints(m, ("out",))),
 }
 
 # Hints for near misses, so "c128k3" says what is missing instead of only "unknown".
 _HINTS = [
-    (re.compile(r"c\d*(k\d*)?(s\d*)?"), "a convolution needs all of c<out>k<kernel>s<stride>, e.g. c128k3s1"),
-    (re.compile(r"(MP|AP)(k\d*)?(s\d*)?"), "pooling needs k<kernel>s<stride>, e.g. MPk2s2"),
+    (re.compile(r"c[0-9]*(k[0-9]*)?(s[0-9]*)?"), "a convolution needs all of c<out>k<kernel>s<stride>, e.g. c128k3s1"),
+    (re.compile(r"(MP|AP)(k[0-9]*)?(s[0-9]*)?"), "pooling needs k<kernel>s<stride>, e.g. MPk2s2"),
     (re.compile(r"FC"), "a fully connected layer needs its width, e.g. FC2048"),
 ]
 
 
 def _token(text: str, word: str, pos: int) -> Token:
+    if not word.isascii():
+        bad = next(i for i, ch in enumerate(word) if not ch.isascii())
+        raise NotationError(text, pos + bad, 1, f"{word!r}: {word[bad]!r} is not ASCII (write numbers with digits 0-9)")
     for kind, (pattern, _, build) in TOKENS.items():
         m = pattern.fullmatch(word)
         if m:
             args = build(m)
             for name, value in args.items():
+                if name == "p" and kind == "conv":
+                    continue  # padding 0 is a valid override
                 if isinstance(value, int) and value <= 0:
                     raise NotationError(text, pos, len(word), f"{name}={value} in {word!r} must be positive")
+            if kind == "dropout" and not 0.0 <= args["p"] < 1.0:
+                raise NotationError(text, pos, len(word), f"dropout probability {args['p']:g} in {word!r} "
+                                                          "must be in [0, 1)")
             return Token(kind, word, pos, args)
     for pattern, hint in _HINTS:
         if pattern.fullmatch(word):
@@ -106,13 +122,18 @@ class _Parser:
         tokens = self.item(depth)
         while self._peek() == "-":
             self.i += 1
+            start = self.i
             tokens += self.item(depth)
+            if len(tokens) > MAX_LAYERS:
+                self._error(f"the network has more than {MAX_LAYERS} layers", start)
         return tokens
 
     def item(self, depth: int) -> list[Token]:
         c = self._peek()
         if c == "{":
             start = self.i
+            if depth + 1 > MAX_DEPTH:
+                self._error(f"braces nested more than {MAX_DEPTH} deep", start)
             self.i += 1
             inner = self.network(depth + 1)
             if self._peek() != "}":
@@ -122,13 +143,18 @@ class _Parser:
                 self._error("a group '{...}' must be followed by '*<count>'")
             self.i += 1
             self._skip_space()
-            m = re.compile(r"\d+").match(self.text, self.i)
+            m = re.compile(r"[0-9]+").match(self.text, self.i)
             if not m:
                 bad = re.compile(r"[^-{}\s]*").match(self.text, self.i).group(0)
                 self._error(f"bad repeat count {bad!r}: expected a positive integer after '*'", length=len(bad))
             count = int(m.group(0))
             if count < 1:
                 self._error(f"bad repeat count {count}: must be at least 1", length=len(m.group(0)))
+            if count > MAX_REPEAT:
+                self._error(f"repeat count {count} is more than {MAX_REPEAT}", length=len(m.group(0)))
+            if len(inner) * count > MAX_LAYERS:
+                self._error(f"this repeat makes {len(inner) * count} layers, more than {MAX_LAYERS}",
+                            length=len(m.group(0)))
             self.i = m.end()
             return inner * count
         if c in ("", "-", "}", "*"):

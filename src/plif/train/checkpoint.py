@@ -7,17 +7,14 @@ needs (optimiser, scheduler, best-so-far trackers).
 from __future__ import annotations
 
 import io
-import json
 from pathlib import Path
 
 import torch
 
 from ..atomic import atomic_write_bytes
+from .run_folder import CHECKPOINTS, RunFolder
 
-__all__ = ["save_checkpoint", "load_checkpoint", "load_run_model", "CHECKPOINTS"]
-
-# which -> file name under <run>/checkpoints
-CHECKPOINTS = {"last": "last.pt", "best_test": "best_test.pt", "best_val": "best_val.pt"}
+__all__ = ["save_checkpoint", "load_checkpoint", "load_run_model", "CHECKPOINTS", "check_finite"]
 
 
 def save_checkpoint(path: Path, state: dict) -> Path:
@@ -41,29 +38,44 @@ def load_checkpoint(path: Path, map_location="cpu") -> dict:
     return state
 
 
+def check_finite(state: dict, path) -> None:
+    """Refuse weights holding NaN or infinity (a diverged run's), naming the file and the count."""
+    from .loop import nonfinite_count
+
+    model = state.get("model", {})
+    bad = nonfinite_count(model)
+    if bad:
+        total = sum(v.numel() for v in model.values() if isinstance(v, torch.Tensor) and v.is_floating_point())
+        raise ValueError(f"{path}: {bad} of {total} weights are NaN or infinite (the run diverged); "
+                         "refusing to use this checkpoint")
+
+
 def load_run_model(run_dir, which: str = "best", map_location="cpu"):
     """Rebuild the network of a run and load its weights: returns ``(SpikingNetwork, config dict)``.
 
     which: ``best`` (the validation-selected checkpoint of protocol B if the run has one, else the
     best-test one of protocol A), ``best_test``, ``best_val``, ``last``, or a path to a ``.pt`` file
-    holding weights for this run's network.
+    holding weights for this run's network.  A folder that is not a run, a malformed
+    ``config.json`` and a checkpoint with non-finite weights raise errors naming the file.
     """
     from ..models import build_network
 
-    run_dir = Path(run_dir)
-    cfg_path = run_dir / "config.json"
-    if not cfg_path.is_file():
-        raise FileNotFoundError(f"{run_dir} is not a plif run folder (no config.json)")
+    folder = RunFolder(run_dir)
+    config = folder.read_config()
     if which == "best":
-        which = "best_val" if (run_dir / "checkpoints" / CHECKPOINTS["best_val"]).is_file() else "best_test"
+        which = "best_val" if folder.checkpoint("best_val").is_file() else "best_test"
     if str(which).endswith(".pt"):
         path = Path(which)
     elif which in CHECKPOINTS:
-        path = run_dir / "checkpoints" / CHECKPOINTS[which]
+        path = folder.checkpoint(which)
     else:
         raise ValueError(f"unknown checkpoint {which!r}; valid: best, {', '.join(CHECKPOINTS)} or a .pt path")
+    if not path.is_file() and not str(which).endswith(".pt"):
+        raise FileNotFoundError(f"{run_dir}: no {path.name} under checkpoints/ (the run finished no epoch?)")
     state = load_checkpoint(path, map_location)
-    config = json.loads(cfg_path.read_text())
+    check_finite(state, path)
+    if not isinstance(config.get("network_kwargs"), dict):
+        raise ValueError(f"{folder.config}: network_kwargs must be an object, got {config.get('network_kwargs')!r}")
     net = build_network(config["network"], config["input_shape"], config["T"], **config["network_kwargs"])
     try:
         net.load_state_dict(state["model"], strict=True)

@@ -9,52 +9,76 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
+import os
 from dataclasses import dataclass, field
 
 from ..data.catalog import EVENT, STATIC
 from ..models import get_entry
+from ..surrogate import SURROGATES
 
-__all__ = ["TrainConfig", "PRESETS", "resolve_config", "config_diff", "STATIC", "EVENT"]
+__all__ = ["TrainConfig", "PRESETS", "resolve_config", "config_diff", "field_kind", "pick_device", "STATIC", "EVENT"]
 
 NEURON_NAMES = ("plif", "lif", "if")
 
 
 @dataclass(frozen=True)
 class TrainConfig:
-    """Every setting of a run; ``None`` means "the preset's value" until :func:`resolve_config`."""
+    """Every setting of a run; ``None`` means "the preset's value" until :func:`resolve_config`.
 
-    dataset: str = "fashion-mnist"
-    preset: str = "cpu"
-    network: str | None = None
-    T: int | None = None
-    epochs: int | None = None
-    batch_size: int | None = None
-    lr: float | None = None
-    t_max: int | None = None
-    neuron: str = "plif"
-    tau0: float = 2.0
-    pool: str | None = None
-    per_channel_tau: bool = False
-    authors_code: bool = False
-    bn_per_step: bool = False
-    surrogate: str = "atan"
-    detach_reset: bool = True
-    device: str = "auto"
-    seed: int = 0
-    data_dir: str | None = None
-    max_train_samples: int | None = None
-    max_test_samples: int | None = None
-    val_split: float = 0.0
-    eval_batch_size: int = 256
+    Each field declares its command-line help (and choices) in its metadata: ``plif train`` and
+    ``plif ablate`` generate their flags from these (:mod:`plif.cli.config_flags`).
+    """
+
+    dataset: str = field(default="fashion-mnist", metadata={
+        "help": "dataset to train on", "choices": STATIC + EVENT})
+    preset: str = field(default="cpu", metadata={
+        "help": "'paper' is SPEC §3 exactly, 'cpu' a narrower network that trains in minutes",
+        "choices": ("paper", "cpu")})
+    network: str | None = field(default=None, metadata={
+        "help": "network string in the paper's notation [the preset's / the dataset's zoo network]"})
+    T: int | None = field(default=None, metadata={"help": "time-steps per sample [preset / zoo]"})
+    epochs: int | None = field(default=None, metadata={"help": "epochs to train [paper 1024, cpu 2]"})
+    batch_size: int | None = field(default=None, metadata={"help": "training batch size per process [paper 16, cpu 64]"})
+    lr: float | None = field(default=None, metadata={"help": "Adam learning rate [paper 1e-3, cpu 2e-3]"})
+    t_max: int | None = field(default=None, metadata={
+        "help": "CosineAnnealingLR period in epochs [paper 64; cpu: --epochs]"})
+    neuron: str = field(default="plif", metadata={
+        "help": "replace every neuron of the network", "choices": NEURON_NAMES})
+    tau0: float = field(default=2.0, metadata={"help": "initial tau of PLIF, the fixed tau of LIF (> 1)"})
+    pool: str | None = field(default=None, metadata={
+        "help": "replace every spatial pooling [as the network string says]", "choices": ("max", "avg")})
+    per_channel_tau: bool = field(default=False, metadata={"help": "one learnable tau per channel instead of per layer"})
+    authors_code: bool = field(default=False, metadata={"help": "the authors' code's network variant"})
+    bn_per_step: bool = field(default=False, metadata={"help": "BatchNorm statistics per time-step"})
+    surrogate: str = field(default="atan", metadata={
+        "help": "surrogate gradient of the spike (atan is the paper's)",
+        "choices": tuple(SURROGATES)})
+    detach_reset: bool = field(default=True, metadata={
+        "help": "detach the reset from the graph (the authors' code does)"})
+    device: str = field(default="auto", metadata={"help": "auto (cuda if available), cpu, cuda, cuda:1, ..."})
+    seed: int = field(default=0, metadata={"help": "seed of weights, shuffling, augmentation and dropout"})
+    data_dir: str | None = field(default=None, metadata={
+        "help": "folder with the dataset files (Fashion-MNIST is also found in /usr/share/datasets)"})
+    max_train_samples: int | None = field(default=None, metadata={"help": "use only the first N training samples"})
+    max_test_samples: int | None = field(default=None, metadata={"help": "use only the first N test samples"})
+    max_val_samples: int | None = field(default=None, metadata={
+        "help": "use only the first N validation samples (independent of --max-test-samples)"})
+    val_split: float = field(default=0.0, metadata={
+        "help": "hold out this fraction of each class for validation (protocol B; paper: 0.15)"})
+    eval_batch_size: int = field(default=256, metadata={"help": "batch size of evaluation passes"})
     data_on_device: str = field(default="auto", metadata={
         "help": "keep whole splits on the device (yes), stream batches from the CPU / frame cache (no), "
                 "or yes when they fit in half the free device memory (auto)", "choices": ("auto", "yes", "no")})
-    backend: str = "auto"
-    compile: bool = False
-    sync_bn: bool = False
-    out: str | None = None
-    input_shape: tuple = field(default=())
-    num_classes: int = 0
+    backend: str = field(default="auto", metadata={"help": "neuron backend: auto, bptt, reference, or a fused kernel"})
+    compile: bool = field(default=False, metadata={"help": "torch.compile the network"})
+    sync_bn: bool = field(default=False, metadata={"help": "SyncBatchNorm across processes (torchrun, CUDA)"})
+    log: str = field(default="none", metadata={
+        "help": "also log each epoch to TensorBoard (<run>/tensorboard); metrics.jsonl stays the record",
+        "choices": ("none", "tensorboard")})
+    out: str | None = field(default=None, metadata={"help": "run folder [runs/<dataset>-<time>]"})
+    input_shape: tuple = field(default=(), metadata={"derived": True})
+    num_classes: int = field(default=0, metadata={"derived": True})
 
     def network_kwargs(self) -> dict:
         """Keywords for :func:`plif.models.build_network` that rebuild exactly this network."""
@@ -71,60 +95,179 @@ class TrainConfig:
         return d
 
     @classmethod
-    def from_dict(cls, d: dict) -> "TrainConfig":
-        names = {f.name for f in dataclasses.fields(cls)}
-        kw = {k: v for k, v in d.items() if k in names}
-        kw["input_shape"] = tuple(kw.get("input_shape", ()))
+    def from_dict(cls, d: dict, source: str = "config") -> "TrainConfig":
+        """Rebuild from :meth:`to_dict`'s output; a value of the wrong type raises ``ValueError``
+        naming ``source`` (e.g. the config.json path) and the field.  Unknown keys are ignored."""
+        if not isinstance(d, dict):
+            raise ValueError(f"{source}: expected a JSON object, got {type(d).__name__}")
+        kw = {}
+        for f in dataclasses.fields(cls):
+            if f.name not in d:
+                continue
+            value = d[f.name]
+            if f.name == "input_shape":
+                if not isinstance(value, (list, tuple)) or not all(_is_int(v) for v in value):
+                    raise ValueError(f"{source}: input_shape must be a list of integers, got {value!r}")
+                value = tuple(value)
+            else:
+                kind, optional = field_kind(f)
+                if not _type_ok(value, kind, optional):
+                    want = kind.__name__ + (" or null" if optional else "")
+                    raise ValueError(f"{source}: {f.name} must be {want}, got {value!r} ({type(value).__name__})")
+                if kind is float and value is not None:
+                    value = float(value)
+            kw[f.name] = value
         return cls(**kw)
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _type_ok(value, kind, optional: bool) -> bool:
+    if value is None:
+        return optional
+    if kind is bool:
+        return isinstance(value, bool)
+    if kind is int:
+        return _is_int(value)
+    if kind is float:
+        return _is_int(value) or isinstance(value, float)
+    return isinstance(value, kind)
+
+
+_KINDS = {"bool": bool, "int": int, "float": float, "str": str, "tuple": tuple}
+
+
+def field_kind(f: dataclasses.Field) -> tuple[type, bool]:
+    """``(base type, optional)`` of a config field from its annotation (``int | None`` -> ``(int, True)``)."""
+    text = f.type.__name__ if isinstance(f.type, type) else str(f.type).replace("typing.", "")
+    parts = [p.strip() for p in text.replace("Optional[", "").rstrip("]").split("|")]
+    optional = "None" in parts
+    names = [p for p in parts if p != "None"]
+    if len(names) != 1 or names[0] not in _KINDS:
+        raise TypeError(f"TrainConfig.{f.name}: unsupported annotation {f.type!r} (use bool, int, float, str, "
+                        "optionally '| None')")
+    return _KINDS[names[0]], optional
 
 
 # preset -> values for the fields left at None
 PRESETS: dict[str, dict] = {
     "paper": {"epochs": 1024, "batch_size": 16, "lr": 1e-3, "t_max": 64},
-    # the network is each dataset's cpu_network (plif.data.catalog), e.g. 32 channels and FC512
-    "cpu": {"epochs": 2, "batch_size": 64, "lr": 2e-3, "t_max": 2, "T": 4, "cpu_network": True},
+    # the network is each dataset's cpu_network (plif.data.catalog), e.g. 32 channels and FC512;
+    # t_max: the epochs (resolve_config)
+    "cpu": {"epochs": 2, "batch_size": 64, "lr": 2e-3, "T": 4, "cpu_network": True},
 }
 
 
 def resolve_config(cfg: TrainConfig) -> TrainConfig:
-    """Validate names and fill every ``None`` from the preset and the dataset's zoo entry."""
+    """Validate every value and fill every ``None`` from the preset and the dataset's zoo entry.
+
+    Errors are ``ValueError`` naming the option (``--lr``) and what it must be, raised before any
+    work starts.  The ``cpu`` preset's cosine period follows ``epochs`` unless ``t_max`` is given.
+    """
     from ..models import ZOO
 
-    if cfg.dataset not in ZOO:
-        raise ValueError(f"unknown dataset {cfg.dataset!r}; valid: {', '.join(ZOO)}")
-    if cfg.preset not in PRESETS:
-        raise ValueError(f"unknown preset {cfg.preset!r}; valid: {', '.join(PRESETS)}")
-    if cfg.neuron.lower() not in NEURON_NAMES:
-        raise ValueError(f"unknown neuron {cfg.neuron!r}; valid: {', '.join(NEURON_NAMES)}")
-    if cfg.pool not in (None, "max", "avg"):
-        raise ValueError(f"unknown pooling {cfg.pool!r}; valid: max, avg")
-    if cfg.data_on_device not in ("auto", "yes", "no"):
-        raise ValueError(f"--data-on-device must be auto, yes or no, got {cfg.data_on_device!r}")
-    if not 0.0 <= cfg.val_split < 1.0:
-        raise ValueError(f"--val-split must be in [0, 1), got {cfg.val_split}")
+    _check_names(cfg, ZOO)
     entry = get_entry(cfg.dataset)
     preset = dict(PRESETS[cfg.preset])
     if preset.pop("cpu_network", False):  # the dataset's own CPU-sized network
         preset["network"] = entry.network_string(cpu=True)
-    values = {}
-    for name in ("T", "epochs", "batch_size", "lr", "t_max", "network"):
-        if getattr(cfg, name) is None:
-            values[name] = preset.get(name)
-    values.setdefault("network", None)
+    values = {name: preset.get(name) for name in ("T", "epochs", "batch_size", "lr", "t_max", "network")
+              if getattr(cfg, name) is None}
+    if cfg.t_max is None and "t_max" not in preset:
+        values["t_max"] = cfg.epochs if cfg.epochs is not None else preset["epochs"]
     resolved = dataclasses.replace(cfg, **{k: v for k, v in values.items() if v is not None})
     if resolved.network is None:
         resolved = dataclasses.replace(resolved, network=entry.network_string(cfg.authors_code))
     if resolved.T is None:
         resolved = dataclasses.replace(resolved, T=entry.T)
-    for name in ("T", "epochs", "batch_size", "t_max", "eval_batch_size"):
-        if getattr(resolved, name) < 1:
-            raise ValueError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(resolved, name)}")
+    _check_values(resolved)
     return dataclasses.replace(resolved, neuron=cfg.neuron.lower(), input_shape=tuple(entry.input_shape),
                                num_classes=entry.num_classes)
 
 
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def _check_names(cfg: TrainConfig, zoo) -> None:
+    if cfg.dataset not in zoo:
+        raise ValueError(f"unknown dataset {cfg.dataset!r}; valid: {', '.join(zoo)}")
+    if cfg.preset not in PRESETS:
+        raise ValueError(f"unknown preset {cfg.preset!r}; valid: {', '.join(PRESETS)}")
+    if not isinstance(cfg.neuron, str) or cfg.neuron.lower() not in NEURON_NAMES:
+        raise ValueError(f"unknown neuron {cfg.neuron!r}; valid: {', '.join(NEURON_NAMES)}")
+    for f in dataclasses.fields(TrainConfig):
+        choices = f.metadata.get("choices")
+        value = getattr(cfg, f.name)
+        if f.name in ("dataset", "neuron") or not choices or value is None:
+            continue
+        if value not in choices:
+            raise ValueError(f"{_flag(f.name)} {value!r}: unknown; valid: {', '.join(map(str, choices))}")
+
+
+def _check_values(cfg: TrainConfig) -> None:
+    """Every number against its meaning (runs after the preset filled the ``None`` values)."""
+    for f in dataclasses.fields(TrainConfig):
+        if f.metadata.get("derived"):
+            continue
+        kind, optional = field_kind(f)
+        value = getattr(cfg, f.name)
+        if not _type_ok(value, kind, optional):
+            raise ValueError(f"{_flag(f.name)} must be {kind.__name__}, got {value!r}")
+        if kind is float and value is not None and not math.isfinite(value):
+            raise ValueError(f"{_flag(f.name)} must be a finite number, got {value}")
+    for name in ("T", "epochs", "batch_size", "t_max", "eval_batch_size"):
+        if getattr(cfg, name) < 1:
+            raise ValueError(f"{_flag(name)} must be at least 1, got {getattr(cfg, name)}")
+    for name in ("max_train_samples", "max_test_samples", "max_val_samples"):
+        value = getattr(cfg, name)
+        if value is not None and value < 1:
+            raise ValueError(f"{_flag(name)} must be at least 1 (leave it out to use every sample), got {value}")
+    if cfg.lr <= 0:
+        raise ValueError(f"--lr must be positive, got {cfg.lr:g}")
+    neuron = cfg.neuron.lower()
+    if (neuron == "plif" and not cfg.tau0 > 1) or (neuron == "lif" and not cfg.tau0 >= 1):
+        raise ValueError(f"--tau0 must be {'greater than' if neuron == 'plif' else 'at least'} 1 for {neuron.upper()} "
+                         f"(the membrane keeps 1 - 1/tau of its potential each step), got {cfg.tau0:g}")
+    if not 0.0 <= cfg.val_split < 1.0:
+        raise ValueError(f"--val-split must be in [0, 1), got {cfg.val_split}")
+    if cfg.seed < 0:
+        raise ValueError(f"--seed must be non-negative, got {cfg.seed}")
+    if cfg.network is not None and not cfg.network.strip():
+        raise ValueError("--network must not be empty")
+    if cfg.data_dir is not None and not os.path.isdir(cfg.data_dir):
+        raise ValueError(f"--data-dir {cfg.data_dir}: no such folder")
+    if cfg.backend != "auto":
+        from ..neurons.dispatch import available_backends
+
+        if cfg.backend not in available_backends():
+            raise ValueError(f"--backend {cfg.backend!r}: unknown; available: auto, {', '.join(available_backends())}")
+    pick_device(cfg.device, check=False)
+
+
+def pick_device(name: str = "auto", check: bool = True):
+    """The one place "auto" is decided: ``cuda`` when available, else ``cpu``.
+
+    check: also refuse a CUDA device on a machine without CUDA.  A malformed name raises
+    ``ValueError`` naming ``--device``.
+    """
+    import torch
+
+    if name in (None, "auto"):
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        dev = torch.device(name)
+    except (RuntimeError, TypeError):
+        raise ValueError(f"--device {name!r}: not a device; use auto, cpu, cuda or cuda:N") from None
+    if check and dev.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"--device {name}: CUDA is not available on this machine; use --device cpu")
+    return dev
+
+
 # Settings that may change when a run is resumed without changing what it computes.
-RESUMABLE_CHANGES = ("epochs", "device", "out", "eval_batch_size", "data_on_device")
+RESUMABLE_CHANGES = ("epochs", "device", "out", "eval_batch_size", "data_on_device", "log")
 
 
 def config_diff(old: dict, new: dict) -> list[str]:

@@ -1,20 +1,58 @@
 """One training epoch and one evaluation pass, with no host synchronisation per step.
 
 Loss and correct counts accumulate in device tensors and are read once at the end; a step is
-forward, MSE on the voting layer's firing rate, backward and the optimiser update.
+forward, MSE on the voting layer's firing rate, backward and the optimiser update.  Divergence is
+watched the same way: after every step a device flag records whether the loss and every
+parameter are still finite, and it is read with the totals at the end of the epoch.
 """
 from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
 
-__all__ = ["adam", "rate_mse_loss", "train_step", "train_epoch", "evaluate"]
+__all__ = ["adam", "fused_adam_supported", "rate_mse_loss", "train_step", "train_epoch", "evaluate", "Diverged",
+           "all_finite", "nonfinite_count"]
+
+
+class Diverged(FloatingPointError):
+    """The loss or a parameter became NaN or infinite during an epoch."""
+
+
+def fused_adam_supported(device_type: str, version: str | None = None) -> bool:
+    """Fused Adam exists for CUDA since torch 2.0 and for the CPU only since 2.4."""
+    version = version or torch.__version__
+    major, minor = (int(v) for v in version.split("+")[0].split(".")[:2])
+    return (major, minor) >= ((2, 4) if device_type == "cpu" else (2, 0))
 
 
 def adam(params, lr: float, capturable: bool = False) -> torch.optim.Adam:
     """The paper's optimiser (Adam, no weight decay) in its fused form: one kernel over all
-    parameters instead of ~10 ops per tensor, which is a tenth of a CPU step on the paper's network."""
-    return torch.optim.Adam(params, lr=lr, fused=True, capturable=capturable)
+    parameters instead of ~10 ops per tensor, which is a tenth of a CPU step on the paper's network.
+    Where this torch has no fused Adam for the parameters' device, the multi-tensor form is used."""
+    params = list(params)
+    device_type = params[0].device.type if params else "cpu"
+    if fused_adam_supported(device_type):
+        return torch.optim.Adam(params, lr=lr, fused=True, capturable=capturable)
+    return torch.optim.Adam(params, lr=lr, foreach=True, capturable=capturable)
+
+
+def all_finite(tensors) -> torch.Tensor:
+    """A device bool: every element of every tensor is finite (no host sync).
+
+    One fused 2-norm per tensor: NaN and infinity propagate into it, so it is finite exactly when
+    the tensor is, except that values beyond ~1e16 (squares overflowing float32) also count as
+    diverged.  On the CPU it is ~50x faster than the max-abs norm (0.35 ms against 17 ms for the
+    cpu preset's 864k parameters, this 2-core AMD EPYC, torch 2.13.0+cpu, under other load)."""
+    tensors = [t for t in tensors if t.is_floating_point()]
+    if not tensors:
+        return torch.ones((), dtype=torch.bool)
+    return torch.stack(torch._foreach_norm(tensors)).isfinite().all()
+
+
+def nonfinite_count(state: dict) -> int:
+    """How many values of a state dict's floating tensors are NaN or infinite."""
+    return sum(int((~torch.isfinite(v)).sum()) for v in state.values()
+               if isinstance(v, torch.Tensor) and v.is_floating_point())
 
 
 def rate_mse_loss(out: torch.Tensor, y: torch.Tensor, num_classes: int):
@@ -32,31 +70,49 @@ def train_step(model, optimizer, x, y, num_classes: int):
     return loss.detach(), (rate.argmax(1) == y).sum()
 
 
-def train_epoch(model, optimizer, batches, num_classes: int, progress=None, all_reduce=None):
-    """Run one epoch over ``batches``; returns ``(mean loss, accuracy, samples)`` as Python numbers."""
+def train_epoch(model, optimizer, batches, num_classes: int, progress=None, all_reduce=None,
+                check_every: int = 512):
+    """Run one epoch over ``batches``; returns ``(mean loss, accuracy, samples)`` as Python numbers.
+
+    Raises :class:`Diverged` if the loss or any parameter stopped being finite at any step: the
+    flag is updated on the device after every step and read every ``check_every`` steps (one host
+    sync each, outside the step, so long paper epochs stop early) and at the end of the epoch.
+    """
     model.train()
-    loss_sum = correct = None
-    seen = 0
+    params = [p for g in optimizer.param_groups for p in g["params"]]
+    loss_sum = correct = finite = None
+    seen = steps = 0
     for x, y in batches:
         loss, c = train_step(model, optimizer, x, y, num_classes)
+        ok = torch.isfinite(loss) & all_finite(params)
         b = y.shape[0]
         loss_sum = loss * b if loss_sum is None else loss_sum + loss * b
         correct = c if correct is None else correct + c
+        finite = ok if finite is None else finite & ok
         seen += b
+        steps += 1
         if progress is not None:
             progress.update(b)
+        if all_reduce is None and check_every and steps % check_every == 0 and not bool(finite):
+            raise Diverged(f"the loss or a parameter became NaN or infinite (seen at step {steps})")
     if seen == 0:
         raise ValueError("the training set is smaller than one batch; lower --batch-size")
-    totals = torch.stack([loss_sum.float(), correct.float(), torch.tensor(float(seen), device=loss_sum.device)])
+    bad = (~finite).float()
+    totals = torch.stack([loss_sum.float(), correct.float(), torch.tensor(float(seen), device=loss_sum.device),
+                          bad.to(loss_sum.device)])
     if all_reduce is not None:
         totals = all_reduce(totals)
-    loss_total, correct_total, n = totals.tolist()
+    loss_total, correct_total, n, diverged = totals.tolist()
+    if diverged:
+        raise Diverged("the loss or a parameter became NaN or infinite")
     return loss_total / n, correct_total / n, int(n)
 
 
 @torch.no_grad()
-def evaluate(model, batches, num_classes: int, all_reduce=None):
-    """Accuracy and mean loss over ``batches`` in eval mode: ``(loss, accuracy, samples)``."""
+def evaluate(model, batches, num_classes: int, all_reduce=None, progress=None):
+    """Accuracy and mean loss over ``batches`` in eval mode: ``(loss, accuracy, samples)``.
+
+    progress: a tqdm-like bar advanced by each batch's size."""
     model.eval()
     totals = None
     for x, y in batches:
@@ -64,6 +120,8 @@ def evaluate(model, batches, num_classes: int, all_reduce=None):
         t = torch.stack([loss.float() * y.shape[0], (rate.argmax(1) == y).sum().float(),
                          torch.tensor(float(y.shape[0]), device=loss.device)])
         totals = t if totals is None else totals + t
+        if progress is not None:
+            progress.update(int(y.shape[0]))
     if totals is None:
         totals = torch.zeros(3)
     if all_reduce is not None:

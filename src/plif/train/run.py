@@ -1,34 +1,32 @@
-"""``train(config)``: the paper's protocol end to end, in one run folder, resumable.
+"""``train(config)``: the paper's protocol end to end, in one locked run folder, resumable.
 
-Run folder layout::
-
-    <run>/config.json        the resolved config (everything needed to rebuild the network)
-    <run>/metrics.jsonl      one JSON line per epoch
-    <run>/summary.json       accuracy A and B, with their epochs and checkpoints
-    <run>/checkpoints/       last.pt (resume), best_test.pt (A), best_val.pt (B)
+The run folder's format is :mod:`plif.train.run_folder`.  ``train`` is a list of set-up steps
+(config, run folder, model, optimiser and schedule, data) followed by a short loop, in the manner
+of torchtune's single-device recipes.  Every value is validated and the run folder is locked
+before any data is loaded.
 
 Every epoch ends with an atomic ``last.pt``; everything random in an epoch is seeded from
 ``(seed, epoch)``, so on CPU a run killed at any point and resumed ends bit-for-bit where an
-uninterrupted run does.
+uninterrupted run does.  A run with no finished epoch is simply started again.  Non-finite
+weights are never written: a diverged epoch stops the run and the last good checkpoint stays.
 """
 from __future__ import annotations
 
-import json
-import math
 import sys
 import time
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
 import torch
 
-from ..atomic import atomic_write_bytes
 from ..models import build_network
-from .checkpoint import CHECKPOINTS, load_checkpoint, save_checkpoint
-from .config import TrainConfig, config_diff, resolve_config
+from .checkpoint import load_checkpoint, save_checkpoint
+from .config import TrainConfig, config_diff, pick_device, resolve_config
 from .data import epoch_generator, load_train_data
 from .distributed import all_reduce_sum, init_distributed, shutdown
-from .loop import adam, evaluate, train_epoch
+from .loop import Diverged, adam, evaluate, nonfinite_count, train_epoch
+from .run_folder import CHECKPOINTS, RunFolder, prepare_out, read_metrics
 
 __all__ = ["train", "default_run_dir", "read_metrics"]
 
@@ -38,28 +36,267 @@ def default_run_dir(cfg: TrainConfig) -> Path:
     return Path("runs") / f"{cfg.dataset}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
 
 
-def read_metrics(run_dir: Path) -> list[dict]:
-    path = Path(run_dir) / "metrics.jsonl"
-    if not path.is_file():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+@dataclass
+class _Session:
+    """What the set-up steps produce and the loop uses."""
+
+    cfg: TrainConfig
+    cfg_dict: dict
+    folder: RunFolder
+    device: torch.device
+    dist: object
+    main: bool
+    resume: bool
+    model: torch.nn.Module = None
+    net: torch.nn.Module = None
+    optimizer: torch.optim.Optimizer = None
+    scheduler: object = None
+    data: object = None
+    start_epoch: int = 0
+    metrics: list = None
+    tb: object = None
 
 
-def _write_json(path: Path, obj) -> None:
-    atomic_write_bytes(path, (json.dumps(obj, indent=2) + "\n").encode())
+# --- set-up steps ------------------------------------------------------------------------------
+
+def setup_run_folder(cfg: TrainConfig, resume: bool, main: bool, log) -> tuple[RunFolder, bool]:
+    """Check ``--out`` can be written, lock it, clean what a killed run left, decide fresh or resume.
+
+    Returns ``(locked folder, resume)``; ``resume`` is False when the folder has no finished epoch
+    (such a run starts again, with or without ``--resume``).
+    """
+    folder = RunFolder(cfg.out or default_run_dir(cfg))
+    if not main:
+        return folder, resume and folder.has_finished_epoch()
+    prepare_out(folder.path)
+    folder.lock()
+    try:
+        finished = folder.has_finished_epoch()  # only now: another run may have finished meanwhile
+        folder.clean_stale_temporaries()
+        if resume and not finished and not folder.has_config():
+            raise FileNotFoundError(f"--resume: {folder.path} holds no run (no config.json)")
+        if not resume and finished:
+            raise ValueError(f"{folder.path} already holds a run; pass --resume to continue it or choose another --out")
+        if not finished and folder.has_config():
+            log(f"{folder.path}: the run there finished no epoch; starting it again")
+            folder.clear_unfinished()
+    except BaseException:
+        folder.unlock()
+        raise
+    return folder, resume and finished
 
 
-def _write_metrics(path: Path, rows: list[dict]) -> None:
-    atomic_write_bytes(path, "".join(json.dumps(r) + "\n" for r in rows).encode())
+def setup_model(cfg: TrainConfig, device: torch.device) -> torch.nn.Module:
+    """The network, seeded, on ``device``; its output width must equal the dataset's classes."""
+    torch.manual_seed(cfg.seed)
+    model = build_network(cfg.network, cfg.input_shape, cfg.T, **cfg.network_kwargs())
+    out = model.info[-1].out_shape if model.info else tuple(cfg.input_shape)
+    if tuple(out) != (cfg.num_classes,):
+        raise ValueError(f"--network {cfg.network!r}: gives outputs of shape {tuple(out)} per sample, but "
+                         f"{cfg.dataset} has {cfg.num_classes} classes; end the network with "
+                         f"{cfg.num_classes} outputs (e.g. ...-FC{cfg.num_classes * 10}-PLIF-APk10s10)")
+    return model.to(device)
 
 
-def _pick_device(name: str) -> torch.device:
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    dev = torch.device(name)
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"--device {name}: CUDA is not available on this machine; use --device cpu")
-    return dev
+def setup_optimizer(model, cfg: TrainConfig):
+    """Adam (the paper's, no weight decay) and cosine annealing with period ``t_max`` epochs."""
+    optimizer = adam(model.parameters(), cfg.lr)
+    return optimizer, torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=cfg.t_max)
+
+
+def restore(s: _Session, log) -> None:
+    """Load ``last.pt`` into the model, optimiser and schedule; refuse a different config."""
+    state = load_checkpoint(s.folder.checkpoint("last"), map_location=s.device)
+    diffs = config_diff(state["config"], s.cfg_dict)
+    if diffs:
+        raise ValueError(f"--resume: {s.folder.path} was started with a different config:\n" + "\n".join(diffs))
+    s.model.load_state_dict(state["model"])
+    s.optimizer.load_state_dict(state["optimizer"])
+    s.scheduler.load_state_dict(state["scheduler"])
+    s.start_epoch = state["epoch"]
+    s.metrics = [m for m in read_metrics(s.folder.path) if m["epoch"] <= s.start_epoch]
+    if s.main:
+        log(f"resuming {s.folder.path} after epoch {s.start_epoch}")
+
+
+def setup_parallel(s: _Session) -> torch.nn.Module:
+    """The module the loop runs: SyncBN / DDP / torch.compile around the model as configured."""
+    net = s.model
+    if s.cfg.sync_bn and s.device.type != "cuda":
+        raise ValueError("--sync-bn needs CUDA devices (PyTorch's SyncBatchNorm has no CPU implementation)")
+    if s.cfg.sync_bn and s.dist.world > 1:
+        net = torch.nn.SyncBatchNorm.convert_sync_batchnorm(net)
+    if s.dist.world > 1:
+        net = torch.nn.parallel.DistributedDataParallel(
+            net, device_ids=[s.device.index] if s.device.type == "cuda" else None)
+    if s.cfg.compile:
+        net = torch.compile(net)
+    return net
+
+
+def _setup(cfg: TrainConfig, resume: bool, log) -> _Session:
+    cfg = resolve_config(cfg)
+    device = pick_device(cfg.device)
+    dist = init_distributed(device.type)
+    if dist.world > 1 and device.type == "cuda":
+        device = torch.device("cuda", dist.local_rank)
+        torch.cuda.set_device(device)
+    if cfg.log == "tensorboard":
+        from .tb_log import summary_writer_class
+
+        summary_writer_class()  # missing package: refused before the run folder is touched
+    folder, resume = setup_run_folder(cfg, resume, dist.is_main, log)
+    s = _Session(cfg, {**cfg.to_dict(), "out": str(folder.path)}, folder, device, dist, dist.is_main, resume,
+                 metrics=[])
+    try:
+        if s.main and not resume:
+            folder.write_config(s.cfg_dict)  # before the data loads: a full disk fails now
+            folder.write_metrics([])
+        s.model = setup_model(cfg, device)
+        s.optimizer, s.scheduler = setup_optimizer(s.model, cfg)
+        if resume:
+            restore(s, log)
+            if s.main:
+                folder.write_config(s.cfg_dict)  # what a resume may change (--epochs, --device) is recorded
+        if s.main and cfg.log == "tensorboard":
+            from .tb_log import TensorBoardLog
+
+            s.tb = TensorBoardLog(folder.tensorboard)
+        s.data = load_train_data(cfg, device)
+        if s.data.steps_per_epoch(cfg.batch_size, dist.world) == 0:
+            raise ValueError(f"--batch-size {cfg.batch_size}: larger than the {len(s.data.train)} training samples"
+                             + (f" per process ({dist.world} processes)" if dist.world > 1 else "")
+                             + "; lower --batch-size" + (" or --val-split" if cfg.val_split else ""))
+        s.net = setup_parallel(s)
+    except BaseException:
+        folder.unlock()
+        raise
+    return s
+
+
+# --- the loop ----------------------------------------------------------------------------------
+
+def train(cfg: TrainConfig, resume: bool = False, log=print) -> Path:
+    """Train with ``cfg`` (validated and resolved here); returns the run folder.
+
+    resume: continue the run in ``cfg.out`` from its ``last.pt``; refuses when the stored config
+    differs in anything but the number of epochs, the device or logging.
+    """
+    s = _setup(cfg, resume, log)
+    cfg, folder = s.cfg, s.folder
+    reduce = all_reduce_sum if s.dist.world > 1 else None
+    steps = s.data.steps_per_epoch(cfg.batch_size, s.dist.world)
+    finished = True
+    try:
+        if s.main:
+            log(f"run folder: {folder.path}")
+            log(f"{cfg.dataset}: {len(s.data.train)} train, {len(s.data.val) if s.data.val else 0} val, "
+                f"{len(s.data.test)} test samples on {s.device}; network {cfg.network}, T={cfg.T}, "
+                f"every neuron {_neuron_label(cfg)}" + (f", {cfg.pool} pooling" if cfg.pool else ""))
+        for epoch in range(s.start_epoch, cfg.epochs):
+            row, rates = _run_epoch(s, epoch, steps, reduce)
+            s.scheduler.step()
+            s.metrics.append(row)
+            if s.main:
+                _save_epoch(s, row)
+                if s.tb is not None:
+                    s.tb.epoch(row, rates)
+                log(_epoch_line(row, cfg))
+    except KeyboardInterrupt:
+        finished = False
+        if s.main:
+            log(f"\ninterrupted; the last complete epoch is saved in {folder.checkpoint('last')} "
+                f"(continue with --resume --out {folder.path})")
+        raise
+    finally:
+        if s.main and s.metrics:
+            folder.write_summary(_summary(s.metrics, cfg, folder.path, finished and len(s.metrics) == cfg.epochs))
+        if s.tb is not None:
+            s.tb.close()
+        folder.unlock()
+        shutdown()
+    if s.main:
+        log(_final_report(folder, s.metrics, cfg))
+    return folder.path
+
+
+def _diverged(s: _Session, epoch: int) -> FloatingPointError:
+    last = s.folder.checkpoint("last")
+    good = (f"the last good checkpoint is {last} (epoch {epoch}); lower --lr and --resume, or start again"
+            if epoch > 0 else "no epoch finished, so no checkpoint was written; lower --lr and start again")
+    return Diverged(f"training diverged in epoch {epoch + 1}: the loss or the weights became NaN or infinite; "
+                    f"stopped without saving them; {good}")
+
+
+def _run_epoch(s: _Session, epoch: int, steps: int, reduce) -> tuple[dict, dict | None]:
+    cfg, data, dist = s.cfg, s.data, s.dist
+    gen = epoch_generator(cfg.seed, epoch)
+    torch.manual_seed(cfg.seed * 7919 + epoch * 104729 + dist.rank)  # dropout masks
+    lr = s.optimizer.param_groups[0]["lr"]
+    t0 = time.perf_counter()
+    with _progress(steps * cfg.batch_size, f"epoch {epoch + 1}/{cfg.epochs}", s.main) as bar:
+        batches = data.train_batches(cfg.batch_size, gen, dist.rank, dist.world)
+        try:
+            train_loss, train_acc, n_train = train_epoch(s.net, s.optimizer, batches, cfg.num_classes, bar, reduce)
+        except Diverged:
+            raise _diverged(s, epoch) from None
+    if nonfinite_count(s.model.state_dict()):  # e.g. BatchNorm statistics
+        raise _diverged(s, epoch)
+    train_time = time.perf_counter() - t0
+    rates = None
+    if s.tb is not None:
+        from .tb_log import firing_rates
+
+        with firing_rates(s.model) as rates:
+            test_loss, test_acc, _ = _evaluate(s, data.test, "test", reduce)
+    else:
+        test_loss, test_acc, _ = _evaluate(s, data.test, "test", reduce)
+    row = {"epoch": epoch + 1, "lr": lr, "train_loss": train_loss, "train_acc": train_acc,
+           "test_loss": test_loss, "test_acc": test_acc}
+    if data.val is not None:
+        _, row["val_acc"], _ = _evaluate(s, data.val, "validation", reduce)
+    taus = [float(m.tau.mean()) for m in s.model.neuron_layers() if hasattr(m, "w")]
+    row.update({"taus": taus, "epoch_time_s": time.perf_counter() - t0, "train_time_s": train_time,
+                "samples_per_s": n_train / train_time if train_time > 0 else float("nan")})
+    return row, rates
+
+
+def _evaluate(s: _Session, split, name: str, reduce):
+    shard = len(split) // s.dist.world
+    with _progress(shard, name, s.main) as bar:
+        return evaluate(s.net, s.data.eval_batches(split, s.cfg.eval_batch_size, s.dist.rank, s.dist.world),
+                        s.cfg.num_classes, reduce, progress=bar)
+
+
+def _progress(total: int, desc: str, enabled: bool):
+    """A tqdm bar on stderr when it is a terminal; nothing otherwise (the epoch line is printed)."""
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=desc, unit="sample", unit_scale=True, leave=False, dynamic_ncols=True,
+                disable=not enabled or None, mininterval=0.5, file=sys.stderr)
+
+
+def _neuron_label(cfg: TrainConfig) -> str:
+    if cfg.neuron == "if":
+        return "IF"
+    return f"{cfg.neuron.upper()} (tau{'0' if cfg.neuron == 'plif' else ''} = {cfg.tau0:g})"
+
+
+def _resume_state(s: _Session, epoch: int) -> dict:
+    return {"model": s.model.state_dict(), "optimizer": s.optimizer.state_dict(),
+            "scheduler": s.scheduler.state_dict(), "epoch": epoch, "config": s.cfg_dict, "best": {}}
+
+
+def _save_epoch(s: _Session, row: dict) -> None:
+    metrics, folder = s.metrics, s.folder
+    weights = {"model": s.model.state_dict(), "epoch": row["epoch"], "config": s.cfg_dict}
+    if row["test_acc"] > max((m["test_acc"] for m in metrics[:-1]), default=-1.0):
+        save_checkpoint(folder.checkpoint("best_test"), {**weights, "test_acc": row["test_acc"]})
+    if "val_acc" in row and row["val_acc"] > max((m["val_acc"] for m in metrics[:-1]), default=-1.0):
+        save_checkpoint(folder.checkpoint("best_val"), {**weights, "val_acc": row["val_acc"], "test_acc": row["test_acc"]})
+    folder.write_metrics(metrics)
+    save_checkpoint(folder.checkpoint("last"), _resume_state(s, row["epoch"]))
+    folder.write_summary(_summary(metrics, s.cfg, folder.path, finished=False))
 
 
 def _summary(metrics: list[dict], cfg: TrainConfig, run_dir: Path, finished: bool) -> dict:
@@ -80,153 +317,6 @@ def _summary(metrics: list[dict], cfg: TrainConfig, run_dir: Path, finished: boo
     return out
 
 
-def _progress(total: int, desc: str, enabled: bool):
-    from tqdm import tqdm
-
-    return tqdm(total=total, desc=desc, unit="sample", unit_scale=True, leave=False, dynamic_ncols=True,
-                disable=not enabled or None, mininterval=0.5, file=sys.stderr)
-
-
-def train(cfg: TrainConfig, resume: bool = False, log=print) -> Path:
-    """Train with ``cfg`` (resolved here); returns the run folder.
-
-    resume: continue the run in ``cfg.out`` from its ``last.pt``; refuses when the stored config
-    differs in anything but the number of epochs or the device.
-    """
-    cfg = resolve_config(cfg)
-    device = _pick_device(cfg.device)
-    dist_info = init_distributed(device.type)
-    if dist_info.world > 1 and device.type == "cuda":
-        device = torch.device("cuda", dist_info.local_rank)
-        torch.cuda.set_device(device)
-    reduce = all_reduce_sum if dist_info.world > 1 else None
-    main = dist_info.is_main
-    run_dir = Path(cfg.out) if cfg.out else default_run_dir(cfg)
-    if resume and not (run_dir / "checkpoints" / CHECKPOINTS["last"]).is_file():
-        raise FileNotFoundError(f"--resume: no checkpoint at {run_dir / 'checkpoints' / CHECKPOINTS['last']}")
-    if not resume and (run_dir / "config.json").exists():
-        raise ValueError(f"{run_dir} already holds a run; pass --resume to continue it or choose another --out")
-    cfg_dict = {**cfg.to_dict(), "out": str(run_dir)}
-
-    torch.manual_seed(cfg.seed)
-    model = build_network(cfg.network, cfg.input_shape, cfg.T, **cfg.network_kwargs()).to(device)
-    optimizer = adam(model.parameters(), cfg.lr)
-    scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=cfg.t_max)
-    start_epoch, metrics = 0, []
-
-    if resume:
-        state = load_checkpoint(run_dir / "checkpoints" / CHECKPOINTS["last"], map_location=device)
-        diffs = config_diff(state["config"], cfg_dict)
-        if diffs:
-            raise ValueError(f"--resume: {run_dir} was started with a different config:\n" + "\n".join(diffs))
-        model.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        scheduler.load_state_dict(state["scheduler"])
-        start_epoch = state["epoch"]
-        metrics = [m for m in read_metrics(run_dir) if m["epoch"] <= start_epoch]
-        if main:
-            log(f"resuming {run_dir} after epoch {start_epoch}")
-
-    data = load_train_data(cfg, device)
-    net = model
-    if cfg.sync_bn and device.type != "cuda":
-        raise ValueError("--sync-bn needs CUDA devices (PyTorch's SyncBatchNorm has no CPU implementation)")
-    if cfg.sync_bn and dist_info.world > 1:
-        net = torch.nn.SyncBatchNorm.convert_sync_batchnorm(net)
-    if dist_info.world > 1:
-        net = torch.nn.parallel.DistributedDataParallel(
-            net, device_ids=[device.index] if device.type == "cuda" else None)
-    if cfg.compile:
-        net = torch.compile(net)
-
-    if main:
-        run_dir.mkdir(parents=True, exist_ok=True)
-        _write_json(run_dir / "config.json", cfg_dict)
-        if not resume:
-            _write_metrics(run_dir / "metrics.jsonl", [])
-            # epoch 0: the untrained weights, so even an interrupt in the first epoch leaves a checkpoint
-            save_checkpoint(run_dir / "checkpoints" / CHECKPOINTS["last"], _resume_state(model, optimizer, scheduler, 0, cfg_dict))
-        log(f"run folder: {run_dir}")
-        log(f"{cfg.dataset}: {len(data.train)} train, {len(data.val) if data.val else 0} val, "
-            f"{len(data.test)} test samples on {device}; network {cfg.network}, T={cfg.T}, "
-            f"every neuron {_neuron_label(cfg)}" + (f", {cfg.pool} pooling" if cfg.pool else ""))
-
-    steps = data.steps_per_epoch(cfg.batch_size, dist_info.world)
-    finished = True
-    try:
-        for epoch in range(start_epoch, cfg.epochs):
-            row = _run_epoch(net, model, optimizer, data, cfg, epoch, steps, dist_info, reduce, main)
-            if not math.isfinite(row["train_loss"]):
-                raise FloatingPointError(
-                    f"training loss became {row['train_loss']} in epoch {row['epoch']}; stopped. The last good "
-                    f"checkpoint is {run_dir / 'checkpoints' / CHECKPOINTS['last']} (epoch {epoch}); "
-                    f"lower --lr and --resume, or start again")
-            scheduler.step()
-            metrics.append(row)
-            if main:
-                _save_epoch(run_dir, model, optimizer, scheduler, row, metrics, cfg, cfg_dict)
-                log(_epoch_line(row, cfg))
-    except KeyboardInterrupt:
-        finished = False
-        if main:
-            log(f"\ninterrupted; the last complete epoch is saved in {run_dir / 'checkpoints' / CHECKPOINTS['last']} "
-                f"(continue with --resume --out {run_dir})")
-        raise
-    finally:
-        if main and metrics:
-            _write_json(run_dir / "summary.json", _summary(metrics, cfg, run_dir, finished and len(metrics) == cfg.epochs))
-        shutdown()
-    if main:
-        log(_final_report(run_dir, metrics, cfg))
-    return run_dir
-
-
-def _neuron_label(cfg: TrainConfig) -> str:
-    if cfg.neuron == "if":
-        return "IF"
-    return f"{cfg.neuron.upper()} (tau{'0' if cfg.neuron == 'plif' else ''} = {cfg.tau0:g})"
-
-
-def _resume_state(model, optimizer, scheduler, epoch, cfg_dict, best=None):
-    return {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
-            "epoch": epoch, "config": cfg_dict, "best": best or {}}
-
-
-def _run_epoch(net, model, optimizer, data, cfg, epoch, steps, dist_info, reduce, main) -> dict:
-    gen = epoch_generator(cfg.seed, epoch)
-    torch.manual_seed(cfg.seed * 7919 + epoch * 104729 + dist_info.rank)  # dropout masks
-    lr = optimizer.param_groups[0]["lr"]
-    t0 = time.perf_counter()
-    with _progress(steps * cfg.batch_size, f"epoch {epoch + 1}/{cfg.epochs}", main) as bar:
-        batches = data.train_batches(cfg.batch_size, gen, dist_info.rank, dist_info.world)
-        train_loss, train_acc, n_train = train_epoch(net, optimizer, batches, cfg.num_classes, bar, reduce)
-    train_time = time.perf_counter() - t0
-    test_loss, test_acc, _ = evaluate(net, data.eval_batches(data.test, cfg.eval_batch_size, dist_info.rank, dist_info.world),
-                                      cfg.num_classes, reduce)
-    row = {"epoch": epoch + 1, "lr": lr, "train_loss": train_loss, "train_acc": train_acc,
-           "test_loss": test_loss, "test_acc": test_acc}
-    if data.val is not None:
-        _, val_acc, _ = evaluate(net, data.eval_batches(data.val, cfg.eval_batch_size, dist_info.rank, dist_info.world),
-                                 cfg.num_classes, reduce)
-        row["val_acc"] = val_acc
-    taus = [float(m.tau.mean()) for m in model.neuron_layers() if hasattr(m, "w")]
-    row.update({"taus": taus, "epoch_time_s": time.perf_counter() - t0, "train_time_s": train_time,
-                "samples_per_s": n_train / train_time if train_time > 0 else float("nan")})
-    return row
-
-
-def _save_epoch(run_dir, model, optimizer, scheduler, row, metrics, cfg, cfg_dict) -> None:
-    ckpt = run_dir / "checkpoints"
-    weights = {"model": model.state_dict(), "epoch": row["epoch"], "config": cfg_dict}
-    if row["test_acc"] > max((m["test_acc"] for m in metrics[:-1]), default=-1.0):
-        save_checkpoint(ckpt / CHECKPOINTS["best_test"], {**weights, "test_acc": row["test_acc"]})
-    if "val_acc" in row and row["val_acc"] > max((m["val_acc"] for m in metrics[:-1]), default=-1.0):
-        save_checkpoint(ckpt / CHECKPOINTS["best_val"], {**weights, "val_acc": row["val_acc"], "test_acc": row["test_acc"]})
-    _write_metrics(run_dir / "metrics.jsonl", metrics)
-    save_checkpoint(ckpt / CHECKPOINTS["last"], _resume_state(model, optimizer, scheduler, row["epoch"], cfg_dict))
-    _write_json(run_dir / "summary.json", _summary(metrics, cfg, run_dir, finished=False))
-
-
 def _epoch_line(row: dict, cfg: TrainConfig) -> str:
     val = f"  val {row['val_acc']:.2%}" if "val_acc" in row else ""
     taus = ", ".join(f"{t:.3g}" for t in row["taus"])
@@ -235,15 +325,15 @@ def _epoch_line(row: dict, cfg: TrainConfig) -> str:
             f"{row['epoch_time_s']:.1f}s  tau [{taus}]")
 
 
-def _final_report(run_dir: Path, metrics: list[dict], cfg: TrainConfig) -> str:
+def _final_report(folder: RunFolder, metrics: list[dict], cfg: TrainConfig) -> str:
     if not metrics:
-        return f"no epoch run; run folder: {run_dir}"
-    s = json.loads((run_dir / "summary.json").read_text())
+        return f"no epoch run; run folder: {folder.path}"
+    s = folder.read_summary()
     a = s["accuracy_A"]
     lines = [f"\n{cfg.dataset}, {len(metrics)} epochs in {s['wall_time_s']:.0f}s",
              f"accuracy A (max test): {a['test_acc']:.2%} at epoch {a['epoch']}"]
     if "accuracy_B" in s:
         b = s["accuracy_B"]
         lines.append(f"accuracy B (test at best val): {b['test_acc']:.2%} at epoch {b['epoch']} (val {b['val_acc']:.2%})")
-    lines.append(f"run folder: {run_dir}")
+    lines.append(f"run folder: {folder.path}")
     return "\n".join(lines)

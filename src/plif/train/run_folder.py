@@ -1,0 +1,251 @@
+"""The run folder's format, owned in one place: file names, the lock, config.json, metrics, summary.
+
+Layout::
+
+    <run>/.lock              held (fcntl.flock) by the one process training in the folder; holds its pid
+    <run>/config.json        the resolved config (everything needed to rebuild the network)
+    <run>/metrics.jsonl      one JSON line per finished epoch
+    <run>/summary.json       accuracy A and B, with their epochs and checkpoints (strict JSON: no NaN)
+    <run>/checkpoints/       last.pt (resume), best_test.pt (A), best_val.pt (B)
+    <run>/tensorboard/       event files when the run logs to TensorBoard (metrics.jsonl stays the truth)
+
+Every writer goes through :mod:`plif.atomic`, whose temporary files are ``.<name>.*.tmp`` beside
+the target; the owner of the lock removes those left by a killed process.
+"""
+from __future__ import annotations
+
+import errno
+import fcntl
+import json
+import math
+import os
+from pathlib import Path
+
+from ..atomic import atomic_write_bytes
+
+__all__ = ["RunFolder", "RunFolderBusy", "CHECKPOINTS", "CONFIG", "METRICS", "SUMMARY", "read_metrics",
+           "read_json_file", "strict_json", "write_json", "prepare_out", "SWEEP_FILE"]
+
+CONFIG, METRICS, SUMMARY, LOCK, CHECKPOINT_DIR, TENSORBOARD = (
+    "config.json", "metrics.jsonl", "summary.json", ".lock", "checkpoints", "tensorboard")
+SWEEP_FILE = "sweep.json"  # a sweep folder (plif ablate) holds this and one run folder per entry
+# which -> file name under <run>/checkpoints
+CHECKPOINTS = {"last": "last.pt", "best_test": "best_test.pt", "best_val": "best_val.pt"}
+
+
+class RunFolderBusy(RuntimeError):
+    """Another process holds the run folder's lock."""
+
+
+def strict_json(obj):
+    """``obj`` with every non-finite float replaced by ``None``, so ``json.dumps(allow_nan=False)`` works."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, dict):
+        return {k: strict_json(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [strict_json(v) for v in obj]
+    return obj
+
+
+def write_json(path: Path, obj) -> None:
+    """Valid JSON (RFC 8259: no NaN/Infinity), written atomically."""
+    atomic_write_bytes(path, (json.dumps(strict_json(obj), indent=2, allow_nan=False) + "\n").encode())
+
+
+def read_json_file(path: Path, what: str = "file"):
+    """Parse a JSON file; a missing or malformed one raises an error naming it (line, column, byte)."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{path}: no such {what}") from None
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{path}: not a text file (byte {e.start} is not UTF-8)") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path}: invalid JSON at line {e.lineno} column {e.colno} (byte {e.pos}): {e.msg}") from None
+
+
+def read_metrics(run_dir, notes: list[str] | None = None) -> list[dict]:
+    """The rows of ``metrics.jsonl`` up to the first unreadable one (a torn last line after a crash).
+
+    Problems are appended to ``notes`` when given; the rows before them are returned either way.
+    """
+    path = Path(run_dir) / METRICS
+    if not path.is_file():
+        if notes is not None:
+            notes.append(f"no {METRICS} (no epoch recorded)")
+        return []
+    rows, offset = [], 0
+    for lineno, line in enumerate(path.read_bytes().split(b"\n"), 1):
+        if line.strip():
+            try:
+                row = json.loads(line)
+            except (json.JSONDecodeError, UnicodeDecodeError) as e:
+                if notes is not None:
+                    notes.append(f"{METRICS} line {lineno} (byte {offset + getattr(e, 'pos', 0)}) is not valid JSON; "
+                                 "the rows before it are used")
+                break
+            if not isinstance(row, dict) or "epoch" not in row:
+                if notes is not None:
+                    notes.append(f"{METRICS} line {lineno} (byte {offset}) has no 'epoch'; the rows before it are used")
+                break
+            rows.append(row)
+        offset += len(line) + 1
+    return rows
+
+
+def _os_error(path: Path, e: OSError, doing: str) -> ValueError:
+    reason = e.strerror or str(e)
+    if e.errno in (errno.ENOTDIR, errno.EEXIST):
+        reason = "a part of the path is a file, not a folder"
+    return ValueError(f"--out {path}: cannot {doing} ({reason})")
+
+
+def prepare_out(path) -> Path:
+    """Create the run folder (and parents) or report, as one line naming it, why it cannot be."""
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise ValueError(f"--out {path}: exists and is not a folder")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise _os_error(path, e, "create the run folder") from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise ValueError(f"--out {path}: the folder is not writable")
+    return path
+
+
+class RunFolder:
+    """Paths and state of one run folder; :meth:`lock` makes this process its only writer."""
+
+    def __init__(self, path):
+        self.path = Path(path)
+        self._fd: int | None = None
+
+    # --- paths -------------------------------------------------------------------------------
+    @property
+    def config(self) -> Path:
+        return self.path / CONFIG
+
+    @property
+    def metrics(self) -> Path:
+        return self.path / METRICS
+
+    @property
+    def summary(self) -> Path:
+        return self.path / SUMMARY
+
+    @property
+    def tensorboard(self) -> Path:
+        return self.path / TENSORBOARD
+
+    def checkpoint(self, which: str) -> Path:
+        if which not in CHECKPOINTS:
+            raise ValueError(f"unknown checkpoint {which!r}; valid: {', '.join(CHECKPOINTS)}")
+        return self.path / CHECKPOINT_DIR / CHECKPOINTS[which]
+
+    # --- state -------------------------------------------------------------------------------
+    def has_config(self) -> bool:
+        return self.config.is_file()
+
+    def has_finished_epoch(self) -> bool:
+        """At least one epoch is recorded and resumable (metrics are written before ``last.pt``)."""
+        return self.checkpoint("last").is_file() and bool(read_metrics(self.path))
+
+    def require_run(self) -> None:
+        """Raise ``FileNotFoundError`` saying "not a run folder" unless this is one."""
+        if not self.path.is_dir():
+            raise FileNotFoundError(f"{self.path}: not a run folder (no such folder)")
+        if not self.has_config():
+            raise FileNotFoundError(f"{self.path}: not a run folder (no {CONFIG})")
+
+    def read_config(self) -> dict:
+        """``config.json`` as a dict; errors name the file (bad JSON, not an object, missing keys)."""
+        self.require_run()
+        d = read_json_file(self.config, "run config")
+        if not isinstance(d, dict):
+            raise ValueError(f"{self.config}: expected a JSON object, got {type(d).__name__}")
+        for key in ("network", "input_shape", "T"):
+            if key not in d:
+                raise ValueError(f"{self.config}: missing key {key!r} (a run config needs network, input_shape and T)")
+        self.read_train_config(d)  # every known field has the right type
+        return d
+
+    def read_train_config(self, d: dict | None = None):
+        """``config.json`` as a :class:`~plif.train.config.TrainConfig`; wrong types name the file and field."""
+        from .config import TrainConfig
+
+        return TrainConfig.from_dict(self.read_config() if d is None else d, source=str(self.config))
+
+    def write_config(self, cfg_dict: dict) -> None:
+        write_json(self.config, cfg_dict)
+
+    def write_metrics(self, rows: list[dict]) -> None:
+        atomic_write_bytes(self.metrics, "".join(json.dumps(strict_json(r), allow_nan=False) + "\n"
+                                                 for r in rows).encode())
+
+    def write_summary(self, summary: dict) -> None:
+        write_json(self.summary, summary)
+
+    def read_summary(self) -> dict:
+        return read_json_file(self.summary, "run summary") if self.summary.is_file() else {}
+
+    # --- ownership ---------------------------------------------------------------------------
+    def lock(self) -> "RunFolder":
+        """Take the folder's exclusive lock (non-blocking) and write our pid into it.
+
+        Raises :class:`RunFolderBusy` naming the holder's pid when another process has it.  The
+        lock lives as long as the open file: it goes away with the process, even after kill -9.
+        """
+        path = self.path / LOCK
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as e:
+            raise _os_error(self.path, e, "write in the run folder") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+            os.close(fd)
+            raise RunFolderBusy(f"{self.path} is in use by another plif process (pid {holder}); "
+                                "wait for it to finish or choose another --out") from None
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        except OSError as e:
+            os.close(fd)
+            raise _os_error(self.path, e, "write in the run folder") from None
+        self._fd = fd
+        return self
+
+    def unlock(self) -> None:
+        if self._fd is not None:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd = None
+
+    def __enter__(self):
+        return self.lock() if self._fd is None else self
+
+    def __exit__(self, *exc):
+        self.unlock()
+
+    def clean_stale_temporaries(self) -> list[Path]:
+        """Remove ``.<name>.*.tmp`` files a killed writer left (only safe while holding the lock)."""
+        if self._fd is None:
+            raise RuntimeError("clean_stale_temporaries needs the run folder's lock")
+        removed = []
+        for folder in (self.path, self.path / CHECKPOINT_DIR):
+            if folder.is_dir():
+                for p in folder.glob(".*.tmp"):
+                    p.unlink(missing_ok=True)
+                    removed.append(p)
+        return removed
+
+    def clear_unfinished(self) -> None:
+        """Forget a run that never finished an epoch, so it can start again (lock held)."""
+        for p in (self.config, self.metrics, self.summary, *(self.checkpoint(w) for w in CHECKPOINTS)):
+            p.unlink(missing_ok=True)

@@ -1,0 +1,37 @@
+"""--log tensorboard writes every epoch's numbers; read back from the event file."""
+import pytest
+
+from plif.train import TrainConfig, read_metrics, train
+
+from plif_testing import TINY_NET
+
+
+def test_tensorboard_event_file_holds_each_epoch(tiny_fashion, tmp_path):
+    pytest.importorskip("tensorboard")
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    out = train(TrainConfig(dataset="fashion-mnist", data_dir=str(tiny_fashion), network=TINY_NET, T=2, epochs=2,
+                            batch_size=40, lr=5e-3, out=str(tmp_path / "r"), device="cpu", val_split=0.2,
+                            log="tensorboard"), log=lambda *a: None)
+    acc = EventAccumulator(str(out / "tensorboard"))
+    acc.Reload()
+    tags = set(acc.Tags()["scalars"])
+    assert {"loss/train", "loss/test", "accuracy/train", "accuracy/test", "accuracy/val", "lr",
+            "tau/plif_0", "tau/plif_1", "firing_rate/2_PLIF", "firing_rate/7_PLIF"} <= tags
+    metrics = read_metrics(out)
+    test_acc = acc.Scalars("accuracy/test")
+    assert [e.step for e in test_acc] == [1, 2]
+    assert [e.value for e in test_acc] == pytest.approx([m["test_acc"] for m in metrics])
+    assert [e.value for e in acc.Scalars("tau/plif_1")] == pytest.approx([m["taus"][1] for m in metrics])
+    rates = [e.value for e in acc.Scalars("firing_rate/2_PLIF")]
+    assert all(0.0 <= r <= 1.0 for r in rates) and any(r > 0 for r in rates)
+
+
+def test_without_tensorboard_the_error_says_what_to_install(tiny_fashion, tmp_path, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "torch.utils.tensorboard", None)  # import fails as if not installed
+    with pytest.raises(ValueError, match=r"--log tensorboard needs the tensorboard package: pip install 'plif\[tensorboard\]'"):
+        train(TrainConfig(dataset="fashion-mnist", data_dir=str(tiny_fashion), network=TINY_NET, T=2, epochs=1,
+                          out=str(tmp_path / "r"), device="cpu", log="tensorboard"), log=lambda *a: None)
+    assert not (tmp_path / "r").exists()
