@@ -66,7 +66,7 @@ def test_auto_streams_what_does_not_fit(nmnist_root, monkeypatch):
     monkeypatch.setattr(data_mod, "free_memory", lambda device: 1000)
     data = load_train_data(cfg, torch.device("cpu"))
     assert data.train.streamed and data.test.streamed
-    with pytest.raises(ValueError, match="--data-on-device must be auto, yes or no, got 'maybe'"):
+    with pytest.raises(ValueError, match="--data-on-device 'maybe': unknown; valid: auto, yes, no"):
         resolve_config(TrainConfig(dataset="nmnist", data_on_device="maybe"))
 
 
