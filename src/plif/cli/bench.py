@@ -19,8 +19,17 @@ def _csv(text: str) -> list[str]:
     return [t for t in (s.strip() for s in text.split(",")) if t]
 
 
+def _print_backends() -> None:
+    """Every neuron backend and whether it loaded (a failed fused backend shows its reason)."""
+    from ..neurons import backend_status
+
+    print("neuron backends: " + "; ".join(f"{name} {state}" for name, state in backend_status().items()))
+
+
 def _run_neuron(args: argparse.Namespace) -> int:
     import torch
+
+    _print_backends()
 
     from ..bench.neuron import CASES, format_table, machine_description, run_neuron_bench, write_json
 
@@ -70,6 +79,7 @@ def _run_train(args: argparse.Namespace) -> int:
 
     from ..bench.train import bench_train, format_train_table
 
+    _print_backends()
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
     batches = tuple(int(b) for b in _csv(args.batches))
     results = bench_train(args.dataset, batches, device, _csv(args.variants) if args.variants else None,
