@@ -101,7 +101,6 @@ def multi_step_cpu(x: torch.Tensor, k: torch.Tensor, v0: torch.Tensor, cfg: Neur
     """
     if x.device.type != "cpu" or x.dtype not in _SUFFIX:
         raise ValueError(f"the cpu backend takes fp32/fp64 CPU tensors, got {x.dtype} on {x.device}")
-    _lib()
     k = k.to(x.dtype)
     k = k.reshape(1) if k.numel() == 1 else k.expand(x.shape[1:])
     sg = get_surrogate(cfg.surrogate)
