@@ -99,6 +99,9 @@ def register(sub) -> None:
     p.add_argument("--eval-batch-size", type=int)
     p.add_argument("--backend", help="neuron backend: auto, bptt, reference, or a fused kernel")
     p.add_argument("--compile", action="store_true", default=None, help="torch.compile the network")
+    p.add_argument("--cuda-graph", action="store_true", default=None,
+                   help="capture the whole training step and the evaluation as CUDA graphs (CUDA only)")
+    p.add_argument("--amp", choices=["bf16"], help="bf16 autocast; weights and neuron state stay fp32 (CUDA only)")
     p.add_argument("--sync-bn", action="store_true", default=None, help="SyncBatchNorm across processes (torchrun)")
     p.add_argument("--out", help="run folder [runs/<dataset>-<time>]")
     p.add_argument("--resume", nargs="?", const=True, default=False, metavar="RUN",

@@ -49,6 +49,10 @@ class TrainConfig:
     eval_batch_size: int = 256
     backend: str = "auto"
     compile: bool = False
+    cuda_graph: bool = field(default=False, metadata={
+        "help": "capture the whole training step (and evaluation) as CUDA graphs and replay them (CUDA only)"})
+    amp: str | None = field(default=None, metadata={
+        "help": "mixed precision: bf16 autocast with fp32 weights and neuron state (CUDA only)", "choices": ("bf16",)})
     sync_bn: bool = False
     out: str | None = None
     input_shape: tuple = field(default=())

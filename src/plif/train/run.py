@@ -28,6 +28,7 @@ from .checkpoint import CHECKPOINTS, load_checkpoint, save_checkpoint
 from .config import TrainConfig, config_diff, resolve_config
 from .data import epoch_generator, load_train_data
 from .distributed import all_reduce_sum, init_distributed, shutdown
+from .graph import GraphTrainer, autocast_context, check_graph_options, graph_adam
 from .loop import adam, evaluate, train_epoch
 
 __all__ = ["train", "default_run_dir", "read_metrics"]
@@ -108,9 +109,10 @@ def train(cfg: TrainConfig, resume: bool = False, log=print) -> Path:
         raise ValueError(f"{run_dir} already holds a run; pass --resume to continue it or choose another --out")
     cfg_dict = {**cfg.to_dict(), "out": str(run_dir)}
 
+    check_graph_options(device, cfg.cuda_graph, cfg.amp, cfg.compile, dist_info.world)
     torch.manual_seed(cfg.seed)
     model = build_network(cfg.network, cfg.input_shape, cfg.T, **cfg.network_kwargs()).to(device)
-    optimizer = adam(model.parameters(), cfg.lr)
+    optimizer = graph_adam(model.parameters(), cfg.lr, device) if cfg.cuda_graph else adam(model.parameters(), cfg.lr)
     scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=cfg.t_max)
     start_epoch, metrics = 0, []
 
@@ -138,6 +140,8 @@ def train(cfg: TrainConfig, resume: bool = False, log=print) -> Path:
             net, device_ids=[device.index] if device.type == "cuda" else None)
     if cfg.compile:
         net = torch.compile(net)
+    # captured lazily, after any resume has loaded the state it replays on
+    trainer = GraphTrainer(model, optimizer, cfg.num_classes, device, amp=cfg.amp) if cfg.cuda_graph else None
 
     if main:
         run_dir.mkdir(parents=True, exist_ok=True)
@@ -155,7 +159,7 @@ def train(cfg: TrainConfig, resume: bool = False, log=print) -> Path:
     finished = True
     try:
         for epoch in range(start_epoch, cfg.epochs):
-            row = _run_epoch(net, model, optimizer, data, cfg, epoch, steps, dist_info, reduce, main)
+            row = _run_epoch(net, model, optimizer, data, cfg, epoch, steps, dist_info, reduce, main, trainer, device)
             if not math.isfinite(row["train_loss"]):
                 raise FloatingPointError(
                     f"training loss became {row['train_loss']} in epoch {row['epoch']}; stopped. The last good "
@@ -192,22 +196,35 @@ def _resume_state(model, optimizer, scheduler, epoch, cfg_dict, best=None):
             "epoch": epoch, "config": cfg_dict, "best": best or {}}
 
 
-def _run_epoch(net, model, optimizer, data, cfg, epoch, steps, dist_info, reduce, main) -> dict:
+def _evaluate(net, trainer, batches, cfg, reduce):
+    if trainer is not None:
+        return trainer.evaluate(batches, cfg.eval_batch_size)
+    return evaluate(net, batches, cfg.num_classes, reduce)
+
+
+def _run_epoch(net, model, optimizer, data, cfg, epoch, steps, dist_info, reduce, main, trainer=None,
+               device=None) -> dict:
     gen = epoch_generator(cfg.seed, epoch)
     torch.manual_seed(cfg.seed * 7919 + epoch * 104729 + dist_info.rank)  # dropout masks
-    lr = optimizer.param_groups[0]["lr"]
+    lr = float(optimizer.param_groups[0]["lr"])  # a device tensor under --cuda-graph: one read per epoch
     t0 = time.perf_counter()
-    with _progress(steps * cfg.batch_size, f"epoch {epoch + 1}/{cfg.epochs}", main) as bar:
+    with _progress(steps * cfg.batch_size, f"epoch {epoch + 1}/{cfg.epochs}", main) as bar, \
+            autocast_context(device or torch.device("cpu"), None if trainer else cfg.amp):
         batches = data.train_batches(cfg.batch_size, gen, dist_info.rank, dist_info.world)
-        train_loss, train_acc, n_train = train_epoch(net, optimizer, batches, cfg.num_classes, bar, reduce)
+        if trainer is not None:
+            train_loss, train_acc, n_train = trainer.train_epoch(batches, bar)
+        else:
+            train_loss, train_acc, n_train = train_epoch(net, optimizer, batches, cfg.num_classes, bar, reduce)
     train_time = time.perf_counter() - t0
-    test_loss, test_acc, _ = evaluate(net, data.eval_batches(data.test, cfg.eval_batch_size, dist_info.rank, dist_info.world),
-                                      cfg.num_classes, reduce)
+    with autocast_context(device or torch.device("cpu"), None if trainer else cfg.amp):
+        test_loss, test_acc, _ = _evaluate(net, trainer, data.eval_batches(
+            data.test, cfg.eval_batch_size, dist_info.rank, dist_info.world), cfg, reduce)
     row = {"epoch": epoch + 1, "lr": lr, "train_loss": train_loss, "train_acc": train_acc,
            "test_loss": test_loss, "test_acc": test_acc}
     if data.val is not None:
-        _, val_acc, _ = evaluate(net, data.eval_batches(data.val, cfg.eval_batch_size, dist_info.rank, dist_info.world),
-                                 cfg.num_classes, reduce)
+        with autocast_context(device or torch.device("cpu"), None if trainer else cfg.amp):
+            _, val_acc, _ = _evaluate(net, trainer, data.eval_batches(
+                data.val, cfg.eval_batch_size, dist_info.rank, dist_info.world), cfg, reduce)
         row["val_acc"] = val_acc
     taus = [float(m.tau.mean()) for m in model.neuron_layers() if hasattr(m, "w")]
     row.update({"taus": taus, "epoch_time_s": time.perf_counter() - t0, "train_time_s": train_time,
