@@ -26,7 +26,9 @@ NARROW = {
     "dvs128-gesture": ("{c4k3s1-BN-PLIF-MPk2s2}*5-DP-FC16-PLIF-DP-FC22-PLIF-APk2s2", (2, 32, 32), 2),
 }
 BATCHES = (4, 6, 3)  # a training batch, a bigger evaluation batch, a short last batch
-CPU_BACKENDS = [b for b in ("reference", "bptt", "cpu") if b in available_backends()]
+# the default CPU path first; the PyTorch-loop backends unroll T steps per neuron and trace slower
+CPU_BACKENDS = [pytest.param(b, marks=[pytest.mark.slow] if b != "cpu" else [])
+                for b in ("cpu", "bptt", "reference") if b in available_backends()]
 
 
 def test_narrow_specs_keep_the_zoo_token_kinds():
@@ -79,6 +81,7 @@ def test_zoo_network_traces_as_one_graph_with_dynamic_batch(name, backend):
     _compare(net, with_dynamic_batch, shape, BATCHES)
 
 
+@pytest.mark.slow
 def test_inductor_compiles_the_default_path_across_batch_sizes(monkeypatch):
     """The ``plif train --compile`` regression: static first batch, then dynamic ones, Inductor."""
     import torch._inductor.config as inductor_config

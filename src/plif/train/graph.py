@@ -210,8 +210,9 @@ class GraphTrainer:
             self._eval[key] = (sx, sy, n_valid, self._graphed(body))
         return self._eval[key]
 
-    def evaluate(self, batches: Iterable, batch_size: int) -> tuple[float, float, int]:
-        """Every sample once: batches of at most ``batch_size``, a short one padded and masked."""
+    def evaluate(self, batches: Iterable, batch_size: int, read: bool = True) -> tuple[float, float, int] | None:
+        """Every sample once: batches of at most ``batch_size``, a short one padded and masked.
+        ``read=False`` leaves the totals on the device (no synchronisation at all)."""
         self.model.eval()
         self.reset_totals()
         for x, y in batches:
@@ -225,4 +226,4 @@ class GraphTrainer:
                 sy[b:].zero_()
             n_valid.fill_(b)
             run()
-        return self.totals()
+        return self.totals() if read else None
