@@ -140,8 +140,12 @@ def _backward_kernel(g_s_ptr, g_v_last_ptr, h_ptr, v0_ptr, k_ptr, g_x_ptr, g_v0_
 
 
 # ------------------------------------------------------------------------------------ operators
-def _block_size(m: int) -> int:
-    return max(16, min(_MAX_BLOCK, triton.next_power_of_2(m)))
+def _block_size(m) -> int:
+    """Neurons per program.  ``m`` may be symbolic under ``torch.compile`` (dynamic batch): only a
+    comparison is guarded on, and a size below one block is specialised (small layers only)."""
+    if m >= _MAX_BLOCK:
+        return _MAX_BLOCK
+    return max(16, triton.next_power_of_2(int(m)))
 
 
 def _grid(channels: int, m, block: int):
