@@ -114,3 +114,15 @@ def test_cli_flags_reach_the_config(capsys):
 
     assert main(["train", "--cuda-graph", "--device", "cpu", "--max-train-samples", "8"]) != 0
     assert "--cuda-graph needs a CUDA device" in capsys.readouterr().err
+
+
+@pytest.mark.filterwarnings("ignore:Detected call of `lr_scheduler.step\\(\\)`")
+def test_a_float_lr_becomes_a_tensor_the_schedule_fills():
+    """Resuming an eager run's checkpoint gives a float lr; a graph would freeze it."""
+    net = _net()
+    opt = adam(net.parameters(), 1e-3)
+    GraphTrainer(net, opt, 10, torch.device("cpu"), capture=False)
+    lr = opt.param_groups[0]["lr"]
+    assert torch.is_tensor(lr)
+    torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=2).step()
+    assert opt.param_groups[0]["lr"] is lr and float(lr) == pytest.approx(5e-4)

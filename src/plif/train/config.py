@@ -124,7 +124,7 @@ def resolve_config(cfg: TrainConfig) -> TrainConfig:
 
 
 # Settings that may change when a run is resumed without changing what it computes.
-RESUMABLE_CHANGES = ("epochs", "device", "out", "eval_batch_size")
+RESUMABLE_CHANGES = ("epochs", "device", "out", "eval_batch_size", "cuda_graph")
 
 
 def config_diff(old: dict, new: dict) -> list[str]:

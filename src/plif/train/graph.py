@@ -107,6 +107,10 @@ class GraphTrainer:
             raise ValueError(f"CUDA-graph capture needs a CUDA device, got {device}")
         self.model, self.optimizer, self.num_classes = model, optimizer, num_classes
         self.device, self.capture, self.amp, self.warmup = device, capture, amp, warmup
+        for group in optimizer.param_groups if optimizer is not None else ():
+            if not torch.is_tensor(group["lr"]):  # e.g. resumed from an eager run's checkpoint:
+                # a float would be baked into the graph and the schedule would never reach it
+                group["lr"] = torch.tensor(float(group["lr"]), device=device)
         self._train: dict[tuple, tuple] = {}  # input shape -> (x, y, replay)
         self._eval: dict[tuple, tuple] = {}
         z = lambda: torch.zeros((), device=device)  # noqa: E731
