@@ -93,3 +93,18 @@ def test_inductor_compiles_the_default_path_across_batch_sizes(monkeypatch):
     torch._dynamo.reset()
     compiled = torch.compile(net, fullgraph=True)
     _compare(net, compiled, shape, BATCHES, exact=False)
+
+
+@pytest.mark.parametrize("kwargs", [{"per_channel_tau": True, "v_reset": None, "detach_reset": False},
+                                    {"neuron": "IF", "surrogate": "sigmoid"}], ids=["per-channel-soft", "IF"])
+def test_other_neuron_variants_trace_on_the_default_backend(kwargs):
+    spec, shape, T = NARROW["mnist"]
+    torch.manual_seed(0)
+    net = build_network(spec, shape, T, **kwargs)
+    torch._dynamo.reset()
+    compiled = torch.compile(net, fullgraph=True, backend="aot_eager")
+
+    def with_dynamic_batch(x):
+        torch._dynamo.mark_dynamic(x, 0)
+        return compiled(x)
+    _compare(net, with_dynamic_batch, shape, BATCHES)
