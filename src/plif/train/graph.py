@@ -57,10 +57,11 @@ def graph_adam(params, lr: float, device: torch.device) -> torch.optim.Adam:
 
 
 def autocast_context(device: torch.device, amp: str | None):
-    """``torch.autocast`` for ``--amp`` (weights, BatchNorm and the neuron state stay fp32)."""
+    """``torch.autocast`` for ``--amp`` (weights, BatchNorm and the neuron state stay fp32).  The
+    cast-weight cache is off, as CUDA-graph capture requires (each weight is used once per step)."""
     if amp is None:
         return contextlib.nullcontext()
-    return torch.autocast(device_type=device.type, dtype=AMP_DTYPES[amp])
+    return torch.autocast(device_type=device.type, dtype=AMP_DTYPES[amp], cache_enabled=False)
 
 
 def _per_sample_mse(out: torch.Tensor, y: torch.Tensor, num_classes: int):
