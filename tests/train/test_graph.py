@@ -126,3 +126,15 @@ def test_a_float_lr_becomes_a_tensor_the_schedule_fills():
     assert torch.is_tensor(lr)
     torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=2).step()
     assert opt.param_groups[0]["lr"] is lr and float(lr) == pytest.approx(5e-4)
+
+
+def test_amp_step_logic_runs_eagerly():
+    """The bf16 autocast path of the step (refused by ``plif train`` on CPU) still runs here, so a
+    typo in it cannot hide until a GPU session; weights stay fp32."""
+    net = _net()
+    trainer = GraphTrainer(net, graph_adam(net.parameters(), 1e-3, torch.device("cpu")), 10,
+                           torch.device("cpu"), capture=False, amp="bf16")
+    loss, acc, n = trainer.train_epoch(_batches((4, 4)))
+    assert n == 8 and loss == loss and 0 <= acc <= 1
+    assert all(p.dtype == torch.float32 for p in net.parameters())
+    assert trainer.evaluate(_batches((3,)), batch_size=4)[2] == 3
