@@ -54,7 +54,9 @@ def test_cli_writes_json(tiny_case, tmp_path, capsys):
     data = json.loads(out.read_text())
     assert data["meta"]["device"] == "cpu" and len(data["rows"]) == 2
     assert {r["pass"] for r in data["rows"]} == {"fwd+bwd"}
-    assert "| tiny | reference | fwd+bwd |" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "| tiny | reference | fwd+bwd |" in printed
+    assert "neuron backends: reference ok; bptt ok;" in printed and "cpu ok" in printed
     assert not list(tmp_path.glob("*.tmp"))
 
 

@@ -6,6 +6,9 @@ Variants measured in one process so ratios are fair:
 - ``bptt``: the closed-form backward in PyTorch;
 - ``auto``: the fastest registered neuron backend for the device (fused kernel where present);
 - ``auto+graph`` (CUDA only): the whole step captured in one CUDA graph and replayed;
+- ``compile``: the ``auto`` network under ``torch.compile`` (Inductor; the fused kernels are custom ops);
+- ``cuda-graph`` / ``cuda-graph+bf16`` (CUDA only): the step of ``plif train --cuda-graph``
+  (:class:`plif.train.graph.GraphTrainer`: device-side totals, lr tensor), fp32 or bf16 autocast;
 - ``spikingjelly``: the same network in SpikingJelly 2.0 (multi-step, its fastest backend), when installed.
 """
 from __future__ import annotations
@@ -18,7 +21,10 @@ import torch
 from ..models import build_network, get_entry
 from ..train.loop import adam, rate_mse_loss
 
-__all__ = ["TrainBenchResult", "bench_train", "format_train_table"]
+__all__ = ["TrainBenchResult", "bench_train", "format_train_table", "VARIANTS", "CUDA_ONLY"]
+
+VARIANTS = ("naive", "bptt", "auto", "auto+graph", "compile", "cuda-graph", "cuda-graph+bf16", "spikingjelly")
+CUDA_ONLY = ("auto+graph", "cuda-graph", "cuda-graph+bf16")
 
 
 @dataclass
@@ -115,6 +121,11 @@ def bench_train(dataset: str = "fashion-mnist", batches=(16,), device: str = "cp
     T = T or entry.T
     if variants is None:
         variants = ["naive", "bptt", "auto"] + (["auto+graph"] if dev.type == "cuda" else []) + ["spikingjelly"]
+    for v in variants:
+        if v not in VARIANTS:
+            raise ValueError(f"unknown variant {v!r}; valid: {', '.join(VARIANTS)}")
+        if v in CUDA_ONLY and dev.type != "cuda":
+            raise ValueError(f"variant {v!r} needs a CUDA device, got {dev}")
     results = []
     for b in batches:
         x = torch.randn(b, *entry.input_shape, device=dev)
@@ -138,10 +149,21 @@ def bench_train(dataset: str = "fashion-mnist", batches=(16,), device: str = "cp
                     loss.backward()
                     opt.step()
                     functional.reset_net(sj)
+            elif v.startswith("cuda-graph"):
+                from ..train.graph import GraphTrainer, graph_adam
+
+                net = build_network(entry.spec, entry.input_shape, T).to(dev)
+                trainer = GraphTrainer(net, graph_adam(net.parameters(), 1e-3, dev), entry.num_classes, dev,
+                                       amp="bf16" if v.endswith("bf16") else None)
+                net.train()
+
+                def step(trainer=trainer):
+                    trainer.train_step(x, y)
             else:
                 backend = {"naive": "reference", "bptt": "bptt"}.get(v, "auto")
                 net = build_network(entry.spec, entry.input_shape, T, backend=backend).to(dev)
-                step = _plif_step_fn(net, x, y, entry.num_classes, capturable=v.endswith("graph"))
+                step = _plif_step_fn(torch.compile(net) if v == "compile" else net, x, y, entry.num_classes,
+                                     capturable=v.endswith("graph"))
                 if v.endswith("graph"):
                     step = _graphed(step, dev)
             sec = _time(step, dev, warmup, iters)

@@ -19,8 +19,17 @@ def _csv(text: str) -> list[str]:
     return [t for t in (s.strip() for s in text.split(",")) if t]
 
 
+def _print_backends() -> None:
+    """Every neuron backend and whether it loaded (a failed fused backend shows its reason)."""
+    from ..neurons import backend_status
+
+    print("neuron backends: " + "; ".join(f"{name} {state}" for name, state in backend_status().items()))
+
+
 def _run_neuron(args: argparse.Namespace) -> int:
     import torch
+
+    _print_backends()
 
     from ..bench.neuron import CASES, format_table, machine_description, run_neuron_bench, write_json
 
@@ -70,6 +79,7 @@ def _run_train(args: argparse.Namespace) -> int:
 
     from ..bench.train import bench_train, format_train_table
 
+    _print_backends()
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
     batches = tuple(int(b) for b in _csv(args.batches))
     results = bench_train(args.dataset, batches, device, _csv(args.variants) if args.variants else None,
@@ -89,7 +99,8 @@ def _add_train(sub) -> None:
                        description="Time forward + backward + Adam of a paper network (naive, bptt, fused, SpikingJelly).")
     p.add_argument("--dataset", default="fashion-mnist", help="zoo entry whose network is timed (default fashion-mnist)")
     p.add_argument("--batches", default="16", help="comma-separated batch sizes (default 16)")
-    p.add_argument("--variants", help="comma-separated: naive, bptt, auto, auto+graph (CUDA), spikingjelly")
+    p.add_argument("--variants", help="comma-separated: naive, bptt, auto, auto+graph (CUDA), compile, cuda-graph (CUDA), "
+                                         "cuda-graph+bf16 (CUDA), spikingjelly")
     p.add_argument("--device", help="cpu or cuda (default: cuda when available)")
     p.add_argument("--warmup", type=int, default=2)
     p.add_argument("--iters", type=int, default=5)

@@ -2,66 +2,97 @@
 
 Same contract and same saved state as :mod:`plif.neurons.bptt` (only ``H_t``), but each pass
 over time is one multithreaded sweep instead of ~10 PyTorch ops per step.  fp32 and fp64.
-``∂L/∂k`` comes back per neuron and is summed to ``k``'s shape with one ``sum_to_size``.
+
+The two sweeps are ``torch.library`` custom operators, ``plif::cpu_forward`` and
+``plif::cpu_backward``, with fake (shape-only) implementations and the backward registered
+through ``register_autograd``, so ``torch.compile(fullgraph=True)`` traces a network through
+them with dynamic batch sizes.  ``k`` reaches the kernel as one value or one value per neuron;
+the expansion happens outside the operator, so autograd folds ``∂L/∂k`` back to ``k``'s shape.
 """
 from __future__ import annotations
 
-
 import torch
+from torch import Tensor
 
 from ..neurons.functional import NeuronConfig, rest_potential
 from ..surrogate import get_surrogate
 from .cpu_build import load_library
 
-__all__ = ["multi_step_cpu", "cpu_supports"]
+__all__ = ["multi_step_cpu", "cpu_supports", "cpu_unavailable", "cpu_forward", "cpu_backward"]
 
 _SUFFIX = {torch.float32: "f32", torch.float64: "f64"}
 
 
-def _k_for_kernel(k: torch.Tensor, step_shape, dtype):
-    """``(k contiguous, k_full)``: one value, or one value per neuron of a step."""
-    if k.numel() == 1:
-        return k.detach().to(dtype).reshape(1).contiguous(), False
-    return k.detach().to(dtype).expand(step_shape).contiguous(), True
+def _lib():
+    lib = load_library()
+    if lib is None:
+        raise RuntimeError(f"the cpu neuron kernel is unavailable: {cpu_unavailable()}")
+    return lib
 
 
-class _MultiStepCPU(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x, k, v0, cfg: NeuronConfig):
-        lib = load_library()
-        x, v0 = x.contiguous(), v0.contiguous().to(x.dtype)
-        step_shape = x.shape[1:]
-        k_c, k_full = _k_for_kernel(k, step_shape, x.dtype) if cfg.leak else (v0, False)  # IF: unused
-        spikes, h_seq, v_last = torch.empty_like(x), torch.empty_like(x), torch.empty_like(v0)
-        getattr(lib, f"plif_forward_{_SUFFIX[x.dtype]}")(
-            x.data_ptr(), k_c.data_ptr(), v0.data_ptr(), spikes.data_ptr(), h_seq.data_ptr(), v_last.data_ptr(),
-            x.shape[0], v0.numel(), int(cfg.leak), int(cfg.hard_reset), int(k_full),
-            float(cfg.v_threshold), float(rest_potential(cfg)), torch.get_num_threads())
-        ctx.save_for_backward(h_seq, v0, k_c, k)
-        ctx.cfg, ctx.k_full = cfg, k_full
-        return spikes, v_last
-
-    @staticmethod
-    def backward(ctx, g_s, g_v_last):
-        lib = load_library()
-        h_seq, v0, k_c, k = ctx.saved_tensors
-        cfg = ctx.cfg
-        need_k = bool(ctx.needs_input_grad[1] and cfg.leak)
-        g_s = g_s.contiguous().to(h_seq.dtype)
-        g_v_last = g_v_last.contiguous().to(h_seq.dtype)
-        g_x, g_v0 = torch.empty_like(h_seq), torch.empty_like(v0)
-        g_k = torch.empty_like(v0) if need_k else g_v0
-        sg = get_surrogate(cfg.surrogate)
-        code, (sg_a, sg_b) = sg.code, sg.kernel_constants(float(cfg.alpha))
-        getattr(lib, f"plif_backward_{_SUFFIX[h_seq.dtype]}")(
-            g_s.data_ptr(), g_v_last.data_ptr(), h_seq.data_ptr(), v0.data_ptr(), k_c.data_ptr(),
-            g_x.data_ptr(), g_v0.data_ptr(), g_k.data_ptr(), h_seq.shape[0], v0.numel(),
-            int(cfg.leak), int(cfg.hard_reset), int(cfg.detach_reset), code, int(ctx.k_full), int(need_k),
-            float(cfg.v_threshold), float(rest_potential(cfg)), sg_a, sg_b, torch.get_num_threads())
-        g_k = g_k.sum_to_size(k.shape).to(k.dtype) if need_k else None
-        return g_x, g_k, (g_v0 if ctx.needs_input_grad[2] else None), None
+# ------------------------------------------------------------------------------------ operators
+@torch.library.custom_op("plif::cpu_forward", mutates_args=())
+def cpu_forward(x: Tensor, k: Tensor, v0: Tensor, leak: bool, hard: bool, v_th: float, v_rest: float,
+                detach: bool, sg_code: int, sg_a: float, sg_b: float) -> tuple[Tensor, Tensor, Tensor]:
+    """``(spikes, H, V_{T-1})``; ``k`` holds 1 value or ``v0.numel()`` values (ignored without leak).
+    ``detach`` and the surrogate arguments are only for the backward (see :func:`_setup`)."""
+    x, v0, k = x.contiguous(), v0.contiguous(), k.contiguous()
+    spikes, h_seq, v_last = torch.empty_like(x), torch.empty_like(x), torch.empty_like(v0)
+    getattr(_lib(), f"plif_forward_{_SUFFIX[x.dtype]}")(
+        x.data_ptr(), (k if leak else v0).data_ptr(), v0.data_ptr(), spikes.data_ptr(), h_seq.data_ptr(),
+        v_last.data_ptr(), x.shape[0], v0.numel(), int(leak), int(hard), int(leak and k.numel() > 1),
+        float(v_th), float(v_rest), torch.get_num_threads())
+    return spikes, h_seq, v_last
 
 
+@cpu_forward.register_fake
+def _(x, k, v0, leak, hard, v_th, v_rest, detach, sg_code, sg_a, sg_b):
+    return torch.empty_like(x), torch.empty_like(x), torch.empty_like(v0)
+
+
+@torch.library.custom_op("plif::cpu_backward", mutates_args=())
+def cpu_backward(g_s: Tensor, g_v_last: Tensor, h_seq: Tensor, v0: Tensor, k: Tensor, leak: bool, hard: bool,
+                 v_th: float, v_rest: float, detach: bool, sg_code: int, sg_a: float, sg_b: float,
+                 need_k: bool) -> tuple[Tensor, Tensor, Tensor]:
+    """``(∂x, ∂V_{-1}, ∂k per neuron)`` (the last is zeros unless ``need_k``)."""
+    g_s, g_v_last = g_s.contiguous().to(h_seq.dtype), g_v_last.contiguous().to(h_seq.dtype)
+    h_seq, v0, k = h_seq.contiguous(), v0.contiguous(), k.contiguous()
+    g_x, g_v0 = torch.empty_like(h_seq), torch.empty_like(v0)
+    g_k = torch.empty_like(v0) if need_k else torch.zeros_like(v0)
+    getattr(_lib(), f"plif_backward_{_SUFFIX[h_seq.dtype]}")(
+        g_s.data_ptr(), g_v_last.data_ptr(), h_seq.data_ptr(), v0.data_ptr(), (k if leak else v0).data_ptr(),
+        g_x.data_ptr(), g_v0.data_ptr(), g_k.data_ptr(), h_seq.shape[0], v0.numel(),
+        int(leak), int(hard), int(detach), sg_code, int(leak and k.numel() > 1), int(need_k),
+        float(v_th), float(v_rest), sg_a, sg_b, torch.get_num_threads())
+    return g_x, g_v0, g_k
+
+
+@cpu_backward.register_fake
+def _(g_s, g_v_last, h_seq, v0, k, leak, hard, v_th, v_rest, detach, sg_code, sg_a, sg_b, need_k):
+    return torch.empty_like(h_seq), torch.empty_like(v0), torch.empty_like(v0)
+
+
+def _setup(ctx, inputs, output):
+    x, k, v0, leak, hard, v_th, v_rest, detach, sg_code, sg_a, sg_b = inputs
+    ctx.save_for_backward(output[1], v0, k)
+    ctx.args = (leak, hard, v_th, v_rest, detach, sg_code, sg_a, sg_b)
+
+
+def _backward(ctx, g_s, g_h, g_v_last):
+    h_seq, v0, k = ctx.saved_tensors
+    leak = ctx.args[0]
+    need_k = bool(ctx.needs_input_grad[1] and leak)
+    g_s = torch.zeros_like(h_seq) if g_s is None else g_s
+    g_v_last = torch.zeros_like(v0) if g_v_last is None else g_v_last
+    g_x, g_v0, g_k = cpu_backward(g_s, g_v_last, h_seq, v0, k, *ctx.args, need_k)
+    g_k = g_k.sum_to_size(k.shape) if need_k else None
+    return g_x, g_k, g_v0, None, None, None, None, None, None, None, None
+
+
+cpu_forward.register_autograd(_backward, setup_context=_setup)
+
+
+# -------------------------------------------------------------------------------------- backend
 def multi_step_cpu(x: torch.Tensor, k: torch.Tensor, v0: torch.Tensor, cfg: NeuronConfig):
     """Fused ``x [T, B, ...]`` -> ``(spikes [T, B, ...], V_{T-1} [B, ...])`` on the CPU.
 
@@ -70,12 +101,23 @@ def multi_step_cpu(x: torch.Tensor, k: torch.Tensor, v0: torch.Tensor, cfg: Neur
     """
     if x.device.type != "cpu" or x.dtype not in _SUFFIX:
         raise ValueError(f"the cpu backend takes fp32/fp64 CPU tensors, got {x.dtype} on {x.device}")
-    if load_library() is None:
-        from .cpu_build import BUILD_ERROR
-        raise RuntimeError(f"the cpu neuron kernel is unavailable: {BUILD_ERROR}")
-    return _MultiStepCPU.apply(x, k, v0, cfg)
+    k = k.to(x.dtype)
+    k = k.reshape(1) if k.numel() == 1 else k.expand(x.shape[1:])
+    sg = get_surrogate(cfg.surrogate)
+    sg_a, sg_b = sg.kernel_constants(float(cfg.alpha))
+    spikes, _, v_last = cpu_forward(x, k, v0.to(x.dtype), cfg.leak, cfg.hard_reset, float(cfg.v_threshold),
+                                    float(rest_potential(cfg)), cfg.detach_reset, sg.code, sg_a, sg_b)
+    return spikes, v_last
+
+
+def cpu_unavailable() -> str | None:
+    """Why the kernel cannot run here (build it now if needed), or ``None`` when it can."""
+    if load_library() is not None:
+        return None
+    from . import cpu_build
+    return cpu_build.BUILD_ERROR or "the library did not load"
 
 
 def cpu_supports(x: torch.Tensor, cfg: NeuronConfig) -> bool:
-    """Auto-dispatch predicate: CPU fp32/fp64 tensors, once the library has built."""
-    return x.device.type == "cpu" and x.dtype in _SUFFIX and load_library() is not None
+    """Auto-dispatch predicate: CPU fp32/fp64 tensors (the table only lists this backend once it built)."""
+    return x.device.type == "cpu" and x.dtype in _SUFFIX

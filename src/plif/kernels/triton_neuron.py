@@ -18,12 +18,14 @@ from __future__ import annotations
 import torch
 import triton
 import triton.language as tl
+from torch import Tensor
+from torch.library import wrap_triton
 
 from ..neurons.functional import NeuronConfig, rest_potential
 from ..surrogate import get_surrogate
-from .layout import KLayout, flat_k, fold_k_grad, k_layout
+from .layout import flat_k, k_layout
 
-__all__ = ["multi_step_triton", "triton_supports"]
+__all__ = ["multi_step_triton", "triton_supports", "triton_forward", "triton_backward"]
 
 _MAX_BLOCK = 1024
 
@@ -137,70 +139,96 @@ def _backward_kernel(g_s_ptr, g_v_last_ptr, h_ptr, v0_ptr, k_ptr, g_x_ptr, g_v0_
         tl.store(g_k_part_ptr + tl.program_id(0) * tl.num_programs(1) + tl.program_id(1), part)
 
 
-# --------------------------------------------------------------------------------------- launchers
-def _block_size(m: int) -> int:
-    return max(16, min(_MAX_BLOCK, triton.next_power_of_2(m)))
+# ------------------------------------------------------------------------------------ operators
+def _block_size(m) -> int:
+    """Neurons per program.  ``m`` may be symbolic under ``torch.compile`` (dynamic batch): only a
+    comparison is guarded on, and a size below one block is specialised (small layers only)."""
+    if m >= _MAX_BLOCK:
+        return _MAX_BLOCK
+    return max(16, triton.next_power_of_2(int(m)))
 
 
-def _grid(layout: KLayout, block: int):
-    m = layout.outer * layout.inner
-    return (layout.channels, triton.cdiv(m, block)), m
+def _grid(channels: int, m, block: int):
+    return (channels, triton.cdiv(m, block))
 
 
-def _launch_forward(x, k_flat, v0, cfg: NeuronConfig, layout: KLayout, h_dtype):
-    T, n = x.shape[0], v0.numel()
+def _launch(kernel, grid, x, *args, **meta):
+    """Eagerly: launch with FMA contraction off (``H_t`` bit-identical to PyTorch).  While the
+    operator is traced (``torch.compile``, ``opcheck``): hand the kernel over through
+    ``wrap_triton``.  Inductor does not forward ``enable_fp_fusion`` for user kernels, so a
+    compiled ``H_t`` may differ from eager by one rounding (a potential within one ulp of the
+    threshold may spike differently)."""
+    if _tracing(x):
+        return wrap_triton(kernel)[grid](x, *args, **meta)
+    return kernel[grid](x, *args, **meta, enable_fp_fusion=False)
+
+
+def _tracing(x: Tensor) -> bool:
+    if type(x) is not torch.Tensor:  # fake or functional tensors
+        return True
+    try:
+        return torch._C._get_dispatch_mode(torch._C._TorchDispatchModeKey.PROXY) is not None
+    except AttributeError:  # an older torch without the key: assume tracing (always correct, maybe FMA)
+        return True
+
+
+@torch.library.triton_op("plif::triton_forward", mutates_args=())
+def triton_forward(x: Tensor, k: Tensor, v0: Tensor, inner: int, leak: bool, hard: bool, v_th: float,
+                   v_rest: float, h_bf16: bool, detach: bool, sg_code: int, sg_a: float,
+                   sg_b: float) -> tuple[Tensor, Tensor, Tensor]:
+    """``(spikes, H, V_{T-1})``.  ``k [C]``: one value per channel, each shared by ``inner``
+    consecutive neurons (``C = 1``: one per layer); ignored without leak.  ``detach`` and the
+    surrogate arguments are only read by the backward."""
+    x, v0, k = x.contiguous(), v0.contiguous(), k.contiguous()
+    T, n, channels = x.shape[0], v0.numel(), k.numel()
+    m = n // channels
     spikes = torch.empty_like(x)
-    h_seq = torch.empty(x.shape, dtype=h_dtype, device=x.device)
+    h_seq = torch.empty(x.shape, dtype=torch.bfloat16 if h_bf16 else torch.float32, device=x.device)
     v_last = torch.empty_like(v0)
-    block = _block_size(layout.outer * layout.inner)
-    grid, m = _grid(layout, block)
-    _forward_kernel[grid](
-        x, k_flat, v0, spikes, h_seq, v_last, T, n, m, layout.inner, layout.channels,
-        float(cfg.v_threshold), float(rest_potential(cfg)),
-        BLOCK=block, LEAK=cfg.leak, HARD=cfg.hard_reset, PER_CHANNEL=layout.per_channel,
-        num_warps=4, enable_fp_fusion=False)
+    block = _block_size(m)
+    _launch(_forward_kernel, _grid(channels, m, block),
+        x, k, v0, spikes, h_seq, v_last, T, n, m, inner, channels, v_th, v_rest,
+        BLOCK=block, LEAK=leak, HARD=hard, PER_CHANNEL=channels > 1, num_warps=4)
     return spikes, h_seq, v_last
 
 
-def _launch_backward(g_s, g_v_last, h_seq, v0, k_flat, cfg: NeuronConfig, layout: KLayout, x_dtype, need_k):
-    T, n = h_seq.shape[0], v0.numel()
-    g_x = torch.empty(h_seq.shape, dtype=x_dtype, device=h_seq.device)
+@torch.library.triton_op("plif::triton_backward", mutates_args=())
+def triton_backward(g_s: Tensor, g_v_last: Tensor, h_seq: Tensor, v0: Tensor, k: Tensor, inner: int,
+                    leak: bool, hard: bool, v_th: float, v_rest: float, h_bf16: bool, detach: bool,
+                    sg_code: int, sg_a: float, sg_b: float, need_k: bool) -> tuple[Tensor, Tensor, Tensor]:
+    """``(∂x in g_s's dtype, ∂V_{-1}, ∂k [C] in fp32)`` (the last is zeros unless ``need_k``)."""
+    g_s, g_v_last, v0, k = g_s.contiguous(), g_v_last.contiguous(), v0.contiguous(), k.contiguous()
+    T, n, channels = h_seq.shape[0], v0.numel(), k.numel()
+    m = n // channels
+    g_x = torch.empty(h_seq.shape, dtype=g_s.dtype, device=h_seq.device)
     g_v0 = torch.empty_like(v0)
-    block = _block_size(layout.outer * layout.inner)
-    grid, m = _grid(layout, block)
-    g_k_part = torch.empty(grid if need_k else (1,), dtype=torch.float32, device=h_seq.device)
-    sg = get_surrogate(cfg.surrogate)
-    code, (sg_a, sg_b) = sg.code, sg.kernel_constants(float(cfg.alpha))
-    _backward_kernel[grid](
-        g_s, g_v_last, h_seq, v0, k_flat, g_x, g_v0, g_k_part, T, n, (T - 1) * n, m, layout.inner, layout.channels,
-        float(cfg.v_threshold), float(rest_potential(cfg)), sg_a, sg_b,
-        BLOCK=block, LEAK=cfg.leak, HARD=cfg.hard_reset, DETACH=cfg.detach_reset, SG=code,
-        PER_CHANNEL=layout.per_channel, NEED_K=need_k, num_warps=4, enable_fp_fusion=False)
-    return g_x, g_v0, (g_k_part.sum(dim=1) if need_k else None)
+    block = _block_size(m)
+    grid = _grid(channels, m, block)
+    g_k_part = torch.zeros(grid, dtype=torch.float32, device=h_seq.device)
+    _launch(_backward_kernel, grid,
+        g_s, g_v_last, h_seq, v0, k, g_x, g_v0, g_k_part, T, n, (T - 1) * n, m, inner, channels,
+        v_th, v_rest, sg_a, sg_b,
+        BLOCK=block, LEAK=leak, HARD=hard, DETACH=detach, SG=sg_code,
+        PER_CHANNEL=channels > 1, NEED_K=need_k, num_warps=4)
+    return g_x, g_v0, g_k_part.sum(dim=1)
 
 
-# ----------------------------------------------------------------------------------- autograd glue
-class _MultiStepTriton(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x, k, v0, cfg: NeuronConfig, h_dtype):
-        x, v0 = x.contiguous(), v0.contiguous()
-        step_shape = tuple(x.shape[1:])
-        layout = k_layout(tuple(k.shape), step_shape)
-        k_flat = flat_k(k, step_shape, layout) if cfg.leak else v0  # IF: unused, any saved tensor will do
-        spikes, h_seq, v_last = _launch_forward(x, k_flat, v0, cfg, layout, h_dtype)
-        ctx.save_for_backward(h_seq, v0, k_flat, k)
-        ctx.cfg, ctx.layout, ctx.x_dtype, ctx.step_shape = cfg, layout, x.dtype, step_shape
-        return spikes, v_last
+def _setup(ctx, inputs, output):
+    x, k, v0, *args = inputs
+    ctx.save_for_backward(output[1], v0, k)
+    ctx.args = tuple(args)
 
-    @staticmethod
-    def backward(ctx, g_s, g_v_last):
-        h_seq, v0, k_flat, k = ctx.saved_tensors
-        need_k = bool(ctx.needs_input_grad[1] and ctx.cfg.leak)
-        g_x, g_v0, g_k = _launch_backward(g_s.contiguous(), g_v_last.contiguous(), h_seq, v0, k_flat,
-                                          ctx.cfg, ctx.layout, ctx.x_dtype, need_k)
-        if need_k:
-            g_k = fold_k_grad(g_k, k, ctx.step_shape, ctx.layout)
-        return g_x, g_k, (g_v0 if ctx.needs_input_grad[2] else None), None, None
+
+def _backward(ctx, g_s, g_h, g_v_last):
+    h_seq, v0, k = ctx.saved_tensors
+    need_k = bool(ctx.needs_input_grad[1] and ctx.args[1])  # args: inner, leak, ...
+    g_s = torch.zeros(h_seq.shape, dtype=v0.dtype, device=v0.device) if g_s is None else g_s
+    g_v_last = torch.zeros_like(v0) if g_v_last is None else g_v_last
+    g_x, g_v0, g_k = triton_backward(g_s, g_v_last, h_seq, v0, k, *ctx.args, need_k)
+    return g_x, (g_k.to(k.dtype) if need_k else None), g_v0, *([None] * len(ctx.args))
+
+
+triton_forward.register_autograd(_backward, setup_context=_setup)
 
 
 # ---------------------------------------------------------------------------------- public function
@@ -216,7 +244,18 @@ def multi_step_triton(x: torch.Tensor, k: torch.Tensor, v0: torch.Tensor, cfg: N
     """
     if h_dtype not in (torch.float32, torch.bfloat16):
         raise ValueError(f"h_dtype must be torch.float32 or torch.bfloat16, got {h_dtype}")
-    return _MultiStepTriton.apply(x, k, v0, cfg, h_dtype)
+    step_shape = tuple(x.shape[1:])
+    if cfg.leak:
+        layout = k_layout(tuple(k.shape), step_shape)
+        k_flat, inner = flat_k(k, step_shape, layout), layout.inner  # autograd folds ∂k back to k's shape
+    else:
+        k_flat, inner = torch.ones(1, dtype=x.dtype, device=x.device), 1
+    sg = get_surrogate(cfg.surrogate)
+    sg_a, sg_b = sg.kernel_constants(float(cfg.alpha))
+    spikes, _, v_last = triton_forward(x, k_flat, v0.to(x.dtype), inner, cfg.leak, cfg.hard_reset,
+                                       float(cfg.v_threshold), float(rest_potential(cfg)),
+                                       h_dtype == torch.bfloat16, cfg.detach_reset, sg.code, sg_a, sg_b)
+    return spikes, v_last
 
 
 def triton_supports(x: torch.Tensor, cfg: NeuronConfig) -> bool:

@@ -2,11 +2,17 @@
 
 A backend is ``fn(x, k, v0, cfg) -> (spikes, v_last)`` where ``x [T, B, ...]``, ``k`` a tensor
 broadcastable to ``x[0]`` and ``v0`` a full ``[B, ...]`` state.  ``reference`` and ``bptt`` are
-always present; fused kernels register themselves (``plif.kernels``) and ``auto`` picks the
-fastest that supports the input.
+always present.  The fused kernels are listed in a static table (:data:`FUSED`) and imported
+lazily the first time a backend is asked for, so ``plif.neurons`` never imports ``plif.kernels``
+at import time (no cycle).  A fused backend that fails to load keeps its reason
+(:func:`backend_status`), is named in the error when it is asked for by name, and triggers one
+warning when ``auto`` has to fall back to ``bptt`` because of it.  Nothing is swallowed silently.
 """
 from __future__ import annotations
 
+import importlib
+import warnings
+from dataclasses import dataclass
 from typing import Callable
 
 import torch
@@ -15,45 +21,112 @@ from .bptt import multi_step_bptt
 from .functional import NeuronConfig, initial_state
 from .reference import multi_step_reference
 
-__all__ = ["BACKENDS", "register_backend", "multi_step", "available_backends", "select_backend"]
+__all__ = ["BACKENDS", "FUSED", "FusedBackend", "register_backend", "multi_step", "available_backends",
+           "backend_status", "load_backends", "select_backend"]
 
 Backend = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, NeuronConfig], tuple]
 
+
+@dataclass(frozen=True)
+class FusedBackend:
+    """Where a fused backend lives: ``module.attr`` is the backend, ``module.supports`` the ``auto``
+    predicate, ``module.unavailable`` (optional) returns why it cannot run here (e.g. a failed build)."""
+
+    module: str
+    attr: str
+    supports: str
+    device: str  # the device type it is for: a load failure only matters to auto on that device
+    unavailable: str | None = None
+
+
+# In ``auto`` order: the first loaded backend whose predicate accepts the input wins.
+FUSED: dict[str, FusedBackend] = {
+    "triton": FusedBackend("plif.kernels.triton_neuron", "multi_step_triton", "triton_supports", "cuda"),
+    "cpu": FusedBackend("plif.kernels.cpu_neuron", "multi_step_cpu", "cpu_supports", "cpu", "cpu_unavailable"),
+}
+
 BACKENDS: dict[str, Backend] = {"reference": multi_step_reference, "bptt": multi_step_bptt}
-# Predicates deciding whether an optional backend can take an input; consulted by "auto" in order.
-_AUTO_ORDER: list[tuple[str, Callable[[torch.Tensor, NeuronConfig], bool]]] = []
-_kernels_loaded = False
+_SUPPORTS: dict[str, Callable[[torch.Tensor, NeuronConfig], bool]] = {}
+_FAILED: dict[str, str] = {}  # fused backend -> why it did not load
+_WARNED: set[str] = set()
+_loaded = False
 
 
-def register_backend(name: str, fn: Backend, supports: Callable | None = None, priority: int = 0):
-    """Add a backend; with ``supports`` it also becomes a candidate for ``backend="auto"``."""
+def register_backend(name: str, fn: Backend, supports: Callable | None = None) -> None:
+    """Add an extra backend (tests, experiments); with ``supports`` ``auto`` may pick it, after the fused ones."""
     BACKENDS[name] = fn
     if supports is not None:
-        _AUTO_ORDER.insert(priority if priority >= 0 else len(_AUTO_ORDER), (name, supports))
+        _SUPPORTS[name] = supports
 
 
-def _load_kernels():
-    global _kernels_loaded
-    if not _kernels_loaded:
-        _kernels_loaded = True
-        try:
-            import plif.kernels  # noqa: F401  (registers the fused backends)
-        except ImportError:
-            pass
+def _load_one(name: str, entry: FusedBackend) -> None:
+    try:
+        module = importlib.import_module(entry.module)
+        fn, supports = getattr(module, entry.attr), getattr(module, entry.supports)
+        reason = getattr(module, entry.unavailable)() if entry.unavailable else None
+    except Exception as e:  # noqa: BLE001  (a broken Triton install raises more than ImportError; kept, shown)
+        reason = f"{type(e).__name__}: {e}"
+    if reason:
+        _FAILED[name] = reason
+    else:
+        BACKENDS[name] = fn
+        _SUPPORTS[name] = supports
+
+
+def load_backends() -> None:
+    """Import every fused backend once (idempotent).  Layers call this when they are built so
+    that a ``torch.compile`` trace never has to import anything."""
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    for name, entry in FUSED.items():
+        _load_one(name, entry)
 
 
 def available_backends() -> list[str]:
-    _load_kernels()
+    """Names that :func:`multi_step` accepts here (the fused ones only when they loaded)."""
+    load_backends()
     return list(BACKENDS)
 
 
+def backend_status() -> dict[str, str]:
+    """Every backend with ``"ok"`` or ``"unavailable: <reason>"``."""
+    load_backends()
+    status = {name: "ok" for name in BACKENDS}
+    status.update({name: f"unavailable: {why}" for name, why in _FAILED.items()})
+    return status
+
+
+def _warn_once(name: str, message: str) -> None:
+    if name not in _WARNED:
+        _WARNED.add(name)
+        warnings.warn(message, RuntimeWarning, stacklevel=3)
+
+
 def select_backend(x: torch.Tensor, cfg: NeuronConfig) -> str:
-    """The backend ``auto`` uses for this input: the first fused kernel that supports it, else ``bptt``."""
-    _load_kernels()
-    for name, supports in _AUTO_ORDER:
+    """The backend ``auto`` uses for this input: the first fused kernel that supports it, else ``bptt``.
+
+    Warns once when a fused backend meant for ``x``'s device failed to load."""
+    load_backends()
+    for name, supports in _SUPPORTS.items():
         if supports(x, cfg):
             return name
+    for name, why in _FAILED.items():
+        if FUSED[name].device == x.device.type:
+            _warn_once(name, f"plif: the fused {name!r} neuron backend failed to load ({why}); "
+                             f"backend='auto' falls back to 'bptt', which is several times slower")
     return "bptt"
+
+
+def _backend(name: str) -> Backend:
+    if name not in BACKENDS:
+        load_backends()
+    if name in BACKENDS:
+        return BACKENDS[name]
+    if name in _FAILED:
+        raise RuntimeError(f"neuron backend {name!r} failed to load: {_FAILED[name]}")
+    raise ValueError(f"unknown backend {name!r}; available: {', '.join(available_backends())}")
 
 
 def multi_step(x: torch.Tensor, k=None, v0: torch.Tensor | None = None,
@@ -71,11 +144,5 @@ def multi_step(x: torch.Tensor, k=None, v0: torch.Tensor | None = None,
         v0 = initial_state(x[0], cfg)
     elif v0.shape != x.shape[1:]:
         v0 = v0.expand(x.shape[1:]).contiguous()
-    name = select_backend(x, cfg) if backend == "auto" else backend
-    if name not in BACKENDS:
-        _load_kernels()
-    try:
-        fn = BACKENDS[name]
-    except KeyError:
-        raise ValueError(f"unknown backend {name!r}; available: {', '.join(available_backends())}") from None
+    fn = _backend(select_backend(x, cfg) if backend == "auto" else backend)
     return fn(x, k, v0, cfg)

@@ -11,7 +11,7 @@ import math
 import torch
 from torch import nn
 
-from .dispatch import multi_step
+from .dispatch import load_backends, multi_step
 from .functional import NeuronConfig, neuron_step
 
 __all__ = ["SpikingNeuron", "IF", "LIF", "PLIF", "NEURONS", "make_neuron", "tau_to_w"]
@@ -35,6 +35,8 @@ class SpikingNeuron(nn.Module):
         self.cfg = NeuronConfig(leak=self.leak, v_threshold=v_threshold, v_reset=v_reset,
                                 detach_reset=detach_reset, surrogate=surrogate, alpha=alpha)
         self.backend = backend
+        if backend != "reference" and backend != "bptt":
+            load_backends()  # import the fused kernels now, never inside a torch.compile trace
 
     def k(self, x: torch.Tensor) -> torch.Tensor:
         """``1/τ`` as a tensor broadcastable to one step of ``x`` (``x`` is ``[T, B, ...]``)."""

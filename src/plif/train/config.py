@@ -72,6 +72,10 @@ class TrainConfig:
                 "or yes when they fit in half the free device memory (auto)", "choices": ("auto", "yes", "no")})
     backend: str = field(default="auto", metadata={"help": "neuron backend: auto, bptt, reference, or a fused kernel"})
     compile: bool = field(default=False, metadata={"help": "torch.compile the network"})
+    cuda_graph: bool = field(default=False, metadata={
+        "help": "capture the whole training step (and evaluation) as CUDA graphs and replay them (CUDA only)"})
+    amp: str | None = field(default=None, metadata={
+        "help": "mixed precision: bf16 autocast with fp32 weights and neuron state (CUDA only)", "choices": ("bf16",)})
     sync_bn: bool = field(default=False, metadata={"help": "SyncBatchNorm across processes (torchrun, CUDA)"})
     log: str = field(default="none", metadata={
         "help": "also log each epoch to TensorBoard (<run>/tensorboard); metrics.jsonl stays the record",
@@ -267,7 +271,7 @@ def pick_device(name: str = "auto", check: bool = True):
 
 
 # Settings that may change when a run is resumed without changing what it computes.
-RESUMABLE_CHANGES = ("epochs", "device", "out", "eval_batch_size", "data_on_device", "log")
+RESUMABLE_CHANGES = ("epochs", "device", "out", "eval_batch_size", "data_on_device", "log", "cuda_graph")
 
 
 def config_diff(old: dict, new: dict) -> list[str]:

@@ -12,6 +12,7 @@ weights are never written: a diverged epoch stops the run and the last good chec
 """
 from __future__ import annotations
 
+import math
 import sys
 import time
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ from .checkpoint import load_checkpoint, save_checkpoint
 from .config import TrainConfig, config_diff, pick_device, resolve_config
 from .data import epoch_generator, load_train_data
 from .distributed import all_reduce_sum, init_distributed, shutdown
+from .graph import GraphTrainer, autocast_context, check_graph_options, graph_adam
 from .loop import Diverged, adam, evaluate, nonfinite_count, train_epoch
 from .run_folder import CHECKPOINTS, RunFolder, prepare_out, read_metrics
 
@@ -55,6 +57,7 @@ class _Session:
     start_epoch: int = 0
     metrics: list = None
     tb: object = None
+    trainer: GraphTrainer | None = None  # --cuda-graph: the captured step and evaluation
 
 
 # --- set-up steps ------------------------------------------------------------------------------
@@ -98,9 +101,11 @@ def setup_model(cfg: TrainConfig, device: torch.device) -> torch.nn.Module:
     return model.to(device)
 
 
-def setup_optimizer(model, cfg: TrainConfig):
-    """Adam (the paper's, no weight decay) and cosine annealing with period ``t_max`` epochs."""
-    optimizer = adam(model.parameters(), cfg.lr)
+def setup_optimizer(model, cfg: TrainConfig, device: torch.device):
+    """Adam (the paper's, no weight decay) and cosine annealing with period ``t_max`` epochs.
+
+    Under ``--cuda-graph`` Adam is capturable and its learning rate a device tensor."""
+    optimizer = graph_adam(model.parameters(), cfg.lr, device) if cfg.cuda_graph else adam(model.parameters(), cfg.lr)
     return optimizer, torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=cfg.t_max)
 
 
@@ -141,6 +146,7 @@ def _setup(cfg: TrainConfig, resume: bool, log) -> _Session:
     if dist.world > 1 and device.type == "cuda":
         device = torch.device("cuda", dist.local_rank)
         torch.cuda.set_device(device)
+    check_graph_options(device, cfg.cuda_graph, cfg.amp, cfg.compile, dist.world)  # before the folder is touched
     if cfg.log == "tensorboard":
         from .tb_log import summary_writer_class
 
@@ -153,7 +159,7 @@ def _setup(cfg: TrainConfig, resume: bool, log) -> _Session:
             folder.write_config(s.cfg_dict)  # before the data loads: a full disk fails now
             folder.write_metrics([])
         s.model = setup_model(cfg, device)
-        s.optimizer, s.scheduler = setup_optimizer(s.model, cfg)
+        s.optimizer, s.scheduler = setup_optimizer(s.model, cfg, device)
         if resume:
             restore(s, log)
             if s.main:
@@ -168,6 +174,8 @@ def _setup(cfg: TrainConfig, resume: bool, log) -> _Session:
                              + (f" per process ({dist.world} processes)" if dist.world > 1 else "")
                              + "; lower --batch-size" + (" or --val-split" if cfg.val_split else ""))
         s.net = setup_parallel(s)
+        if cfg.cuda_graph:  # captured lazily, after any resume has loaded the state it replays on
+            s.trainer = GraphTrainer(s.model, s.optimizer, cfg.num_classes, device, amp=cfg.amp)
     except BaseException:
         folder.unlock()
         raise
@@ -232,15 +240,18 @@ def _run_epoch(s: _Session, epoch: int, steps: int, reduce) -> tuple[dict, dict 
     cfg, data, dist = s.cfg, s.data, s.dist
     gen = epoch_generator(cfg.seed, epoch)
     torch.manual_seed(cfg.seed * 7919 + epoch * 104729 + dist.rank)  # dropout masks
-    lr = s.optimizer.param_groups[0]["lr"]
+    lr = float(s.optimizer.param_groups[0]["lr"])  # a device tensor under --cuda-graph: one read per epoch
     t0 = time.perf_counter()
-    with _progress(steps * cfg.batch_size, f"epoch {epoch + 1}/{cfg.epochs}", s.main) as bar:
+    with _progress(steps * cfg.batch_size, f"epoch {epoch + 1}/{cfg.epochs}", s.main) as bar, _autocast(s):
         batches = data.train_batches(cfg.batch_size, gen, dist.rank, dist.world)
         try:
-            train_loss, train_acc, n_train = train_epoch(s.net, s.optimizer, batches, cfg.num_classes, bar, reduce)
+            if s.trainer is not None:
+                train_loss, train_acc, n_train = s.trainer.train_epoch(batches, bar)
+            else:
+                train_loss, train_acc, n_train = train_epoch(s.net, s.optimizer, batches, cfg.num_classes, bar, reduce)
         except Diverged:
             raise _diverged(s, epoch) from None
-    if nonfinite_count(s.model.state_dict()):  # e.g. BatchNorm statistics
+    if not math.isfinite(train_loss) or nonfinite_count(s.model.state_dict()):  # e.g. BatchNorm statistics
         raise _diverged(s, epoch)
     train_time = time.perf_counter() - t0
     rates = None
@@ -261,11 +272,18 @@ def _run_epoch(s: _Session, epoch: int, steps: int, reduce) -> tuple[dict, dict 
     return row, rates
 
 
+def _autocast(s: _Session):
+    """``--amp`` around the eager step and evaluation (the graph trainer applies it itself)."""
+    return autocast_context(s.device, None if s.trainer is not None else s.cfg.amp)
+
+
 def _evaluate(s: _Session, split, name: str, reduce):
     shard = len(split) // s.dist.world
-    with _progress(shard, name, s.main) as bar:
-        return evaluate(s.net, s.data.eval_batches(split, s.cfg.eval_batch_size, s.dist.rank, s.dist.world),
-                        s.cfg.num_classes, reduce, progress=bar)
+    batches = s.data.eval_batches(split, s.cfg.eval_batch_size, s.dist.rank, s.dist.world)
+    if s.trainer is not None:
+        return s.trainer.evaluate(batches, s.cfg.eval_batch_size)
+    with _progress(shard, name, s.main) as bar, _autocast(s):
+        return evaluate(s.net, batches, s.cfg.num_classes, reduce, progress=bar)
 
 
 def _progress(total: int, desc: str, enabled: bool):

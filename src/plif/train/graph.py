@@ -1,0 +1,234 @@
+"""``plif train --cuda-graph``: the whole training step captured once as a CUDA graph and replayed.
+
+One step is forward, MSE on the firing rates, backward and a fused Adam update with
+``capturable=True``; the learning rate lives in a device tensor that the cosine schedule fills
+between epochs (LR schedulers update a tensor ``lr`` in place), so the graph never changes.
+Inputs are copied into static buffers (a device-to-device copy, data already on the GPU); loss,
+correct count and sample count are accumulated in device tensors inside the graph and read once
+per epoch.  Evaluation is a second, forward-only graph over a static buffer of
+``eval_batch_size``: the last short batch is padded and masked (exact, since in eval mode every
+sample is independent), never dropped and never recaptured.  A short *training* batch cannot be
+padded (BatchNorm statistics would see the padding), so it gets its own graph, captured the first
+time that size appears and replayed in every later epoch.
+
+Capturing needs warm-up iterations, which would train on the first batch: the parameters,
+buffers, optimiser state and RNG state are snapshotted before and restored after, so a graph run
+and an eager run from the same seed agree step for step.
+
+Everything except the capture itself runs eagerly with ``capture=False`` (any device): the same
+buffers, accumulators and pad-and-mask code, which is how the CPU tests check it against the
+ordinary step of :mod:`plif.train.loop`.
+"""
+from __future__ import annotations
+
+import contextlib
+from typing import Callable, Iterable
+
+import torch
+import torch.nn.functional as F
+
+__all__ = ["GraphTrainer", "graph_adam", "check_graph_options", "autocast_context"]
+
+AMP_DTYPES = {"bf16": torch.bfloat16}
+
+
+def check_graph_options(device: torch.device, cuda_graph: bool, amp: str | None, compile: bool = False,
+                        world: int = 1) -> None:
+    """Refuse, in one line naming the option, what cannot run on ``device``."""
+    if amp is not None and amp not in AMP_DTYPES:
+        raise ValueError(f"--amp {amp}: unknown; valid: {', '.join(AMP_DTYPES)}")
+    if cuda_graph and device.type != "cuda":
+        raise ValueError(f"--cuda-graph needs a CUDA device, but this run is on {device} "
+                         f"(CUDA available: {torch.cuda.is_available()}); drop --cuda-graph")
+    if amp is not None and device.type != "cuda":
+        raise ValueError(f"--amp {amp} needs a CUDA device, but this run is on {device}: the fused CPU "
+                         f"kernel is fp32/fp64 only and bf16 autocast on CPUs without AMX is slower than "
+                         f"fp32; drop --amp")
+    if cuda_graph and compile:
+        raise ValueError("--cuda-graph and --compile cannot be combined: pick one")
+    if cuda_graph and world > 1:
+        raise ValueError("--cuda-graph is single-process for now; drop it under torchrun")
+
+
+def graph_adam(params, lr: float, device: torch.device) -> torch.optim.Adam:
+    """Fused Adam with the learning rate in a device tensor, capturable on CUDA."""
+    return torch.optim.Adam(params, lr=torch.tensor(float(lr), device=device), fused=True,
+                            capturable=device.type == "cuda")
+
+
+def autocast_context(device: torch.device, amp: str | None):
+    """``torch.autocast`` for ``--amp`` (weights, BatchNorm and the neuron state stay fp32).  The
+    cast-weight cache is off, as CUDA-graph capture requires (each weight is used once per step)."""
+    if amp is None:
+        return contextlib.nullcontext()
+    return torch.autocast(device_type=device.type, dtype=AMP_DTYPES[amp], cache_enabled=False)
+
+
+def _per_sample_mse(out: torch.Tensor, y: torch.Tensor, num_classes: int):
+    """``out [T, B, C]`` -> (per-sample MSE ``[B]``, firing rate ``[B, C]``); its batch mean is
+    :func:`plif.train.loop.rate_mse_loss`."""
+    rate = out.float().mean(0)
+    return (rate - F.one_hot(y, num_classes).to(rate.dtype)).square().mean(1), rate
+
+
+class _Snapshot:
+    """Parameters, buffers, optimiser state and RNG, copied back in place after warm-up."""
+
+    def __init__(self, model: torch.nn.Module, optimizer: torch.optim.Optimizer, device: torch.device):
+        self.model, self.optimizer, self.device = model, optimizer, device
+        self.tensors = [t.detach().clone() for t in self._model_tensors()]
+        self.opt_state = {p: {k: v.clone() for k, v in s.items() if torch.is_tensor(v)}
+                          for p, s in optimizer.state.items()}
+        self.cpu_rng = torch.get_rng_state()
+        self.cuda_rng = torch.cuda.get_rng_state(device) if device.type == "cuda" else None
+
+    def _model_tensors(self):
+        return list(self.model.parameters()) + list(self.model.buffers())
+
+    def restore(self) -> None:
+        with torch.no_grad():
+            for t, saved in zip(self._model_tensors(), self.tensors):
+                t.copy_(saved)
+            for p, s in self.optimizer.state.items():
+                saved = self.opt_state.get(p, {})
+                for k, v in s.items():
+                    if torch.is_tensor(v):
+                        v.copy_(saved[k]) if k in saved else v.zero_()  # state born in warm-up: fresh
+        torch.set_rng_state(self.cpu_rng)
+        if self.cuda_rng is not None:
+            torch.cuda.set_rng_state(self.cuda_rng, self.device)
+
+
+class GraphTrainer:
+    """Static-shape training and evaluation with device-side totals; CUDA-graph replay when ``capture``."""
+
+    def __init__(self, model: torch.nn.Module, optimizer: torch.optim.Optimizer, num_classes: int,
+                 device: torch.device, capture: bool = True, amp: str | None = None, warmup: int = 3):
+        if capture and device.type != "cuda":
+            raise ValueError(f"CUDA-graph capture needs a CUDA device, got {device}")
+        self.model, self.optimizer, self.num_classes = model, optimizer, num_classes
+        self.device, self.capture, self.amp, self.warmup = device, capture, amp, warmup
+        for group in optimizer.param_groups if optimizer is not None else ():
+            if not torch.is_tensor(group["lr"]):  # e.g. resumed from an eager run's checkpoint:
+                # a float would be baked into the graph and the schedule would never reach it
+                group["lr"] = torch.tensor(float(group["lr"]), device=device)
+        self._train: dict[tuple, tuple] = {}  # input shape -> (x, y, replay)
+        self._eval: dict[tuple, tuple] = {}
+        z = lambda: torch.zeros((), device=device)  # noqa: E731
+        self.loss_sum, self.correct, self.seen = z(), z(), z()
+
+    # ------------------------------------------------------------------------------- plumbing
+    def _graphed(self, body: Callable[[], None]) -> Callable[[], None]:
+        """``body`` itself (eager), or captured once after warm-up with every state restored."""
+        if not self.capture:
+            return body
+        snap = _Snapshot(self.model, self.optimizer, self.device)
+        totals = [t.clone() for t in (self.loss_sum, self.correct, self.seen)]
+        side = torch.cuda.Stream(self.device)
+        side.wait_stream(torch.cuda.current_stream(self.device))
+        with torch.cuda.stream(side):
+            for _ in range(self.warmup):
+                body()
+        torch.cuda.current_stream(self.device).wait_stream(side)
+        snap.restore()
+        for t, saved in zip((self.loss_sum, self.correct, self.seen), totals):
+            t.copy_(saved)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            body()  # recorded, not run
+        return graph.replay
+
+    def reset_totals(self) -> None:
+        for t in (self.loss_sum, self.correct, self.seen):
+            t.zero_()
+
+    def totals(self) -> tuple[float, float, int]:
+        """``(mean loss, accuracy, samples)``: the one host synchronisation of an epoch."""
+        loss, correct, n = torch.stack([self.loss_sum, self.correct, self.seen]).tolist()
+        if n == 0:
+            return float("nan"), float("nan"), 0
+        return loss / n, correct / n, int(n)
+
+    # ---------------------------------------------------------------------------------- train
+    def _train_slot(self, x: torch.Tensor, y: torch.Tensor):
+        key = tuple(x.shape)
+        if key not in self._train:
+            sx, sy = torch.zeros_like(x), torch.zeros_like(y)
+            sx.copy_(x)
+            sy.copy_(y)
+            model, opt, nc = self.model, self.optimizer, self.num_classes
+
+            def body():
+                opt.zero_grad(set_to_none=False)
+                with autocast_context(self.device, self.amp):
+                    out = model(sx)
+                per_sample, rate = _per_sample_mse(out, sy, nc)
+                loss = per_sample.mean()
+                loss.backward()
+                opt.step()
+                with torch.no_grad():
+                    self.loss_sum += per_sample.detach().sum()
+                    self.correct += (rate.argmax(1) == sy).sum()
+                    self.seen += sy.shape[0]
+            for p in model.parameters():  # grads must exist (and stay put) before capture
+                if p.grad is None:
+                    p.grad = torch.zeros_like(p)
+            self._train[key] = (sx, sy, self._graphed(body))
+        return self._train[key]
+
+    def train_step(self, x: torch.Tensor, y: torch.Tensor) -> None:
+        """One step on ``(x, y)``; no host synchronisation (replay is asynchronous)."""
+        sx, sy, run = self._train_slot(x, y)
+        sx.copy_(x, non_blocking=True)
+        sy.copy_(y, non_blocking=True)
+        run()
+
+    def train_epoch(self, batches: Iterable, progress=None) -> tuple[float, float, int]:
+        self.model.train()
+        self.reset_totals()
+        for x, y in batches:
+            self.train_step(x, y)
+            if progress is not None:
+                progress.update(y.shape[0])
+        if not self._train:
+            raise ValueError("the training set is smaller than one batch; lower --batch-size")
+        return self.totals()
+
+    # ----------------------------------------------------------------------------------- eval
+    def _eval_slot(self, x: torch.Tensor, y: torch.Tensor, size: int):
+        key = (size, *x.shape[1:])
+        if key not in self._eval:
+            sx = torch.zeros(key, dtype=x.dtype, device=x.device)
+            sy = torch.zeros(size, dtype=y.dtype, device=y.device)
+            n_valid = torch.zeros((), dtype=torch.long, device=x.device)
+            model, nc = self.model, self.num_classes
+
+            def body():
+                with torch.no_grad(), autocast_context(self.device, self.amp):
+                    out = model(sx)
+                with torch.no_grad():
+                    per_sample, rate = _per_sample_mse(out, sy, nc)
+                    mask = torch.arange(size, device=sx.device) < n_valid
+                    self.loss_sum += torch.where(mask, per_sample, 0.0).sum()
+                    self.correct += ((rate.argmax(1) == sy) & mask).sum()
+                    self.seen += n_valid
+            self._eval[key] = (sx, sy, n_valid, self._graphed(body))
+        return self._eval[key]
+
+    def evaluate(self, batches: Iterable, batch_size: int, read: bool = True) -> tuple[float, float, int] | None:
+        """Every sample once: batches of at most ``batch_size``, a short one padded and masked.
+        ``read=False`` leaves the totals on the device (no synchronisation at all)."""
+        self.model.eval()
+        self.reset_totals()
+        for x, y in batches:
+            b = y.shape[0]
+            if b > batch_size:
+                raise ValueError(f"an evaluation batch of {b} exceeds the static buffer of {batch_size}")
+            sx, sy, n_valid, run = self._eval_slot(x, y, batch_size)
+            sx[:b].copy_(x, non_blocking=True)
+            sy[:b].copy_(y, non_blocking=True)
+            if b < batch_size:  # the padding holds stale samples: finite, masked out
+                sy[b:].zero_()
+            n_valid.fill_(b)
+            run()
+        return self.totals() if read else None

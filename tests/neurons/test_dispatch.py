@@ -1,0 +1,75 @@
+"""The backend table: fused backends load lazily, and a failure is reported, never swallowed."""
+import importlib
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from plif.neurons import PLIF, NeuronConfig, backend_status, multi_step
+from plif.neurons import dispatch
+
+
+@pytest.fixture
+def fresh_table(monkeypatch):
+    """Reload the table from scratch with ``plif.kernels.cpu_neuron`` failing to import."""
+    real = importlib.import_module
+
+    def broken(name, *a, **kw):
+        if name == "plif.kernels.cpu_neuron":
+            raise ImportError("simulated bug in cpu_neuron.py")
+        return real(name, *a, **kw)
+
+    monkeypatch.setattr(dispatch.importlib, "import_module", broken)
+    monkeypatch.setattr(dispatch, "BACKENDS", {"reference": dispatch.multi_step_reference, "bptt": dispatch.multi_step_bptt})
+    monkeypatch.setattr(dispatch, "_SUPPORTS", {})
+    monkeypatch.setattr(dispatch, "_FAILED", {})
+    monkeypatch.setattr(dispatch, "_WARNED", set())
+    monkeypatch.setattr(dispatch, "_loaded", False)
+    return dispatch
+
+
+def test_broken_backend_keeps_its_reason(fresh_table):
+    status = fresh_table.backend_status()
+    assert status["cpu"].startswith("unavailable: ImportError: simulated bug in cpu_neuron.py")
+    assert status["bptt"] == "ok" and "cpu" not in fresh_table.available_backends()
+
+
+def test_auto_warns_once_when_falling_back(fresh_table):
+    x = torch.randn(3, 2, 4)
+    with pytest.warns(RuntimeWarning, match=r"'cpu' neuron backend failed to load \(ImportError: simulated bug"):
+        assert fresh_table.select_backend(x, NeuronConfig()) == "bptt"
+    with warnings_as_errors():
+        fresh_table.select_backend(x, NeuronConfig())  # once only
+        assert PLIF()(x).shape == x.shape  # the layer still runs, on bptt
+
+
+def test_asking_for_a_broken_backend_names_the_reason(fresh_table):
+    with pytest.raises(RuntimeError, match="backend 'cpu' failed to load: ImportError: simulated bug"):
+        multi_step(torch.randn(3, 2, 4), 0.5, backend="cpu")
+
+
+def test_unknown_backend_lists_the_valid_ones():
+    with pytest.raises(ValueError, match="unknown backend 'nope'; available: reference, bptt"):
+        multi_step(torch.randn(3, 2, 4), 0.5, backend="nope")
+
+
+def test_cpu_backend_loads_here():
+    assert backend_status()["cpu"] == "ok"
+
+
+def test_importing_neurons_does_not_import_kernels():
+    code = "import sys, plif.neurons; print('plif.kernels' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.stdout.strip() == "False", out.stderr
+
+
+class warnings_as_errors:
+    def __enter__(self):
+        import warnings
+        self._cm = warnings.catch_warnings()
+        self._cm.__enter__()
+        warnings.simplefilter("error")
+
+    def __exit__(self, *exc):
+        return self._cm.__exit__(*exc)

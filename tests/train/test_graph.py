@@ -1,0 +1,140 @@
+"""The ``--cuda-graph`` step logic, run eagerly on the CPU, equals the ordinary step; CUDA-only
+options refuse clearly here."""
+import pytest
+import torch
+
+from plif.models import build_network
+from plif.train import TrainConfig, train
+from plif.train.graph import GraphTrainer, _Snapshot, check_graph_options, graph_adam
+from plif.train.loop import adam, evaluate, train_epoch
+
+SPEC = "{c4k3s1-BN-PLIF-MPk2s2}*2-DP-FC16-PLIF-DP-FC20-PLIF-APk2s2"
+SHAPE = (1, 8, 8)
+
+
+def _net():
+    torch.manual_seed(0)
+    return build_network(SPEC, SHAPE, 3)
+
+
+def _batches(sizes, seed=0):
+    gen = torch.Generator().manual_seed(seed)
+    return [(torch.rand(b, *SHAPE, generator=gen) * 3, torch.randint(0, 10, (b,), generator=gen)) for b in sizes]
+
+
+def test_eager_graph_logic_matches_the_normal_step():
+    """Training (with a short last batch, which gets its own slot), the lr tensor updated by the
+    cosine schedule, and padded+masked evaluation all agree with plif.train.loop."""
+    ref, new = _net(), _net()
+    opt_ref = adam(ref.parameters(), 2e-3)
+    opt_new = graph_adam(new.parameters(), 2e-3, torch.device("cpu"))
+    sch_ref = torch.optim.lr_scheduler.CosineAnnealingLR(opt_ref, T_max=3)
+    sch_new = torch.optim.lr_scheduler.CosineAnnealingLR(opt_new, T_max=3)
+    trainer = GraphTrainer(new, opt_new, 10, torch.device("cpu"), capture=False)
+    lr_tensor = opt_new.param_groups[0]["lr"]
+    for epoch in range(2):
+        train_batches = _batches((4, 4, 3), seed=epoch)
+        torch.manual_seed(10 + epoch)
+        a = train_epoch(ref, opt_ref, train_batches, 10)
+        torch.manual_seed(10 + epoch)
+        b = trainer.train_epoch(train_batches)
+        assert a[2] == b[2] == 11
+        assert a[0] == pytest.approx(b[0], rel=1e-5) and a[1] == b[1]
+        sch_ref.step()
+        sch_new.step()
+        assert opt_new.param_groups[0]["lr"] is lr_tensor  # filled in place: a graph keeps reading it
+        assert float(lr_tensor) == pytest.approx(opt_ref.param_groups[0]["lr"])
+    for p, q in zip(ref.parameters(), new.parameters()):
+        torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-6)
+    assert len(trainer._train) == 2  # one slot per training batch shape, reused across epochs
+
+    test = _batches((5, 5, 2), seed=9)
+    a = evaluate(ref, test, 10)
+    b = trainer.evaluate(test, batch_size=5)
+    assert a[2] == b[2] == 12 and a[1] == b[1]
+    assert a[0] == pytest.approx(b[0], rel=1e-5)
+    assert len(trainer._eval) == 1  # the short batch is padded into the same buffer
+
+
+def test_padding_is_masked_out():
+    net = _net()
+    trainer = GraphTrainer(net, graph_adam(net.parameters(), 1e-3, torch.device("cpu")), 10,
+                           torch.device("cpu"), capture=False)
+    (x, y), = _batches((3,))
+    full = trainer.evaluate([(x, y)], batch_size=3)
+    padded = trainer.evaluate([(x, y)], batch_size=8)
+    assert padded[2] == 3 and padded[1] == full[1] and padded[0] == pytest.approx(full[0], rel=1e-6)
+    with pytest.raises(ValueError, match="exceeds the static buffer"):
+        trainer.evaluate([(x, y)], batch_size=2)
+
+
+def test_snapshot_restores_model_optimiser_and_rng():
+    net = _net()
+    opt = graph_adam(net.parameters(), 1e-2, torch.device("cpu"))
+    before = [t.clone() for t in list(net.parameters()) + list(net.buffers())]
+    snap = _Snapshot(net, opt, torch.device("cpu"))
+    (x, y), = _batches((4,))
+    trainer = GraphTrainer(net, opt, 10, torch.device("cpu"), capture=False)
+    draw = torch.rand(3)
+    trainer.train_step(x, y)  # a warm-up step: moves weights, BN statistics and Adam state
+    snap.restore()
+    for t, b in zip(list(net.parameters()) + list(net.buffers()), before):
+        assert torch.equal(t, b)
+    assert all(float(v.abs().sum()) == 0 for s in opt.state.values() for v in s.values() if torch.is_tensor(v))
+    assert torch.equal(torch.rand(3), draw)  # the RNG is where it was
+
+
+def test_capture_refuses_without_cuda():
+    with pytest.raises(ValueError, match="CUDA-graph capture needs a CUDA device"):
+        GraphTrainer(_net(), None, 10, torch.device("cpu"))
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    ({"cuda_graph": True}, "--cuda-graph needs a CUDA device, but this run is on cpu"),
+    ({"amp": "bf16"}, "--amp bf16 needs a CUDA device"),
+    ({"amp": "fp8"}, "--amp fp8: unknown; valid: bf16"),
+])
+def test_cuda_only_options_refuse_on_cpu(kwargs, match, tmp_path):
+    out = tmp_path / "run"
+    with pytest.raises(ValueError, match=match):
+        train(TrainConfig(device="cpu", out=str(out), **kwargs))
+    assert not out.exists()  # refused before anything was written
+
+
+def test_graph_and_compile_or_torchrun_do_not_combine():
+    cuda = torch.device("cuda")
+    with pytest.raises(ValueError, match="cannot be combined"):
+        check_graph_options(cuda, True, None, compile=True)
+    with pytest.raises(ValueError, match="single-process"):
+        check_graph_options(cuda, True, None, world=2)
+
+
+def test_cli_flags_reach_the_config(capsys):
+    from plif.cli.main import main
+
+    assert main(["train", "--cuda-graph", "--device", "cpu", "--max-train-samples", "8"]) != 0
+    assert "--cuda-graph needs a CUDA device" in capsys.readouterr().err
+
+
+@pytest.mark.filterwarnings("ignore:Detected call of `lr_scheduler.step\\(\\)`")
+def test_a_float_lr_becomes_a_tensor_the_schedule_fills():
+    """Resuming an eager run's checkpoint gives a float lr; a graph would freeze it."""
+    net = _net()
+    opt = adam(net.parameters(), 1e-3)
+    GraphTrainer(net, opt, 10, torch.device("cpu"), capture=False)
+    lr = opt.param_groups[0]["lr"]
+    assert torch.is_tensor(lr)
+    torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=2).step()
+    assert opt.param_groups[0]["lr"] is lr and float(lr) == pytest.approx(5e-4)
+
+
+def test_amp_step_logic_runs_eagerly():
+    """The bf16 autocast path of the step (refused by ``plif train`` on CPU) still runs here, so a
+    typo in it cannot hide until a GPU session; weights stay fp32."""
+    net = _net()
+    trainer = GraphTrainer(net, graph_adam(net.parameters(), 1e-3, torch.device("cpu")), 10,
+                           torch.device("cpu"), capture=False, amp="bf16")
+    loss, acc, n = trainer.train_epoch(_batches((4, 4)))
+    assert n == 8 and loss == loss and 0 <= acc <= 1
+    assert all(p.dtype == torch.float32 for p in net.parameters())
+    assert trainer.evaluate(_batches((3,)), batch_size=4)[2] == 3
