@@ -92,7 +92,7 @@ def test_capture_refuses_without_cuda():
 @pytest.mark.parametrize("kwargs,match", [
     ({"cuda_graph": True}, "--cuda-graph needs a CUDA device, but this run is on cpu"),
     ({"amp": "bf16"}, "--amp bf16 needs a CUDA device"),
-    ({"amp": "fp8"}, "--amp fp8: unknown; valid: bf16"),
+    ({"amp": "fp8"}, "--amp 'fp8': unknown; valid: bf16"),
 ])
 def test_cuda_only_options_refuse_on_cpu(kwargs, match, tmp_path):
     out = tmp_path / "run"
