@@ -16,6 +16,7 @@ from torch import nn
 
 from ..layers import TimeFolded
 from ..neurons import SpikingNeuron
+from .memory import MemoryOptions, make_plan
 from .builders import BUILDERS, BuildError, BuildOptions
 from .notation import NotationError, parse
 
@@ -36,13 +37,24 @@ class LayerInfo:
 class SpikingNetwork(nn.Module):
     """A sequence of layers over ``[T, B, ...]`` built from a notation string (see :func:`build_network`)."""
 
-    def __init__(self, spec: str, layers: list[nn.Module], info: list[LayerInfo], input_shape: tuple, T: int):
+    def __init__(self, spec: str, layers: list[nn.Module], info: list[LayerInfo], input_shape: tuple, T: int,
+                 memory: MemoryOptions | None = None):
         super().__init__()
         self.spec = spec
         self.layers = nn.ModuleList(layers)
         self.info = info
         self.input_shape = tuple(input_shape)
         self.T = int(T)
+        self.set_memory(memory or MemoryOptions())
+
+    def set_memory(self, memory: MemoryOptions) -> "SpikingNetwork":
+        """Choose the activation savings used in training (:mod:`plif.models.memory`); the layers,
+        parameters and state dict stay the same."""
+        if not isinstance(memory, MemoryOptions):
+            raise TypeError(f"memory must be a MemoryOptions, got {memory!r}")
+        self.memory = memory
+        self._plan = make_plan(list(self.layers), memory)
+        return self
 
     def _hoistable(self) -> bool:
         first = self.layers[0] if len(self.layers) else None
@@ -64,8 +76,10 @@ class SpikingNetwork(nn.Module):
                 raise ValueError(f"expected input [T, B, {', '.join(map(str, self.input_shape))}], got {tuple(x.shape)}")
         else:
             raise ValueError(f"expected [B, ...] or [T, B, ...] with per-sample shape {self.input_shape}, got {tuple(x.shape)}")
-        for layer in self.layers[start:]:
-            x = layer(x)
+        for first, end, step in self._plan:
+            if end <= start:
+                continue
+            x = step(x, start - first) if first < start else step(x)
         return x
 
     def neuron_layers(self) -> list[SpikingNeuron]:
@@ -95,7 +109,8 @@ def _check_shape(input_shape) -> tuple:
 
 def build_network(spec: str, input_shape, T: int = 8, *, neuron: str | None = None, tau0: float = 2.0,
                   pool: str | None = None, bn_per_step: bool = False, per_channel_tau: bool = False,
-                  dropout_p: float | None = None, **neuron_kwargs) -> SpikingNetwork:
+                  dropout_p: float | None = None, memory: MemoryOptions | None = None,
+                  **neuron_kwargs) -> SpikingNetwork:
     """Parse ``spec`` and build the network for per-sample ``input_shape`` (``(C, H, W)`` or ``(N,)``).
 
     T: time-steps, a positive integer.
@@ -105,6 +120,7 @@ def build_network(spec: str, input_shape, T: int = 8, *, neuron: str | None = No
     bn_per_step: BatchNorm statistics per time-step (authors' code) instead of over ``T*B``.
     per_channel_tau: one learnable τ per channel (or per feature after FC) instead of per layer.
     dropout_p: override the probability of every ``DP``.
+    memory: activation savings for training (:class:`plif.models.memory.MemoryOptions`).
     neuron_kwargs: passed to every neuron (``v_threshold``, ``v_reset``, ``surrogate``, ...).
 
     Build under ``with torch.device("meta"):`` to get shapes and parameter counts without
@@ -134,4 +150,4 @@ def build_network(spec: str, input_shape, T: int = 8, *, neuron: str | None = No
             layers.append(module)
             info.append(LayerInfo(label, kind, out_shape, params, neurons))
             shape = out_shape
-    return SpikingNetwork(spec, layers, info, input_shape, T)
+    return SpikingNetwork(spec, layers, info, input_shape, T, memory)
