@@ -136,3 +136,21 @@ def test_plain_pooling_and_classifier_steps():
     covered = [i for first, end, _ in net._plan for i in range(first, end)]
     assert covered == list(range(len(net.layers)))
     assert isinstance(net._plan[2][2].layer, nn.AvgPool2d)
+
+
+def test_compiles_fullgraph_with_changing_batch_size():
+    """Every exact saving under torch.compile(fullgraph=True), batch 3 then 2: same outputs,
+    gradients and running statistics as the plain eager network (BatchNorm updated once per step)."""
+    base, net, x = pair("cifar10-dvs", MEMORY_PRESETS_T["exact+checkpoint"], False, backend="bptt")
+    torch._dynamo.reset()
+    compiled = torch.compile(net, fullgraph=True, backend="aot_eager")
+    for B in (3, 2):
+        o0, g0, b0 = run(base, x[:, :B])
+        net.zero_grad()
+        o1, g1, b1 = run(compiled, x[:, :B])
+        base.zero_grad()
+        assert torch.allclose(o0, o1)
+        for n in g0:
+            assert torch.allclose(g0[n], g1[n].to(g0[n].dtype) if n in g1 else g1["_orig_mod." + n], atol=1e-6), n
+        for n in b0:
+            assert torch.allclose(b0[n].double(), b1.get(n, b1.get("_orig_mod." + n)).double(), atol=1e-6), n

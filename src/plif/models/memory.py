@@ -104,8 +104,17 @@ class _CheckpointedBlock:
             x = _bn_without_update(m, x) if recompute and _is(m, nn.modules.batchnorm._BatchNorm) else m(x)
         return x
 
+    def _run_traced(self, x: torch.Tensor, start: int) -> torch.Tensor:
+        for m in self.layers[start:]:
+            x = m(x)
+        return x
+
     def __call__(self, x: torch.Tensor, start: int = 0) -> torch.Tensor:
         """``start``: skip the block's first layers (the network ran them on a static input)."""
+        if torch.compiler.is_compiling():
+            # the compiler recomputes from the traced graph: the forward's in-place updates of the
+            # running statistics are not replayed, and the Python call counter would be a side effect
+            return checkpoint(self._run_traced, x, start, use_reentrant=False)
         calls: list = []
         if not torch.is_grad_enabled():
             return self._run(x, start, calls)

@@ -50,6 +50,12 @@ class TrainConfig:
     backend: str = "auto"
     compile: bool = False
     sync_bn: bool = False
+    memory: str = field(default="none", metadata={
+        "help": "activation savings in training: none; exact (one-byte spikes, one-byte max-pool positions, "
+                "BN recomputed; bit-identical gradients); all (exact + bf16 potentials)",
+        "choices": ("none", "exact", "all")})
+    checkpoint_blocks: bool = field(default=False, metadata={
+        "help": "keep only each convolutional block's input for backward and recompute the block (exact)"})
     out: str | None = None
     input_shape: tuple = field(default=())
     num_classes: int = 0
@@ -61,6 +67,14 @@ class TrainConfig:
             "per_channel_tau": self.per_channel_tau, "bn_per_step": self.bn_per_step,
             "surrogate": self.surrogate, "detach_reset": self.detach_reset, "backend": self.backend,
         }
+
+    def memory_options(self):
+        """The :class:`plif.models.MemoryOptions` of ``memory`` and ``checkpoint_blocks``."""
+        from ..models import MEMORY_PRESETS
+
+        if self.memory not in ("none", "exact", "all"):
+            raise ValueError(f"unknown --memory {self.memory!r}; valid: none, exact, all")
+        return dataclasses.replace(MEMORY_PRESETS[self.memory], checkpoint_blocks=bool(self.checkpoint_blocks))
 
     def to_dict(self) -> dict:
         d = dataclasses.asdict(self)
@@ -96,6 +110,7 @@ def resolve_config(cfg: TrainConfig) -> TrainConfig:
         raise ValueError(f"unknown neuron {cfg.neuron!r}; valid: {', '.join(NEURON_NAMES)}")
     if cfg.pool not in (None, "max", "avg"):
         raise ValueError(f"unknown pooling {cfg.pool!r}; valid: max, avg")
+    cfg.memory_options()  # refuses an unknown --memory before any work
     if not 0.0 <= cfg.val_split < 1.0:
         raise ValueError(f"--val-split must be in [0, 1), got {cfg.val_split}")
     entry = get_entry(cfg.dataset)
@@ -120,7 +135,7 @@ def resolve_config(cfg: TrainConfig) -> TrainConfig:
 
 
 # Settings that may change when a run is resumed without changing what it computes.
-RESUMABLE_CHANGES = ("epochs", "device", "out", "eval_batch_size")
+RESUMABLE_CHANGES = ("epochs", "device", "out", "eval_batch_size", "memory", "checkpoint_blocks")
 
 
 def config_diff(old: dict, new: dict) -> list[str]:

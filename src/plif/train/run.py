@@ -110,6 +110,7 @@ def train(cfg: TrainConfig, resume: bool = False, log=print) -> Path:
 
     torch.manual_seed(cfg.seed)
     model = build_network(cfg.network, cfg.input_shape, cfg.T, **cfg.network_kwargs()).to(device)
+    model.set_memory(cfg.memory_options())
     optimizer = adam(model.parameters(), cfg.lr)
     scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=cfg.t_max)
     start_epoch, metrics = 0, []
