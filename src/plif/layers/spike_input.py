@@ -10,7 +10,8 @@ whose per-sample mask is passed as ``keep`` (``x = s * keep``, saved as ``s`` in
 small ``[B, ...]`` mask).
 
 :class:`SpikeConvBN` also drops BatchNorm's saved input (the convolution's output, fp32, the
-largest tensor of a block): backward recomputes it from the one-byte spikes with one more
+largest tensor of a block): backward recomputes it from the one-byte spikes (or, for the first
+convolution, from the network's input, which the caller keeps anyway) with one more
 convolution, and reuses the batch statistics saved in forward.
 """
 from __future__ import annotations
@@ -83,30 +84,31 @@ class _SpikeLinear(torch.autograd.Function):
         return g_s, None, g_w
 
 
-class _SpikeConvBN(torch.autograd.Function):
+class _ConvBN(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, s, weight, bn_weight, bn_bias, running_mean, running_var, args, momentum, eps):
+    def forward(ctx, x, weight, bn_weight, bn_bias, running_mean, running_var, args, momentum, eps, binary):
         stride, padding, dilation, groups = args
-        y = F.conv2d(s, weight, None, stride, padding, dilation, groups)
+        y = F.conv2d(x, weight, None, stride, padding, dilation, groups)
         # the call BatchNorm makes in training: output, batch statistics, running statistics updated
         z, mean, invstd = torch.ops.aten.native_batch_norm(y, bn_weight, bn_bias, running_mean, running_var,
                                                            True, momentum, eps)
-        ctx.save_for_backward(_pack(s), weight, bn_weight, mean, invstd)
-        ctx.args, ctx.eps, ctx.dtype = args, eps, s.dtype
+        del y
+        ctx.save_for_backward(_pack(x) if binary else x, weight, bn_weight, mean, invstd)
+        ctx.args, ctx.eps, ctx.dtype, ctx.binary = args, eps, x.dtype, binary
         return z
 
     @staticmethod
     def backward(ctx, g):
-        packed, weight, bn_weight, mean, invstd = ctx.saved_tensors
+        saved, weight, bn_weight, mean, invstd = ctx.saved_tensors
         stride, padding, dilation, groups = ctx.args
-        x = _unpack(packed, None, ctx.dtype)
+        x = _unpack(saved, None, ctx.dtype) if ctx.binary else saved
         y = F.conv2d(x, weight, None, stride, padding, dilation, groups)  # recomputed, not saved
         need = ctx.needs_input_grad
         g_y, g_gamma, g_beta = torch.ops.aten.native_batch_norm_backward(
             g, y, bn_weight, None, None, mean, invstd, True, ctx.eps, [True, need[2], need[3]])
         del y
-        g_s, g_w = _conv_backward(g_y, x, weight, ctx.args, need[:2])
-        return g_s, g_w, g_gamma, g_beta, None, None, None, None, None
+        g_x, g_w = _conv_backward(g_y, x, weight, ctx.args, need[:2])
+        return g_x, g_w, g_gamma, g_beta, None, None, None, None, None, None
 
 
 def spike_conv2d(s: torch.Tensor, conv: nn.Conv2d) -> torch.Tensor:
@@ -120,14 +122,15 @@ def spike_linear(s: torch.Tensor, fc: nn.Linear, keep: torch.Tensor | None = Non
     return _SpikeLinear.apply(s, keep, fc.weight)
 
 
-def spike_conv_bn(s: torch.Tensor, conv: nn.Conv2d, bn: nn.BatchNorm2d) -> torch.Tensor:
-    """``bn(conv(s))`` in training mode for binary ``s``: saves ``s`` as one byte and BN's batch
+def spike_conv_bn(x: torch.Tensor, conv: nn.Conv2d, bn: nn.BatchNorm2d, binary: bool = True) -> torch.Tensor:
+    """``bn(conv(x))`` in training mode, keeping for backward only ``x`` (one byte per element when
+    ``binary``: spikes; else the tensor itself, which the caller holds anyway) and BN's batch
     statistics; the convolution's output is recomputed in backward instead of kept."""
     if bn.momentum is None:
         raise ValueError("spike_conv_bn needs a BatchNorm with a momentum (cumulative averages are not supported)")
     bn.num_batches_tracked.add_(1)
-    return _SpikeConvBN.apply(s, conv.weight, bn.weight, bn.bias, bn.running_mean, bn.running_var,
-                              _conv_args(conv), bn.momentum, bn.eps)
+    return _ConvBN.apply(x, conv.weight, bn.weight, bn.bias, bn.running_mean, bn.running_var,
+                         _conv_args(conv), bn.momentum, bn.eps, binary)
 
 
 def _usable(layer: nn.Module) -> bool:
@@ -161,14 +164,18 @@ class SpikeLinear(TimeFolded):
 
 
 class SpikeConvBN(nn.Module):
-    """``conv`` then ``bn`` (both ``TimeFolded``) on ``[T, B, C, H, W]`` spikes, BN recomputed in backward."""
+    """``conv`` then ``bn`` (both ``TimeFolded``) on ``[T, B, C, H, W]``, the conv's output recomputed
+    in backward.  ``binary``: the input is spikes, kept as one byte (else kept as it is)."""
 
-    def __init__(self, conv: TimeFolded, bn: TimeFolded):
+    def __init__(self, conv: TimeFolded, bn: TimeFolded, binary: bool = True):
         super().__init__()
-        self.conv, self.bn = conv, bn
+        self.conv, self.bn, self.binary = conv, bn, bool(binary)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, start: int = 0) -> torch.Tensor:
+        """``start=1``: ``x`` is already the convolution's output (a static input's hoisted encoder)."""
+        if start == 1:
+            return self.bn(x)
         if not (_usable(self.conv.layer) and self.bn.layer.training):
             return self.bn(self.conv(x))
         T, B = x.shape[:2]
-        return spike_conv_bn(x.flatten(0, 1), self.conv.layer, self.bn.layer).unflatten(0, (T, B))
+        return spike_conv_bn(x.flatten(0, 1), self.conv.layer, self.bn.layer, self.binary).unflatten(0, (T, B))

@@ -30,16 +30,20 @@ def _position_dtype(k: int) -> torch.dtype:
     return torch.uint8 if k * k <= 256 else torch.int32
 
 
-def _window_origins(h_out: int, w_out: int, s: int, device) -> tuple[torch.Tensor, torch.Tensor]:
-    return (torch.arange(h_out, device=device) * s).view(-1, 1), (torch.arange(w_out, device=device) * s).view(1, -1)
+def _window_origins(h_out: int, w_out: int, s: int, device, dtype=torch.int64) -> tuple[torch.Tensor, torch.Tensor]:
+    return ((torch.arange(h_out, device=device, dtype=dtype) * s).view(-1, 1),
+            (torch.arange(w_out, device=device, dtype=dtype) * s).view(1, -1))
 
 
 @torch.library.custom_op("plif::spike_max_pool2d", mutates_args=())
 def _pool(x: torch.Tensor, k: int, s: int) -> tuple[torch.Tensor, torch.Tensor]:
     out, flat = torch.ops.aten.max_pool2d_with_indices(x, [k, k], [s, s])
     w = x.shape[-1]
-    oy, ox = _window_origins(out.shape[-2], out.shape[-1], s, x.device)
-    position = (flat // w - oy) * k + (flat % w - ox)  # row-major place inside the window
+    if x.shape[-2] * w < 2 ** 31:  # int32 arithmetic is twice as fast and the int64 indices can go
+        flat = flat.to(torch.int32)
+    oy, ox = _window_origins(out.shape[-2], out.shape[-1], s, x.device, flat.dtype)
+    row = torch.div(flat, w, rounding_mode="floor")
+    position = (row - oy) * k + (flat - row * w - ox)  # row-major place inside the window
     return out, position.to(_position_dtype(k))
 
 

@@ -6,9 +6,9 @@ The network's layer list (and so its state dict, layer table and exporters) neve
 spike_storage     layers whose input is spikes keep it as one byte (conv, linear, the linear after
                   time-invariant dropout), and max-pooling keeps a one-byte window position
                   instead of int64 indices.  Exact.
-recompute_bn      a conv on spikes followed by BatchNorm keeps neither the conv's output (BN's
-                  input) nor anything fp32: backward recomputes it from the one-byte spikes.
-                  Exact.  Needs ``spike_storage``.
+recompute_bn      a conv followed by BatchNorm does not keep the conv's output (BN's input):
+                  backward recomputes it from the conv's input (one-byte spikes, or the network's
+                  input for the first conv).  Exact.  Needs ``spike_storage``.
 h_bf16            neurons keep ``H`` in bf16.  Not exact (see :mod:`plif.layers.saved_dtype`).
 checkpoint_blocks each convolutional block (the layers up to and including a spatial pooling)
                   keeps only its input; backward runs the block forward again.  Exact; BatchNorm's
@@ -142,10 +142,10 @@ def make_plan(layers: list[nn.Module], opts: MemoryOptions) -> list[tuple[int, i
             if j < n and _is(layers[j], nn.Linear) and layers[j].layer.bias is None:
                 step, used = _DropoutLinear(m, layers[j].layer), j - i + 1
             binary = False
-        elif _is(m, nn.Conv2d) and binary and opts.spike_storage and m.layer.bias is None:
+        elif _is(m, nn.Conv2d) and m.layer.bias is None and (binary or opts.recompute_bn):
             if opts.recompute_bn and nxt is not None and _is(nxt, nn.BatchNorm2d) and nxt.layer.track_running_stats:
-                step, used = SpikeConvBN(m, nxt), 2
-            else:
+                step, used = SpikeConvBN(m, nxt, binary=binary), 2
+            elif binary and opts.spike_storage:
                 step = SpikeConv2d(m.layer)
             binary = False
         elif _is(m, nn.Linear) and binary and opts.spike_storage and m.layer.bias is None:
