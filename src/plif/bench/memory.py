@@ -12,6 +12,7 @@ naive          every neuron through the autograd reference loop; plain PyTorch l
 spikingjelly   the same network built from SpikingJelly 2.0 layers (multi-step, its PyTorch
                neuron), when SpikingJelly is installed (never a dependency of plif)
 default        plif as it trains by default (fused neuron saving only ``H``)
+spikes         one-byte spikes and pool positions only (exact, no recomputation)
 exact          ``--memory exact``: one-byte spikes and pool positions, BN recomputed (bit-identical)
 all            ``--memory all``: exact + bf16 ``H``
 all+checkpoint ``--memory all --checkpoint-blocks``
@@ -30,7 +31,7 @@ from dataclasses import asdict, dataclass
 
 __all__ = ["CONFIGS", "MemoryResult", "measure", "bench_memory", "fit_batches", "format_memory_table"]
 
-CONFIGS = ("naive", "spikingjelly", "default", "exact", "all", "all+checkpoint")
+CONFIGS = ("naive", "spikingjelly", "default", "spikes", "exact", "all", "all+checkpoint")
 
 
 @dataclass
@@ -46,7 +47,7 @@ class MemoryResult:
 
 
 def _spikingjelly_net(net):
-    """The plif network ``net`` rebuilt from SpikingJelly 2.0 multi-step layers (same shapes, same weights)."""
+    """The plif network ``net`` rebuilt from SpikingJelly 2.0 multi-step layers (same layers and shapes, its own initial weights)."""
     from spikingjelly.activation_based import layer, neuron, surrogate
     from torch import nn
 
@@ -102,12 +103,14 @@ def worker(network: str, config: str, batch: int, T: int, steps: int, device: st
     from ..models import MEMORY_PRESETS, build_zoo, get_entry
     from ..train.loop import adam, rate_mse_loss
 
+    if config not in CONFIGS:
+        raise ValueError(f"unknown configuration {config!r}; valid: {', '.join(CONFIGS)}")
     dev = torch.device(device)
     entry = get_entry(network)
     torch.manual_seed(0)
     backend = "reference" if config == "naive" else "auto"
     net = build_zoo(network, T=T, backend=backend)
-    if config in ("exact", "all", "all+checkpoint"):
+    if config in MEMORY_PRESETS:
         net.set_memory(MEMORY_PRESETS[config])
     model, reset = net, None
     if config == "spikingjelly":

@@ -130,7 +130,7 @@ def _add_memory(sub) -> None:
                        description="Peak memory (a fresh process per configuration) and step time of forward + "
                                    "backward + Adam, for naive / SpikingJelly / plif default / plif with savings.")
     p.add_argument("--networks", default="dvs128-gesture,cifar10-dvs", help="comma-separated zoo entries")
-    p.add_argument("--configs", help="comma-separated, default all: naive, spikingjelly, default, exact, all, all+checkpoint")
+    p.add_argument("--configs", help="comma-separated, default all: naive, spikingjelly, default, spikes, exact, all, all+checkpoint")
     p.add_argument("--batches", default="1,2", help="comma-separated batch sizes; two or more give the derived "
                                                    "largest batch (default 1,2)")
     p.add_argument("--T", type=int, default=20, help="time-steps (default 20)")

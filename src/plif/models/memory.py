@@ -56,6 +56,7 @@ class MemoryOptions:
 
 MEMORY_PRESETS: dict[str, MemoryOptions] = {
     "none": MemoryOptions(),
+    "spikes": MemoryOptions(spike_storage=True),
     "exact": MemoryOptions(spike_storage=True, recompute_bn=True),
     "checkpoint": MemoryOptions(checkpoint_blocks=True),
     "all": MemoryOptions(spike_storage=True, recompute_bn=True, h_bf16=True),
