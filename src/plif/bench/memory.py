@@ -142,14 +142,24 @@ def worker(network: str, config: str, batch: int, T: int, steps: int, device: st
 
 
 def measure(network: str, config: str, batch: int, T: int = 20, steps: int = 3, device: str = "cpu",
-            threads: int | None = None, timeout: float = 1800) -> MemoryResult:
-    """Run :func:`worker` in a fresh interpreter and return what it measured."""
+            threads: int | None = None, timeout: float = 1800, mmap_threshold: int | None = None) -> MemoryResult:
+    """Run :func:`worker` in a fresh interpreter and return what it measured.
+
+    ``mmap_threshold`` (bytes) fixes glibc's ``MALLOC_MMAP_THRESHOLD_`` in the worker: blocks above it
+    are mapped and unmapped one by one, so freed tensors leave the resident set at once and the peak
+    RSS follows the live tensors (by default glibc raises the threshold up to 32 MB as blocks are
+    freed and keeps freed heap memory, which makes the peak depend on allocation order)."""
+    import os
+
+    env = dict(os.environ)
+    if mmap_threshold is not None:
+        env["MALLOC_MMAP_THRESHOLD_"] = str(int(mmap_threshold))
     code = ("import json, sys, torch\n"
             + (f"torch.set_num_threads({int(threads)})\n" if threads else "")
             + "from dataclasses import asdict\nfrom plif.bench.memory import worker\n"
             + f"r = worker({network!r}, {config!r}, {int(batch)}, {int(T)}, {int(steps)}, {device!r})\n"
             + "print('RESULT ' + json.dumps(asdict(r)))\n")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout, env=env)
     for line in proc.stdout.splitlines():
         if line.startswith("RESULT "):
             return MemoryResult(**json.loads(line[7:]))
@@ -175,13 +185,14 @@ def fit_batches(results: list[MemoryResult], budget_mb: float) -> dict[tuple[str
 
 
 def bench_memory(networks=("dvs128-gesture", "cifar10-dvs"), configs=CONFIGS, batches=(1, 2), T: int = 20,
-                 steps: int = 3, device: str = "cpu", threads: int | None = None, log=print) -> list[MemoryResult]:
+                 steps: int = 3, device: str = "cpu", threads: int | None = None, log=print,
+                 mmap_threshold: int | None = None) -> list[MemoryResult]:
     """Measure every (network, configuration, batch), each in its own process."""
     results = []
     for network in networks:
         for config in configs:
             for b in batches:
-                r = measure(network, config, b, T, steps, device, threads)
+                r = measure(network, config, b, T, steps, device, threads, mmap_threshold=mmap_threshold)
                 log(f"  {network:15s} {config:15s} B={b}: "
                     + (f"peak {r.peak_mb:8.0f} MB, step {r.step_s:6.2f} s" if r.error is None else f"failed: {r.error}"))
                 results.append(r)

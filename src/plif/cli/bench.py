@@ -113,14 +113,15 @@ def _run_memory(args: argparse.Namespace) -> int:
     if not batches or min(batches) < 1:
         raise ValueError(f"--batches must be positive integers, got {args.batches!r}")
     device = args.device or "cpu"
-    results = bench_memory(_csv(args.networks), configs, batches, args.T, args.steps, device, args.threads)
+    results = bench_memory(_csv(args.networks), configs, batches, args.T, args.steps, device, args.threads,
+                           mmap_threshold=args.mmap_threshold)
     budget = args.budget_gib * 1024
     machine = machine_description(torch.device(device))
     print(f"\nplif bench memory — {machine}, T={args.T}, peak {'RSS per process' if device == 'cpu' else 'CUDA allocated'}\n")
     print(format_memory_table(results, budget))
     if args.json:
         write_results(args.json, results, {"machine": machine, "device": device, "T": args.T, "steps": args.steps,
-                                           "budget_mb": budget})
+                                           "budget_mb": budget, "mmap_threshold": args.mmap_threshold})
         print(f"\nwrote {args.json}")
     return 0
 
@@ -138,6 +139,9 @@ def _add_memory(sub) -> None:
     p.add_argument("--budget-gib", type=float, default=24.0, help="memory for the derived largest batch (default 24)")
     p.add_argument("--device", help="cpu (peak RSS) or cuda (max_memory_allocated); default cpu")
     p.add_argument("--threads", type=int, help="CPU threads per process (default: torch's)")
+    p.add_argument("--mmap-threshold", type=int, metavar="BYTES",
+                   help="fix glibc's MALLOC_MMAP_THRESHOLD_ in each worker so the peak RSS follows the live "
+                        "tensors (e.g. 131072); default: glibc's dynamic threshold")
     p.add_argument("--json", metavar="FILE", help="also write the numbers as JSON")
     p.set_defaults(func=_run_memory)
 
