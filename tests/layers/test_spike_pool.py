@@ -26,12 +26,12 @@ def test_values_and_gradients_bit_identical_to_nn_maxpool(k, s, kind):
     assert torch.equal(ya, yb) and torch.equal(a.grad, b.grad)
 
 
-def test_saves_one_byte_per_output():
+def test_saves_two_bytes_per_output():
     x = (torch.rand(2, 3, 8, 8) > 0.5).float().requires_grad_()
     saved = []
     with torch.autograd.graph.saved_tensors_hooks(lambda t: saved.append(t) or t, lambda t: t):
         spike_max_pool2d(x, 2)
-    assert [(t.dtype, tuple(t.shape)) for t in saved] == [(torch.uint8, (2, 3, 4, 4))]
+    assert [(t.dtype, tuple(t.shape)) for t in saved] == [(torch.int16, (2, 3, 4, 4))]
 
 
 def test_module_over_time_and_checks():
@@ -64,3 +64,17 @@ def test_compiles_fullgraph_with_changing_batch_size():
         assert torch.allclose(y, ref)
         assert all(torch.allclose(a, p.grad, atol=1e-6) for a, p in zip(got, net.parameters()))
         net.zero_grad()
+
+
+def test_wide_rows_fall_back_to_int32_offsets():
+    """An offset dy*W + dx beyond int16 (k=3, W=16500) is kept as int32 and still routes exactly."""
+    x = torch.randn(1, 1, 3, 16500, generator=torch.Generator().manual_seed(0))
+    a, b = x.clone().requires_grad_(), x.clone().requires_grad_()
+    saved = []
+    with torch.autograd.graph.saved_tensors_hooks(lambda t: saved.append(t) or t, lambda t: t):
+        ya = spike_max_pool2d(a, 3, 2)
+    assert saved[0].dtype == torch.int32
+    yb = nn.functional.max_pool2d(b, 3, 2)
+    ya.backward(torch.ones_like(ya))
+    yb.backward(torch.ones_like(yb))
+    assert torch.equal(ya, yb) and torch.equal(a.grad, b.grad)

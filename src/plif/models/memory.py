@@ -14,7 +14,9 @@ checkpoint_blocks each convolutional block (the layers up to and including a spa
                   keeps only its input; backward runs the block forward again.  Exact; BatchNorm's
                   running statistics are updated once.
 
-Nothing here is data dependent: the plan is fixed when the network is built.
+Nothing here is data dependent: the plan is fixed when the network is built.  Which option lowers
+the *peak* of a step depends on the network: at T = 20 on 128×128 frames the peak is the first
+block's backward, which ``exact`` lowers and bf16/checkpointing do not (``docs/speed.md``).
 """
 from __future__ import annotations
 
