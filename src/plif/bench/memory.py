@@ -12,8 +12,8 @@ naive          every neuron through the autograd reference loop; plain PyTorch l
 spikingjelly   the same network built from SpikingJelly 2.0 layers (multi-step, its PyTorch
                neuron), when SpikingJelly is installed (never a dependency of plif)
 default        plif as it trains by default (fused neuron saving only ``H``)
-spikes         one-byte spikes and pool positions only (exact, no recomputation)
-exact          ``--memory exact``: one-byte spikes and pool positions, BN recomputed (bit-identical)
+spikes         one-byte spikes and two-byte pool offsets only (exact, no recomputation)
+exact          ``--memory exact``: one-byte spikes and two-byte pool offsets, BN recomputed (bit-identical)
 all            ``--memory all``: exact + bf16 ``H``
 all+checkpoint ``--memory all --checkpoint-blocks``
 

@@ -101,7 +101,7 @@ def register(sub) -> None:
     p.add_argument("--compile", action="store_true", default=None, help="torch.compile the network")
     p.add_argument("--sync-bn", action="store_true", default=None, help="SyncBatchNorm across processes (torchrun)")
     p.add_argument("--memory", choices=["none", "exact", "all"],
-                   help="activation savings: exact (one-byte spikes and pool positions, BN recomputed; "
+                   help="activation savings: exact (one-byte spikes, two-byte pool offsets, BN recomputed; "
                         "bit-identical gradients) or all (exact + bf16 potentials) [none]")
     p.add_argument("--checkpoint-blocks", action="store_true", default=None,
                    help="recompute each convolutional block in backward instead of keeping its activations")

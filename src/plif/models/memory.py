@@ -4,7 +4,7 @@ The network's layer list (and so its state dict, layer table and exporters) neve
 *plan* of steps over it does.  Each option saves activations kept for backward:
 
 spike_storage     layers whose input is spikes keep it as one byte (conv, linear, the linear after
-                  time-invariant dropout), and max-pooling keeps a one-byte window position
+                  time-invariant dropout), and max-pooling keeps a two-byte window offset
                   instead of int64 indices.  Exact.
 recompute_bn      a conv followed by BatchNorm does not keep the conv's output (BN's input):
                   backward recomputes it from the conv's input (one-byte spikes, or the network's

@@ -51,7 +51,7 @@ class TrainConfig:
     compile: bool = False
     sync_bn: bool = False
     memory: str = field(default="none", metadata={
-        "help": "activation savings in training: none; exact (one-byte spikes, one-byte max-pool positions, "
+        "help": "activation savings in training: none; exact (one-byte spikes, two-byte max-pool offsets, "
                 "BN recomputed; bit-identical gradients); all (exact + bf16 potentials)",
         "choices": ("none", "exact", "all")})
     checkpoint_blocks: bool = field(default=False, metadata={
