@@ -94,3 +94,43 @@ def test_layer_table_totals():
     table = layer_table(build_zoo("fashion-mnist"))
     assert "13,198,980" in table and "127,588" in table
     assert "FC2048" in table and "6272" in table
+
+
+@pytest.mark.parametrize("spec", [None, 3, b"FC10"])
+def test_spec_must_be_a_string(spec):
+    with pytest.raises(TypeError, match="spec must be a network string"):
+        build_network(spec, (10,), 2)
+
+
+@pytest.mark.parametrize("T, error", [(0, ValueError), (-2, ValueError), (2.5, TypeError), (True, TypeError), ("4", TypeError)])
+def test_bad_T_is_refused(T, error):
+    with pytest.raises(error, match="T must be"):
+        build_network("FC10", (10,), T)
+
+
+@pytest.mark.parametrize("shape, error", [((1.5, 28, 28), TypeError), ((0, 28, 28), ValueError), ((1, 28), ValueError),
+                                          ("1,28,28", TypeError), (None, TypeError), ((1, -28, 28), ValueError)])
+def test_bad_input_shape_is_refused(shape, error):
+    with pytest.raises(error, match="input_shape"):
+        build_network("c8k3s1-PLIF-FC10", shape, 2)
+
+
+def test_numpy_and_list_shapes_are_accepted():
+    import numpy as np
+    net = build_network("FC10", [np.int64(12)], np.int64(3))
+    assert net.input_shape == (12,) and net.T == 3
+
+
+def test_builds_on_the_meta_device_without_storage():
+    """A network far too large for memory has shapes and parameter counts on the meta device."""
+    with torch.device("meta"):
+        net = build_network("FC100000-FC100000", (100000,), 4)
+    assert all(p.is_meta for p in net.parameters())
+    assert sum(p.numel() for p in net.parameters()) == 2 * 10 ** 10
+    assert net.info[-1].out_shape == (100000,) and net.info[0].params == 10 ** 10
+
+
+def test_every_token_kind_has_a_builder():
+    from plif.models.builders import BUILDERS
+    from plif.models.notation import TOKENS
+    assert {kind for _, kind, _ in TOKENS.values()} <= set(BUILDERS)

@@ -1,7 +1,8 @@
 """``plif bench <what>``: speed measurements; each sub-subcommand parses and calls one library function.
 
 - ``plif bench neuron``: one neuron layer on every backend (:func:`plif.bench.neuron.run_neuron_bench`);
-- ``plif bench train``: one training step of the paper's network (:func:`plif.bench.train.bench_train`).
+- ``plif bench train``: one training step of the paper's network (:func:`plif.bench.train.bench_train`);
+- ``plif bench memory``: peak memory of one training step per memory configuration (:mod:`plif.bench.memory`).
 
 A new benchmark is a module ``plif.bench.<name>`` plus an ``_add_<name>`` here, imported lazily so
 that one benchmark's dependencies never slow down or break another.
@@ -109,9 +110,57 @@ def _add_train(sub) -> None:
     p.set_defaults(func=_run_train)
 
 
+def _run_memory(args: argparse.Namespace) -> int:
+    import torch
+
+    from ..bench.memory import CONFIGS, bench_memory, format_memory_table, write_results
+    from ..bench.neuron import machine_description
+
+    configs = _csv(args.configs) if args.configs else list(CONFIGS)
+    unknown = [c for c in configs if c not in CONFIGS]
+    if unknown:
+        raise ValueError(f"--configs: unknown {', '.join(unknown)}; valid: {', '.join(CONFIGS)}")
+    batches = tuple(int(b) for b in _csv(args.batches))
+    if not batches or min(batches) < 1:
+        raise ValueError(f"--batches must be positive integers, got {args.batches!r}")
+    device = args.device or "cpu"
+    results = bench_memory(_csv(args.networks), configs, batches, args.T, args.steps, device, args.threads,
+                           mmap_threshold=args.mmap_threshold)
+    budget = args.budget_gib * 1024
+    machine = machine_description(torch.device(device))
+    print(f"\nplif bench memory — {machine}, T={args.T}, peak {'RSS per process' if device == 'cpu' else 'CUDA allocated'}\n")
+    print(format_memory_table(results, budget))
+    if args.json:
+        write_results(args.json, results, {"machine": machine, "device": device, "T": args.T, "steps": args.steps,
+                                           "budget_mb": budget, "mmap_threshold": args.mmap_threshold})
+        print(f"\nwrote {args.json}")
+    return 0
+
+
+def _add_memory(sub) -> None:
+    p = sub.add_parser("memory", help="peak memory and time of one training step per memory configuration",
+                       description="Peak memory (a fresh process per configuration) and step time of forward + "
+                                   "backward + Adam, for naive / SpikingJelly / plif default / plif with savings.")
+    p.add_argument("--networks", default="dvs128-gesture,cifar10-dvs", help="comma-separated zoo entries")
+    p.add_argument("--configs", help="comma-separated, default all: naive, spikingjelly, default, spikes, exact, all, all+checkpoint")
+    p.add_argument("--batches", default="1,2", help="comma-separated batch sizes; two or more give the derived "
+                                                   "largest batch (default 1,2)")
+    p.add_argument("--T", type=int, default=20, help="time-steps (default 20)")
+    p.add_argument("--steps", type=int, default=2, help="training steps per process; the first is not timed (default 2)")
+    p.add_argument("--budget-gib", type=float, default=24.0, help="memory for the derived largest batch (default 24)")
+    p.add_argument("--device", help="cpu (peak RSS) or cuda (max_memory_allocated); default cpu")
+    p.add_argument("--threads", type=int, help="CPU threads per process (default: torch's)")
+    p.add_argument("--mmap-threshold", type=int, metavar="BYTES",
+                   help="fix glibc's MALLOC_MMAP_THRESHOLD_ in each worker so the peak RSS follows the live "
+                        "tensors (e.g. 131072); default: glibc's dynamic threshold")
+    p.add_argument("--json", metavar="FILE", help="also write the numbers as JSON")
+    p.set_defaults(func=_run_memory)
+
+
 def register(subparsers) -> None:
     bench = subparsers.add_parser("bench", help="speed benchmarks", description=__doc__.split("\n\n")[0])
     sub = bench.add_subparsers(dest="bench", metavar="WHAT")
     _add_neuron(sub)
     _add_train(sub)
+    _add_memory(sub)
     bench.set_defaults(func=lambda args: (bench.print_help(), 2)[1])

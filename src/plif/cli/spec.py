@@ -11,9 +11,13 @@ def _shape(text: str) -> tuple:
 
 
 def run_spec(args) -> int:
+    import torch
+
     from ..models import build_network, layer_table
 
-    net = build_network(args.network, _shape(args.input), args.T, neuron=args.neuron, tau0=args.tau0)
+    # shapes and parameter counts need no weights: meta tensors have sizes but no storage
+    with torch.device("meta"):
+        net = build_network(args.network, _shape(args.input), args.T, neuron=args.neuron, tau0=args.tau0)
     print(layer_table(net))
     return 0
 

@@ -21,11 +21,15 @@ class TimeInvariantDropout(nn.Module):
             raise ValueError(f"dropout probability must be in [0, 1), got {p}")
         self.p = float(p)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def mask(self, x: torch.Tensor) -> torch.Tensor | None:
+        """The scaled keep mask ``[B, ...]`` for ``x [T, B, ...]`` (``None`` when dropout is off)."""
         if not self.training or self.p == 0.0:
-            return x
-        keep = torch.empty_like(x[0]).bernoulli_(1.0 - self.p) / (1.0 - self.p)
-        return x * keep
+            return None
+        return torch.empty_like(x[0]).bernoulli_(1.0 - self.p) / (1.0 - self.p)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        keep = self.mask(x)
+        return x if keep is None else x * keep
 
     def extra_repr(self) -> str:
         return f"p={self.p}, mask shared over time"

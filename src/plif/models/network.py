@@ -8,14 +8,17 @@ result of repeating the input.  Output: the voting layer's spikes ``[T, B, class
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
 
 import torch
 from torch import nn
 
-from ..layers import PerStepBatchNorm, TimeFolded, TimeInvariantDropout, Voting
-from ..neurons import SpikingNeuron, make_neuron
-from .notation import NotationError, Token, parse
+from ..layers import TimeFolded
+from ..neurons import SpikingNeuron
+from .memory import MemoryOptions, make_plan
+from .builders import BUILDERS, BuildError, BuildOptions
+from .notation import NotationError, parse
 
 __all__ = ["LayerInfo", "SpikingNetwork", "build_network"]
 
@@ -34,13 +37,24 @@ class LayerInfo:
 class SpikingNetwork(nn.Module):
     """A sequence of layers over ``[T, B, ...]`` built from a notation string (see :func:`build_network`)."""
 
-    def __init__(self, spec: str, layers: list[nn.Module], info: list[LayerInfo], input_shape: tuple, T: int):
+    def __init__(self, spec: str, layers: list[nn.Module], info: list[LayerInfo], input_shape: tuple, T: int,
+                 memory: MemoryOptions | None = None):
         super().__init__()
         self.spec = spec
         self.layers = nn.ModuleList(layers)
         self.info = info
         self.input_shape = tuple(input_shape)
         self.T = int(T)
+        self.set_memory(memory or MemoryOptions())
+
+    def set_memory(self, memory: MemoryOptions) -> "SpikingNetwork":
+        """Choose the activation savings used in training (:mod:`plif.models.memory`); the layers,
+        parameters and state dict stay the same."""
+        if not isinstance(memory, MemoryOptions):
+            raise TypeError(f"memory must be a MemoryOptions, got {memory!r}")
+        self.memory = memory
+        self._plan = make_plan(list(self.layers), memory)
+        return self
 
     def _hoistable(self) -> bool:
         first = self.layers[0] if len(self.layers) else None
@@ -62,8 +76,10 @@ class SpikingNetwork(nn.Module):
                 raise ValueError(f"expected input [T, B, {', '.join(map(str, self.input_shape))}], got {tuple(x.shape)}")
         else:
             raise ValueError(f"expected [B, ...] or [T, B, ...] with per-sample shape {self.input_shape}, got {tuple(x.shape)}")
-        for layer in self.layers[start:]:
-            x = layer(x)
+        for first, end, step in self._plan:
+            if end <= start:
+                continue
+            x = step(x, start - first) if first < start else step(x)
         return x
 
     def neuron_layers(self) -> list[SpikingNeuron]:
@@ -74,88 +90,64 @@ class SpikingNetwork(nn.Module):
         return [float(m.tau.mean()) for m in self.neuron_layers() if hasattr(m, "w")]
 
 
-def _numel(shape) -> int:
-    return int(math.prod(shape))
+def _check_int(name: str, value, minimum: int) -> int:
+    # bool is an int subclass and floats like 2.5 used to be truncated silently: both are refused
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer, got {value!r} ({type(value).__name__})")
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    return int(value)
+
+
+def _check_shape(input_shape) -> tuple:
+    if isinstance(input_shape, (str, bytes)) or not hasattr(input_shape, "__len__"):
+        raise TypeError(f"input_shape must be a tuple (C, H, W) or (N,), got {input_shape!r}")
+    if len(input_shape) not in (1, 3):
+        raise ValueError(f"input_shape must be (C, H, W) or (N,), got {tuple(input_shape)}")
+    return tuple(_check_int(f"input_shape[{i}]", v, 1) for i, v in enumerate(input_shape))
 
 
 def build_network(spec: str, input_shape, T: int = 8, *, neuron: str | None = None, tau0: float = 2.0,
                   pool: str | None = None, bn_per_step: bool = False, per_channel_tau: bool = False,
-                  dropout_p: float | None = None, **neuron_kwargs) -> SpikingNetwork:
+                  dropout_p: float | None = None, memory: MemoryOptions | None = None,
+                  **neuron_kwargs) -> SpikingNetwork:
     """Parse ``spec`` and build the network for per-sample ``input_shape`` (``(C, H, W)`` or ``(N,)``).
 
+    T: time-steps, a positive integer.
     neuron: replace every neuron token with this one (``PLIF``, ``LIF``, ``IF``; ablations).
     tau0: initial τ of PLIF layers, the fixed τ of LIF layers.
     pool: ``max`` or ``avg`` replaces every spatial pooling (the voting layer is kept).
     bn_per_step: BatchNorm statistics per time-step (authors' code) instead of over ``T*B``.
     per_channel_tau: one learnable τ per channel (or per feature after FC) instead of per layer.
     dropout_p: override the probability of every ``DP``.
+    memory: activation savings for training (:class:`plif.models.memory.MemoryOptions`).
     neuron_kwargs: passed to every neuron (``v_threshold``, ``v_reset``, ``surrogate``, ...).
+
+    Build under ``with torch.device("meta"):`` to get shapes and parameter counts without
+    allocating weights (``plif spec`` does).
     """
-    tokens = parse(spec)
-    shape = tuple(int(s) for s in input_shape)
-    if len(shape) not in (1, 3) or min(shape) <= 0:
-        raise ValueError(f"input shape must be (C, H, W) or (N,) with positive sizes, got {input_shape}")
+    if not isinstance(spec, str):
+        raise TypeError(f"spec must be a network string like 'c128k3s1-BN-PLIF-FC10', got {spec!r} ({type(spec).__name__})")
+    shape = input_shape = _check_shape(input_shape)
+    T = _check_int("T", T, 1)
+    if pool not in (None, "max", "avg"):
+        raise ValueError(f"pool must be 'max' or 'avg', got {pool!r}")
+    opts = BuildOptions(neuron=neuron, tau0=tau0, pool=pool, bn_per_step=bn_per_step, per_channel_tau=per_channel_tau,
+                        dropout_p=dropout_p, neuron_kwargs=tuple(neuron_kwargs.items()))
     layers: list[nn.Module] = []
     info: list[LayerInfo] = []
-
-    def fail(tok: Token, msg: str):
-        raise NotationError(spec, tok.pos, len(tok.text), f"{tok.text}: {msg} (input to it: {shape})")
-
-    def add(tok: Token, module: nn.Module, out_shape, label=None):
-        nonlocal shape
-        params = sum(p.numel() for p in module.parameters())
-        neurons = _numel(out_shape) if isinstance(module, SpikingNeuron) else 0
-        layers.append(module)
-        info.append(LayerInfo(label or tok.text, tok.kind, tuple(out_shape), params, neurons))
-        shape = tuple(out_shape)
-
-    for i, tok in enumerate(tokens):
-        a = tok.args
-        if tok.kind == "conv":
-            if len(shape) != 3:
-                fail(tok, "a convolution needs a [C, H, W] input")
-            pad = a.get("p", a["k"] // 2)
-            conv = nn.Conv2d(shape[0], a["out"], a["k"], a["s"], pad, bias=False)
-            h = (shape[1] + 2 * pad - a["k"]) // a["s"] + 1
-            w = (shape[2] + 2 * pad - a["k"]) // a["s"] + 1
-            if h <= 0 or w <= 0:
-                fail(tok, "the kernel is larger than the padded input")
-            add(tok, TimeFolded(conv), (a["out"], h, w))
-        elif tok.kind == "bn":
-            bn = nn.BatchNorm2d(shape[0]) if len(shape) == 3 else nn.BatchNorm1d(shape[0])
-            add(tok, PerStepBatchNorm(bn) if bn_per_step else TimeFolded(bn), shape)
-        elif tok.kind == "neuron":
-            name = neuron or a["name"]
-            channels = shape[0] if per_channel_tau and name.upper() == "PLIF" else None
-            extra = {"num_channels": channels} if channels else {}
-            add(tok, make_neuron(name, tau=tau0, **extra, **neuron_kwargs), shape, label=name.upper())
-        elif tok.kind == "pool":
-            op = a["op"]
-            if len(shape) == 1:
-                if op != "AP" or a["k"] != a["s"]:
-                    fail(tok, "on features only the voting layer APk<n>s<n> is defined")
-                if shape[0] % a["k"]:
-                    fail(tok, f"voting needs a multiple of {a['k']} features")
-                add(tok, Voting(a["k"]), (shape[0] // a["k"],))
-                continue
-            if pool is not None:
-                if pool not in ("max", "avg"):
-                    raise ValueError(f"pool must be 'max' or 'avg', got {pool!r}")
-                op = "MP" if pool == "max" else "AP"
-            cls = nn.MaxPool2d if op == "MP" else nn.AvgPool2d
-            h = (shape[1] - a["k"]) // a["s"] + 1
-            w = (shape[2] - a["k"]) // a["s"] + 1
-            if h <= 0 or w <= 0:
-                fail(tok, "the pooling window is larger than the input")
-            add(tok, TimeFolded(cls(a["k"], a["s"])), (shape[0], h, w), label=f"{op}k{a['k']}s{a['s']}")
-        elif tok.kind == "dropout":
-            add(tok, TimeInvariantDropout(a["p"] if dropout_p is None else dropout_p), shape)
-        elif tok.kind == "fc":
-            if len(shape) == 3:
-                layers.append(TimeFolded(nn.Flatten()))
-                shape = (_numel(shape),)
-                info.append(LayerInfo("flatten", "flatten", shape, 0, 0))
-            add(tok, TimeFolded(nn.Linear(shape[0], a["out"], bias=False)), (a["out"],))
-        else:  # a token kind added to the registry without a builder
-            fail(tok, f"no builder for token kind {tok.kind!r}")
-    return SpikingNetwork(spec, layers, info, input_shape, T)
+    for tok in parse(spec):
+        builder = BUILDERS.get(tok.kind)
+        try:
+            if builder is None:  # a token kind added to the registry without a builder
+                raise BuildError(f"no builder for token kind {tok.kind!r}")
+            built = builder(tok, shape, opts)
+        except BuildError as e:
+            raise NotationError(spec, tok.pos, len(tok.text), f"{tok.text}: {e} (input to it: {shape})") from None
+        for label, kind, module, out_shape in built.modules:
+            params = sum(p.numel() for p in module.parameters())
+            neurons = math.prod(out_shape) if isinstance(module, SpikingNeuron) else 0
+            layers.append(module)
+            info.append(LayerInfo(label, kind, out_shape, params, neurons))
+            shape = out_shape
+    return SpikingNetwork(spec, layers, info, input_shape, T, memory)

@@ -76,6 +76,12 @@ class TrainConfig:
         "help": "capture the whole training step (and evaluation) as CUDA graphs and replay them (CUDA only)"})
     amp: str | None = field(default=None, metadata={
         "help": "mixed precision: bf16 autocast with fp32 weights and neuron state (CUDA only)", "choices": ("bf16",)})
+    memory: str = field(default="none", metadata={
+        "help": "activation savings in training: none; exact (one-byte spikes, two-byte max-pool offsets, "
+                "BN recomputed; bit-identical gradients); all (exact + bf16 potentials)",
+        "choices": ("none", "exact", "all")})
+    checkpoint_blocks: bool = field(default=False, metadata={
+        "help": "keep only each convolutional block's input for backward and recompute the block (exact)"})
     sync_bn: bool = field(default=False, metadata={"help": "SyncBatchNorm across processes (torchrun, CUDA)"})
     log: str = field(default="none", metadata={
         "help": "also log each epoch to TensorBoard (<run>/tensorboard); metrics.jsonl stays the record",
@@ -91,6 +97,14 @@ class TrainConfig:
             "per_channel_tau": self.per_channel_tau, "bn_per_step": self.bn_per_step,
             "surrogate": self.surrogate, "detach_reset": self.detach_reset, "backend": self.backend,
         }
+
+    def memory_options(self):
+        """The :class:`plif.models.MemoryOptions` of ``memory`` and ``checkpoint_blocks``."""
+        from ..models import MEMORY_PRESETS
+
+        if self.memory not in ("none", "exact", "all"):
+            raise ValueError(f"unknown --memory {self.memory!r}; valid: none, exact, all")
+        return dataclasses.replace(MEMORY_PRESETS[self.memory], checkpoint_blocks=bool(self.checkpoint_blocks))
 
     def to_dict(self) -> dict:
         d = dataclasses.asdict(self)
@@ -271,7 +285,8 @@ def pick_device(name: str = "auto", check: bool = True):
 
 
 # Settings that may change when a run is resumed without changing what it computes.
-RESUMABLE_CHANGES = ("epochs", "device", "out", "eval_batch_size", "data_on_device", "log", "cuda_graph")
+RESUMABLE_CHANGES = ("epochs", "device", "out", "eval_batch_size", "data_on_device", "log", "cuda_graph",
+                     "memory", "checkpoint_blocks")
 
 
 def config_diff(old: dict, new: dict) -> list[str]:

@@ -98,6 +98,7 @@ def setup_model(cfg: TrainConfig, device: torch.device) -> torch.nn.Module:
         raise ValueError(f"--network {cfg.network!r}: gives outputs of shape {tuple(out)} per sample, but "
                          f"{cfg.dataset} has {cfg.num_classes} classes; end the network with "
                          f"{cfg.num_classes} outputs (e.g. ...-FC{cfg.num_classes * 10}-PLIF-APk10s10)")
+    model.set_memory(cfg.memory_options())  # --memory / --checkpoint-blocks: what backward keeps
     return model.to(device)
 
 

@@ -1,0 +1,232 @@
+"""``plif bench memory``: peak memory and time of one training step, per memory configuration.
+
+One step is forward, backward and an Adam update of a zoo network on random event frames
+``[T, B, C, H, W]`` at batch ``B``.  Each (network, configuration, batch) runs in a fresh Python
+process, so the number is that process's peak resident set (``ru_maxrss``): the interpreter,
+torch, the weights and Adam's state included, nothing left over from another configuration.  On
+CUDA the worker reports ``torch.cuda.max_memory_allocated`` instead.
+
+Configurations:
+
+naive          every neuron through the autograd reference loop; plain PyTorch layers
+spikingjelly   the same network built from SpikingJelly 2.0 layers (multi-step, its PyTorch
+               neuron), when SpikingJelly is installed (never a dependency of plif)
+default        plif as it trains by default (fused neuron saving only ``H``)
+spikes         one-byte spikes and two-byte pool offsets only (exact, no recomputation)
+exact          ``--memory exact``: one-byte spikes and two-byte pool offsets, BN recomputed (bit-identical)
+all            ``--memory all``: exact + bf16 ``H``
+all+checkpoint ``--memory all --checkpoint-blocks``
+
+The largest batch that fits a memory budget is *derived* from two measured batches: the peak
+grows linearly with the batch, ``peak(B) = a + b·B``, so ``B_max = floor((budget - a) / b)``.
+"""
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass
+
+__all__ = ["CONFIGS", "MemoryResult", "measure", "bench_memory", "fit_batches", "format_memory_table"]
+
+CONFIGS = ("naive", "spikingjelly", "default", "spikes", "exact", "all", "all+checkpoint")
+
+
+@dataclass
+class MemoryResult:
+    network: str
+    config: str
+    batch: int
+    T: int
+    peak_mb: float
+    base_mb: float  # resident before the first step: interpreter, torch, weights, input batch
+    step_s: float  # fastest of the timed steps
+    error: str | None = None
+
+
+def _spikingjelly_net(net):
+    """The plif network ``net`` rebuilt from SpikingJelly 2.0 multi-step layers (same layers and shapes, its own initial weights)."""
+    from spikingjelly.activation_based import layer, neuron, surrogate
+    from torch import nn
+
+    from ..layers import TimeFolded, TimeInvariantDropout, Voting
+    from ..neurons import SpikingNeuron
+
+    out = []
+    for m, info in zip(net.layers, net.info):
+        inner = m.layer if isinstance(m, TimeFolded) else m
+        if isinstance(inner, nn.Conv2d):
+            sj = layer.Conv2d(inner.in_channels, inner.out_channels, inner.kernel_size, inner.stride,
+                              inner.padding, bias=False, step_mode="m")
+        elif isinstance(inner, nn.BatchNorm2d):
+            sj = layer.BatchNorm2d(inner.num_features, step_mode="m")
+        elif isinstance(inner, nn.BatchNorm1d):
+            sj = layer.BatchNorm1d(inner.num_features, step_mode="m")
+        elif isinstance(inner, SpikingNeuron):
+            sj = neuron.ParametricLIFNode(init_tau=2.0, detach_reset=True, surrogate_function=surrogate.ATan(),
+                                          step_mode="m")
+        elif isinstance(inner, nn.MaxPool2d):
+            sj = layer.MaxPool2d(inner.kernel_size, inner.stride, step_mode="m")
+        elif isinstance(inner, nn.AvgPool2d):
+            sj = layer.AvgPool2d(inner.kernel_size, inner.stride, step_mode="m")
+        elif isinstance(inner, TimeInvariantDropout):
+            sj = layer.Dropout(inner.p, step_mode="m")
+        elif isinstance(inner, nn.Flatten):
+            sj = layer.Flatten(step_mode="m")
+        elif isinstance(inner, nn.Linear):
+            sj = layer.Linear(inner.in_features, inner.out_features, bias=False, step_mode="m")
+        elif isinstance(inner, Voting):
+            sj = layer.VotingLayer(inner.group, step_mode="m")
+        else:
+            raise ValueError(f"no SpikingJelly layer for {info.token}")
+        out.append(sj)
+    return nn.Sequential(*out)
+
+
+def _rss_mb() -> float:
+    import resource
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # Linux: KiB
+
+
+def _current_rss_mb() -> float:
+    with open("/proc/self/statm") as f:
+        import os
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def worker(network: str, config: str, batch: int, T: int, steps: int, device: str) -> MemoryResult:
+    """One configuration in this process (call it in a fresh one: the peak is per process)."""
+    import torch
+
+    from ..models import MEMORY_PRESETS, build_zoo, get_entry
+    from ..train.loop import adam, rate_mse_loss
+
+    if config not in CONFIGS:
+        raise ValueError(f"unknown configuration {config!r}; valid: {', '.join(CONFIGS)}")
+    dev = torch.device(device)
+    entry = get_entry(network)
+    torch.manual_seed(0)
+    backend = "reference" if config == "naive" else "auto"
+    net = build_zoo(network, T=T, backend=backend)
+    if config in MEMORY_PRESETS:
+        net.set_memory(MEMORY_PRESETS[config])
+    model, reset = net, None
+    if config == "spikingjelly":
+        from spikingjelly.activation_based import functional
+        model = _spikingjelly_net(net)
+        reset = functional.reset_net
+    model = model.to(dev).train()
+    opt = adam(model.parameters(), 1e-3)
+    # event frames: spike counts of a sparse sensor, the input the DVS networks see
+    x = torch.poisson(torch.full((T, batch, *entry.input_shape), 0.3), generator=torch.Generator().manual_seed(0)).to(dev)
+    y = torch.randint(0, entry.num_classes, (batch,), generator=torch.Generator().manual_seed(1)).to(dev)
+    base = torch.cuda.memory_allocated(dev) / 2**20 if dev.type == "cuda" else _current_rss_mb()
+    if dev.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(dev)
+    times = []
+    for _ in range(steps):
+        t0 = time.perf_counter()
+        opt.zero_grad(set_to_none=True)
+        loss, _ = rate_mse_loss(model(x), y, entry.num_classes)
+        loss.backward()
+        opt.step()
+        if reset is not None:
+            reset(model)
+        if dev.type == "cuda":
+            torch.cuda.synchronize(dev)
+        times.append(time.perf_counter() - t0)
+    peak = torch.cuda.max_memory_allocated(dev) / 2**20 if dev.type == "cuda" else _rss_mb()
+    return MemoryResult(network, config, batch, T, peak, base, min(times[1:] or times))
+
+
+def measure(network: str, config: str, batch: int, T: int = 20, steps: int = 3, device: str = "cpu",
+            threads: int | None = None, timeout: float = 1800, mmap_threshold: int | None = None) -> MemoryResult:
+    """Run :func:`worker` in a fresh interpreter and return what it measured.
+
+    ``mmap_threshold`` (bytes) fixes glibc's ``MALLOC_MMAP_THRESHOLD_`` in the worker: blocks above it
+    are mapped and unmapped one by one, so freed tensors leave the resident set at once and the peak
+    RSS follows the live tensors (by default glibc raises the threshold up to 32 MB as blocks are
+    freed and keeps freed heap memory, which makes the peak depend on allocation order)."""
+    import os
+
+    env = dict(os.environ)
+    if mmap_threshold is not None:
+        env["MALLOC_MMAP_THRESHOLD_"] = str(int(mmap_threshold))
+    code = ("import json, sys, torch\n"
+            + (f"torch.set_num_threads({int(threads)})\n" if threads else "")
+            + "from dataclasses import asdict\nfrom plif.bench.memory import worker\n"
+            + f"r = worker({network!r}, {config!r}, {int(batch)}, {int(T)}, {int(steps)}, {device!r})\n"
+            + "print('RESULT ' + json.dumps(asdict(r)))\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout, env=env)
+    for line in proc.stdout.splitlines():
+        if line.startswith("RESULT "):
+            return MemoryResult(**json.loads(line[7:]))
+    tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+    return MemoryResult(network, config, batch, T, math.nan, math.nan, math.nan, error=tail)
+
+
+def fit_batches(results: list[MemoryResult], budget_mb: float) -> dict[tuple[str, str], dict]:
+    """Per (network, config): the per-sample slope and intercept of the peak between the smallest
+    and largest measured batch, and the largest batch that fits ``budget_mb`` (derived)."""
+    out = {}
+    keys = {(r.network, r.config) for r in results}
+    for key in sorted(keys):
+        rows = sorted((r for r in results if (r.network, r.config) == key and r.error is None), key=lambda r: r.batch)
+        if len(rows) < 2 or rows[0].batch == rows[-1].batch:
+            continue
+        lo, hi = rows[0], rows[-1]
+        slope = (hi.peak_mb - lo.peak_mb) / (hi.batch - lo.batch)
+        intercept = lo.peak_mb - slope * lo.batch
+        fits = math.floor((budget_mb - intercept) / slope) if slope > 0 else None
+        out[key] = {"mb_per_sample": slope, "intercept_mb": intercept, "max_batch": fits}
+    return out
+
+
+def bench_memory(networks=("dvs128-gesture", "cifar10-dvs"), configs=CONFIGS, batches=(1, 2), T: int = 20,
+                 steps: int = 3, device: str = "cpu", threads: int | None = None, log=print,
+                 mmap_threshold: int | None = None) -> list[MemoryResult]:
+    """Measure every (network, configuration, batch), each in its own process."""
+    results = []
+    for network in networks:
+        for config in configs:
+            for b in batches:
+                r = measure(network, config, b, T, steps, device, threads, mmap_threshold=mmap_threshold)
+                log(f"  {network:15s} {config:15s} B={b}: "
+                    + (f"peak {r.peak_mb:8.0f} MB, step {r.step_s:6.2f} s" if r.error is None else f"failed: {r.error}"))
+                results.append(r)
+    return results
+
+
+def format_memory_table(results: list[MemoryResult], budget_mb: float) -> str:
+    """Markdown: peak per batch, per-sample slope, derived largest batch, step time and ratios."""
+    fits = fit_batches(results, budget_mb)
+    batches = sorted({r.batch for r in results})
+    head = (["network", "configuration"] + [f"peak B={b} (MB)" for b in batches]
+            + ["MB/sample", f"max B in {budget_mb / 1024:.0f} GiB (derived)", f"step B={batches[-1]} (s)",
+               "peak vs naive", "step vs default"])
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    by = {(r.network, r.config, r.batch): r for r in results}
+    for network in dict.fromkeys(r.network for r in results):
+        for config in dict.fromkeys(r.config for r in results if r.network == network):
+            cells = [network, config]
+            for b in batches:
+                r = by.get((network, config, b))
+                cells.append("-" if r is None or r.error else f"{r.peak_mb:,.0f}")
+            f = fits.get((network, config))
+            cells += [f"{f['mb_per_sample']:,.0f}" if f else "-", str(f["max_batch"]) if f and f["max_batch"] else "-"]
+            last = by.get((network, config, batches[-1]))
+            naive = by.get((network, "naive", batches[-1]))
+            default = by.get((network, "default", batches[-1]))
+            ok = last is not None and last.error is None
+            cells.append(f"{last.step_s:.2f}" if ok else "-")
+            cells.append(f"{last.peak_mb / naive.peak_mb:.2f}" if ok and naive and not naive.error else "-")
+            cells.append(f"{last.step_s / default.step_s:.2f}" if ok and default and not default.error else "-")
+            lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def write_results(path: str, results: list[MemoryResult], meta: dict) -> None:
+    from ..atomic import atomic_write_text
+    atomic_write_text(path, json.dumps({"meta": meta, "rows": [asdict(r) for r in results]}, indent=1))

@@ -1,0 +1,181 @@
+"""Convolution and linear layers whose input is spikes, saving that input as one byte per element.
+
+The weight gradient needs the layer's input; autograd keeps it in fp32 (4 bytes).  When the
+input is binary it is kept as ``bool`` and turned back into exactly the same floats in backward,
+and the gradients are computed by the same ATen calls autograd makes (``convolution_backward``,
+``mm``), so they are bit-identical to the plain layer's.
+
+``on`` is the value a spike has at this layer: 1, or ``1/(1-p)`` after time-invariant dropout,
+whose per-sample mask is passed as ``keep`` (``x = s * keep``, saved as ``s`` in one byte plus the
+small ``[B, ...]`` mask).
+
+:class:`SpikeConvBN` also drops BatchNorm's saved input (the convolution's output, fp32, the
+largest tensor of a block): backward recomputes it from the one-byte spikes (or, for the first
+convolution, from the network's input, which the caller keeps anyway) with one more
+convolution, and reuses the batch statistics saved in forward.
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .fold import TimeFolded
+
+__all__ = ["SpikeConv2d", "SpikeLinear", "SpikeConvBN", "spike_conv2d", "spike_linear", "spike_conv_bn"]
+
+
+def _pack(s: torch.Tensor) -> torch.Tensor:
+    return s != 0
+
+
+def _unpack(packed: torch.Tensor, keep, dtype) -> torch.Tensor:
+    x = packed.to(dtype)
+    return x if keep is None else x * keep
+
+
+def _conv_args(conv: nn.Conv2d):
+    return list(conv.stride), list(conv.padding), list(conv.dilation), conv.groups
+
+
+def _conv_backward(g, x, weight, args, mask):
+    stride, padding, dilation, groups = args
+    return torch.ops.aten.convolution_backward(g, x, weight, None, stride, padding, dilation, False, [0, 0],
+                                               groups, [mask[0], mask[1], False])[:2]
+
+
+class _SpikeConv(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, s, weight, args):
+        stride, padding, dilation, groups = args
+        ctx.save_for_backward(_pack(s), weight)
+        ctx.args, ctx.dtype = args, s.dtype
+        return F.conv2d(s, weight, None, stride, padding, dilation, groups)
+
+    @staticmethod
+    def backward(ctx, g):
+        packed, weight = ctx.saved_tensors
+        g_s, g_w = _conv_backward(g, _unpack(packed, None, ctx.dtype), weight, ctx.args, ctx.needs_input_grad[:2])
+        return g_s, g_w, None
+
+
+class _SpikeLinear(torch.autograd.Function):
+    """``y [T, B, O] = (s * keep) Wᵀ`` for binary ``s [T, B, F]`` and a ``keep [B, F]`` mask (or None)."""
+
+    @staticmethod
+    def forward(ctx, s, keep, weight):
+        x = s if keep is None else s * keep
+        ctx.save_for_backward(_pack(s), keep, weight)
+        ctx.dtype = s.dtype
+        return x.flatten(0, 1).mm(weight.t()).unflatten(0, s.shape[:2])
+
+    @staticmethod
+    def backward(ctx, g):
+        packed, keep, weight = ctx.saved_tensors
+        g2 = g.flatten(0, 1)
+        g_s = g_w = None
+        # the products autograd's mm backward forms for a row-major input and a transposed weight
+        if ctx.needs_input_grad[0]:
+            g_s = g2.mm(weight).unflatten(0, packed.shape[:2])
+            if keep is not None:
+                g_s = g_s * keep
+        if ctx.needs_input_grad[2]:
+            g_w = g2.t().mm(_unpack(packed, keep, ctx.dtype).flatten(0, 1))
+        return g_s, None, g_w
+
+
+class _ConvBN(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, weight, bn_weight, bn_bias, running_mean, running_var, args, momentum, eps, binary):
+        stride, padding, dilation, groups = args
+        y = F.conv2d(x, weight, None, stride, padding, dilation, groups)
+        # the call BatchNorm makes in training: output, batch statistics, running statistics updated
+        z, mean, invstd = torch.ops.aten.native_batch_norm(y, bn_weight, bn_bias, running_mean, running_var,
+                                                           True, momentum, eps)
+        del y
+        ctx.save_for_backward(_pack(x) if binary else x, weight, bn_weight, mean, invstd)
+        ctx.args, ctx.eps, ctx.dtype, ctx.binary = args, eps, x.dtype, binary
+        return z
+
+    @staticmethod
+    def backward(ctx, g):
+        saved, weight, bn_weight, mean, invstd = ctx.saved_tensors
+        stride, padding, dilation, groups = ctx.args
+        x = _unpack(saved, None, ctx.dtype) if ctx.binary else saved
+        y = F.conv2d(x, weight, None, stride, padding, dilation, groups)  # recomputed, not saved
+        need = ctx.needs_input_grad
+        g_y, g_gamma, g_beta = torch.ops.aten.native_batch_norm_backward(
+            g, y, bn_weight, None, None, mean, invstd, True, ctx.eps, [True, need[2], need[3]])
+        del y
+        g_x, g_w = _conv_backward(g_y, x, weight, ctx.args, need[:2])
+        return g_x, g_w, g_gamma, g_beta, None, None, None, None, None, None
+
+
+def spike_conv2d(s: torch.Tensor, conv: nn.Conv2d) -> torch.Tensor:
+    """``conv(s)`` for binary ``s [N, C, H, W]`` (bias-free conv), keeping ``s`` as one byte for backward."""
+    return _SpikeConv.apply(s, conv.weight, _conv_args(conv))
+
+
+def spike_linear(s: torch.Tensor, fc: nn.Linear, keep: torch.Tensor | None = None) -> torch.Tensor:
+    """``fc(s * keep)`` for binary ``s [T, B, F]`` and ``keep [B, F]`` (or None), bias-free,
+    keeping ``s`` as one byte for backward: ``[T, B, O]``."""
+    return _SpikeLinear.apply(s, keep, fc.weight)
+
+
+def spike_conv_bn(x: torch.Tensor, conv: nn.Conv2d, bn: nn.BatchNorm2d, binary: bool = True) -> torch.Tensor:
+    """``bn(conv(x))`` in training mode, keeping for backward only ``x`` (one byte per element when
+    ``binary``: spikes; else the tensor itself, which the caller holds anyway) and BN's batch
+    statistics; the convolution's output is recomputed in backward instead of kept."""
+    if bn.momentum is None:
+        raise ValueError("spike_conv_bn needs a BatchNorm with a momentum (cumulative averages are not supported)")
+    bn.num_batches_tracked.add_(1)
+    return _ConvBN.apply(x, conv.weight, bn.weight, bn.bias, bn.running_mean, bn.running_var,
+                         _conv_args(conv), bn.momentum, bn.eps, binary)
+
+
+def _usable(layer: nn.Module) -> bool:
+    # eval mode and no-grad runs keep nothing for backward: the plain layer is as small and as fast
+    return layer.training and torch.is_grad_enabled()
+
+
+class SpikeConv2d(TimeFolded):
+    """``[T, B, C, H, W]`` bias-free convolution of spikes; ``.layer`` is the ``nn.Conv2d`` it wraps."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if not _usable(self.layer):
+            return super().forward(x)
+        T, B = x.shape[:2]
+        return spike_conv2d(x.flatten(0, 1), self.layer).unflatten(0, (T, B))
+
+    def extra_repr(self) -> str:
+        return "time folded into batch, input saved as one byte"
+
+
+class SpikeLinear(TimeFolded):
+    """``[T, B, F]`` bias-free linear layer of spikes; ``.layer`` is the ``nn.Linear`` it wraps."""
+
+    def forward(self, x: torch.Tensor, keep: torch.Tensor | None = None) -> torch.Tensor:
+        if not _usable(self.layer):
+            return super().forward(x if keep is None else x * keep)
+        return spike_linear(x, self.layer, keep)
+
+    def extra_repr(self) -> str:
+        return "time folded into batch, input saved as one byte"
+
+
+class SpikeConvBN(nn.Module):
+    """``conv`` then ``bn`` (both ``TimeFolded``) on ``[T, B, C, H, W]``, the conv's output recomputed
+    in backward.  ``binary``: the input is spikes, kept as one byte (else kept as it is)."""
+
+    def __init__(self, conv: TimeFolded, bn: TimeFolded, binary: bool = True):
+        super().__init__()
+        self.conv, self.bn, self.binary = conv, bn, bool(binary)
+
+    def forward(self, x: torch.Tensor, start: int = 0) -> torch.Tensor:
+        """``start=1``: ``x`` is already the convolution's output (a static input's hoisted encoder)."""
+        if start == 1:
+            return self.bn(x)
+        if not (_usable(self.conv.layer) and self.bn.layer.training):
+            return self.bn(self.conv(x))
+        T, B = x.shape[:2]
+        return spike_conv_bn(x.flatten(0, 1), self.conv.layer, self.bn.layer, self.binary).unflatten(0, (T, B))

@@ -1,0 +1,183 @@
+"""Memory savings for training: how a :class:`SpikingNetwork`'s layers are run, not what they are.
+
+The network's layer list (and so its state dict, layer table and exporters) never changes; a
+*plan* of steps over it does.  Each option saves activations kept for backward:
+
+spike_storage     layers whose input is spikes keep it as one byte (conv, linear, the linear after
+                  time-invariant dropout), and max-pooling keeps a two-byte window offset
+                  instead of int64 indices.  Exact.
+recompute_bn      a conv followed by BatchNorm does not keep the conv's output (BN's input):
+                  backward recomputes it from the conv's input (one-byte spikes, or the network's
+                  input for the first conv).  Exact.  Needs ``spike_storage``.
+h_bf16            neurons keep ``H`` in bf16.  Not exact (see :mod:`plif.layers.saved_dtype`).
+checkpoint_blocks each convolutional block (the layers up to and including a spatial pooling)
+                  keeps only its input; backward runs the block forward again.  Exact; BatchNorm's
+                  running statistics are updated once.
+
+Nothing here is data dependent: the plan is fixed when the network is built.  Which option lowers
+the *peak* of a step depends on the network: at T = 20 on 128×128 frames the peak is the first
+block's backward, which ``exact`` lowers and bf16/checkpointing do not (``docs/speed.md``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.utils.checkpoint import checkpoint
+
+from ..layers import PerStepBatchNorm, TimeFolded, TimeInvariantDropout
+from ..layers.saved_dtype import BF16SavedPotential
+from ..layers.spike_input import SpikeConv2d, SpikeConvBN, SpikeLinear
+from ..layers.spike_pool import SpikeMaxPool2d
+from ..neurons import SpikingNeuron
+
+__all__ = ["MemoryOptions", "make_plan", "MEMORY_PRESETS"]
+
+
+@dataclass(frozen=True)
+class MemoryOptions:
+    """Which activation savings a network uses in training (all off: plain PyTorch layers)."""
+
+    spike_storage: bool = False
+    recompute_bn: bool = False
+    h_bf16: bool = False
+    checkpoint_blocks: bool = False
+
+    def __post_init__(self):
+        for f in fields(self):
+            if not isinstance(getattr(self, f.name), bool):
+                raise TypeError(f"MemoryOptions.{f.name} must be True or False, got {getattr(self, f.name)!r}")
+        if self.recompute_bn and not self.spike_storage:
+            raise ValueError("recompute_bn recomputes from the one-byte spikes: it needs spike_storage=True")
+
+    def any(self) -> bool:
+        return any(getattr(self, f.name) for f in fields(self))
+
+
+MEMORY_PRESETS: dict[str, MemoryOptions] = {
+    "none": MemoryOptions(),
+    "spikes": MemoryOptions(spike_storage=True),
+    "exact": MemoryOptions(spike_storage=True, recompute_bn=True),
+    "checkpoint": MemoryOptions(checkpoint_blocks=True),
+    "all": MemoryOptions(spike_storage=True, recompute_bn=True, h_bf16=True),
+    "all+checkpoint": MemoryOptions(spike_storage=True, recompute_bn=True, h_bf16=True, checkpoint_blocks=True),
+}
+
+
+def _is(m: nn.Module, cls) -> bool:
+    return isinstance(m, TimeFolded) and type(m) is TimeFolded and isinstance(m.layer, cls)
+
+
+class _DropoutLinear:
+    """Time-invariant dropout, an optional flatten and a linear layer on spikes, as one step:
+    the linear layer keeps the spikes (one byte) and the ``[B, F]`` mask instead of ``s * mask``."""
+
+    def __init__(self, dropout: TimeInvariantDropout, fc: nn.Linear):
+        self.dropout, self.fc = dropout, SpikeLinear(fc)
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        keep = self.dropout.mask(x)
+        s = x.flatten(2)
+        return self.fc(s, None if keep is None else keep.flatten(1))
+
+
+def _bn_without_update(m: TimeFolded, x: torch.Tensor) -> torch.Tensor:
+    bn = m.layer
+    if not bn.training:
+        return m(x)
+    T, B = x.shape[:2]
+    # same batch statistics and output as the first call; momentum 0 leaves the running statistics
+    # as they are while saving the same tensors for backward (checkpoint matches them by position)
+    y = F.batch_norm(x.flatten(0, 1), bn.running_mean, bn.running_var, bn.weight, bn.bias, True, 0.0, bn.eps)
+    return y.unflatten(0, (T, B))
+
+
+class _CheckpointedBlock:
+    """Run ``layers`` keeping only the block's input for backward (recomputed there)."""
+
+    def __init__(self, layers: list[nn.Module]):
+        self.layers = layers
+
+    def _run(self, x: torch.Tensor, start: int, calls: list) -> torch.Tensor:
+        recompute = bool(calls)  # the second call is backward's recomputation
+        calls.append(1)
+        for m in self.layers[start:]:
+            x = _bn_without_update(m, x) if recompute and _is(m, nn.modules.batchnorm._BatchNorm) else m(x)
+        return x
+
+    def _run_traced(self, x: torch.Tensor, start: int) -> torch.Tensor:
+        for m in self.layers[start:]:
+            x = m(x)
+        return x
+
+    def __call__(self, x: torch.Tensor, start: int = 0) -> torch.Tensor:
+        """``start``: skip the block's first layers (the network ran them on a static input)."""
+        if torch.compiler.is_compiling():
+            # the compiler recomputes from the traced graph: the forward's in-place updates of the
+            # running statistics are not replayed, and the Python call counter would be a side effect
+            return checkpoint(self._run_traced, x, start, use_reentrant=False)
+        calls: list = []
+        if not torch.is_grad_enabled():
+            return self._run(x, start, calls)
+        return checkpoint(self._run, x, start, calls, use_reentrant=False)
+
+
+def make_plan(layers: list[nn.Module], opts: MemoryOptions) -> list[tuple[int, int, object]]:
+    """``[(first layer, end layer, step)]``: the callables ``forward`` runs in order, each
+    running the layers ``first .. end-1``.  With every option off, each layer is its own step."""
+    steps: list[tuple[int, int, object]] = []
+    binary = False  # the network's input is not assumed to be spikes
+    i, n = 0, len(layers)
+    while i < n:
+        m, step, used = layers[i], layers[i], 1
+        nxt = layers[i + 1] if i + 1 < n else None
+        if isinstance(m, SpikingNeuron):
+            step = BF16SavedPotential(m) if opts.h_bf16 else m
+            binary = True
+        elif _is(m, nn.MaxPool2d):
+            step = SpikeMaxPool2d(m.layer) if opts.spike_storage else m
+        elif _is(m, nn.Flatten):
+            pass
+        elif isinstance(m, TimeInvariantDropout) and binary and opts.spike_storage:
+            j = i + 1 + (1 if nxt is not None and _is(nxt, nn.Flatten) else 0)
+            if j < n and _is(layers[j], nn.Linear) and layers[j].layer.bias is None:
+                step, used = _DropoutLinear(m, layers[j].layer), j - i + 1
+            binary = False
+        elif _is(m, nn.Conv2d) and m.layer.bias is None and (binary or opts.recompute_bn):
+            if opts.recompute_bn and nxt is not None and _is(nxt, nn.BatchNorm2d) and nxt.layer.track_running_stats:
+                step, used = SpikeConvBN(m, nxt, binary=binary), 2
+            elif binary and opts.spike_storage:
+                step = SpikeConv2d(m.layer)
+            binary = False
+        elif _is(m, nn.Linear) and binary and opts.spike_storage and m.layer.bias is None:
+            step = SpikeLinear(m.layer)
+            binary = False
+        else:
+            binary = False
+        steps.append((i, i + used, step))
+        i += used
+    return _checkpoint_blocks(steps, layers) if opts.checkpoint_blocks else steps
+
+
+def _checkpoint_blocks(steps, layers):
+    """Replace the steps of each block (up to and including a spatial pooling, before the first
+    flatten or linear layer) by one checkpointed step over the block's plain layers."""
+    out, pending = [], []
+    for first, end, step in steps:
+        m = layers[first]
+        if pending is not None and (_is(m, (nn.Flatten, nn.Linear)) or isinstance(step, _DropoutLinear)):
+            out.extend(pending)
+            pending = None
+        if pending is None:
+            out.append((first, end, step))
+            continue
+        if isinstance(m, PerStepBatchNorm):
+            raise ValueError("checkpoint_blocks needs BatchNorm over T*B (not bn_per_step)")
+        pending.append((first, end, step))
+        if _is(m, (nn.MaxPool2d, nn.AvgPool2d)):
+            lo = pending[0][0]
+            out.append((lo, end, _CheckpointedBlock(list(layers[lo:end]))))
+            pending = []
+    return out + (pending or [])

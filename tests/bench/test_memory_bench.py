@@ -1,0 +1,51 @@
+import math
+
+import pytest
+
+from plif.bench.memory import MemoryResult, fit_batches, format_memory_table, measure
+
+
+def _r(config, batch, peak, step=1.0, network="cifar10-dvs"):
+    return MemoryResult(network, config, batch, 20, peak, 300.0, step)
+
+
+def test_fit_derives_the_largest_batch_from_the_slope():
+    rows = [_r("naive", 1, 1300.0), _r("naive", 2, 2300.0), _r("all", 1, 700.0), _r("all", 3, 1100.0)]
+    fits = fit_batches(rows, 24 * 1024)
+    assert fits[("cifar10-dvs", "naive")] == {"mb_per_sample": 1000.0, "intercept_mb": 300.0, "max_batch": 24}
+    assert fits[("cifar10-dvs", "all")]["max_batch"] == math.floor((24 * 1024 - 500) / 200)
+
+
+def test_table_ratios_and_failed_rows():
+    rows = [_r("naive", 1, 1300.0, 50.0), _r("naive", 2, 2300.0, 100.0), _r("default", 1, 900.0, 8.0),
+            _r("default", 2, 1200.0, 10.0), _r("all", 1, 600.0, 11.0),
+            MemoryResult("cifar10-dvs", "all", 2, 20, math.nan, math.nan, math.nan, error="killed")]
+    table = format_memory_table(rows, 24 * 1024)
+    lines = table.splitlines()
+    assert lines[0].startswith("| network | configuration | peak B=1 (MB) | peak B=2 (MB)")
+    assert "| cifar10-dvs | default | 900 | 1,200 | 300 | 79 | 10.00 | 0.52 | 1.00 |" in lines
+    assert "| cifar10-dvs | all | 600 | - | - | - | - | - | - |" in lines
+
+
+def test_measure_runs_a_fresh_process():
+    """A real (tiny: T=1, one step) measurement of the every-saving configuration in a subprocess."""
+    r = measure("cifar10-dvs", "all", 1, T=1, steps=1, threads=1, timeout=300)
+    assert r.error is None, r.error
+    assert r.peak_mb > r.base_mb > 50 and r.step_s > 0
+
+
+def test_measure_reports_a_failing_configuration():
+    r = measure("cifar10-dvs", "no-such-config", 1, T=1, steps=1, threads=1, timeout=300)
+    assert r.error and math.isnan(r.peak_mb)
+
+
+def test_spikingjelly_twin_has_the_same_shapes():
+    pytest.importorskip("spikingjelly")
+    import torch
+
+    from plif.bench.memory import _spikingjelly_net
+    from plif.models import build_network
+    net = build_network("c4k3s1-BN-PLIF-MPk2s2-DP-FC20-PLIF-APk10s10", (2, 8, 8), 2)
+    sj = _spikingjelly_net(net)
+    assert sum(p.numel() for p in sj.parameters()) == sum(p.numel() for p in net.parameters())
+    assert sj(torch.rand(2, 3, 2, 8, 8)).shape == (2, 3, 2)

@@ -1,0 +1,33 @@
+import json
+
+import pytest
+import torch
+
+from plif.cli.main import main
+from plif.train import TrainConfig, read_metrics
+from plif_testing import TINY_NET
+
+
+def _train(root, out, *extra):
+    return main(["train", "--data-dir", str(root), "--network", TINY_NET, "--T", "2", "--batch-size", "20",
+                 "--device", "cpu", "--epochs", "1", "--max-train-samples", "100", "--max-test-samples", "40",
+                 "--out", str(out), *extra])
+
+
+def test_exact_savings_train_to_bit_identical_weights(tiny_fashion, tmp_path):
+    """--memory exact --checkpoint-blocks changes what is kept for backward, not what is computed."""
+    assert _train(tiny_fashion, tmp_path / "plain") == 0
+    assert _train(tiny_fashion, tmp_path / "saving", "--memory", "exact", "--checkpoint-blocks") == 0
+    cfg = json.loads((tmp_path / "saving" / "config.json").read_text())
+    assert cfg["memory"] == "exact" and cfg["checkpoint_blocks"] is True
+    a = torch.load(tmp_path / "plain" / "checkpoints" / "last.pt", weights_only=False)["model"]
+    b = torch.load(tmp_path / "saving" / "checkpoints" / "last.pt", weights_only=False)["model"]
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    strip = lambda rows: [{k: v for k, v in r.items() if "time" not in k and "per_s" not in k} for r in rows]
+    assert strip(read_metrics(tmp_path / "plain")) == strip(read_metrics(tmp_path / "saving"))
+
+
+def test_unknown_memory_option_is_refused():
+    with pytest.raises(ValueError, match="unknown --memory 'most'"):
+        TrainConfig(memory="most").memory_options()
+    assert TrainConfig(memory="all", checkpoint_blocks=True).memory_options().h_bf16
