@@ -264,7 +264,8 @@ def stage_protocol(ctx: Context) -> dict:
 
     budget = min(ctx.args.protocol_seconds, max(0.0, ctx.args.budget - ctx.elapsed() - 15))
     if ctx.dry:
-        base = dict(preset="cpu", max_train_samples=64, max_test_samples=32, device="cpu")
+        # t_max fixed: the cpu preset's period otherwise follows --epochs, which grows across the resumes
+        base = dict(preset="cpu", max_train_samples=64, max_test_samples=32, device="cpu", t_max=2)
         max_epochs = 2
     else:
         base = dict(preset="paper", device="cuda")
