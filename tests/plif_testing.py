@@ -28,3 +28,16 @@ def make_images(n: int, seed: int):
     for i, c in enumerate(labels):
         x[i, 2 + 2 * c: 4 + 2 * c, 4:24] = 250
     return x.astype(np.uint8), labels.astype(np.uint8)
+
+
+def tiny_train_config(root, out, **kw):
+    """A TrainConfig of TINY_NET on the tiny Fashion-MNIST folder: 3 epochs of seconds on the CPU."""
+    from plif.train import TrainConfig
+
+    base = dict(dataset="fashion-mnist", data_dir=str(root), network=TINY_NET, T=2, epochs=3, batch_size=20,
+                lr=5e-3, t_max=3, out=str(out), device="cpu", eval_batch_size=32)
+    return TrainConfig(**{**base, **kw})
+
+
+def quiet(*a, **k):
+    """A ``log`` that prints nothing."""

@@ -1,5 +1,5 @@
 """plif: Parametric Leaky Integrate-and-Fire spiking neural networks (Fang et al., ICCV 2021)."""
-import importlib
+from ._lazy import lazy_names
 
 __version__ = "0.1.0"
 __all__ = ["IF", "LIF", "PLIF", "NeuronConfig", "multi_step", "build_network", "build_zoo", "parse", "__version__"]
@@ -9,11 +9,4 @@ _WHERE = {"build_network": ".models", "build_zoo": ".models", "parse": ".models"
           "LIF": ".neurons", "PLIF": ".neurons", "NeuronConfig": ".neurons", "multi_step": ".neurons"}
 
 
-def __getattr__(name: str):
-    if name in _WHERE:
-        return getattr(importlib.import_module(_WHERE[name], __name__), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_WHERE))
+__getattr__, __dir__ = lazy_names(__name__, _WHERE, globals())

@@ -9,18 +9,14 @@ from plif.train import TrainConfig, train
 from plif.train import run as run_mod
 from plif.train.run_folder import RunFolder, RunFolderBusy, read_metrics
 
-from plif_testing import TINY_NET
+from plif_testing import TINY_NET, quiet, tiny_train_config
 
 
 def _cfg(root, out, **kw):
-    base = dict(dataset="fashion-mnist", data_dir=str(root), network=TINY_NET, T=2, epochs=1, batch_size=20,
-                lr=5e-3, t_max=3, out=str(out), device="cpu", eval_batch_size=32)
-    base.update(kw)
-    return TrainConfig(**base)
+    return tiny_train_config(root, out, **{'epochs': 1, **kw})
 
 
-def _quiet(*a, **k):
-    pass
+_quiet = quiet
 
 
 def _finite(path):

@@ -8,18 +8,13 @@ from plif.train import TrainConfig, load_run_model, read_metrics, train
 from plif.train import loop as loop_mod
 from plif.train.run import _summary
 
-from plif_testing import TINY_NET
+from plif_testing import TINY_NET, quiet, tiny_train_config
 
 
-def _cfg(root, out, **kw):
-    base = dict(dataset="fashion-mnist", data_dir=str(root), network=TINY_NET, T=2, epochs=3, batch_size=20,
-                lr=5e-3, t_max=3, out=str(out), device="cpu", eval_batch_size=32)
-    base.update(kw)
-    return TrainConfig(**base)
+_cfg = tiny_train_config
 
 
-def _quiet(*a, **k):
-    pass
+_quiet = quiet
 
 
 def test_tiny_run_writes_a_complete_run_folder(tiny_fashion, tmp_path):

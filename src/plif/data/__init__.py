@@ -5,7 +5,7 @@ Readers know nothing of training; transforms are pure functions; dataset code on
 labels and splits.  :mod:`.catalog` holds every dataset's facts.  Names are imported on first
 use, so that the event readers and frames (numpy only) never import torch.
 """
-import importlib
+from .._lazy import lazy_names
 
 _WHERE = {"read_idx": ".idx", "stratified_split": ".split", "STATIC_DATASETS": ".static", "StaticDataset": ".static",
           "load_static": ".static", "augment_for": ".transforms", "normalize": ".transforms",
@@ -15,11 +15,4 @@ _WHERE = {"read_idx": ".idx", "stratified_split": ".split", "STATIC_DATASETS": "
 __all__ = sorted(_WHERE)
 
 
-def __getattr__(name: str):
-    if name in _WHERE:
-        return getattr(importlib.import_module(_WHERE[name], __name__), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_WHERE))
+__getattr__, __dir__ = lazy_names(__name__, _WHERE, globals())
