@@ -1,8 +1,6 @@
 import json
-import struct
 
 import numpy as np
-import pytest
 
 from plif.cli.main import main
 

@@ -1,6 +1,5 @@
 import json
 
-import pytest
 
 from plif.cli.main import main
 from plif.experiments.ablation import ABLATIONS, sweep_status

@@ -3,7 +3,7 @@ import json
 import pytest
 
 from plif.cli.main import main
-from plif.experiments.report import report_rows, time_to_accuracy, write_report
+from plif.experiments.report import report_rows, time_to_accuracy
 from plif.experiments.runs import read_run
 
 from .conftest import rows, write_run

@@ -167,7 +167,9 @@ def run_neuron_bench(cases: list[str] | None = None, backends: list[str] | None 
                      passes=PASSES, reps: int = 10, budget_s: float = 10.0, log=print) -> list[BenchRow]:
     """Benchmark the listed cases (default all of :data:`CASES`) and backends; returns one row per
     (case, backend, pass).  ``budget_s`` caps the time spent on one measurement."""
-    device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    from ..train.config import pick_device
+
+    device = pick_device(device) if isinstance(device, (str, type(None))) else device
     cases = list(CASES) if cases is None else cases
     backends = default_backends(device) if backends is None else backends
     for name in cases:

@@ -10,7 +10,6 @@ that one benchmark's dependencies never slow down or break another.
 from __future__ import annotations
 
 import argparse
-import json
 from dataclasses import asdict
 
 __all__ = ["register"]
@@ -37,7 +36,9 @@ def _run_neuron(args: argparse.Namespace) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
     dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[args.dtype]
-    device = torch.device(args.device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    from ..train.config import pick_device
+
+    device = pick_device(args.device or "auto")
     cases = _csv(args.cases) if args.cases else list(CASES)
     backends = _csv(args.backends) if args.backends else None
     if backends is None and args.no_spikingjelly:
@@ -79,9 +80,10 @@ def _run_train(args: argparse.Namespace) -> int:
     import torch
 
     from ..bench.train import bench_train, format_train_table
+    from ..train.config import pick_device
 
     _print_backends()
-    device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    device = str(pick_device(args.device or "auto"))
     batches = tuple(int(b) for b in _csv(args.batches))
     results = bench_train(args.dataset, batches, device, _csv(args.variants) if args.variants else None,
                           args.warmup, args.iters, args.T)
