@@ -5,10 +5,6 @@ import json
 
 
 def run_stats(args) -> int:
-    import sys
-
-    from tqdm import tqdm
-
     from ..deploy import collect_stats, load_run, render_stats
     from ..deploy.eval_data import random_batches, eval_batches
 
@@ -17,8 +13,9 @@ def run_stats(args) -> int:
         batches = random_batches(net.input_shape, args.samples, args.batch_size, seed=args.seed)
     else:
         batches = eval_batches(config, args.data_dir, args.samples, args.batch_size)
-    with tqdm(total=args.samples, desc="stats", unit="sample", unit_scale=True, leave=False, disable=None,
-              file=sys.stderr, mininterval=0.5) as bar:
+    from ..progress import sample_bar
+
+    with sample_bar(args.samples, "stats") as bar:
         st = collect_stats(net, batches, max_samples=args.samples, progress=bar)
     print(render_stats(st))
     if args.json:

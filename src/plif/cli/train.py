@@ -28,10 +28,7 @@ def run_train(args) -> int:
 
 
 def run_eval(args) -> int:
-    import sys
-
-    from tqdm import tqdm
-
+    from ..progress import sample_bar
     from ..train import load_run_model
     from ..train.config import pick_device
     from ..train.data import eval_batches, load_test_split
@@ -51,8 +48,7 @@ def run_eval(args) -> int:
         if test is None:
             test = load_test_split(cfg.dataset, args.data_dir or cfg.data_dir, cfg.T, cfg.max_test_samples, device)
         split, prepare = test
-        with tqdm(total=len(split), desc=f"eval {which}", unit="sample", unit_scale=True, leave=False,
-                  disable=None, file=sys.stderr, mininterval=0.5) as bar:
+        with sample_bar(len(split), f"eval {which}") as bar:
             _, acc, n = evaluate(net.to(device), eval_batches(split, prepare, cfg.eval_batch_size), cfg.num_classes,
                                  progress=bar)
         results[which] = (acc, n)

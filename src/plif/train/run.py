@@ -13,7 +13,6 @@ weights are never written: a diverged epoch stops the run and the last good chec
 from __future__ import annotations
 
 import math
-import sys
 import time
 from dataclasses import dataclass
 from datetime import datetime
@@ -22,6 +21,7 @@ from pathlib import Path
 import torch
 
 from ..models import build_network
+from ..progress import sample_bar
 from .checkpoint import load_checkpoint, save_checkpoint
 from .config import TrainConfig, config_diff, pick_device, resolve_config
 from .data import epoch_generator, load_train_data
@@ -243,7 +243,7 @@ def _run_epoch(s: _Session, epoch: int, steps: int, reduce) -> tuple[dict, dict 
     torch.manual_seed(cfg.seed * 7919 + epoch * 104729 + dist.rank)  # dropout masks
     lr = float(s.optimizer.param_groups[0]["lr"])  # a device tensor under --cuda-graph: one read per epoch
     t0 = time.perf_counter()
-    with _progress(steps * cfg.batch_size, f"epoch {epoch + 1}/{cfg.epochs}", s.main) as bar, _autocast(s):
+    with sample_bar(steps * cfg.batch_size, f"epoch {epoch + 1}/{cfg.epochs}", s.main) as bar, _autocast(s):
         batches = data.train_batches(cfg.batch_size, gen, dist.rank, dist.world)
         try:
             if s.trainer is not None:
@@ -283,16 +283,8 @@ def _evaluate(s: _Session, split, name: str, reduce):
     batches = s.data.eval_batches(split, s.cfg.eval_batch_size, s.dist.rank, s.dist.world)
     if s.trainer is not None:
         return s.trainer.evaluate(batches, s.cfg.eval_batch_size)
-    with _progress(shard, name, s.main) as bar, _autocast(s):
+    with sample_bar(shard, name, s.main) as bar, _autocast(s):
         return evaluate(s.net, batches, s.cfg.num_classes, reduce, progress=bar)
-
-
-def _progress(total: int, desc: str, enabled: bool):
-    """A tqdm bar on stderr when it is a terminal; nothing otherwise (the epoch line is printed)."""
-    from tqdm import tqdm
-
-    return tqdm(total=total, desc=desc, unit="sample", unit_scale=True, leave=False, dynamic_ncols=True,
-                disable=not enabled or None, mininterval=0.5, file=sys.stderr)
 
 
 def _neuron_label(cfg: TrainConfig) -> str:
