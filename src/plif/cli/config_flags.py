@@ -10,11 +10,9 @@ from __future__ import annotations
 import argparse
 import dataclasses
 
+from ..train.config import flag_name
+
 __all__ = ["add_config_flags", "given_settings", "flag_name"]
-
-
-def flag_name(name: str) -> str:
-    return "--" + name.replace("_", "-")
 
 
 def _help(f: dataclasses.Field, kind) -> str:

@@ -17,7 +17,7 @@ from ..data.catalog import EVENT, STATIC
 from ..models import get_entry
 from ..surrogate import SURROGATES
 
-__all__ = ["TrainConfig", "PRESETS", "resolve_config", "config_diff", "field_kind", "pick_device", "STATIC", "EVENT"]
+__all__ = ["TrainConfig", "PRESETS", "resolve_config", "config_diff", "field_kind", "flag_name", "pick_device", "STATIC", "EVENT"]
 
 NEURON_NAMES = ("plif", "lif", "if")
 
@@ -205,7 +205,8 @@ def resolve_config(cfg: TrainConfig) -> TrainConfig:
                                num_classes=entry.num_classes)
 
 
-def _flag(name: str) -> str:
+def flag_name(name: str) -> str:
+    """The command-line flag of a config field: ``max_train_samples`` -> ``--max-train-samples``."""
     return "--" + name.replace("_", "-")
 
 
@@ -222,7 +223,7 @@ def _check_names(cfg: TrainConfig, zoo) -> None:
         if f.name in ("dataset", "neuron") or not choices or value is None:
             continue
         if value not in choices:
-            raise ValueError(f"{_flag(f.name)} {value!r}: unknown; valid: {', '.join(map(str, choices))}")
+            raise ValueError(f"{flag_name(f.name)} {value!r}: unknown; valid: {', '.join(map(str, choices))}")
 
 
 def _check_values(cfg: TrainConfig) -> None:
@@ -233,16 +234,16 @@ def _check_values(cfg: TrainConfig) -> None:
         kind, optional = field_kind(f)
         value = getattr(cfg, f.name)
         if not _type_ok(value, kind, optional):
-            raise ValueError(f"{_flag(f.name)} must be {kind.__name__}, got {value!r}")
+            raise ValueError(f"{flag_name(f.name)} must be {kind.__name__}, got {value!r}")
         if kind is float and value is not None and not math.isfinite(value):
-            raise ValueError(f"{_flag(f.name)} must be a finite number, got {value}")
+            raise ValueError(f"{flag_name(f.name)} must be a finite number, got {value}")
     for name in ("T", "epochs", "batch_size", "t_max", "eval_batch_size"):
         if getattr(cfg, name) < 1:
-            raise ValueError(f"{_flag(name)} must be at least 1, got {getattr(cfg, name)}")
+            raise ValueError(f"{flag_name(name)} must be at least 1, got {getattr(cfg, name)}")
     for name in ("max_train_samples", "max_test_samples", "max_val_samples"):
         value = getattr(cfg, name)
         if value is not None and value < 1:
-            raise ValueError(f"{_flag(name)} must be at least 1 (leave it out to use every sample), got {value}")
+            raise ValueError(f"{flag_name(name)} must be at least 1 (leave it out to use every sample), got {value}")
     if cfg.lr <= 0:
         raise ValueError(f"--lr must be positive, got {cfg.lr:g}")
     neuron = cfg.neuron.lower()
