@@ -7,6 +7,8 @@ stop being atomic), given a normal file's permissions, then renamed over the tar
 from __future__ import annotations
 
 import io
+import json
+import math
 import os
 import tempfile
 from contextlib import contextmanager
@@ -14,7 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["atomic_path", "atomic_write_bytes", "atomic_write_text", "atomic_save_npy"]
+__all__ = ["atomic_path", "atomic_write_bytes", "atomic_write_text", "atomic_write_json", "atomic_save_npy",
+           "strict_json"]
 
 
 def _umask() -> int:
@@ -51,6 +54,23 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
 
 def atomic_write_text(path: str | Path, text: str) -> Path:
     return atomic_write_bytes(path, text.encode())
+
+
+def strict_json(obj):
+    """``obj`` with every non-finite float replaced by ``None`` (JSON has no NaN or infinity; null
+    says "no value" unambiguously), so ``json.dumps(allow_nan=False)`` works."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, dict):
+        return {k: strict_json(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [strict_json(v) for v in obj]
+    return obj
+
+
+def atomic_write_json(path: str | Path, obj, indent: int | None = 2) -> Path:
+    """Valid JSON (RFC 8259: no NaN/Infinity, see :func:`strict_json`), written atomically."""
+    return atomic_write_bytes(path, (json.dumps(strict_json(obj), indent=indent, allow_nan=False) + "\n").encode())
 
 
 def atomic_save_npy(path: str | Path, array: np.ndarray) -> Path:

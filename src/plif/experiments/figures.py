@@ -2,7 +2,7 @@
 JSON or CSV beside them.
 
 :class:`FigureOutput` says which formats and what resolution (300 dpi by default: print quality
-for PNG, and for the images embedded in a PDF; SVG is vector and ignores it).  Every file goes through :func:`plif.data.atomic.atomic_write_bytes`, so an interrupted report
+for PNG, and for the images embedded in a PDF; SVG is vector and ignores it).  Every file goes through :func:`plif.atomic.atomic_write_bytes`, so an interrupted report
 never leaves a half-written PNG.  Figures are built with ``matplotlib.figure.Figure`` directly
 (no pyplot): no global backend state, nothing opens a window, nothing leaks between figures.
 """
@@ -10,12 +10,10 @@ from __future__ import annotations
 
 import csv
 import io
-import json
-import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..atomic import atomic_write_bytes
+from ..atomic import atomic_write_bytes, atomic_write_json
 
 __all__ = ["FORMATS", "DEFAULT_DPI", "FigureOutput", "new_figure", "save_figure", "save_png", "save_json",
            "save_csv", "moving_average", "binary_colormap"]
@@ -92,19 +90,8 @@ def binary_colormap(off: str = "white", on: str = "black"):
     return ListedColormap([off, on]), BoundaryNorm([-0.5, 0.5, 1.5], 2)
 
 
-def _finite(x):
-    # JSON has no NaN/inf; null says "no value" unambiguously
-    if isinstance(x, float) and not math.isfinite(x):
-        return None
-    if isinstance(x, dict):
-        return {k: _finite(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_finite(v) for v in x]
-    return x
-
-
 def save_json(path: str | Path, obj) -> Path:
-    return atomic_write_bytes(path, (json.dumps(_finite(obj), indent=1) + "\n").encode())
+    return atomic_write_json(path, obj, indent=1)
 
 
 def save_csv(path: str | Path, header: list[str], rows) -> Path:

@@ -17,11 +17,10 @@ from __future__ import annotations
 import errno
 import fcntl
 import json
-import math
 import os
 from pathlib import Path
 
-from ..atomic import atomic_write_bytes
+from ..atomic import atomic_write_bytes, atomic_write_json as write_json, strict_json
 
 __all__ = ["RunFolder", "RunFolderBusy", "CHECKPOINTS", "CONFIG", "METRICS", "SUMMARY", "read_metrics",
            "read_json_file", "strict_json", "write_json", "prepare_out", "SWEEP_FILE"]
@@ -35,22 +34,6 @@ CHECKPOINTS = {"last": "last.pt", "best_test": "best_test.pt", "best_val": "best
 
 class RunFolderBusy(RuntimeError):
     """Another process holds the run folder's lock."""
-
-
-def strict_json(obj):
-    """``obj`` with every non-finite float replaced by ``None``, so ``json.dumps(allow_nan=False)`` works."""
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    if isinstance(obj, dict):
-        return {k: strict_json(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [strict_json(v) for v in obj]
-    return obj
-
-
-def write_json(path: Path, obj) -> None:
-    """Valid JSON (RFC 8259: no NaN/Infinity), written atomically."""
-    atomic_write_bytes(path, (json.dumps(strict_json(obj), indent=2, allow_nan=False) + "\n").encode())
 
 
 def read_json_file(path: Path, what: str = "file"):
@@ -163,7 +146,17 @@ class RunFolder:
             raise FileNotFoundError(f"{self.path}: not a run folder (no {CONFIG})")
 
     def read_config(self) -> dict:
-        """``config.json`` as a dict; errors name the file (bad JSON, not an object, missing keys)."""
+        """``config.json`` as a dict; errors name the file (bad JSON, not an object, missing keys, a
+        field of the wrong type)."""
+        d = self._read_config_dict()
+        self._train_config(d)  # every known field has the right type
+        return d
+
+    def read_train_config(self):
+        """``config.json`` as a :class:`~plif.train.config.TrainConfig`; errors as :meth:`read_config`."""
+        return self._train_config(self._read_config_dict())
+
+    def _read_config_dict(self) -> dict:
         self.require_run()
         d = read_json_file(self.config, "run config")
         if not isinstance(d, dict):
@@ -171,14 +164,12 @@ class RunFolder:
         for key in ("network", "input_shape", "T"):
             if key not in d:
                 raise ValueError(f"{self.config}: missing key {key!r} (a run config needs network, input_shape and T)")
-        self.read_train_config(d)  # every known field has the right type
         return d
 
-    def read_train_config(self, d: dict | None = None):
-        """``config.json`` as a :class:`~plif.train.config.TrainConfig`; wrong types name the file and field."""
+    def _train_config(self, d: dict):
         from .config import TrainConfig
 
-        return TrainConfig.from_dict(self.read_config() if d is None else d, source=str(self.config))
+        return TrainConfig.from_dict(d, source=str(self.config))
 
     def write_config(self, cfg_dict: dict) -> None:
         write_json(self.config, cfg_dict)
