@@ -273,5 +273,5 @@ def load_train_data(cfg: TrainConfig, device: torch.device) -> TrainData:
     test = test.limit(cfg.max_test_samples)
     if val is not None:
         val = val.limit(cfg.max_val_samples)  # --max-test-samples caps only the test split
-    train, val, test = _place([train, val, test], getattr(cfg, "data_on_device", "yes"), device)
+    train, val, test = _place([train, val, test], cfg.data_on_device, device)
     return TrainData(train, val, test, src.prepare, src.augment)
