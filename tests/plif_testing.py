@@ -41,3 +41,20 @@ def tiny_train_config(root, out, **kw):
 
 def quiet(*a, **k):
     """A ``log`` that prints nothing."""
+
+
+def watch_chunk_builds(monkeypatch, kill_after: int | None = None) -> list:
+    """Record the output path of every frame-cache chunk built from now on; with ``kill_after``,
+    the build is interrupted (KeyboardInterrupt, as a kill would) when that many chunks are done."""
+    from plif.data.events import cache
+
+    calls, real = [], cache._build_chunk
+
+    def build_chunk(chunk, out, *a):
+        if kill_after is not None and len(calls) == kill_after:
+            raise KeyboardInterrupt
+        calls.append(out)
+        return real(chunk, out, *a)
+
+    monkeypatch.setattr(cache, "_build_chunk", build_chunk)
+    return calls

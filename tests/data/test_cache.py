@@ -8,6 +8,8 @@ from plif.data.events import cache, load_event_frames
 from plif.data.events.cache import build_frames_cache, count_dtype, load_cached
 from plif.data.events.datasets import CIFAR10_CLASSES, EventSample, list_samples
 
+from plif_testing import watch_chunk_builds
+
 
 def nmnist_bytes(x, y, p, t):
     return b"".join(bytes([a, b, (c << 7) | ((d >> 16) & 0x7F), (d >> 8) & 0xFF, d & 0xFF])
@@ -100,21 +102,12 @@ def test_worker_error_names_file_and_stops(nmnist_root, tmp_path, workers):
 def test_interrupted_build_resumes(nmnist_root, tmp_path, monkeypatch):
     root, _ = nmnist_root
     samples = list_samples("nmnist", root, True)
-    real = cache._build_chunk
-    calls = []
-
-    def interrupted(chunk, out, *a):
-        if len(calls) == 3:
-            raise KeyboardInterrupt
-        calls.append(out)
-        return real(chunk, out, *a)
-
-    monkeypatch.setattr(cache, "_build_chunk", interrupted)
+    calls = watch_chunk_builds(monkeypatch, kill_after=3)
     with pytest.raises(KeyboardInterrupt):
         build_frames_cache(samples, tmp_path / "r", 2, "count", (34, 34), workers=0, chunk_size=4, progress=False)
     assert len(list((tmp_path / "r" / "chunks").glob("chunk_*.npy"))) == 3
-    calls.clear()
-    monkeypatch.setattr(cache, "_build_chunk", lambda chunk, out, *a: (calls.append(out), real(chunk, out, *a))[1])
+    monkeypatch.undo()
+    calls = watch_chunk_builds(monkeypatch)
     build_frames_cache(samples, tmp_path / "r", 2, "count", (34, 34), workers=0, chunk_size=4, progress=False)
     assert len(calls) == 8 - 3  # 30 samples in 8 chunks, 3 were already on disk
     full = build_frames_cache(samples, tmp_path / "full", 2, "count", (34, 34), workers=0, chunk_size=4, progress=False)

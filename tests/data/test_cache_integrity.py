@@ -16,6 +16,8 @@ from plif.data.events import cache
 from plif.data.events.cache import CacheError, build_frames_cache, check_cache, load_cached
 from plif.data.events.datasets import list_samples
 
+from plif_testing import watch_chunk_builds
+
 
 def nmnist_bytes(n, seed):
     rng = np.random.default_rng(seed)
@@ -41,10 +43,7 @@ def build(root, folder, **kw):
 
 
 def counting(monkeypatch):
-    calls = []
-    real = cache._build_chunk
-    monkeypatch.setattr(cache, "_build_chunk", lambda c, out, *a: (calls.append(out), real(c, out, *a))[1])
-    return calls
+    return watch_chunk_builds(monkeypatch)
 
 
 def test_same_size_edit_of_a_recording_rebuilds(root, tmp_path, monkeypatch, capsys):
@@ -100,16 +99,7 @@ def test_damaged_cache_files_are_named_and_rebuilt(root, tmp_path, damage, capsy
 
 
 def test_garbled_chunk_of_a_killed_build_is_redone(root, tmp_path, monkeypatch):
-    real = cache._build_chunk
-    n = []
-
-    def killed(c, out, *a):
-        if len(n) == 3:
-            raise KeyboardInterrupt
-        n.append(out)
-        return real(c, out, *a)
-
-    monkeypatch.setattr(cache, "_build_chunk", killed)
+    n = watch_chunk_builds(monkeypatch, kill_after=3)
     with pytest.raises(KeyboardInterrupt):
         build(root, tmp_path / "c")
     chunk = Path(n[1])
