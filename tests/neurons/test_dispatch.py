@@ -73,3 +73,14 @@ class warnings_as_errors:
 
     def __exit__(self, *exc):
         return self._cm.__exit__(*exc)
+
+
+def test_an_extra_backend_comes_after_the_fused_ones_even_before_they_load(monkeypatch):
+    monkeypatch.setattr(dispatch, "BACKENDS", {"reference": dispatch.multi_step_reference, "bptt": dispatch.multi_step_bptt})
+    monkeypatch.setattr(dispatch, "_SUPPORTS", {})
+    monkeypatch.setattr(dispatch, "_FAILED", {})
+    monkeypatch.setattr(dispatch, "_loaded", False)
+    dispatch.register_backend("extra", dispatch.multi_step_bptt, supports=lambda x, cfg: True)
+    assert list(dispatch._SUPPORTS)[-1] == "extra"
+    if "cpu" in dispatch.available_backends():
+        assert dispatch.select_backend(torch.randn(3, 2, 4), NeuronConfig()) == "cpu"

@@ -54,6 +54,7 @@ _loaded = False
 
 def register_backend(name: str, fn: Backend, supports: Callable | None = None) -> None:
     """Add an extra backend (tests, experiments); with ``supports`` ``auto`` may pick it, after the fused ones."""
+    load_backends()  # the fused ones first, so they keep their place ahead of this one in ``auto``
     BACKENDS[name] = fn
     if supports is not None:
         _SUPPORTS[name] = supports
