@@ -125,7 +125,9 @@ def _run_memory(args: argparse.Namespace) -> int:
     batches = tuple(int(b) for b in _csv(args.batches))
     if not batches or min(batches) < 1:
         raise ValueError(f"--batches must be positive integers, got {args.batches!r}")
-    device = args.device or "cpu"
+    from ..train.config import pick_device
+
+    device = str(pick_device(args.device or "cpu"))  # a bad or unavailable device is refused before any worker starts
     results = bench_memory(_csv(args.networks), configs, batches, args.T, args.steps, device, args.threads,
                            mmap_threshold=args.mmap_threshold)
     budget = args.budget_gib * 1024
