@@ -232,7 +232,7 @@ def stage_neuron(ctx: Context) -> dict:
 
 
 def stage_train(ctx: Context) -> dict:
-    from plif.bench.train import bench_train, format_train_table
+    from plif.bench.train import bench_train, fill_ratios, format_train_table
     from plif.bench.neuron import machine_description
 
     if ctx.dry:
@@ -249,10 +249,7 @@ def stage_train(ctx: Context) -> dict:
             print(f"variant {v} failed: {errors[v]}", file=sys.stderr, flush=True)
         if ctx.device.type == "cuda":
             torch.cuda.empty_cache()
-    for r in rows:
-        same = {o.variant: o for o in rows if o.batch == r.batch}
-        r.ratio_to_naive = same["naive"].ms_per_step / r.ms_per_step if "naive" in same else None
-        r.ratio_to_spikingjelly = same["spikingjelly"].ms_per_step / r.ms_per_step if "spikingjelly" in same else None
+    fill_ratios(rows)
     print(format_train_table(rows, f"plif bench train — fashion-mnist on {ctx.device}"), flush=True)
     return {"ok": not errors, "machine": machine_description(ctx.device), "rows": [asdict(r) for r in rows],
             "errors": errors}

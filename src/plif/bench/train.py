@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import torch
 
 from ..models import build_network, get_entry
+from ..train.graph import capture_cuda_graph
 from ..train.loop import adam, rate_mse_loss
 
 __all__ = ["TrainBenchResult", "bench_train", "format_train_table", "VARIANTS", "CUDA_ONLY"]
@@ -63,20 +64,6 @@ def _plif_step_fn(net, x, y, classes, capturable=False):
         loss.backward()
         opt.step()
     return step
-
-
-def _graphed(step, device):
-    """Capture ``step`` (static shapes, no host sync) into one CUDA graph; return its replay."""
-    s = torch.cuda.Stream(device)
-    s.wait_stream(torch.cuda.current_stream(device))
-    with torch.cuda.stream(s):
-        for _ in range(3):
-            step()
-    torch.cuda.current_stream(device).wait_stream(s)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        step()
-    return graph.replay
 
 
 def _spikingjelly_net(entry, T):
@@ -165,16 +152,20 @@ def bench_train(dataset: str = "fashion-mnist", batches=(16,), device: str = "cp
                 step = _plif_step_fn(torch.compile(net) if v == "compile" else net, x, y, entry.num_classes,
                                      capturable=v.endswith("graph"))
                 if v.endswith("graph"):
-                    step = _graphed(step, dev)
+                    step = capture_cuda_graph(step, dev)
             sec = _time(step, dev, warmup, iters)
             mem = torch.cuda.max_memory_allocated(dev) / 2**20 if dev.type == "cuda" else None
             row[v] = TrainBenchResult(v, b, sec * 1e3, b / sec, peak_mem_mb=mem)
-        for r in row.values():
-            if "naive" in row:
-                r.ratio_to_naive = row["naive"].ms_per_step / r.ms_per_step
-            if "spikingjelly" in row:
-                r.ratio_to_spikingjelly = row["spikingjelly"].ms_per_step / r.ms_per_step
         results.extend(row.values())
+    return fill_ratios(results)
+
+
+def fill_ratios(results: list[TrainBenchResult]) -> list[TrainBenchResult]:
+    """Set each row's speed-up over the naive network and SpikingJelly at the same batch size."""
+    for r in results:
+        same = {o.variant: o for o in results if o.batch == r.batch}
+        r.ratio_to_naive = same["naive"].ms_per_step / r.ms_per_step if "naive" in same else None
+        r.ratio_to_spikingjelly = same["spikingjelly"].ms_per_step / r.ms_per_step if "spikingjelly" in same else None
     return results
 
 

@@ -99,6 +99,25 @@ class _Snapshot:
             torch.cuda.set_rng_state(self.cuda_rng, self.device)
 
 
+def capture_cuda_graph(body: Callable[[], None], device: torch.device, warmup: int = 3,
+                       after_warmup: Callable[[], None] | None = None) -> Callable[[], None]:
+    """Run ``body`` ``warmup`` times on a side stream (as capture requires), call ``after_warmup``
+    (e.g. to undo what the warm-up changed), then record ``body`` once into a CUDA graph (recorded,
+    not run) and return its replay."""
+    side = torch.cuda.Stream(device)
+    side.wait_stream(torch.cuda.current_stream(device))
+    with torch.cuda.stream(side):
+        for _ in range(warmup):
+            body()
+    torch.cuda.current_stream(device).wait_stream(side)
+    if after_warmup is not None:
+        after_warmup()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        body()
+    return graph.replay
+
+
 class GraphTrainer:
     """Static-shape training and evaluation with device-side totals; CUDA-graph replay when ``capture``."""
 
@@ -124,19 +143,12 @@ class GraphTrainer:
             return body
         snap = _Snapshot(self.model, self.optimizer, self.device)
         totals = [t.clone() for t in (self.loss_sum, self.correct, self.seen)]
-        side = torch.cuda.Stream(self.device)
-        side.wait_stream(torch.cuda.current_stream(self.device))
-        with torch.cuda.stream(side):
-            for _ in range(self.warmup):
-                body()
-        torch.cuda.current_stream(self.device).wait_stream(side)
-        snap.restore()
-        for t, saved in zip((self.loss_sum, self.correct, self.seen), totals):
-            t.copy_(saved)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            body()  # recorded, not run
-        return graph.replay
+
+        def restore():
+            snap.restore()
+            for t, saved in zip((self.loss_sum, self.correct, self.seen), totals):
+                t.copy_(saved)
+        return capture_cuda_graph(body, self.device, self.warmup, after_warmup=restore)
 
     def reset_totals(self) -> None:
         for t in (self.loss_sum, self.correct, self.seen):
