@@ -78,3 +78,14 @@ def test_sweep_status_of_folders(tmp_path):
     assert sweep_status(run, 3) == "partial"
     (run / "summary.json").write_text("{truncated")
     assert sweep_status(run, 2) == "partial"
+
+
+def test_an_entry_whose_summary_is_not_an_object_is_listed_without_accuracy(tmp_path):
+    from plif.experiments.ablation import _entry
+
+    run = tmp_path / "plif-tau2"
+    run.mkdir()
+    (run / "summary.json").write_text("[1, 2]")
+    entry = _entry(ABLATIONS["plif-tau2"], "new", run)
+    assert entry["status"] == "new" and "accuracy_A" not in entry
+    assert sweep_status(run, 2) == "new"

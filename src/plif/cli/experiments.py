@@ -20,7 +20,7 @@ def run_ablate(args) -> int:
     out = Path(args.out) if args.out else Path("runs") / f"ablate-{base.dataset}"
     only = [s.strip() for s in args.only.split(",") if s.strip()] if args.only else None
     command = f"plif ablate --dataset {base.dataset} " + " ".join(
-        (flag_name(k) if v is True else f"--no-{k.replace('_', '-')}" if v is False
+        (flag_name(k) if v is True else "--no-" + flag_name(k)[2:] if v is False
          else f"{flag_name(k)} {shlex.quote(str(v))}")
         for k, v in vars(args).items() if v is not None and k not in ("func", "command", "debug", "dataset"))
     sweep = run_sweep(base, out, only=only, command=command)

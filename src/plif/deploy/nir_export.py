@@ -54,6 +54,7 @@ from ..layers import TimeInvariantDropout, Voting
 from ..models import SpikingNetwork
 from ..neurons import SpikingNeuron
 from .bn_folding import fold_batchnorm, inner, is_batchnorm
+from .nir_import import _meta, from_nir, rate_from_tau
 from ..atomic import atomic_path
 from .spike_inference import keeps_binary
 
@@ -75,12 +76,6 @@ def _nir():
 def _np(t: torch.Tensor, dtype=None) -> np.ndarray:
     a = t.detach().cpu().numpy()
     return a.astype(dtype) if dtype is not None else a.copy()
-
-
-def rate_from_tau(tau: np.ndarray, dt: float) -> torch.Tensor:
-    """``k = float32(dt) * float32(1/τ)`` in float32, the per-step leak an importer forms from ``τ``
-    (Norse's ``dt * tau_mem_inv`` with ``tau_mem_inv = 1/τ`` in float32; this package's importer)."""
-    return float(dt) * (1.0 / torch.as_tensor(np.asarray(tau, dtype=np.float32)))
 
 
 def tau_for_rate(k: np.ndarray, dt: float) -> np.ndarray:
@@ -225,8 +220,6 @@ def write_nir(graph, path: str | Path) -> Path:
 def verify_nir(net: SpikingNetwork, graph, samples: int = 4, seed: int = 0) -> None:
     """Import ``graph`` back and check it fires exactly like the BN-folded ``net`` on random
     input (static ``[B, *input_shape]`` repeated over T); raise ``NIRExportError`` otherwise."""
-    from .nir_import import from_nir
-
     g = torch.Generator().manual_seed(seed)
     x = torch.randn(samples, *net.input_shape, generator=g)
     x = x.unsqueeze(0).expand(net.T, *x.shape)
@@ -237,14 +230,10 @@ def verify_nir(net: SpikingNetwork, graph, samples: int = 4, seed: int = 0) -> N
     if want.shape != got.shape or not torch.allclose(want, got, rtol=0.0, atol=1e-5):
         diff = ("shape " + str(tuple(got.shape)) if want.shape != got.shape
                 else f"{int(((want - got).abs() > 1e-5).sum())} outputs differ")
-        hint = ("" if np.frexp(float(_meta_dt(graph)))[0] == 0.5 else
+        hint = ("" if np.frexp(float(_meta(graph, "dt", 1.0)))[0] == 0.5 else
                 "; with a dt that is not a power of two a tau can be one float32 step off the trained k "
                 "(docs/deployment.md): try --dt 1 or 2**-10")
         raise NIRExportError(f"re-imported NIR graph does not reproduce the network ({diff}){hint}")
-
-
-def _meta_dt(graph) -> float:
-    return float((graph.metadata or {}).get("dt", 1.0))
 
 
 def export_nir(net: SpikingNetwork, path: str | Path, verify: bool = True, dt: float = 1.0) -> Path:

@@ -25,6 +25,13 @@ def _t(a) -> torch.Tensor:
     return torch.as_tensor(np.asarray(a))
 
 
+def rate_from_tau(tau, dt: float) -> torch.Tensor:
+    """``k = float32(dt) * float32(1/τ)`` in float32, the per-step leak an importer forms from ``τ``
+    (Norse's ``dt * tau_mem_inv`` with ``tau_mem_inv = 1/τ`` in float32; this package's importer).
+    The exporter chooses ``τ`` through this same function, so the two can never drift apart."""
+    return float(dt) * (1.0 / torch.as_tensor(np.asarray(tau, dtype=np.float32)))
+
+
 class NIRNeuron(nn.Module):
     """LIF (``tau`` given) or IF (``tau=None``) over ``[T, B, ...]`` with per-neuron parameters.
 
@@ -36,7 +43,7 @@ class NIRNeuron(nn.Module):
         self.register_buffer("r", _t(gain).float())
         self.register_buffer("v_threshold", _t(v_threshold).float())
         self.register_buffer("v_reset", _t(v_reset).float())
-        self.register_buffer("k", None if tau is None else float(dt) * (1.0 / _t(tau).float()))
+        self.register_buffer("k", None if tau is None else rate_from_tau(tau, dt))
         self.register_buffer("v_leak", None if v_leak is None else _t(v_leak).float())
 
     @torch.no_grad()

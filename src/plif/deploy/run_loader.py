@@ -9,14 +9,7 @@ from pathlib import Path
 
 from ..models import SpikingNetwork
 
-__all__ = ["load_run", "config_of"]
-
-
-def config_of(run_dir: str | Path) -> dict:
-    """Read ``<run>/config.json``; errors name the file and, for bad JSON, the line and column."""
-    from ..train.run_folder import RunFolder
-
-    return RunFolder(run_dir).read_config()
+__all__ = ["load_run"]
 
 
 def load_run(run_dir: str | Path, which: str = "best") -> tuple[SpikingNetwork, dict]:
@@ -24,10 +17,10 @@ def load_run(run_dir: str | Path, which: str = "best") -> tuple[SpikingNetwork, 
 
     ``which``: a checkpoint name (see ``plif.train.checkpoint.CHECKPOINTS``; ``best`` prefers the
     validation-selected one) or a path to a ``.pt`` file.  A corrupted checkpoint or one whose
-    tensors do not match the network raises ``ValueError`` naming the file.
+    tensors do not match the network raises ``ValueError`` naming the file; so does a missing or
+    malformed ``config.json`` (read first, by ``load_run_model``).
     """
     from ..train.checkpoint import load_run_model
 
-    config_of(run_dir)  # clear errors for a missing or malformed config first
     net, config = load_run_model(run_dir, which=which)
     return net.eval(), config

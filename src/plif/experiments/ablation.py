@@ -61,22 +61,24 @@ def sweep_status(run_dir: Path, epochs: int) -> str:
 
     A folder whose run finished no epoch (killed while starting) is ``new``: it starts again.
     """
-    folder = RunFolder(run_dir)
-    try:
-        s = folder.read_summary()
-    except ValueError:
-        s = {}
-    if isinstance(s, dict) and s.get("finished") and s.get("epochs_run", 0) >= epochs:
+    s = _read_summary(run_dir)
+    if s.get("finished") and s.get("epochs_run", 0) >= epochs:
         return "finished"
-    return "partial" if folder.has_finished_epoch() else "new"
+    return "partial" if RunFolder(run_dir).has_finished_epoch() else "new"
+
+
+def _read_summary(run_dir: Path) -> dict:
+    """The entry's summary.json, or ``{}`` when it is missing, unreadable or not a JSON object."""
+    try:
+        s = RunFolder(run_dir).read_summary()
+    except ValueError:
+        return {}
+    return s if isinstance(s, dict) else {}
 
 
 def _entry(a: Ablation, status: str, run_dir: Path) -> dict:
     entry = {"label": a.label, "path": a.label, "table": a.table, **a.overrides(), "status": status}
-    try:
-        summary = RunFolder(run_dir).read_summary()
-    except ValueError:
-        summary = {}
+    summary = _read_summary(run_dir)
     if summary:
         entry["accuracy_A"] = summary.get("accuracy_A", {}).get("test_acc")
         entry["epochs_run"] = summary.get("epochs_run")
