@@ -24,8 +24,9 @@ Other layers, written the way snnTorch's and Norse's importers (through nirtorch
   does; a negative ``start_dim`` means "from the first per-sample dimension" under both readings,
   so the batch dimension is never flattened and the graph still type-checks in ``nir``.
 - average pooling followed (through flatten/dropout only) by a conv/linear -> ``nir.SumPool2d``
-  with its ``1/(kh kw)`` folded into that layer's weights (exact for 2x2 windows, a power of
-  two): Norse's importer has no ``AvgPool2d``.  Otherwise, or with padding -> ``nir.AvgPool2d``.
+  with its ``1/(kh kw)`` folded into that layer's weights when ``kh kw`` is a power of two
+  (exact: 2x2, 4x4): Norse's importer has no ``AvgPool2d``.  Otherwise, or with padding ->
+  ``nir.AvgPool2d``.
 - dropout is the identity at inference and is left out.
 - max pooling of spikes -> ``nir.SumPool2d`` then a memoryless threshold neuron
   ``nir.LIF(tau = dt, r = 1, v_leak = 0, v_threshold = 0.5, v_reset = 0)`` (``_maxpool_or``): with
@@ -173,7 +174,9 @@ def to_nir(net: SpikingNetwork, dt: float = 1.0):
                                                   start_dim=-len(shape), end_dim=-1)
         elif isinstance(m, nn.AvgPool2d):
             kernel = _pair(m.kernel_size)
-            if _pair(m.padding).any() or m.ceil_mode or not _folds_forward(folded.layers[i + 1:]):
+            # folding 1/(kh kw) into the next weights is exact only when it is a power of two (2x2, 4x4)
+            exact_fold = np.frexp(float(np.prod(kernel)))[0] == 0.5
+            if _pair(m.padding).any() or m.ceil_mode or not exact_fold or not _folds_forward(folded.layers[i + 1:]):
                 nodes[f"{i}_avgpool"] = nir.AvgPool2d(kernel_size=kernel, stride=_pair(m.stride),
                                                       padding=_pair(m.padding))
             else:  # Norse has no AvgPool2d: a sum-pool, its 1/(kh kw) folded into the next weights
