@@ -82,7 +82,8 @@ def _modules_after(argv):
 def test_event_cli_does_not_import_torch(tmp_path):
     f = nmnist_file(tmp_path / "a.bin", EVENTS)
     for argv in (["data", "info", str(f)], ["data", "frames", str(f), "--T", "2", "--out", str(tmp_path / "x.npy")],
-                 ["data", "show", str(f), "--T", "2", "--out", str(tmp_path / "x.png")]):
+                 ["data", "show", str(f), "--T", "2", "--out", str(tmp_path / "x.png")],
+                 ["data", "verify", "--cache-dir", str(tmp_path / "caches")]):
         mods = _modules_after(argv)
         assert "'numpy'" in mods and "'torch'" not in mods, (argv, mods)
 

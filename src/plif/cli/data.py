@@ -98,7 +98,7 @@ def run_verify(args) -> int:
     from pathlib import Path
 
     from ..data.events.cache import CacheError, check_cache
-    from ..data.static import default_root
+    from ..data.catalog import default_root
 
     folders = [Path(f) for f in args.folders]
     if not folders:

@@ -6,9 +6,12 @@ numpy or torch, so the light event CLI can import it.
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
+from pathlib import Path
 
-__all__ = ["DatasetSpec", "DATASETS", "STATIC", "EVENT", "get_dataset", "CIFAR10_CLASSES", "GESTURE_CLASS_NAMES"]
+__all__ = ["DatasetSpec", "DATASETS", "STATIC", "EVENT", "get_dataset", "CIFAR10_CLASSES", "GESTURE_CLASS_NAMES",
+           "default_root"]
 
 CIFAR10_CLASSES = ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck")
 GESTURE_CLASS_NAMES = ("hand clap", "right hand wave", "left hand wave", "right arm clockwise",
@@ -102,3 +105,8 @@ def get_dataset(name: str) -> DatasetSpec:
         return DATASETS[name]
     except KeyError:
         raise ValueError(f"unknown dataset {name!r}; valid: {', '.join(DATASETS)}") from None
+
+
+def default_root() -> Path:
+    """``$PLIF_DATA_ROOT`` or ``~/.cache/plif/data``: where downloads go when no root is given."""
+    return Path(os.environ.get("PLIF_DATA_ROOT", Path.home() / ".cache" / "plif" / "data"))

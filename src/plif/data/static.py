@@ -8,7 +8,6 @@ a ``FileNotFoundError`` says which files to put where.
 from __future__ import annotations
 
 import io
-import os
 import pickle
 import tarfile
 from dataclasses import dataclass
@@ -17,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .catalog import DATASETS
+from .catalog import DATASETS, default_root
 from .download import download_file
 from .idx import read_idx
 
@@ -80,11 +79,6 @@ STATIC_DATASETS: dict[str, StaticDataset] = {
 CIFAR_DIR = "cifar-10-batches-py"
 CIFAR_TRAIN = tuple(f"data_batch_{i}" for i in range(1, 6))
 CIFAR_TEST = ("test_batch",)
-
-
-def default_root() -> Path:
-    """``$PLIF_DATA_ROOT`` or ``~/.cache/plif/data``: where downloads go when no root is given."""
-    return Path(os.environ.get("PLIF_DATA_ROOT", Path.home() / ".cache" / "plif" / "data"))
 
 
 def _candidate_dirs(entry: StaticDataset, root: Path) -> list[Path]:
@@ -224,7 +218,9 @@ def _load_cifar(entry: StaticDataset, root: Path, train: bool, download: bool,
             if not (path / b).is_file():
                 raise FileNotFoundError(f"{path / b}: CIFAR-10 batch missing")
             parts.append(_parse_cifar_batch((path / b).read_bytes(), str(path / b)))
-    return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
+    images, labels = np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
+    _check_labels(labels, entry, f"{entry.name} ({'train' if train else 'test'} split)")
+    return images, labels
 
 
 def load_static(name: str, root: str | Path | None = None, train: bool = True,
@@ -245,5 +241,4 @@ def load_static(name: str, root: str | Path | None = None, train: bool = True,
     images, labels = loader(entry, root, train, download, system)
     if images.shape[1:] != entry.shape:
         raise ValueError(f"{name}: images have shape {images.shape[1:]}, expected {entry.shape}")
-    _check_labels(labels, entry, f"{name} ({'train' if train else 'test'} split)")
     return torch.from_numpy(np.ascontiguousarray(images)), torch.from_numpy(labels.astype(np.int64))

@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ..static import default_root
+from ..catalog import default_root
 from .cache import build_frames_cache, cache_key, load_cached
 from .datasets import EVENT_DATASETS, list_samples
 from .file import file_to_frames
