@@ -37,7 +37,7 @@ def run_prepare(args) -> int:
     for train in splits:
         folder = prepare_event_frames(args.dataset, args.root, T, train, args.split, args.cache_dir,
                                       args.workers, progress=not args.quiet, allow_empty=args.allow_empty, **options)
-        frames, labels = load_cached(folder)
+        frames, labels = load_cached(folder, check=False)  # checked by prepare_event_frames
         print(f"{args.dataset} {'train' if train else 'test'}: frames {tuple(frames.shape)} {frames.dtype}, "
               f"labels {tuple(labels.shape)} -> {folder}")
     return 0

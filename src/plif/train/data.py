@@ -195,7 +195,7 @@ def data_source(dataset: str, data_dir, T: int) -> DataSource:
         from ..data.events.load import prepare_event_frames
 
         def load(train):
-            frames, labels = load_cached(prepare_event_frames(dataset, data_dir, T, train=train))
+            frames, labels = load_cached(prepare_event_frames(dataset, data_dir, T, train=train), check=False)
             return Split(torch.from_numpy(frames), torch.from_numpy(np.asarray(labels, dtype=np.int64)))
 
         def prepare(x, gen=None):

@@ -393,9 +393,11 @@ def check_cache(folder: str | Path, deep: bool = False, sources: bool = False) -
     return meta
 
 
-def load_cached(folder: str | Path) -> tuple[np.ndarray, np.ndarray]:
+def load_cached(folder: str | Path, check: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """``frames [N, T, 2, H, W]`` (copy-on-write memory map: pages load on use) and ``labels [N]``,
-    after :func:`check_cache`."""
+    after :func:`check_cache` (``check=False``: the caller has just had the folder from
+    :func:`build_frames_cache`, which checked it)."""
     folder = Path(folder)
-    check_cache(folder)
+    if check:
+        check_cache(folder)
     return np.load(folder / "frames.npy", mmap_mode="c"), np.load(folder / "labels.npy")

@@ -55,5 +55,5 @@ def load_event_frames(name: str, root: str | Path | None, T: int, train: bool, s
     without events as all-zero samples instead of refusing them.
     """
     folder = prepare_event_frames(name, root, T, train, split, cache_dir, workers, progress, allow_empty, **options)
-    frames, labels = load_cached(folder)
+    frames, labels = load_cached(folder, check=False)  # checked by prepare_event_frames
     return torch.from_numpy(frames), torch.from_numpy(np.asarray(labels, dtype=np.int64))
