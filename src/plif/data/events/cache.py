@@ -39,7 +39,7 @@ from tqdm import tqdm
 from ...atomic import atomic_save_npy, atomic_write_bytes
 from .datasets import EventSample
 from .detect import read_events
-from .file import frames_of_events
+from ..frames import events_to_frames
 from .fingerprint import file_hash, file_stat, fingerprint, same_content
 from .gesture import cut_events
 
@@ -99,7 +99,7 @@ def _sample_frames(s: EventSample, T: int, split: str, sensor_size, reader_opts:
         cut = f" in its cut [{s.start}, {s.end}) us" if s.start is not None else ""
         raise EmptyRecordingError(f"empty recording: no events{cut}; a dataset refuses it (allow_empty=True / "
                                   "--allow-empty keeps it as an all-zero sample)")
-    return frames_of_events(ev, T, sensor_size, split, s.path)
+    return events_to_frames(ev, T, tuple(sensor_size), split)  # _build_chunk names the file in any error
 
 
 def _build_chunk(samples: list[EventSample], out: str, T: int, split: str, sensor_size, reader_opts: dict,
