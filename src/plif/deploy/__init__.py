@@ -2,6 +2,7 @@
 
 ``nir`` is an optional dependency, imported only by the NIR functions.
 """
+from .._lazy import lazy_names
 from .bn_folding import fold_batchnorm
 from .run_loader import load_run
 from .spike_inference import spike_fed_layers, to_spike_inference
@@ -13,12 +14,6 @@ __all__ = ["fold_batchnorm", "load_run", "to_spike_inference", "spike_fed_layers
            "export_nir", "to_nir", "read_nir", "from_nir"]
 
 
-def __getattr__(name):
-    # NIR helpers load lazily so ``import plif.deploy`` works without the nir package
-    if name in ("export_nir", "to_nir"):
-        from . import nir_export
-        return getattr(nir_export, name)
-    if name in ("read_nir", "from_nir"):
-        from . import nir_import
-        return getattr(nir_import, name)
-    raise AttributeError(name)
+# NIR helpers load lazily so ``import plif.deploy`` works without the nir package
+__getattr__, __dir__ = lazy_names(__name__, {"export_nir": ".nir_export", "to_nir": ".nir_export",
+                                             "read_nir": ".nir_import", "from_nir": ".nir_import"}, globals())

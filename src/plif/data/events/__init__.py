@@ -1,5 +1,6 @@
 """Event streams: raw-format readers (N-MNIST, AEDAT 2.0 / 3.1 / 4.0) returning one structured array
 of :data:`EVENT_DTYPE` (t int64 us, x, y uint16, p int8), and format detection by content."""
+from ..._lazy import lazy_names
 from .aedat2 import read_aedat2
 from .aedat3 import read_aedat31
 from .aedat4 import read_aedat4
@@ -11,11 +12,6 @@ __all__ = ["EVENT_DTYPE", "EventFormatError", "make_events", "read_events", "det
            "FORMATS", "read_nmnist_bin", "read_aedat2", "read_aedat31", "read_aedat4"]
 
 
-def __getattr__(name: str):
-    # load_event_frames sits above the readers (datasets, cache); imported on first use so that
-    # reading one file does not pay for the dataset machinery
-    if name == "load_event_frames":
-        from .load import load_event_frames
-
-        return load_event_frames
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# load_event_frames sits above the readers (datasets, cache); imported on first use so that
+# reading one file does not pay for the dataset machinery
+__getattr__, __dir__ = lazy_names(__name__, {"load_event_frames": ".load"}, globals())
