@@ -38,3 +38,14 @@ def test_identical_predictions_in_float32_on_event_input(make_net):
         want, got = net(x), to_spike_inference(net, max_density=1.0)(x)
     assert torch.equal(want.mean(0).argmax(-1), got.mean(0).argmax(-1))
     assert (want != got).float().mean() < 1e-3
+
+
+def test_the_swapped_spike_layers_are_the_ones_that_run(make_net, monkeypatch):
+    calls = []
+    for cls in (SpikeConv2d, SpikeLinear):
+        real = cls.forward
+        monkeypatch.setattr(cls, "forward", lambda self, *a, _real=real, **k: (calls.append(type(self)), _real(self, *a, **k))[1])
+    fast = to_spike_inference(make_net().eval(), max_density=1.0)
+    with torch.no_grad():
+        fast(torch.randn(4, 1, 16, 16))
+    assert calls.count(SpikeConv2d) == 1 and calls.count(SpikeLinear) == 2

@@ -76,7 +76,10 @@ class SpikingNetwork(nn.Module):
                 raise ValueError(f"expected input [T, B, {', '.join(map(str, self.input_shape))}], got {tuple(x.shape)}")
         else:
             raise ValueError(f"expected [B, ...] or [T, B, ...] with per-sample shape {self.input_shape}, got {tuple(x.shape)}")
-        for first, end, step in self._plan:
+        # with every saving off each layer is its own step: run self.layers as they are now, so a
+        # layer swapped in after construction (deploy's spike-only layers) is the one that runs
+        plan = self._plan if self.memory.any() else [(i, i + 1, m) for i, m in enumerate(self.layers)]
+        for first, end, step in plan:
             if end <= start:
                 continue
             x = step(x, start - first) if first < start else step(x)
