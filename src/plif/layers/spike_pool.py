@@ -21,6 +21,7 @@ import torch
 from torch import nn
 
 from .fold import TimeFolded
+from .spike_input import _usable
 
 __all__ = ["spike_max_pool2d", "SpikeMaxPool2d"]
 
@@ -111,6 +112,8 @@ class SpikeMaxPool2d(TimeFolded):
         self.k, self.s = k, s
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if not _usable(self.layer):  # nothing is kept for backward: the plain pool, as the other saving layers do
+            return super().forward(x)
         T, B = x.shape[:2]
         return spike_max_pool2d(x.flatten(0, 1), self.k, self.s).unflatten(0, (T, B))
 
