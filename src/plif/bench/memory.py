@@ -180,6 +180,8 @@ def fit_batches(results: list[MemoryResult], budget_mb: float) -> dict[tuple[str
         slope = (hi.peak_mb - lo.peak_mb) / (hi.batch - lo.batch)
         intercept = lo.peak_mb - slope * lo.batch
         fits = math.floor((budget_mb - intercept) / slope) if slope > 0 else None
+        if fits is not None and fits < 0:  # not even the intercept fits the budget
+            fits = 0
         out[key] = {"mb_per_sample": slope, "intercept_mb": intercept, "max_batch": fits}
     return out
 
