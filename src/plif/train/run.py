@@ -168,7 +168,7 @@ def _setup(cfg: TrainConfig, resume: bool, log) -> _Session:
         if s.main and cfg.log == "tensorboard":
             from .tb_log import TensorBoardLog
 
-            s.tb = TensorBoardLog(folder.tensorboard)
+            s.tb = TensorBoardLog(folder.tensorboard, s.model)
         s.data = load_train_data(cfg, device)
         if s.data.steps_per_epoch(cfg.batch_size, dist.world) == 0:
             raise ValueError(f"--batch-size {cfg.batch_size}: larger than the {len(s.data.train)} training samples"
@@ -203,13 +203,13 @@ def train(cfg: TrainConfig, resume: bool = False, log=print) -> Path:
                 f"{len(s.data.test)} test samples on {s.device}; network {cfg.network}, T={cfg.T}, "
                 f"every neuron {_neuron_label(cfg)}" + (f", {cfg.pool} pooling" if cfg.pool else ""))
         for epoch in range(s.start_epoch, cfg.epochs):
-            row, rates = _run_epoch(s, epoch, steps, reduce)
+            row = _run_epoch(s, epoch, steps, reduce)
             s.scheduler.step()
             s.metrics.append(row)
             if s.main:
                 _save_epoch(s, row)
                 if s.tb is not None:
-                    s.tb.epoch(row, rates)
+                    s.tb.epoch(row)
                 log(_epoch_line(row, cfg))
     except KeyboardInterrupt:
         finished = False
@@ -237,7 +237,7 @@ def _diverged(s: _Session, epoch: int) -> FloatingPointError:
                     f"stopped without saving them; {good}")
 
 
-def _run_epoch(s: _Session, epoch: int, steps: int, reduce) -> tuple[dict, dict | None]:
+def _run_epoch(s: _Session, epoch: int, steps: int, reduce) -> dict:
     cfg, data, dist = s.cfg, s.data, s.dist
     gen = epoch_generator(cfg.seed, epoch)
     torch.manual_seed(cfg.seed * 7919 + epoch * 104729 + dist.rank)  # dropout masks
@@ -256,7 +256,7 @@ def _run_epoch(s: _Session, epoch: int, steps: int, reduce) -> tuple[dict, dict 
         raise _diverged(s, epoch)
     train_time = time.perf_counter() - t0
     rates = None
-    if s.tb is not None:
+    if s.trainer is None:  # spike counts by forward hooks; a replayed CUDA graph runs no hooks
         from .tb_log import firing_rates
 
         with firing_rates(s.model) as rates:
@@ -266,11 +266,13 @@ def _run_epoch(s: _Session, epoch: int, steps: int, reduce) -> tuple[dict, dict 
     row = {"epoch": epoch + 1, "lr": lr, "train_loss": train_loss, "train_acc": train_acc,
            "test_loss": test_loss, "test_acc": test_acc}
     if data.val is not None:
-        _, row["val_acc"], _ = _evaluate(s, data.val, "validation", reduce)
+        row["val_loss"], row["val_acc"], _ = _evaluate(s, data.val, "validation", reduce)
     taus = [float(m.tau.mean()) for m in s.model.neuron_layers() if hasattr(m, "w")]
     row.update({"taus": taus, "epoch_time_s": time.perf_counter() - t0, "train_time_s": train_time,
                 "samples_per_s": n_train / train_time if train_time > 0 else float("nan")})
-    return row, rates
+    if rates is not None:
+        row["firing_rates"] = rates  # on this process's share of the test set (layer names as in TensorBoard)
+    return row
 
 
 def _autocast(s: _Session):
