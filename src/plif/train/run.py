@@ -24,7 +24,7 @@ from ..models import build_network
 from ..progress import sample_bar
 from .checkpoint import load_checkpoint, save_checkpoint
 from .config import TrainConfig, config_diff, pick_device, resolve_config
-from .data import epoch_generator, load_train_data
+from .data import epoch_generator, load_train_data, planned_train_samples
 from .distributed import all_reduce_sum, init_distributed, shutdown
 from .graph import GraphTrainer, autocast_context, check_graph_options, graph_adam
 from .loop import Diverged, adam, evaluate, nonfinite_count, train_epoch
@@ -140,6 +140,14 @@ def setup_parallel(s: _Session) -> torch.nn.Module:
     return net
 
 
+def _check_batch_fits(cfg: TrainConfig, n_train: int | None, world: int) -> None:
+    """Refuse a ``--batch-size`` that leaves no full training step (``n_train=None``: not known yet)."""
+    if n_train is not None and (n_train // world) // cfg.batch_size == 0:
+        raise ValueError(f"--batch-size {cfg.batch_size}: larger than the {n_train} training samples"
+                         + (f" per process ({world} processes)" if world > 1 else "")
+                         + "; lower --batch-size" + (" or --val-split" if cfg.val_split else ""))
+
+
 def _setup(cfg: TrainConfig, resume: bool, log) -> _Session:
     cfg = resolve_config(cfg)
     device = pick_device(cfg.device)
@@ -152,6 +160,8 @@ def _setup(cfg: TrainConfig, resume: bool, log) -> _Session:
         from .tb_log import summary_writer_class
 
         summary_writer_class()  # missing package: refused before the run folder is touched
+    # event datasets: the file list gives the training size before any frame cache is built
+    _check_batch_fits(cfg, planned_train_samples(cfg), dist.world)
     folder, resume = setup_run_folder(cfg, resume, dist.is_main, log)
     s = _Session(cfg, {**cfg.to_dict(), "out": str(folder.path)}, folder, device, dist, dist.is_main, resume,
                  metrics=[])
@@ -170,10 +180,7 @@ def _setup(cfg: TrainConfig, resume: bool, log) -> _Session:
 
             s.tb = TensorBoardLog(folder.tensorboard, s.model)
         s.data = load_train_data(cfg, device)
-        if s.data.steps_per_epoch(cfg.batch_size, dist.world) == 0:
-            raise ValueError(f"--batch-size {cfg.batch_size}: larger than the {len(s.data.train)} training samples"
-                             + (f" per process ({dist.world} processes)" if dist.world > 1 else "")
-                             + "; lower --batch-size" + (" or --val-split" if cfg.val_split else ""))
+        _check_batch_fits(cfg, len(s.data.train), dist.world)
         s.net = setup_parallel(s)
         if cfg.cuda_graph:  # captured lazily, after any resume has loaded the state it replays on
             s.trainer = GraphTrainer(s.model, s.optimizer, cfg.num_classes, device, amp=cfg.amp)
@@ -199,7 +206,9 @@ def train(cfg: TrainConfig, resume: bool = False, log=print) -> Path:
     try:
         if s.main:
             log(f"run folder: {folder.path}")
-            log(f"{cfg.dataset}: {len(s.data.train)} train, {len(s.data.val) if s.data.val else 0} val, "
+            capped = (f" (--max-train-samples {cfg.max_train_samples} caps the pool --val-split is taken from)"
+                      if cfg.max_train_samples is not None and cfg.val_split > 0 else "")
+            log(f"{cfg.dataset}: {len(s.data.train)} train, {len(s.data.val) if s.data.val else 0} val{capped}, "
                 f"{len(s.data.test)} test samples on {s.device}; network {cfg.network}, T={cfg.T}, "
                 f"every neuron {_neuron_label(cfg)}" + (f", {cfg.pool} pooling" if cfg.pool else ""))
         for epoch in range(s.start_epoch, cfg.epochs):
