@@ -265,7 +265,9 @@ def _run_epoch(s: _Session, epoch: int, steps: int, reduce) -> dict:
         raise _diverged(s, epoch)
     train_time = time.perf_counter() - t0
     rates = None
-    if s.trainer is None:  # spike counts by forward hooks; a replayed CUDA graph runs no hooks
+    # spike counts by forward hooks: a replayed CUDA graph runs none, and adding them to a compiled
+    # network each epoch would make it recompile
+    if s.trainer is None and not s.cfg.compile:
         from .tb_log import firing_rates
 
         with firing_rates(s.model) as rates:
