@@ -178,7 +178,7 @@ def run_neuron_bench(cases: list[str] | None = None, backends: list[str] | None 
             raise ValueError(f"unknown backend {b!r}; valid: {', '.join(available_backends() + [SPIKINGJELLY])}")
     sj_missing = spikingjelly_unavailable() if SPIKINGJELLY in backends else None
     if sj_missing:
-        log(f"SpikingJelly left out: {sj_missing} ({INSTALL_HINT})")
+        log(f"SpikingJelly unavailable: {sj_missing} ({INSTALL_HINT})")
     cfg = NeuronConfig()
     rows: list[BenchRow] = []
     for name in cases:
