@@ -6,7 +6,6 @@ from pathlib import Path
 
 
 def run_train(args) -> int:
-
     from ..train import train
     from ..train.run_folder import RunFolder
     from .config_flags import given_settings
