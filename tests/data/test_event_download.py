@@ -64,6 +64,16 @@ def test_cli_download_and_a_checksum_mismatch(tmp_path, nmnist_server, monkeypat
     assert sorted(p.name for p in (tmp_path / "b").iterdir()) == []  # nothing half-written
 
 
+def test_an_unreachable_server_is_named_once(tmp_path, monkeypatch):
+    url = "http://127.0.0.1:9/Train.zip"  # the discard port: nothing listens there
+    monkeypatch.setitem(ed.EVENT_ARCHIVES, "nmnist", (ed.Archive("Train.zip", (url,), "0" * 32),))
+    with pytest.raises(OSError) as e:
+        ed.download_event_dataset("nmnist", tmp_path, progress=False, log=lambda *_: None)
+    msg = str(e.value)
+    assert msg.count(url) == 1 and "attempts failed" in msg and "nothing received" in msg
+    assert [p.name for p in tmp_path.iterdir()] == []
+
+
 def test_cifar10_dvs_table_has_ten_class_zips():
     table = ed.EVENT_ARCHIVES["cifar10-dvs"]
     assert [a.filename for a in table][:2] == ["airplane.zip", "automobile.zip"] and len(table) == 10
@@ -71,10 +81,11 @@ def test_cifar10_dvs_table_has_ten_class_zips():
 
 
 def test_gesture_prints_manual_steps_then_unpacks_the_archive_put_there(tmp_path, monkeypatch, capsys):
-    assert main(["data", "download", "dvs128-gesture", "--root", str(tmp_path)]) == 2
+    assert main(["data", "download", "dvs128-gesture", "--root", str(tmp_path / "g")]) == 2
     err = capsys.readouterr().err
     assert "cannot be downloaded automatically" in err and "https://ibm.ent.box.com/" in err
-    assert f"DvsGesture.tar.gz (md5 8a5c71fb11e24e5ca5b11866ca6c00a1) into {tmp_path}/" in err
+    assert f"DvsGesture.tar.gz (md5 8a5c71fb11e24e5ca5b11866ca6c00a1) into {tmp_path / 'g'}/" in err
+    assert not (tmp_path / "g").exists()  # nothing made before the file is there
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w:gz") as tf:
         info = tarfile.TarInfo("DvsGesture/trials_to_train.txt")

@@ -118,18 +118,18 @@ def download_event_dataset(name: str, root: str | Path | None = None, keep_archi
     if name not in table:
         raise ValueError(f"no download known for {name}")
     folder = dataset_root(name, root)
-    folder.mkdir(parents=True, exist_ok=True)
     manual = name in MANUAL_ARCHIVES
     todo = [a for a in table[name] if not _done(folder, a)]
     if not todo:
         log(f"{name}: already downloaded and unpacked in {folder}")
         return folder
-    log(f"{name}: {len(todo)} of {len(table[name])} archives to fetch and unpack into {folder}")
+    if manual and not all((folder / a.filename).is_file() for a in todo):
+        raise FileNotFoundError(manual_steps(name, root))
+    folder.mkdir(parents=True, exist_ok=True)
+    log(f"{name}: {len(todo)} of {len(table[name])} archives to {'check' if manual else 'fetch'} and unpack into {folder}")
     for i, a in enumerate(todo, 1):
         path = folder / a.filename
         if manual:
-            if not path.is_file():
-                raise FileNotFoundError(manual_steps(name, root))
             got = file_md5(path)
             if got != a.md5:
                 raise ValueError(f"{path}: md5 {got} != expected {a.md5} (incomplete or a different file; "
