@@ -9,6 +9,11 @@ from plif import PLIF
 
 
 def main():
+    from plif.bench.spikingjelly import INSTALL_HINT, spikingjelly_unavailable
+
+    missing = spikingjelly_unavailable()
+    if missing:
+        raise SystemExit(f"SpikingJelly unavailable: {missing} ({INSTALL_HINT})")
     from spikingjelly.activation_based import neuron, surrogate
 
     torch.manual_seed(0)
