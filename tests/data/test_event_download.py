@@ -74,6 +74,17 @@ def test_an_unreachable_server_is_named_once(tmp_path, monkeypatch):
     assert [p.name for p in tmp_path.iterdir()] == []
 
 
+def test_a_dataset_unpacked_by_hand_is_not_downloaded_again(tmp_path, nmnist_server):
+    for split in ("Train", "Test"):
+        for d in range(10):
+            f = tmp_path / split / str(d) / "1.bin"
+            f.parent.mkdir(parents=True)
+            f.write_bytes(_nmnist_bin(3, d))
+    lines = []
+    ed.download_event_dataset("nmnist", tmp_path, log=lines.append)
+    assert nmnist_server.requests == [] and "unpacked by hand" in lines[-1]
+
+
 def test_cifar10_dvs_table_has_ten_class_zips():
     table = ed.EVENT_ARCHIVES["cifar10-dvs"]
     assert [a.filename for a in table][:2] == ["airplane.zip", "automobile.zip"] and len(table) == 10

@@ -91,6 +91,16 @@ def _done(root: Path, a: Archive) -> bool:
     return s.is_file() and s.read_text().strip() == a.md5
 
 
+def _present(name: str, folder: Path) -> bool:
+    """Whether the loaders already find both splits in ``folder`` (e.g. unpacked by hand)."""
+    from .events.datasets import list_samples
+
+    try:
+        return all(list_samples(name, folder, train) for train in (True, False))
+    except (FileNotFoundError, ValueError):
+        return False
+
+
 def _unpack(root: Path, a: Archive, path: Path, limits: Limits, keep: bool, log) -> None:
     log(f"  unpacking {path.name} ...")
     made = extract_archive(path, root, limits)
@@ -122,6 +132,9 @@ def download_event_dataset(name: str, root: str | Path | None = None, keep_archi
     todo = [a for a in table[name] if not _done(folder, a)]
     if not todo:
         log(f"{name}: already downloaded and unpacked in {folder}")
+        return folder
+    if len(todo) == len(table[name]) and _present(name, folder):
+        log(f"{name}: already in {folder} (unpacked by hand); nothing to download")
         return folder
     if manual and not all((folder / a.filename).is_file() for a in todo):
         raise FileNotFoundError(manual_steps(name, root))
