@@ -1,5 +1,5 @@
 """Check plif's PLIF against SpikingJelly's ParametricLIFNode on the same input (not a test:
-SpikingJelly is a comparison point, never a dependency).  pip install spikingjelly==2.0.0 --no-deps loguru
+SpikingJelly is a comparison point, never a dependency).  pip install spikingjelly==2.0.0 --no-deps && pip install loguru
 
     python benchmarks/compare_spikingjelly.py
 """
@@ -9,11 +9,16 @@ from plif import PLIF
 
 
 def main():
+    from plif.bench.spikingjelly import INSTALL_HINT, spikingjelly_unavailable
+
+    missing = spikingjelly_unavailable()
+    if missing:
+        raise SystemExit(f"SpikingJelly unavailable: {missing} ({INSTALL_HINT})")
     from spikingjelly.activation_based import neuron, surrogate
 
     torch.manual_seed(0)
     x = (torch.randn(8, 16, 128, 7, 7, dtype=torch.float64) * 1.5 + 0.8)
-    for tau0, detach in ((2.0, True), (16.0, True), (2.0, False)):
+    for tau0, detach in ((2.0, True), (16.0, True), (2.0, False), (16.0, False)):  # README's four cases
         sj = neuron.ParametricLIFNode(init_tau=tau0, detach_reset=detach, surrogate_function=surrogate.ATan(),
                                       step_mode="m").double()
         ours = PLIF(tau0=tau0, detach_reset=detach).double()

@@ -332,6 +332,9 @@ def _summary_lines(ctx: Context, recs: dict) -> list[str]:
         lines += ["", "train step:", f"{'variant':16s} {'batch':>5s} {'ms':>8s} {'samples/s':>10s} {'peak MB':>8s}"]
         for r in train["rows"]:
             mem = f"{r['peak_mem_mb']:.0f}" if r.get("peak_mem_mb") is not None else "-"
+            if r["ms_per_step"] is None:  # not measured: the note says why (e.g. SpikingJelly unavailable)
+                lines.append(f"{r['variant']:16s} {r['batch']:5d} {r.get('note', '')}")
+                continue
             lines.append(f"{r['variant']:16s} {r['batch']:5d} {r['ms_per_step']:8.2f} {r['samples_per_s']:10.0f} {mem:>8s}")
     return lines
 

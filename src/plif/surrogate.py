@@ -12,6 +12,10 @@ PyTorch paths.
 | sigmoid   | sigmoid(α·x)                (α = 4)          | α·sigmoid(αx)·(1 - sigmoid(αx))         |
 | rect      | clamp(α·x/2 + 1/2, 0, 1)  piecewise linear  (α = 1) | α/2 where |x| < 1/α, else 0        |
 | triangle  | piecewise quadratic         (α = 1)          | max(0, α - α²·|x|)                      |
+
+Custom surrogates: :func:`register_surrogate` adds a name with its derivative (or only its
+primitive, differentiated by autograd).  The fused kernels only know the four built-ins, so a layer
+using a custom one runs on the ``bptt`` path (``backend='auto'`` says so once).
 """
 from __future__ import annotations
 
@@ -21,20 +25,27 @@ from typing import Callable
 
 import torch
 
-__all__ = ["Surrogate", "SURROGATES", "get_surrogate", "heaviside", "spike_fn"]
+__all__ = ["Surrogate", "SURROGATES", "CUSTOM_SURROGATES", "register_surrogate", "unregister_surrogate",
+           "get_surrogate", "heaviside", "spike_fn"]
 
 
 @dataclass(frozen=True)
 class Surrogate:
     """A named surrogate: ``primitive(x, alpha)``, its derivative ``grad(x, alpha)``, and the two
-    constants ``(a, b)`` the fused kernels fold ``alpha`` into (``code`` selects the formula there)."""
+    constants ``(a, b)`` the fused kernels fold ``alpha`` into (``code`` selects the formula there).
+    A custom surrogate has ``code=None`` and no kernel constants: only the PyTorch paths run it."""
 
     name: str
-    code: int
+    code: int | None
     default_alpha: float
-    primitive: Callable[[torch.Tensor, float], torch.Tensor]
+    primitive: Callable[[torch.Tensor, float], torch.Tensor] | None
     grad: Callable[[torch.Tensor, float], torch.Tensor]
-    kernel_constants: Callable[[float], tuple[float, float]]
+    kernel_constants: Callable[[float], tuple[float, float]] | None
+
+    @property
+    def builtin(self) -> bool:
+        """True for the four surrogates the fused kernels implement."""
+        return self.code is not None
 
 
 def _atan(x, alpha):
@@ -85,12 +96,54 @@ SURROGATES: dict[str, Surrogate] = {
 }
 
 
+CUSTOM_SURROGATES: dict[str, Surrogate] = {}
+
+
+def _grad_of(primitive: Callable) -> Callable:
+    """``σ'`` from ``σ`` by autograd (elementwise: ``σ`` must not mix elements)."""
+    def grad(x, alpha):
+        with torch.enable_grad():
+            xg = x.detach().requires_grad_(True)
+            (g,) = torch.autograd.grad(primitive(xg, alpha).sum(), xg)
+        return g
+    return grad
+
+
+def register_surrogate(name: str, grad: Callable | None = None, primitive: Callable | None = None,
+                       default_alpha: float = 1.0) -> Surrogate:
+    """Add a surrogate under ``name``: ``grad(x, alpha)`` is ``σ'(x)`` (what the backward uses), or give
+    ``primitive(x, alpha) = σ(x)`` alone and autograd derives ``σ'``.  Both are elementwise torch
+    functions of a tensor and a float.  Layers take it as ``surrogate=name``; it runs on the ``bptt``
+    and ``reference`` paths (the fused kernels keep their four built-ins).  Registering an existing
+    custom name replaces it; a built-in name is refused.  Returns the entry."""
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"a surrogate name must be a non-empty string, got {name!r}")
+    if name in SURROGATES:
+        raise ValueError(f"{name!r} is a built-in surrogate; register a custom one under another name")
+    if grad is None and primitive is None:
+        raise ValueError(f"surrogate {name!r}: give its derivative grad(x, alpha) or its primitive(x, alpha)")
+    for what, fn in (("grad", grad), ("primitive", primitive)):
+        if fn is not None and not callable(fn):
+            raise TypeError(f"surrogate {name!r}: {what} must be a function (x, alpha) -> tensor, got {fn!r}")
+    entry = Surrogate(name, None, float(default_alpha), primitive, grad if grad is not None else _grad_of(primitive), None)
+    CUSTOM_SURROGATES[name] = entry
+    return entry
+
+
+def unregister_surrogate(name: str) -> None:
+    """Remove a custom surrogate (built-ins stay)."""
+    if name not in CUSTOM_SURROGATES:
+        raise ValueError(f"no custom surrogate {name!r}; registered: {', '.join(CUSTOM_SURROGATES) or 'none'}")
+    del CUSTOM_SURROGATES[name]
+
+
 def get_surrogate(name: str) -> Surrogate:
-    """Look a surrogate up by name; the error lists the valid names."""
-    try:
-        return SURROGATES[name]
-    except KeyError:
-        raise ValueError(f"unknown surrogate {name!r}; valid: {', '.join(SURROGATES)}") from None
+    """Look a surrogate up by name (built-in first, then custom); the error lists the valid names."""
+    entry = SURROGATES.get(name) or CUSTOM_SURROGATES.get(name)
+    if entry is None:
+        valid = ", ".join([*SURROGATES, *CUSTOM_SURROGATES])
+        raise ValueError(f"unknown surrogate {name!r}; valid: {valid} (plif.surrogate.register_surrogate adds one)")
+    return entry
 
 
 def heaviside(x: torch.Tensor) -> torch.Tensor:

@@ -14,7 +14,6 @@ A backend whose working set would not fit in the free memory is reported as skip
 """
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 import os
@@ -30,6 +29,7 @@ import torch
 from ..atomic import atomic_write_text
 from ..neurons.dispatch import available_backends, multi_step, select_backend
 from ..neurons.functional import NeuronConfig
+from .spikingjelly import INSTALL_HINT, spikingjelly_unavailable
 
 __all__ = ["CASES", "BenchRow", "run_neuron_bench", "default_backends", "format_table", "write_json",
            "write_json_data", "machine_description"]
@@ -110,11 +110,9 @@ def _timer(device: torch.device, fn: Callable[[], object], reps: int, budget_s: 
 
 
 def _spikingjelly_runner(cfg: NeuronConfig, device):
-    """A multi-step SpikingJelly PLIF node with the same settings, or ``None`` if not installed."""
-    try:
-        from spikingjelly.activation_based import neuron, surrogate
-    except Exception:  # noqa: BLE001  (optional comparison only; any import failure means "not available")
-        return None
+    """A multi-step SpikingJelly PLIF node with the same settings (check :func:`spikingjelly_unavailable` first)."""
+    from spikingjelly.activation_based import neuron, surrogate
+
     node = neuron.ParametricLIFNode(init_tau=2.0, v_threshold=cfg.v_threshold, v_reset=cfg.v_reset,
                                     surrogate_function=surrogate.ATan(alpha=cfg.alpha),
                                     detach_reset=cfg.detach_reset, step_mode="m").to(device)
@@ -178,8 +176,9 @@ def run_neuron_bench(cases: list[str] | None = None, backends: list[str] | None 
     for b in backends:
         if b != SPIKINGJELLY and b not in available_backends():
             raise ValueError(f"unknown backend {b!r}; valid: {', '.join(available_backends() + [SPIKINGJELLY])}")
-    if SPIKINGJELLY in backends and importlib.util.find_spec("spikingjelly") is None:
-        backends = [b for b in backends if b != SPIKINGJELLY]
+    sj_missing = spikingjelly_unavailable() if SPIKINGJELLY in backends else None
+    if sj_missing:
+        log(f"SpikingJelly unavailable: {sj_missing} ({INSTALL_HINT})")
     cfg = NeuronConfig()
     rows: list[BenchRow] = []
     for name in cases:
@@ -198,9 +197,10 @@ def run_neuron_bench(cases: list[str] | None = None, backends: list[str] | None 
         log(f"{name}: X = {x.numel() * x.element_size() / 1e9:.2f} GB, copy {copy_s * 1e3:.2f} ms ({copy_bw / 1e9:.1f} GB/s)")
         case_rows = []
         for b in backends:
-            run = _spikingjelly_runner(cfg, device) if b == SPIKINGJELLY else _plif_runner(b, cfg, device)
-            if run is None:
+            if b == SPIKINGJELLY and sj_missing:
+                case_rows += [BenchRow(name, b, p, note=f"unavailable: {sj_missing}") for p in passes]
                 continue
+            run = _spikingjelly_runner(cfg, device) if b == SPIKINGJELLY else _plif_runner(b, cfg, device)
             need = _MEMORY_FACTOR.get(b, _DEFAULT_FACTOR) * x.numel() * x.element_size()
             if need > _MEMORY_FRACTION * _free_bytes(device):
                 for p in passes:

@@ -21,6 +21,7 @@ import torch
 from ..models import build_network, get_entry
 from ..train.graph import capture_cuda_graph
 from ..train.loop import adam, rate_mse_loss
+from .spikingjelly import INSTALL_HINT, spikingjelly_unavailable
 
 __all__ = ["TrainBenchResult", "bench_train", "format_train_table", "VARIANTS", "CUDA_ONLY"]
 
@@ -32,11 +33,12 @@ CUDA_ONLY = ("auto+graph", "cuda-graph", "cuda-graph+bf16")
 class TrainBenchResult:
     variant: str
     batch: int
-    ms_per_step: float
-    samples_per_s: float
+    ms_per_step: float | None  # None: not measured (``note`` says why)
+    samples_per_s: float | None
     ratio_to_naive: float | None = None
     ratio_to_spikingjelly: float | None = None
     peak_mem_mb: float | None = None
+    note: str = ""
 
 
 def _sync(device):
@@ -67,11 +69,8 @@ def _plif_step_fn(net, x, y, classes, capturable=False):
 
 
 def _spikingjelly_net(entry, T):
-    """The paper's network in SpikingJelly (None when it is not installed)."""
-    try:
-        from spikingjelly.activation_based import functional, layer, neuron, surrogate
-    except ImportError:
-        return None, None
+    """The paper's network in SpikingJelly (check :func:`spikingjelly_unavailable` first)."""
+    from spikingjelly.activation_based import functional, layer, neuron, surrogate
     from torch import nn
 
     c, h, w = entry.input_shape
@@ -113,6 +112,7 @@ def bench_train(dataset: str = "fashion-mnist", batches=(16,), device: str = "cp
             raise ValueError(f"unknown variant {v!r}; valid: {', '.join(VARIANTS)}")
         if v in CUDA_ONLY and dev.type != "cuda":
             raise ValueError(f"variant {v!r} needs a CUDA device, got {dev}")
+    sj_missing = spikingjelly_unavailable() if "spikingjelly" in variants else None
     results = []
     for b in batches:
         x = torch.randn(b, *entry.input_shape, device=dev)
@@ -122,10 +122,11 @@ def bench_train(dataset: str = "fashion-mnist", batches=(16,), device: str = "cp
             torch.manual_seed(0)
             if dev.type == "cuda":
                 torch.cuda.reset_peak_memory_stats(dev)
+            if v == "spikingjelly" and sj_missing:
+                row[v] = TrainBenchResult(v, b, None, None, note=f"unavailable: {sj_missing} ({INSTALL_HINT})")
+                continue
             if v == "spikingjelly":
                 sj, functional = _spikingjelly_net(entry, T)
-                if sj is None:
-                    continue
                 sj = sj.to(dev)
                 opt = adam(sj.parameters(), 1e-3)
                 xs = x.unsqueeze(0).repeat(T, *([1] * x.dim()))
@@ -163,9 +164,10 @@ def bench_train(dataset: str = "fashion-mnist", batches=(16,), device: str = "cp
 def fill_ratios(results: list[TrainBenchResult]) -> list[TrainBenchResult]:
     """Set each row's speed-up over the naive network and SpikingJelly at the same batch size."""
     for r in results:
-        same = {o.variant: o for o in results if o.batch == r.batch}
-        r.ratio_to_naive = same["naive"].ms_per_step / r.ms_per_step if "naive" in same else None
-        r.ratio_to_spikingjelly = same["spikingjelly"].ms_per_step / r.ms_per_step if "spikingjelly" in same else None
+        same = {o.variant: o.ms_per_step for o in results if o.batch == r.batch and o.ms_per_step}
+        if r.ms_per_step:
+            r.ratio_to_naive = same["naive"] / r.ms_per_step if "naive" in same else None
+            r.ratio_to_spikingjelly = same["spikingjelly"] / r.ms_per_step if "spikingjelly" in same else None
     return results
 
 
@@ -174,6 +176,9 @@ def format_train_table(results: list[TrainBenchResult], title: str) -> str:
     lines = [title, head, "-" * len(head)]
     for r in results:
         f = lambda v, fmt: format(v, fmt) if v is not None else "-"  # noqa: E731
+        if r.ms_per_step is None:
+            lines.append(f"{r.variant:14s} {r.batch:5d} {r.note}")
+            continue
         lines.append(f"{r.variant:14s} {r.batch:5d} {r.ms_per_step:9.2f} {r.samples_per_s:10.0f} "
                      f"{f(r.ratio_to_naive, '8.2f'):>8s} {f(r.ratio_to_spikingjelly, '6.2f'):>6s} {f(r.peak_mem_mb, '8.0f'):>8s}")
     return "\n".join(lines)

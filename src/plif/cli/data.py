@@ -1,4 +1,4 @@
-"""``plif data``: prepare datasets, turn one event file into frames, picture it, describe it."""
+"""``plif data``: download and prepare datasets, turn one event file into frames, picture it, describe it."""
 from __future__ import annotations
 
 import json
@@ -40,6 +40,23 @@ def run_prepare(args) -> int:
         frames, labels = load_cached(folder, check=False)  # checked by prepare_event_frames
         print(f"{args.dataset} {'train' if train else 'test'}: frames {tuple(frames.shape)} {frames.dtype}, "
               f"labels {tuple(labels.shape)} -> {folder}")
+    return 0
+
+
+def run_download(args) -> int:
+    from ..data.catalog import get_dataset
+
+    if get_dataset(args.dataset).kind == "static":
+        from ..data.static import load_static
+
+        for train in (True, False):
+            x, _ = load_static(args.dataset, args.root, train=train, download=True)
+            print(f"{args.dataset} {'train' if train else 'test'}: {len(x)} images")
+        return 0
+    from ..data.event_download import download_event_dataset
+
+    download_event_dataset(args.dataset, args.root, keep_archives=args.keep_archives,
+                           progress=False if args.quiet else None)
     return 0
 
 
@@ -150,6 +167,14 @@ def register(sub) -> None:
     p.add_argument("--allow-empty", action="store_true",
                    help="keep recordings without events as all-zero samples (default: refuse them)")
     p.set_defaults(func=run_prepare)
+
+    d = dsub.add_parser("download", help="fetch, check (md5) and unpack a dataset (DVS128 Gesture: prints the "
+                                         "manual steps, then unpacks the archive you fetched)")
+    d.add_argument("dataset", help=", ".join(DATASETS))
+    d.add_argument("--root", help="the dataset's folder [$PLIF_DATA_ROOT/<dataset>; static: $PLIF_DATA_ROOT]")
+    d.add_argument("--keep-archives", action="store_true", help="keep the zip / tar files after unpacking")
+    d.add_argument("--quiet", action="store_true", help="no progress bar")
+    d.set_defaults(func=run_download)
 
     v = dsub.add_parser("verify", help="check frame caches: structure, checksums, recordings unchanged")
     v.add_argument("folders", nargs="*", help="cache folders [every cache under --cache-dir]")

@@ -2,11 +2,10 @@
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 
 def run_train(args) -> int:
-    from pathlib import Path
-
     from ..train import train
     from ..train.run_folder import RunFolder
     from .config_flags import given_settings
@@ -15,7 +14,10 @@ def run_train(args) -> int:
     if not args.resume:
         from ..train import TrainConfig
 
-        train(TrainConfig(**given))
+        cfg = TrainConfig(**given)
+        if args.download:
+            _download(cfg)
+        train(cfg)
         return 0
     run = Path(args.resume if args.resume is not True else given.get("out") or "")
     if not str(run):
@@ -23,8 +25,26 @@ def run_train(args) -> int:
     # Continue with the run's own settings; anything given explicitly must agree with them
     # (train() refuses and lists the differences), except what a resume may change (--epochs, --device).
     stored = RunFolder(run).read_train_config()
-    train(dataclasses.replace(stored, **{**given, "out": str(run)}), resume=True)
+    cfg = dataclasses.replace(stored, **{**given, "out": str(run)})
+    if args.download:
+        _download(cfg)
+    train(cfg, resume=True)
     return 0
+
+
+def _download(cfg) -> None:
+    """``--download``: fetch an event dataset into --data-dir (or the default folder) once every other
+    value checked out; static datasets are downloaded by their loader anyway."""
+    from ..data.catalog import get_dataset
+    from ..data.event_download import download_event_dataset
+    from ..train.config import resolve_config
+
+    if get_dataset(cfg.dataset).kind != "event":
+        return
+    if cfg.data_dir is not None:
+        Path(cfg.data_dir).expanduser().mkdir(parents=True, exist_ok=True)
+    resolve_config(cfg)  # a bad option fails now, not after a long download
+    download_event_dataset(cfg.dataset, cfg.data_dir)
 
 
 def run_eval(args) -> int:
@@ -71,6 +91,9 @@ def register(sub) -> None:
     add_config_flags(p)
     p.add_argument("--resume", nargs="?", const=True, default=False, metavar="RUN",
                    help="continue the run in RUN (or --out) from its last checkpoint")
+    p.add_argument("--download", action="store_true",
+                   help="event datasets: fetch, check and unpack the dataset into --data-dir first "
+                        "(N-MNIST, CIFAR10-DVS; DVS128 Gesture prints the manual steps)")
     p.add_argument("--debug", action="store_true", help="show tracebacks")
     p.set_defaults(func=run_train)
 

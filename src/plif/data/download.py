@@ -54,8 +54,10 @@ class ResumableHTTPDownloader:
             except (requests.exceptions.RequestException, OSError) as e:
                 errors.append(f"{type(e).__name__}: {e}")
         else:
-            raise requests.exceptions.ConnectionError(
-                f"{url}: {len(errors)} attempts failed ({errors[-1]}); {self._have()} bytes kept in {self.part}")
+            have = self._have()
+            kept = f"{have} bytes kept in {self.part} for the next try" if have else "nothing received"
+            # no URL here: download_file names the URL in front of every failure
+            raise requests.exceptions.ConnectionError(f"{len(errors)} attempts failed ({errors[-1]}); {kept}")
         # pooch hashes output_file, then moves it into place (or deletes it on a mismatch)
         os.replace(self.part, output_file if isinstance(output_file, (str, os.PathLike)) else output_file.name)
 

@@ -113,7 +113,11 @@ _STYLE = {"base": ("tab:blue", "-"), "w+": ("tab:red", "--"), "w-": ("tab:red", 
           "tau+": ("tab:green", "--"), "tau-": ("tab:green", ":")}
 
 
-def _plot(curves: dict, variants, title: str, path: Path, ylabel: str, marks=(), output=None) -> list[Path]:
+# both figures: V is in the units of the input X (wI, or the spike amplitude w), with V_rest = 0
+YLABEL = "membrane potential $V$ (units of the input $X$)"
+
+
+def _plot(curves: dict, variants, title: str, path: Path, marks=(), output=None) -> list[Path]:
     from .figures import FigureOutput, new_figure, save_csv, save_figure, save_json
 
     fig, ax = new_figure(6.4, 4.0)
@@ -126,7 +130,7 @@ def _plot(curves: dict, variants, title: str, path: Path, ylabel: str, marks=(),
     for s in marks:
         ax.axvline(s, color="0.8", linewidth=0.8, zorder=0)
     ax.set_xlabel("time $t$ (ms), $\\Delta t$ = 1 ms")
-    ax.set_ylabel(ylabel)
+    ax.set_ylabel(YLABEL)
     ax.set_title(title + "\nLIF, $V_{\\mathrm{rest}}$ = 0, $V_{\\mathrm{th}}$ = +∞ (sub-threshold: never fires)",
                  fontsize=9)
     ax.legend(fontsize=8)
@@ -154,8 +158,7 @@ def plot_neuron_figures(out: str | Path, steps: int = 200, variants=VARIANTS, ou
     p1 = out / "fig1b_constant_input.png"
     p2 = out / "fig2_input_spikes.png"
     return (_plot(constant_input_curves(steps, variants=variants), variants,
-                  "Fig. 1(b): constant input $X = wI$ from $t$ = 0 ($I$ = 1)", p1,
-                  "membrane potential $V$ (units of $I$)", output=output)
+                  "Fig. 1(b): constant input $X = wI$ from $t$ = 0 ($I$ = 1)", p1, output=output)
             + _plot(spike_input_curves(steps, variants=variants), variants,
                     f"Fig. 2: input spikes $X = w$ at $t$ = {', '.join(map(str, SPIKE_TIMES_MS))} ms", p2,
-                    "membrane potential $V$ (arbitrary units)", SPIKE_TIMES_MS, output=output))
+                    SPIKE_TIMES_MS, output=output))

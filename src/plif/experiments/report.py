@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..train.config import PRESETS
 from .figures import FigureOutput, moving_average, new_figure, save_csv, save_figure, save_json
 from .paper_numbers import paper_accuracy
 from .runs import RunRecord, expand_run_paths, read_run
@@ -14,6 +15,7 @@ from .runs import RunRecord, expand_run_paths, read_run
 __all__ = ["ReportRow", "report_rows", "time_to_accuracy", "write_report", "DEFAULT_TARGETS"]
 
 DEFAULT_TARGETS = (0.5, 0.8, 0.9, 0.95, 0.99)
+PAPER_VAL_SPLIT = 0.15  # protocol B: 15 % of each class of the training set (supplement)
 
 
 @dataclass
@@ -60,8 +62,16 @@ def _protocol(run: RunRecord) -> str:
         notes.append(f"{c['max_train_samples']} train samples")
     if c.get("max_test_samples"):
         notes.append(f"{c['max_test_samples']} test samples")
-    if (c.get("epochs") or 0) < 1024:
-        notes.append(f"{c.get('epochs')} epochs (paper 1024)")
+    if c.get("max_val_samples") and c.get("val_split"):
+        notes.append(f"{c['max_val_samples']} validation samples (paper: all of its {PAPER_VAL_SPLIT:.0%})")
+    if c.get("val_split") and c["val_split"] != PAPER_VAL_SPLIT:
+        notes.append(f"val split {c['val_split']:g} (paper {PAPER_VAL_SPLIT:g})")
+    if (c.get("epochs") or 0) < PRESETS["paper"]["epochs"]:
+        notes.append(f"{c.get('epochs')} epochs (paper {PRESETS['paper']['epochs']})")
+    for key, name in (("batch_size", "batch"), ("lr", "lr"), ("t_max", "T_max")):  # absent in older runs
+        ours, paper = c.get(key), PRESETS["paper"][key]
+        if ours is not None and ours != paper:
+            notes.append(f"{name} {ours:g} (paper {paper:g})")
     return ", ".join(notes)
 
 
@@ -122,29 +132,47 @@ def _time_table(runs: list[RunRecord], targets) -> tuple[list[str], list[dict]]:
     return lines, data
 
 
+_MARKERS = "osD^vPXh*p"
+_LIF_DASHES = (0, (7, 3.5))
+
+
 def _accuracy_figure(runs: list[RunRecord], path: Path, output: FigureOutput) -> Path | None:
     """Fig. 5: test accuracy over epochs, one panel per dataset; LIF dashed, PLIF solid."""
-    from matplotlib.ticker import MaxNLocator
+    import matplotlib
 
     with_data = [r for r in runs if any("test_acc" in m for m in r.metrics)]
     if not with_data:
         return None
+    with matplotlib.rc_context({"lines.scale_dashes": False}):  # dash lengths in points at every line width
+        return _accuracy_panels(with_data, path, output)
+
+
+def _accuracy_panels(with_data: list[RunRecord], path: Path, output: FigureOutput) -> Path:
+    from matplotlib.ticker import MaxNLocator
+
     datasets = sorted({r.dataset for r in with_data})
     fig, axes = new_figure(6.4 * len(datasets), 4.2, 1, len(datasets))
     series = []
     for ax, ds in zip(axes[0], datasets):
         epochs_here = set()
-        for r in (r for r in with_data if r.dataset == ds):
+        here = [r for r in with_data if r.dataset == ds]
+        for i, r in enumerate(here):
+            below = len(here) - 1 - i  # runs drawn after (above) this one
             ep = [m["epoch"] for m in r.metrics if "test_acc" in m]
             acc = [100 * m["test_acc"] for m in r.metrics if "test_acc" in m]
             epochs_here.update(ep)
-            style = "--" if r.setting.neuron != "plif" else "-"
+            # identical curves must stay visible: each later run is drawn on top, thinner, with its own
+            # open marker, so runs that coincide show as nested lines and markers, not as one line
+            style = dict(linestyle=_LIF_DASHES if r.setting.neuron != "plif" else "-", zorder=2 + i,
+                         linewidth=min(1.2 + 1.3 * below, 6.0))
+            marker = dict(marker=_MARKERS[i % len(_MARKERS)], markersize=min(4.0 + 2.5 * below, 14.0),
+                          markerfacecolor="none", markevery=max(1, len(acc) // 12))
             # the paper plots 64-epoch moving averages over shaded raw data; short runs show raw data only
             if len(acc) >= 128:
-                line, = ax.plot(ep, moving_average(acc, 64), style, label=f"{r.label} (64-epoch mean)")
-                ax.plot(ep, acc, style, color=line.get_color(), alpha=0.25, linewidth=0.8)
+                line, = ax.plot(ep, moving_average(acc, 64), **style, **marker, label=f"{r.label} (64-epoch mean)")
+                ax.plot(ep, acc, color=line.get_color(), alpha=0.25, linewidth=0.8, zorder=1)
             else:
-                ax.plot(ep, acc, style, marker="o" if len(acc) < 30 else None, markersize=3, label=r.label)
+                ax.plot(ep, acc, **style, **marker, label=r.label)
             series.append({"run": r.label, "dataset": ds, "setting": r.setting.label(), "epoch": ep, "test_acc_pct": acc})
         ax.set_xlabel("epoch")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
@@ -153,7 +181,7 @@ def _accuracy_figure(runs: list[RunRecord], path: Path, output: FigureOutput) ->
         ax.set_ylabel("test accuracy (%)")
         ax.set_title(f"{ds}: test accuracy during training (PLIF solid, LIF/IF dashed)", fontsize=9)
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=7, handlelength=4.5)  # long enough handles to show LIF's dashes
     path = save_figure(fig, path, output)[0]
     save_json(path.with_suffix(".json"), {"series": series})
     save_csv(path.with_suffix(".csv"), ["run", "dataset", "setting", "epoch", "test_acc_pct"],

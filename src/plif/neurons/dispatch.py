@@ -6,7 +6,10 @@ always present.  The fused kernels are listed in a static table (:data:`FUSED`) 
 lazily the first time a backend is asked for, so ``plif.neurons`` never imports ``plif.kernels``
 at import time (no cycle).  A fused backend that fails to load keeps its reason
 (:func:`backend_status`), is named in the error when it is asked for by name, and triggers one
-warning when ``auto`` has to fall back to ``bptt`` because of it.  Nothing is swallowed silently.
+warning when ``auto`` has to fall back to ``bptt`` because of it.  A custom surrogate
+(:func:`plif.surrogate.register_surrogate`) is not in the fused kernels: ``auto`` runs it on ``bptt``
+with one notice per surrogate, and naming a fused backend for it is an error.  Nothing is swallowed
+silently.
 """
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ from typing import Callable
 
 import torch
 
+from ..surrogate import get_surrogate
 from .bptt import multi_step_bptt
 from .functional import NeuronConfig, initial_state
 from .reference import multi_step_reference
@@ -108,8 +112,14 @@ def _warn_once(name: str, message: str) -> None:
 def select_backend(x: torch.Tensor, cfg: NeuronConfig) -> str:
     """The backend ``auto`` uses for this input: the first fused kernel that supports it, else ``bptt``.
 
-    Warns once when a fused backend meant for ``x``'s device failed to load."""
+    Warns once when a fused backend meant for ``x``'s device failed to load, and once per custom
+    surrogate (those run on ``bptt``)."""
     load_backends()
+    if not get_surrogate(cfg.surrogate).builtin:
+        _warn_once(f"surrogate {cfg.surrogate}",
+                   f"plif: custom surrogate {cfg.surrogate!r} is not in the fused kernels; backend='auto' runs "
+                   f"it on 'bptt' (same gradients, slower than the fused built-ins)")
+        return "bptt"
     for name, supports in _SUPPORTS.items():
         if supports(x, cfg):
             return name
@@ -145,5 +155,8 @@ def multi_step(x: torch.Tensor, k=None, v0: torch.Tensor | None = None,
         v0 = initial_state(x[0], cfg)
     elif v0.shape != x.shape[1:]:
         v0 = v0.expand(x.shape[1:]).contiguous()
+    if backend in FUSED and not get_surrogate(cfg.surrogate).builtin:
+        raise ValueError(f"the fused {backend!r} backend has only the built-in surrogates; custom surrogate "
+                         f"{cfg.surrogate!r} runs on backend='bptt', 'reference' or 'auto'")
     fn = _backend(select_backend(x, cfg) if backend == "auto" else backend)
     return fn(x, k, v0, cfg)

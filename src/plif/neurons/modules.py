@@ -3,10 +3,18 @@
 Every layer takes ``x [T, B, ...]`` (multi-step) and starts from the rest potential unless a
 state is passed in, so there is no hidden state to forget to reset between samples.  ``step``
 is the single-step form: ``(x_t [B, ...], v or None) -> (S_t, V_t)``.
+
+Shape checks (only what a layer can know, so never a false alarm): every layer needs at least
+``[T, B]``; a per-channel PLIF (``num_channels=C``) needs the channel at dim 2, ``[T, B, C, ...]``
+(``x_t [B, C, ...]`` in ``step``), and names the likely mistake when ``C`` sits at dim 1 (a
+``[B, C, H, W]`` tensor without its time dimension).  A layer with one τ cannot tell
+``[B, C, H, W]`` from a valid ``[T, B, C, L]``: networks built by :mod:`plif.models` check their
+input shape at the entry, standalone layers rely on the caller putting time first.
 """
 from __future__ import annotations
 
 import math
+import numbers
 
 import torch
 from torch import nn
@@ -90,7 +98,11 @@ class PLIF(SpikingNeuron):
 
     def __init__(self, tau0: float = 2.0, num_channels: int | None = None, **kwargs):
         super().__init__(**kwargs)
+        if num_channels is not None and (isinstance(num_channels, bool) or not isinstance(num_channels, numbers.Integral)
+                                         or num_channels < 1):
+            raise ValueError(f"PLIF num_channels must be a positive integer or None, got {num_channels!r}")
         shape = () if num_channels is None else (int(num_channels),)
+        self.tau0 = float(tau0)
         self.w = nn.Parameter(torch.full(shape, tau_to_w(tau0)))
 
     @property
@@ -101,12 +113,40 @@ class PLIF(SpikingNeuron):
     def k(self, x):
         k = torch.sigmoid(self.w).to(x.dtype)
         if k.dim() == 1:
+            self._check_channels(x)
             k = k.view(-1, *([1] * (x.dim() - 3)))
         return k
 
+    def step(self, x_t: torch.Tensor, v: torch.Tensor | None = None):
+        if self.w.dim() == 1:
+            self._check_channels(x_t, in_step=True)
+        return super().step(x_t, v)
+
+    def _check_channels(self, x: torch.Tensor, in_step: bool = False) -> None:
+        """``x [T, B, C, ...]`` (``x_t [B, C, ...]`` in ``step``) with ``C = num_channels``."""
+        c, dim = self.w.numel(), 1 if in_step else 2
+        if x.dim() > dim and x.shape[dim] == c:
+            return
+        if in_step:
+            msg = (f"per-channel PLIF(num_channels={c}).step takes x_t [B, {c}, ...], channel at dim 1; "
+                   f"got x_t of shape {list(x.shape)}")
+        else:
+            msg = (f"per-channel PLIF(num_channels={c}) takes x [T, B, {c}, ...], time first and the channel at "
+                   f"dim 2; got x of shape {list(x.shape)}")
+            if x.dim() >= 2 and x.shape[1] == c:
+                msg += f": it looks like [B, {c}, ...] without its time dimension (one step: x.unsqueeze(0) or step())"
+        raise ValueError(msg)
+
     def extra_repr(self):
-        shape = "per-layer" if self.w.dim() == 0 else f"per-channel[{self.w.numel()}]"
-        return f"tau0={float(self.tau.flatten()[0]):.4g} ({shape}), " + super().extra_repr()
+        tau = self.tau
+        if tau.is_meta:  # built without weights (plif spec): nothing learnt to show
+            learnt = f"tau0={self.tau0:.4g} ({'per-layer' if tau.dim() == 0 else f'per-channel[{tau.numel()}]'})"
+        elif tau.dim() == 0:
+            learnt = f"tau={float(tau):.4g} (per-layer, tau0={self.tau0:.4g})"
+        else:
+            learnt = (f"tau={float(tau.min()):.4g}..{float(tau.max()):.4g} mean {float(tau.mean()):.4g} "
+                      f"(per-channel[{tau.numel()}], tau0={self.tau0:.4g})")
+        return learnt + ", " + super().extra_repr()
 
 
 NEURONS: dict[str, type[SpikingNeuron]] = {"IF": IF, "LIF": LIF, "PLIF": PLIF}

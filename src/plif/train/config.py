@@ -60,7 +60,8 @@ class TrainConfig:
     seed: int = field(default=0, metadata={"help": "seed of weights, shuffling, augmentation and dropout"})
     data_dir: str | None = field(default=None, metadata={
         "help": "folder with the dataset files (Fashion-MNIST is also found in /usr/share/datasets)"})
-    max_train_samples: int | None = field(default=None, metadata={"help": "use only the first N training samples"})
+    max_train_samples: int | None = field(default=None, metadata={
+        "help": "use only the first N training samples (the pool --val-split then holds out its share from)"})
     max_test_samples: int | None = field(default=None, metadata={"help": "use only the first N test samples"})
     max_val_samples: int | None = field(default=None, metadata={
         "help": "use only the first N validation samples (independent of --max-test-samples)"})

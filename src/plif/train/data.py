@@ -24,7 +24,7 @@ import torch
 from .config import STATIC, TrainConfig
 
 __all__ = ["Split", "TrainData", "DataSource", "data_source", "eval_batches", "load_test_split",
-           "load_train_data", "epoch_generator", "fits_on_device", "free_memory", "LOADER_WORKERS"]
+           "load_train_data", "cap_and_split", "planned_train_samples", "epoch_generator", "fits_on_device", "free_memory", "LOADER_WORKERS"]
 
 LOADER_WORKERS = 2  # threads gathering streamed batches (benchmarks/bench_streaming.py: 1-2 are best here)
 RESIDENT_FRACTION = 0.5  # auto: resident when the splits need at most this share of free memory
@@ -258,20 +258,39 @@ def load_test_split(dataset: str, data_dir, T: int, limit: int | None = None, de
     return split, src.prepare
 
 
-def load_train_data(cfg: TrainConfig, device: torch.device) -> TrainData:
-    """Load the dataset of ``cfg`` for ``device`` (resident or streamed, see the module
-    docstring), with the validation split of protocol B."""
+def cap_and_split(train: Split, cfg: TrainConfig) -> tuple[Split, Split | None]:
+    """``--max-train-samples`` caps the training pool first; ``--val-split`` then holds out that
+    fraction of each class of the capped pool (so 3072 and 0.15 give 2612 train + 460 validation,
+    not 9000 validation samples), and ``--max-val-samples`` caps what was held out."""
     from ..data.split import stratified_split
 
+    train = train.limit(cfg.max_train_samples)
+    if cfg.val_split <= 0:
+        return train, None
+    tr_idx, va_idx = stratified_split(train.y, cfg.val_split, seed=cfg.seed)
+    return train.subset(torch.as_tensor(tr_idx)), train.subset(torch.as_tensor(va_idx)).limit(cfg.max_val_samples)
+
+
+def planned_train_samples(cfg: TrainConfig) -> int | None:
+    """The training samples :func:`load_train_data` will keep, from the file list alone (event
+    datasets, before any frame cache is built); ``None`` for static datasets (loaded quickly anyway)."""
+    if cfg.dataset in STATIC:
+        return None
+    from ..data.catalog import default_root
+    from ..data.events.datasets import list_samples
+
+    root = cfg.data_dir if cfg.data_dir is not None else default_root() / cfg.dataset
+    labels = torch.tensor([s.label for s in list_samples(cfg.dataset, root, train=True)], dtype=torch.long)
+    train, _ = cap_and_split(Split(labels, labels), cfg)  # the labels stand in for the frames
+    return len(train)
+
+
+def load_train_data(cfg: TrainConfig, device: torch.device) -> TrainData:
+    """Load the dataset of ``cfg`` for ``device`` (resident or streamed, see the module
+    docstring), with the validation split of protocol B (:func:`cap_and_split`)."""
     src = data_source(cfg.dataset, cfg.data_dir, cfg.T)
     train, test = src.load(True), src.load(False)
-    val = None
-    if cfg.val_split > 0:
-        tr_idx, va_idx = stratified_split(train.y, cfg.val_split, seed=cfg.seed)
-        train, val = train.subset(torch.as_tensor(tr_idx)), train.subset(torch.as_tensor(va_idx))
-    train = train.limit(cfg.max_train_samples)
-    test = test.limit(cfg.max_test_samples)
-    if val is not None:
-        val = val.limit(cfg.max_val_samples)  # --max-test-samples caps only the test split
+    train, val = cap_and_split(train, cfg)
+    test = test.limit(cfg.max_test_samples)  # --max-test-samples caps only the test split
     train, val, test = _place([train, val, test], cfg.data_on_device, device)
     return TrainData(train, val, test, src.prepare, src.augment)

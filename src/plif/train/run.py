@@ -24,7 +24,7 @@ from ..models import build_network
 from ..progress import sample_bar
 from .checkpoint import load_checkpoint, save_checkpoint
 from .config import TrainConfig, config_diff, pick_device, resolve_config
-from .data import epoch_generator, load_train_data
+from .data import epoch_generator, load_train_data, planned_train_samples
 from .distributed import all_reduce_sum, init_distributed, shutdown
 from .graph import GraphTrainer, autocast_context, check_graph_options, graph_adam
 from .loop import Diverged, adam, evaluate, nonfinite_count, train_epoch
@@ -140,6 +140,14 @@ def setup_parallel(s: _Session) -> torch.nn.Module:
     return net
 
 
+def _check_batch_fits(cfg: TrainConfig, n_train: int | None, world: int) -> None:
+    """Refuse a ``--batch-size`` that leaves no full training step (``n_train=None``: not known yet)."""
+    if n_train is not None and (n_train // world) // cfg.batch_size == 0:
+        raise ValueError(f"--batch-size {cfg.batch_size}: larger than the {n_train} training samples"
+                         + (f" per process ({world} processes)" if world > 1 else "")
+                         + "; lower --batch-size" + (" or --val-split" if cfg.val_split else ""))
+
+
 def _setup(cfg: TrainConfig, resume: bool, log) -> _Session:
     cfg = resolve_config(cfg)
     device = pick_device(cfg.device)
@@ -152,6 +160,8 @@ def _setup(cfg: TrainConfig, resume: bool, log) -> _Session:
         from .tb_log import summary_writer_class
 
         summary_writer_class()  # missing package: refused before the run folder is touched
+    # event datasets: the file list gives the training size before any frame cache is built
+    _check_batch_fits(cfg, planned_train_samples(cfg), dist.world)
     folder, resume = setup_run_folder(cfg, resume, dist.is_main, log)
     s = _Session(cfg, {**cfg.to_dict(), "out": str(folder.path)}, folder, device, dist, dist.is_main, resume,
                  metrics=[])
@@ -168,12 +178,9 @@ def _setup(cfg: TrainConfig, resume: bool, log) -> _Session:
         if s.main and cfg.log == "tensorboard":
             from .tb_log import TensorBoardLog
 
-            s.tb = TensorBoardLog(folder.tensorboard)
+            s.tb = TensorBoardLog(folder.tensorboard, s.model)
         s.data = load_train_data(cfg, device)
-        if s.data.steps_per_epoch(cfg.batch_size, dist.world) == 0:
-            raise ValueError(f"--batch-size {cfg.batch_size}: larger than the {len(s.data.train)} training samples"
-                             + (f" per process ({dist.world} processes)" if dist.world > 1 else "")
-                             + "; lower --batch-size" + (" or --val-split" if cfg.val_split else ""))
+        _check_batch_fits(cfg, len(s.data.train), dist.world)
         s.net = setup_parallel(s)
         if cfg.cuda_graph:  # captured lazily, after any resume has loaded the state it replays on
             s.trainer = GraphTrainer(s.model, s.optimizer, cfg.num_classes, device, amp=cfg.amp)
@@ -199,17 +206,19 @@ def train(cfg: TrainConfig, resume: bool = False, log=print) -> Path:
     try:
         if s.main:
             log(f"run folder: {folder.path}")
-            log(f"{cfg.dataset}: {len(s.data.train)} train, {len(s.data.val) if s.data.val else 0} val, "
+            capped = (f" (--max-train-samples {cfg.max_train_samples} caps the pool --val-split is taken from)"
+                      if cfg.max_train_samples is not None and cfg.val_split > 0 else "")
+            log(f"{cfg.dataset}: {len(s.data.train)} train, {len(s.data.val) if s.data.val else 0} val{capped}, "
                 f"{len(s.data.test)} test samples on {s.device}; network {cfg.network}, T={cfg.T}, "
                 f"every neuron {_neuron_label(cfg)}" + (f", {cfg.pool} pooling" if cfg.pool else ""))
         for epoch in range(s.start_epoch, cfg.epochs):
-            row, rates = _run_epoch(s, epoch, steps, reduce)
+            row = _run_epoch(s, epoch, steps, reduce)
             s.scheduler.step()
             s.metrics.append(row)
             if s.main:
                 _save_epoch(s, row)
                 if s.tb is not None:
-                    s.tb.epoch(row, rates)
+                    s.tb.epoch(row)
                 log(_epoch_line(row, cfg))
     except KeyboardInterrupt:
         finished = False
@@ -237,7 +246,7 @@ def _diverged(s: _Session, epoch: int) -> FloatingPointError:
                     f"stopped without saving them; {good}")
 
 
-def _run_epoch(s: _Session, epoch: int, steps: int, reduce) -> tuple[dict, dict | None]:
+def _run_epoch(s: _Session, epoch: int, steps: int, reduce) -> dict:
     cfg, data, dist = s.cfg, s.data, s.dist
     gen = epoch_generator(cfg.seed, epoch)
     torch.manual_seed(cfg.seed * 7919 + epoch * 104729 + dist.rank)  # dropout masks
@@ -256,7 +265,9 @@ def _run_epoch(s: _Session, epoch: int, steps: int, reduce) -> tuple[dict, dict 
         raise _diverged(s, epoch)
     train_time = time.perf_counter() - t0
     rates = None
-    if s.tb is not None:
+    # spike counts by forward hooks: a replayed CUDA graph runs none, and adding them to a compiled
+    # network each epoch would make it recompile
+    if s.trainer is None and not s.cfg.compile:
         from .tb_log import firing_rates
 
         with firing_rates(s.model) as rates:
@@ -266,11 +277,13 @@ def _run_epoch(s: _Session, epoch: int, steps: int, reduce) -> tuple[dict, dict 
     row = {"epoch": epoch + 1, "lr": lr, "train_loss": train_loss, "train_acc": train_acc,
            "test_loss": test_loss, "test_acc": test_acc}
     if data.val is not None:
-        _, row["val_acc"], _ = _evaluate(s, data.val, "validation", reduce)
+        row["val_loss"], row["val_acc"], _ = _evaluate(s, data.val, "validation", reduce)
     taus = [float(m.tau.mean()) for m in s.model.neuron_layers() if hasattr(m, "w")]
     row.update({"taus": taus, "epoch_time_s": time.perf_counter() - t0, "train_time_s": train_time,
                 "samples_per_s": n_train / train_time if train_time > 0 else float("nan")})
-    return row, rates
+    if rates is not None:
+        row["firing_rates"] = rates  # on this process's share of the test set (layer names as in TensorBoard)
+    return row
 
 
 def _autocast(s: _Session):

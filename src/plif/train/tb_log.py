@@ -1,15 +1,31 @@
 """``--log tensorboard``: each epoch's numbers as TensorBoard scalars (metrics.jsonl stays the record).
 
 Written through ``torch.utils.tensorboard`` (the optional ``tensorboard`` package) into
-``<run>/tensorboard``: losses, accuracies, learning rate, tau of every PLIF layer and the firing
-rate of every spiking layer, measured on the epoch's test pass.
+``<run>/tensorboard``: losses (train, test, val), accuracies, learning rate, epoch time, samples/s,
+tau of every PLIF layer and the firing rate of every spiking layer, measured on the epoch's test
+pass.  A layer has one name everywhere, ``<index>_<token>`` (its position in the network and its
+token, e.g. ``2_PLIF``): ``tau/2_PLIF``, ``firing_rate/2_PLIF`` and the ``firing_rates`` of
+metrics.jsonl.
 """
 from __future__ import annotations
 
 from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["TensorBoardLog", "firing_rates", "summary_writer_class"]
+__all__ = ["TensorBoardLog", "firing_rates", "spiking_layer_names", "summary_writer_class"]
+
+
+def spiking_layer_names(model) -> dict:
+    """``{"<index>_<token>": layer}`` for every spiking layer of ``model``, in network order."""
+    from ..neurons import SpikingNeuron
+
+    return {f"{i}_{info.token}": layer for i, (layer, info) in enumerate(zip(model.layers, model.info))
+            if isinstance(layer, SpikingNeuron)}
+
+
+def tau_names(model) -> list[str]:
+    """The names of the PLIF layers, in the order of ``Network.taus()`` (metrics' ``taus``)."""
+    return [name for name, layer in spiking_layer_names(model).items() if hasattr(layer, "w")]
 
 
 @contextmanager
@@ -19,23 +35,19 @@ def firing_rates(model):
     Yields a dict that, after the block, maps ``"<index>_<token>"`` to the mean firing rate.  Counts
     stay on the device until the block ends (no host sync per batch).
     """
-    from ..neurons import SpikingNeuron
-
     sums: dict[str, list] = {}
     handles = []
     result: dict[str, float] = {}
-    for i, (layer, info) in enumerate(zip(model.layers, model.info)):
-        if isinstance(layer, SpikingNeuron):
-            key = f"{i}_{info.token}"
-            sums[key] = [None, 0]
+    for key, layer in spiking_layer_names(model).items():
+        sums[key] = [None, 0]
 
-            def hook(_m, _inp, out, key=key):
-                s = out.detach().float().sum()
-                acc = sums[key]
-                acc[0] = s if acc[0] is None else acc[0] + s
-                acc[1] += out.numel()
+        def hook(_m, _inp, out, key=key):
+            s = out.detach().float().sum()
+            acc = sums[key]
+            acc[0] = s if acc[0] is None else acc[0] + s
+            acc[1] += out.numel()
 
-            handles.append(layer.register_forward_hook(hook))
+        handles.append(layer.register_forward_hook(hook))
     try:
         yield result
     finally:
@@ -55,20 +67,23 @@ def summary_writer_class():
 
 
 class TensorBoardLog:
-    """One event file per run folder; :meth:`epoch` writes one row of metrics.jsonl plus rates."""
+    """One event file per run folder; :meth:`epoch` writes one row of metrics.jsonl."""
 
-    def __init__(self, logdir: Path):
+    def __init__(self, logdir: Path, model):
         self.writer = summary_writer_class()(log_dir=str(logdir))
+        self.tau_names = tau_names(model)
 
-    def epoch(self, row: dict, rates: dict[str, float] | None = None) -> None:
+    def epoch(self, row: dict) -> None:
         step = row["epoch"]
         scalars = {"loss/train": row.get("train_loss"), "loss/test": row.get("test_loss"),
-                   "accuracy/train": row.get("train_acc"), "accuracy/test": row.get("test_acc"),
-                   "accuracy/val": row.get("val_acc"), "lr": row.get("lr")}
-        for i, tau in enumerate(row.get("taus") or []):
-            scalars[f"tau/plif_{i}"] = tau
-        for key, rate in (rates or {}).items():
-            scalars[f"firing_rate/{key}"] = rate
+                   "loss/val": row.get("val_loss"), "accuracy/train": row.get("train_acc"),
+                   "accuracy/test": row.get("test_acc"), "accuracy/val": row.get("val_acc"), "lr": row.get("lr"),
+                   "time/epoch_s": row.get("epoch_time_s"), "time/train_s": row.get("train_time_s"),
+                   "speed/samples_per_s": row.get("samples_per_s")}
+        for name, tau in zip(self.tau_names, row.get("taus") or []):
+            scalars[f"tau/{name}"] = tau
+        for name, rate in (row.get("firing_rates") or {}).items():
+            scalars[f"firing_rate/{name}"] = rate
         for tag, value in scalars.items():
             if value is not None:
                 self.writer.add_scalar(tag, value, step)

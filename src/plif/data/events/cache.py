@@ -34,9 +34,9 @@ import time
 from pathlib import Path
 
 import numpy as np
-from tqdm import tqdm
 
 from ...atomic import atomic_save_npy, atomic_write_bytes
+from ...progress import work_bar
 from .datasets import EventSample
 from .detect import read_events
 from ..frames import events_to_frames
@@ -213,7 +213,7 @@ def _build(samples, folder: Path, T, split, sensor_size, reader_opts, params, wo
     paths = {i: chunk_dir / f"chunk_{i:06d}.npy" for i, _ in chunks}
     todo = [(i, c) for i, c in chunks if _chunk_ok(paths[i], len(c)) is None]
     done = len(samples) - sum(len(c) for _, c in todo)
-    bar = tqdm(total=len(samples), initial=done, unit="sample", desc=f"frames {folder.name}", disable=not progress)
+    bar = work_bar(len(samples), f"frames {folder.name}", progress, initial=done)  # plain lines in logs
     args = (T, split, sensor_size, reader_opts, allow_empty)
     try:
         if workers == 0 or len(todo) <= 1:
