@@ -179,6 +179,9 @@ def test_every_zoo_network_fires_identically_in_norse_and_snntorch(make_net, ent
     the dt ``plif export --for`` writes for it (issue 24)."""
     spec, shape = _narrow(entry)
     net = make_net(spec, input_shape=shape, T=4, seed=3)
+    with torch.no_grad():
+        for i, m in enumerate(net.neuron_layers()):
+            m.w.fill_(0.35 * i - 0.6)  # learned-like k = sigmoid(w), a different one in each layer
     x = _frames(net)[:, :2]
     want, _ = _plif_spikes(net, x)
     assert all(s.sum() > 0 for s in want.values()), "a layer never fires: the test would prove nothing"

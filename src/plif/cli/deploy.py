@@ -56,9 +56,9 @@ def register(sub) -> None:
     e.add_argument("--nir", required=True, help="output .nir file (HDF5), written atomically")
     e.add_argument("--which", default="best", help="checkpoint name under checkpoints/ or a .pt path [best]")
     e.add_argument("--no-verify", action="store_true", help="skip re-importing the graph and comparing spikes")
-    e.add_argument("--for", dest="target", choices=["norse", "snntorch", "generic"], default="norse",
+    e.add_argument("--for", dest="target", choices=["norse", "snntorch", "sinabs", "generic"], default="norse",
                    help="importer the file is for: sets dt to the one it assumes (Norse 1e-3, snnTorch 1e-4 "
-                        "fixed, generic 1, written to metadata['dt']) and refuses layers it would run "
+                        "fixed, Sinabs and generic 1, written to metadata['dt']) and refuses layers it would run "
                         "differently from plif [norse]")
     e.add_argument("--dt", type=float, default=None,
                    help="time-step the file assumes, instead of the target's; tau and the IF input gain are "

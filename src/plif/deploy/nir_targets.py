@@ -8,6 +8,9 @@ What each importer assumes, read from its source (Norse 1.1.0, snnTorch 1.0.0):
 - snnTorch: ``snntorch.import_nir.import_from_nir(graph)`` hard-codes ``dt = 1e-4`` for LIF and
   keeps one threshold scale ``dt/τ`` per layer (the first neuron's); it builds ``IF`` as a leaky
   neuron (β = 0.9, subtractive reset) and refuses ``v_leak != 0``.
+- Sinabs 3.1.3: ``sinabs.from_nir(graph, batch_size)`` has no ``dt`` (τ in time-steps, ``r``
+  ignored: ``dt = 1``), no ``AvgPool2d`` and only ``v_leak = 0``; its neurons differ from plif's
+  unless set as :func:`plif.deploy.nir_sinabs.sinabs_from_nir` sets them.
 - generic: ``dt = 1`` (τ in time-steps), for importers that read ``metadata["dt"]`` (plif's own).
 """
 from __future__ import annotations
@@ -30,6 +33,8 @@ class Target:
 TARGETS = {
     "norse": Target("norse", 1e-3, False, "norse.torch.from_nir(nir.read(FILE), dt={dt:g})"),
     "snntorch": Target("snntorch", 1e-4, True, "snntorch.import_nir.import_from_nir(nir.read(FILE))"),
+    "sinabs": Target("sinabs", 1.0, True, "plif.deploy.nir_sinabs.sinabs_from_nir(nir.read(FILE), batch_size=B) "
+                                          "(sinabs.from_nir alone builds other neurons: docs/deployment.md)"),
     "generic": Target("generic", 1.0, False, "plif.deploy.read_nir(FILE) (dt = {dt:g} in metadata['dt'])"),
 }
 
@@ -55,14 +60,14 @@ def check_target(graph, target: str) -> None:
     """Refuse (``ValueError`` naming the node) what ``target``'s importer would run differently from plif."""
     for name, node in graph.nodes.items():
         kind = _kind(node)
-        if target == "norse" and kind == "AvgPool2d":
-            raise ValueError(f"node {name!r}: Norse has no AvgPool2d (only 2x2/4x4 average pools before a "
+        if target in ("norse", "sinabs") and kind == "AvgPool2d":
+            raise ValueError(f"node {name!r}: {target} has no AvgPool2d (only 2x2/4x4 average pools before a "
                              f"conv/linear are written as SumPool2d); export --for snntorch or generic")
         if target == "snntorch" and kind == "IF":
             raise ValueError(f"node {name!r}: snnTorch 1.0 imports IF as a leaky neuron with subtractive reset; "
                              f"export --for norse or generic")
-        if target == "snntorch" and kind == "LIF" and np.any(np.asarray(node.v_leak) != 0):
-            raise ValueError(f"node {name!r}: snnTorch 1.0 supports only v_leak = 0 (plif writes v_leak = V_reset)")
+        if target in ("snntorch", "sinabs") and kind == "LIF" and np.any(np.asarray(node.v_leak) != 0):
+            raise ValueError(f"node {name!r}: {target} supports only v_leak = 0 (plif writes v_leak = V_reset)")
         if target == "snntorch" and kind == "LIF":
             rate = np.asarray(node.r, dtype=np.float64) / np.asarray(node.tau, dtype=np.float64)
             if np.unique(rate).size != 1:
