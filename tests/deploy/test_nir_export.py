@@ -196,3 +196,19 @@ def test_voting_outputs_equal_plifs_mean_exactly(make_net, tmp_path, group):
     assert torch.equal(got, want)
     one_linear = torch.nn.functional.linear(fires.reshape(group + 1, group), torch.full((1, group), 1.0 / group))
     assert not torch.equal(one_linear[:, 0], want[0, 0])  # the rounding this test is about is really there
+
+
+@pytest.mark.parametrize("target,spec,kw,match", [
+    ("norse", "c4k3s1-BN-PLIF-FC10-PLIF", {"v_reset": -0.5}, "ignores v_reset"),
+    ("snntorch", "c4k3s1-BN-PLIF-FC10-PLIF", {"v_reset": -0.5}, "only v_leak = 0"),
+    ("norse", "c4k3s1-BN-PLIF-APk3s3-FC10-PLIF", {}, "norse has no AvgPool2d"),
+    ("snntorch", "c4k3s1-BN-PLIF-FC10-PLIF", {"per_channel_tau": True}, "one dt/tau per layer"),
+])
+def test_a_target_refuses_what_its_importer_would_run_differently(make_net, target, spec, kw, match):
+    net = make_net(spec, input_shape=(1, 6, 6), T=2, **kw)
+    if kw.get("per_channel_tau"):
+        with torch.no_grad():
+            net.neuron_layers()[0].w.copy_(torch.linspace(-1, 1, 4))
+    with pytest.raises(NIRExportError, match=f"cannot export for {target}: node .*{match}"):
+        to_nir(net, target=target)
+    to_nir(net, target="generic")  # plif's own importer runs them all

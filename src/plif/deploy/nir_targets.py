@@ -63,6 +63,8 @@ def check_target(graph, target: str) -> None:
         if target in ("norse", "sinabs") and kind == "AvgPool2d":
             raise ValueError(f"node {name!r}: {target} has no AvgPool2d (only 2x2/4x4 average pools before a "
                              f"conv/linear are written as SumPool2d); export --for snntorch or generic")
+        if target == "norse" and kind in ("LIF", "IF") and np.any(np.asarray(node.v_reset) != 0):
+            raise ValueError(f"node {name!r}: Norse's importer ignores v_reset and resets to 0")
         if target == "snntorch" and kind == "IF":
             raise ValueError(f"node {name!r}: snnTorch 1.0 imports IF as a leaky neuron with subtractive reset; "
                              f"export --for norse or generic")
