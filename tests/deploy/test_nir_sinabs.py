@@ -10,42 +10,21 @@ sinabs = pytest.importorskip("sinabs")
 from plif.deploy.nir_export import NIRExportError, to_nir  # noqa: E402
 from plif.deploy.nir_sinabs import sinabs_from_nir  # noqa: E402
 
-from .test_nir_frameworks import ZOO_NETWORKS, _narrow, _plif_spikes  # noqa: E402
-
-
-def _run(module, x):
-    """``x [T, B, ...]`` through a Sinabs module (batch-major ``[B*T, ...]``), recording every neuron layer."""
-    import sinabs.layers as sl
-
-    T, B = x.shape[:2]
-    record = {}
-    hooks = [m.register_forward_hook(lambda m, a, o, n=n: record.__setitem__(n, o))
-             for n, m in module.named_modules() if isinstance(m, (sl.LIFSqueeze, sl.IAFSqueeze))]
-    with torch.no_grad():
-        out = module(x.transpose(0, 1).reshape(B * T, *x.shape[2:]))[0]
-    for h in hooks:
-        h.remove()
-    unfold = lambda y: y.reshape(B, T, *y.shape[1:]).transpose(0, 1)  # noqa: E731
-    return {n: unfold(v) for n, v in record.items()}, unfold(out)
+from .test_nir_frameworks import ZOO_NETWORKS, assert_same_spikes, frames, zoo_net  # noqa: E402
 
 
 @pytest.mark.parametrize("entry", ZOO_NETWORKS)
 def test_every_zoo_network_fires_like_plif_in_sinabs(make_net, entry):
-    spec, shape = _narrow(entry)
-    net = make_net(spec, input_shape=shape, T=4, seed=3)
+    net = zoo_net(make_net, entry)
+    assert_same_spikes(net, to_nir(net, target="sinabs"), "sinabs", frames(net))
+
+
+def test_a_network_with_if_neurons_and_per_channel_tau_in_sinabs(make_net):
+    net = make_net("c6k3s1-BN-PLIF-MPk2s2-FC30-IF-FC20-PLIF-APk10s10", input_shape=(2, 10, 10), T=4,
+                   per_channel_tau=True)
     with torch.no_grad():
-        for i, m in enumerate(net.neuron_layers()):
-            m.w.fill_(0.35 * i - 0.6)  # learned-like k = sigmoid(w), a different one in each layer
-    g = torch.Generator().manual_seed(1)
-    x = torch.randn(2, *shape, generator=g).unsqueeze(0).expand(4, 2, *shape)
-    want, want_out = _plif_spikes(net, x)
-    graph = to_nir(net, target="sinabs")
-    got, got_out = _run(sinabs_from_nir(graph, batch_size=2), x)
-    for name, spikes in got.items():
-        if not name.endswith("maxpool_or"):
-            assert want[int(name.split("_")[0])].sum() > 0, name
-            assert torch.equal(spikes, want[int(name.split("_")[0])]), f"{name}: spikes differ"
-    assert torch.equal(got_out, want_out)
+        net.neuron_layers()[0].w.copy_(torch.linspace(-1.5, 1.5, 6))
+    assert_same_spikes(net, to_nir(net, target="sinabs"), "sinabs", frames(net, batch=3))
 
 
 def test_plain_sinabs_from_nir_builds_other_neurons(make_net):
