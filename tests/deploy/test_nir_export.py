@@ -212,3 +212,10 @@ def test_a_target_refuses_what_its_importer_would_run_differently(make_net, targ
     with pytest.raises(NIRExportError, match=f"cannot export for {target}: node .*{match}"):
         to_nir(net, target=target)
     to_nir(net, target="generic")  # plif's own importer runs them all
+
+
+def test_a_voting_group_without_an_exact_split_falls_back_to_one_node(make_net, tmp_path):
+    net = make_net("FC522-PLIF-APk261s261", input_shape=(8,), T=2)  # 261: the first group with no exact split
+    g = to_nir(net)
+    assert type(g.nodes["2_voting_mean"]).__name__ == "Affine" and "2_voting" not in g.nodes
+    export_nir(net, tmp_path / "v.nir")  # verify=True: within a float32 step, not exact

@@ -1,8 +1,8 @@
 """Export a network to NIR (Neuromorphic Intermediate Representation, ``pip install nir``).
 
 NIR describes neurons in continuous time; a file records the time-step ``dt`` it assumes
-(``metadata["dt"]``: the one the importer named by ``plif export --for`` assumes, or ``--dt``).  The paper's neuron is the forward-Euler
-step of NIR's LIF with ``dt/τ = k``:
+(``metadata["dt"]``: the one the importer named by ``plif export --for`` assumes, or ``--dt``).
+The paper's neuron is the forward-Euler step of NIR's LIF with ``dt/τ = k``:
 
     NIR LIF:   τ dv/dt = (v_leak - v) + r I      Euler:  v += (dt/τ) (r I - (v - v_leak))
     paper:     H_t = V_{t-1} + k (X_t - (V_{t-1} - V_reset)),  k = 1/τ_paper = sigmoid(w) for PLIF
