@@ -71,3 +71,17 @@ def test_export_for_snntorch_refuses_what_it_cannot_run(make_net, make_run, tmp_
     assert "cannot export for snntorch: node '5_if'" in capsys.readouterr().err
     assert not (tmp_path / "x.nir").exists()
     assert main(["export", str(tmp_path / "if"), "--nir", str(tmp_path / "x.nir"), "--for", "norse"]) == 0
+
+
+def test_export_notes_a_leak_no_float32_tau_reaches(make_net, make_run, tmp_path, capsys):
+    pytest.importorskip("nir")
+    import torch
+
+    spec = "c4k3s1-BN-PLIF-MPk2s2-FC20-PLIF-APk10s10"
+    net = make_net(spec, input_shape=(1, 8, 8), T=3)
+    with torch.no_grad():
+        net.neuron_layers()[0].w.fill_(-0.4)  # k = sigmoid(-0.4): no float32 tau gives it at dt = 1e-3
+    make_run(tmp_path / "run", net, spec=spec, input_shape=(1, 8, 8), T=3)
+    assert main(["export", str(tmp_path / "run"), "--nir", str(tmp_path / "n.nir")]) == 0
+    err = capsys.readouterr().err
+    assert err.startswith("note: layer 1 (PLIF): at dt = 0.001") and "--dt 0.0009765625" in err

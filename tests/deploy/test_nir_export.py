@@ -219,3 +219,21 @@ def test_a_voting_group_without_an_exact_split_falls_back_to_one_node(make_net, 
     g = to_nir(net)
     assert type(g.nodes["2_voting_mean"]).__name__ == "Affine" and "2_voting" not in g.nodes
     export_nir(net, tmp_path / "v.nir")  # verify=True: within a float32 step, not exact
+
+
+def test_a_trained_k_no_float32_tau_reaches_is_reported(make_net):
+    """At dt = 1e-3 about a quarter of the float32 k come back a float32 step off (k = sigmoid(-0.4)
+    is one): the export says so; a power-of-two dt is exact and says nothing."""
+    import warnings
+
+    from plif.deploy.nir_export import InexactLeakWarning
+
+    net = make_net("FC10-PLIF-FC10-PLIF", input_shape=(4,), T=2)
+    with torch.no_grad():
+        net.neuron_layers()[1].w.fill_(-0.4)
+    with pytest.warns(InexactLeakWarning, match=r"layer 3 \(PLIF\): at dt = 0.001 no float32 tau") as seen:
+        to_nir(net, target="norse")
+    assert len(seen) == 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        to_nir(net, dt=2.0 ** -10, target="norse")

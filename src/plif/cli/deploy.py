@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import json
+import sys
+import warnings
 
 
 def run_stats(args) -> int:
@@ -28,12 +30,16 @@ def run_stats(args) -> int:
 
 def run_export(args) -> int:
     from ..deploy import load_run
-    from ..deploy.nir_export import export_nir
+    from ..deploy.nir_export import InexactLeakWarning, export_nir
     from ..deploy.nir_targets import TARGETS, target_dt
 
     dt = target_dt(args.target, args.dt)  # a --dt the target's importer cannot take: refused before loading
     net, _ = load_run(args.run, which=args.which)
-    path = export_nir(net, args.nir, verify=not args.no_verify, dt=dt, target=args.target)
+    with warnings.catch_warnings(record=True) as notes:
+        warnings.simplefilter("always", InexactLeakWarning)
+        path = export_nir(net, args.nir, verify=not args.no_verify, dt=dt, target=args.target)
+    for note in notes:
+        print(f"note: {note.message}", file=sys.stderr)
     print(f"wrote {path} (NIR for {args.target}; BN folded, dt = {dt:g} in metadata['dt'], T = {net.T})")
     print("load it with " + TARGETS[args.target].load.format(dt=dt).replace("FILE", repr(str(path))))
     return 0

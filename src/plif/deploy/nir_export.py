@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -68,11 +69,15 @@ from .nir_targets import check_target, target_dt
 from ..atomic import atomic_path
 from .spike_inference import keeps_binary
 
-__all__ = ["to_nir", "write_nir", "verify_nir", "export_nir", "tau_for_rate", "NIRExportError"]
+__all__ = ["to_nir", "write_nir", "verify_nir", "export_nir", "tau_for_rate", "NIRExportError", "InexactLeakWarning"]
 
 
 class NIRExportError(ValueError):
     """A layer that NIR cannot represent faithfully."""
+
+
+class InexactLeakWarning(UserWarning):
+    """A trained ``k`` that no float32 ``τ`` gives back at this ``dt`` (one float32 step off)."""
 
 
 def _nir():
@@ -120,6 +125,11 @@ def _neuron_node(nir, layer: SpikingNeuron, shape: tuple, where: str, dt: float)
     probe = torch.zeros((1, 1) + tuple(shape))
     k = layer.k(probe).detach().to(torch.float32).cpu().numpy()
     tau = tau_for_rate(np.broadcast_to(k, shape), dt)
+    if not np.array_equal(rate_from_tau(tau, dt).numpy(), np.broadcast_to(k, shape)):
+        warnings.warn(f"{where}: at dt = {dt:g} no float32 tau gives the trained k back exactly; importers "
+                      f"(Norse, plif's) leak one float32 step differently, so a potential within ~1e-7 of "
+                      f"the threshold can fire differently; a power-of-two dt (--dt {2.0 ** -10!r}, given "
+                      f"to the importer too) is exact", InexactLeakWarning, stacklevel=3)
     return nir.LIF(tau=np.ascontiguousarray(tau), r=full(1.0), v_leak=full(cfg.v_reset),
                    v_threshold=v_th, v_reset=full(cfg.v_reset))
 
