@@ -40,7 +40,7 @@ def run_export(args) -> int:
         path = export_nir(net, args.nir, verify=not args.no_verify, dt=dt, target=args.target)
     for note in notes:
         print(f"note: {note.message}", file=sys.stderr)
-    print(f"wrote {path} (NIR for {args.target}; BN folded, dt = {dt:g} in metadata['dt'], T = {net.T})")
+    print(f"wrote {path} (NIR for {args.target}; BN folded, dt = {dt!r} in metadata['dt'], T = {net.T})")
     print("load it with " + TARGETS[args.target].load.format(dt=dt).replace("FILE", repr(str(path))))
     return 0
 

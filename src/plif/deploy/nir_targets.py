@@ -31,11 +31,11 @@ class Target:
 
 
 TARGETS = {
-    "norse": Target("norse", 1e-3, False, "norse.torch.from_nir(nir.read(FILE), dt={dt:g})"),
+    "norse": Target("norse", 1e-3, False, "norse.torch.from_nir(nir.read(FILE), dt={dt!r})"),
     "snntorch": Target("snntorch", 1e-4, True, "snntorch.import_nir.import_from_nir(nir.read(FILE))"),
     "sinabs": Target("sinabs", 1.0, True, "plif.deploy.nir_sinabs.sinabs_from_nir(nir.read(FILE), batch_size=B) "
                                           "(sinabs.from_nir alone builds other neurons: docs/deployment.md)"),
-    "generic": Target("generic", 1.0, False, "plif.deploy.read_nir(FILE) (dt = {dt:g} in metadata['dt'])"),
+    "generic": Target("generic", 1.0, False, "plif.deploy.read_nir(FILE) (dt = {dt!r} in metadata['dt'])"),
 }
 
 
@@ -52,14 +52,10 @@ def target_dt(target: str, dt: float | None = None) -> float:
     return float(dt)
 
 
-def _kind(node) -> str:
-    return type(node).__name__
-
-
 def check_target(graph, target: str) -> None:
     """Refuse (``ValueError`` naming the node) what ``target``'s importer would run differently from plif."""
     for name, node in graph.nodes.items():
-        kind = _kind(node)
+        kind = type(node).__name__
         if target in ("norse", "sinabs") and kind == "AvgPool2d":
             raise ValueError(f"node {name!r}: {target} has no AvgPool2d (only 2x2/4x4 average pools before a "
                              f"conv/linear are written as SumPool2d); export --for snntorch or generic")
