@@ -15,3 +15,6 @@ fi
 # Norse (for the NIR interoperability tests) needs only torch, nir and nirtorch at run time, but
 # declares torchvision, which would make pip swap the pinned torch: install it without dependencies.
 .venv/bin/pip install -qq --disable-pip-version-check --no-deps "norse==1.1.0"
+# Sinabs 3.1 (SynSense; tests/deploy/test_nir_sinabs.py) pins nir<=1.0.4 and pulls samna, the chip
+# driver, which it does not need to import NIR: without dependencies, plus pbr (its version lookup).
+.venv/bin/pip install -qq --disable-pip-version-check --no-deps "sinabs==3.1.3" "pbr>=6"

@@ -47,3 +47,29 @@ def test_batchnorm_without_conv_is_kept(make_net):
     folded = fold_batchnorm(net)
     assert is_batchnorm(folded.layers[0])
     assert isinstance(folded.layers[1], TimeFolded) and isinstance(folded.layers[1].layer, nn.Conv2d)
+
+
+def test_folding_is_torchs_own_fusion_bit_for_bit():
+    """fold_bn_into is torch.nn.utils.fusion (no second copy of the arithmetic), also without BN affine."""
+    from torch.nn.utils.fusion import fuse_conv_bn_eval, fuse_linear_bn_weights
+
+    from plif.layers import fold_bn_into
+
+    torch.manual_seed(0)
+    conv, bn2 = nn.Conv2d(3, 8, 3, bias=True), nn.BatchNorm2d(8)
+    lin, bn1 = nn.Linear(6, 5), nn.BatchNorm1d(5, affine=False)
+    for bn in (bn2, bn1):
+        bn.running_mean.normal_()
+        bn.running_var.uniform_(0.1, 3.0)
+        if bn.affine:
+            nn.init.uniform_(bn.weight, -2, 2)
+            nn.init.uniform_(bn.bias)
+    want = fuse_conv_bn_eval(conv.eval(), bn2.eval())
+    conv.train(), bn2.train()
+    got = fold_bn_into(conv, bn2)
+    assert torch.equal(got.weight, want.weight) and torch.equal(got.bias, want.bias)
+    assert conv.training and bn2.training  # the caller's modules keep their mode
+    got = fold_bn_into(lin, bn1)
+    w, b = fuse_linear_bn_weights(lin.weight, lin.bias, bn1.running_mean, bn1.running_var, bn1.eps,
+                                  torch.ones(5), torch.zeros(5))
+    assert torch.equal(got.weight, w) and torch.equal(got.bias, b)

@@ -43,3 +43,45 @@ def test_export_nir_with_dt(run_dir, tmp_path, capsys):
     assert main(["export", str(run), "--nir", str(tmp_path / "bad.nir"), "--dt", "-1"]) == 2
     assert "dt must be a positive" in capsys.readouterr().err
     assert not (tmp_path / "bad.nir").exists()
+
+
+def test_export_defaults_to_norses_dt_and_for_names_the_importer(run_dir, tmp_path, capsys):
+    """The default export runs in Norse's from_nir as called by default (dt = 1e-3); --for snntorch
+    writes snnTorch's fixed 1e-4 and refuses another --dt (issue 24: --dt 1 agreed 0/8, silently)."""
+    nir = pytest.importorskip("nir")
+    run, _ = run_dir
+    assert main(["export", str(run), "--nir", str(tmp_path / "n.nir")]) == 0
+    out = capsys.readouterr().out
+    assert "for norse" in out and "norse.torch.from_nir(" in out and "dt=0.001" in out
+    assert nir.read(tmp_path / "n.nir").metadata["dt"] == 1e-3
+    assert main(["export", str(run), "--nir", str(tmp_path / "s.nir"), "--for", "snntorch"]) == 0
+    assert "import_from_nir" in capsys.readouterr().out
+    assert nir.read(tmp_path / "s.nir").metadata["dt"] == 1e-4
+    assert main(["export", str(run), "--nir", str(tmp_path / "bad.nir"), "--for", "snntorch", "--dt", "1e-3"]) == 2
+    err = capsys.readouterr().err
+    assert "dt = 0.0001" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "bad.nir").exists()
+
+
+def test_export_for_snntorch_refuses_what_it_cannot_run(make_net, make_run, tmp_path, capsys):
+    pytest.importorskip("nir")
+    spec = "c4k3s1-BN-PLIF-MPk2s2-FC20-IF-APk10s10"  # snnTorch 1.0 builds IF as a leaky neuron
+    make_run(tmp_path / "if", make_net(spec, input_shape=(1, 8, 8), T=3), spec=spec, input_shape=(1, 8, 8), T=3)
+    assert main(["export", str(tmp_path / "if"), "--nir", str(tmp_path / "x.nir"), "--for", "snntorch"]) == 2
+    assert "cannot export for snntorch: node '5_if'" in capsys.readouterr().err
+    assert not (tmp_path / "x.nir").exists()
+    assert main(["export", str(tmp_path / "if"), "--nir", str(tmp_path / "x.nir"), "--for", "norse"]) == 0
+
+
+def test_export_notes_a_leak_no_float32_tau_reaches(make_net, make_run, tmp_path, capsys):
+    pytest.importorskip("nir")
+    import torch
+
+    spec = "c4k3s1-BN-PLIF-MPk2s2-FC20-PLIF-APk10s10"
+    net = make_net(spec, input_shape=(1, 8, 8), T=3)
+    with torch.no_grad():
+        net.neuron_layers()[0].w.fill_(-0.4)  # k = sigmoid(-0.4): no float32 tau gives it at dt = 1e-3
+    make_run(tmp_path / "run", net, spec=spec, input_shape=(1, 8, 8), T=3)
+    assert main(["export", str(tmp_path / "run"), "--nir", str(tmp_path / "n.nir")]) == 0
+    err = capsys.readouterr().err
+    assert err.startswith("note: layer 1 (PLIF): at dt = 0.001") and "--dt 0.0009765625" in err

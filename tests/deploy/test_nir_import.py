@@ -50,3 +50,28 @@ def test_corrupted_or_missing_file(tmp_path):
         read_nir(bad)
     with pytest.raises(FileNotFoundError):
         read_nir(tmp_path / "none.nir")
+
+
+def test_a_dt_other_than_the_files_is_refused(tmp_path):
+    """A file exported for one dt (metadata) stepped with another would leak differently in every neuron."""
+    g = nir.NIRGraph.from_list(nir.LIF(tau=np.full(2, 2e-3), r=np.ones(2), v_leak=np.zeros(2),
+                                       v_threshold=np.ones(2), v_reset=np.zeros(2)))
+    g.metadata = {"dt": 1e-3}
+    assert from_nir(g, dt=1e-3) is not None and from_nir(g) is not None
+    with pytest.raises(ValueError, match=r"exported for dt = 0.001 .*not dt = 0.0001"):
+        from_nir(g, dt=1e-4)
+    path = tmp_path / "g.nir"
+    nir.write(path, g)
+    with pytest.raises(ValueError, match=r"g.nir: the NIR graph was exported for dt = 0.001"):
+        read_nir(path, dt=1.0)
+
+
+def test_plif_threshold_round_trips_through_the_nir_threshold():
+    from plif.deploy.nir_import import threshold_from_nir, threshold_to_nir
+
+    for v in (1.0, 0.3, 2.5, 1e-3):
+        below = threshold_to_nir(v)
+        assert below < np.float32(v) and threshold_from_nir(below) == np.float32(v)
+    h = torch.tensor([np.nextafter(np.float32(1), 0), 1.0, np.nextafter(np.float32(1), 2)])
+    vth = torch.from_numpy(threshold_to_nir(np.ones(3)))
+    assert torch.equal(h > vth, h >= 1.0)  # NIR's > on the file's value is plif's >= on V_th

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import json
+import sys
+import warnings
 
 
 def run_stats(args) -> int:
@@ -28,11 +30,18 @@ def run_stats(args) -> int:
 
 def run_export(args) -> int:
     from ..deploy import load_run
-    from ..deploy.nir_export import export_nir
+    from ..deploy.nir_export import InexactLeakWarning, export_nir
+    from ..deploy.nir_targets import TARGETS, target_dt
 
+    dt = target_dt(args.target, args.dt)  # a --dt the target's importer cannot take: refused before loading
     net, _ = load_run(args.run, which=args.which)
-    path = export_nir(net, args.nir, verify=not args.no_verify, dt=args.dt)
-    print(f"wrote {path} (NIR; BN folded, dt = {args.dt:g}, T = {net.T})")
+    with warnings.catch_warnings(record=True) as notes:
+        warnings.simplefilter("always", InexactLeakWarning)
+        path = export_nir(net, args.nir, verify=not args.no_verify, dt=dt, target=args.target)
+    for note in notes:
+        print(f"note: {note.message}", file=sys.stderr)
+    print(f"wrote {path} (NIR for {args.target}; BN folded, dt = {dt!r} in metadata['dt'], T = {net.T})")
+    print("load it with " + TARGETS[args.target].load.format(dt=dt).replace("FILE", repr(str(path))))
     return 0
 
 
@@ -53,7 +62,11 @@ def register(sub) -> None:
     e.add_argument("--nir", required=True, help="output .nir file (HDF5), written atomically")
     e.add_argument("--which", default="best", help="checkpoint name under checkpoints/ or a .pt path [best]")
     e.add_argument("--no-verify", action="store_true", help="skip re-importing the graph and comparing spikes")
-    e.add_argument("--dt", type=float, default=1.0,
-                   help="time-step the file assumes; tau and the IF input gain are scaled so an importer "
-                        "stepping with this dt reproduces plif (Norse: its from_nir dt; snnTorch 1.0: 1e-4) [1]")
+    e.add_argument("--for", dest="target", choices=["norse", "snntorch", "sinabs", "generic"], default="norse",
+                   help="importer the file is for: sets dt to the one it assumes (Norse 1e-3, snnTorch 1e-4 "
+                        "fixed, Sinabs and generic 1, written to metadata['dt']) and refuses layers it would run "
+                        "differently from plif [norse]")
+    e.add_argument("--dt", type=float, default=None,
+                   help="time-step the file assumes, instead of the target's; tau and the IF input gain are "
+                        "scaled so an importer stepping with this dt reproduces plif (not with --for snntorch)")
     e.set_defaults(func=run_export)

@@ -1,8 +1,8 @@
 """Export a network to NIR (Neuromorphic Intermediate Representation, ``pip install nir``).
 
 NIR describes neurons in continuous time; a file records the time-step ``dt`` it assumes
-(``metadata["dt"]``, 1 by default, ``plif export --dt``).  The paper's neuron is the forward-Euler
-step of NIR's LIF with ``dt/τ = k``:
+(``metadata["dt"]``: the one the importer named by ``plif export --for`` assumes, or ``--dt``).
+The paper's neuron is the forward-Euler step of NIR's LIF with ``dt/τ = k``:
 
     NIR LIF:   τ dv/dt = (v_leak - v) + r I      Euler:  v += (dt/τ) (r I - (v - v_leak))
     paper:     H_t = V_{t-1} + k (X_t - (V_{t-1} - V_reset)),  k = 1/τ_paper = sigmoid(w) for PLIF
@@ -36,15 +36,24 @@ Other layers, written the way snnTorch's and Norse's importers (through nirtorch
   importer turns IF into a leaky neuron (β = 0.9, subtractive reset) that returns a tuple, so it
   cannot run there; NIR (1.0.x) has no max-pool node and its ``Threshold`` node runs in neither
   importer.  Max pooling of non-spike values is refused.
-- the voting layer (mean of each group of ``g`` output neurons) -> a fixed ``nir.Linear``, weights ``1/g``.
+- the voting layer (mean of each group of ``g`` output neurons) -> two fixed ``nir.Affine`` nodes
+  whose float32 arithmetic gives plif's ``mean = fl(k/g)`` exactly for every spike count ``k``
+  (:func:`_voting_nodes`); one Linear of ``1/g`` would not (``0.1+...+0.1 != 0.7`` in float32).
+- linear layers are ``nir.Affine`` (zero bias where plif has none, which adds exactly nothing):
+  Sinabs' importer knows no ``nir.Linear``.
 
 Not representable, refused with an error naming the layer: soft reset, BN that does not follow a
-conv/linear.  Spikes fire on ``H >= V_th`` in this project and on ``v > v_threshold`` in NIR's
-text; the two differ only when the potential lands exactly on the threshold.
+conv/linear.  Spikes fire on ``H >= V_th`` in this project and on ``v > v_threshold`` in NIR,
+Norse and snnTorch: the file holds ``v_threshold = nextafter(V_th, -inf)`` in float32
+(:func:`~plif.deploy.nir_import.threshold_to_nir`), on which ``>`` and ``>=`` agree for every float32
+potential, one that lands exactly on ``V_th`` included.  ``target`` (:mod:`.nir_targets`) picks the
+``dt`` an importer assumes and refuses what it would run differently.
 """
 from __future__ import annotations
 
+import math
 import numbers
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -55,15 +64,20 @@ from ..layers import TimeInvariantDropout, Voting
 from ..models import SpikingNetwork
 from ..neurons import SpikingNeuron
 from .bn_folding import fold_batchnorm, inner, is_batchnorm
-from .nir_import import _meta, from_nir, rate_from_tau
+from .nir_import import _meta, from_nir, rate_from_tau, threshold_to_nir
+from .nir_targets import check_target, target_dt
 from ..atomic import atomic_path
 from .spike_inference import keeps_binary
 
-__all__ = ["to_nir", "write_nir", "verify_nir", "export_nir", "tau_for_rate", "NIRExportError"]
+__all__ = ["to_nir", "write_nir", "verify_nir", "export_nir", "tau_for_rate", "NIRExportError", "InexactLeakWarning"]
 
 
 class NIRExportError(ValueError):
     """A layer that NIR cannot represent faithfully."""
+
+
+class InexactLeakWarning(UserWarning):
+    """A trained ``k`` that no float32 ``τ`` gives back at this ``dt`` (one float32 step off)."""
 
 
 def _nir():
@@ -105,19 +119,54 @@ def _neuron_node(nir, layer: SpikingNeuron, shape: tuple, where: str, dt: float)
     if not cfg.hard_reset:
         raise NIRExportError(f"{where}: soft reset (subtract V_th) has no NIR neuron; only hard reset exports")
     full = lambda v: np.full(shape, v, dtype=np.float32)  # noqa: E731
+    v_th = np.ascontiguousarray(threshold_to_nir(full(cfg.v_threshold)))
     if not cfg.leak:
-        return nir.IF(r=full(1.0 / dt), v_threshold=full(cfg.v_threshold), v_reset=full(cfg.v_reset))
+        return nir.IF(r=full(1.0 / dt), v_threshold=v_th, v_reset=full(cfg.v_reset))
     probe = torch.zeros((1, 1) + tuple(shape))
     k = layer.k(probe).detach().to(torch.float32).cpu().numpy()
     tau = tau_for_rate(np.broadcast_to(k, shape), dt)
+    if not np.array_equal(rate_from_tau(tau, dt).numpy(), np.broadcast_to(k, shape)):
+        warnings.warn(f"{where}: at dt = {dt:g} no float32 tau gives the trained k back exactly; importers "
+                      f"(Norse, plif's) leak one float32 step differently, so a potential within ~1e-7 of "
+                      f"the threshold can fire differently; a power-of-two dt (--dt {2.0 ** -10!r}, given "
+                      f"to the importer too) is exact", InexactLeakWarning, stacklevel=3)
     return nir.LIF(tau=np.ascontiguousarray(tau), r=full(1.0), v_leak=full(cfg.v_reset),
-                   v_threshold=full(cfg.v_threshold), v_reset=full(cfg.v_reset))
+                   v_threshold=v_th, v_reset=full(cfg.v_reset))
 
 
 def _spike_or(nir, shape: tuple, dt: float):
     """A memoryless threshold neuron: ``dt/τ = 1`` makes the Euler step ``v = I``; fires iff ``I > 0.5``."""
     full = lambda v: np.full(shape, v, dtype=np.float32)  # noqa: E731
     return nir.LIF(tau=full(dt), r=full(1.0), v_leak=full(0.0), v_threshold=full(0.5), v_reset=full(0.0))
+
+
+def _round_bits(x: float, bits: int) -> float:
+    m, e = math.frexp(x)
+    return math.ldexp(round(m * 2 ** bits), e - bits)
+
+
+def _voting_nodes(nir, voting: Voting, n: int, prefix: str) -> dict:
+    """``Voting`` (``mean`` of each group of ``g``: ``fl(k/g)`` for ``k`` spikes) as float32 matrix
+    products that give exactly that: ``1/g = c_hi + c_lo``, each with ``24 - bits(g)`` significant
+    bits, so every partial sum ``j c`` (``j <= g``) is exact in any summation order; the first node
+    writes ``k c_hi`` and ``k c_lo``, the second adds them with one rounding, ``fl(k (c_hi + c_lo)) =
+    fl(k/g)``.  Checked against ``voting`` itself for every ``k``; groups where no such split exists
+    (``g > 260``) fall back to one node of ``1/g`` (a float32 step off), marked ``voting_mean``."""
+    g, groups = voting.group, n // voting.group
+    bits = 24 - g.bit_length()
+    c_hi = _round_bits(1.0 / g, bits)
+    c_lo = _round_bits(1.0 / g - c_hi, bits)
+    k = np.arange(g + 1, dtype=np.float32)
+    with torch.no_grad():
+        want = voting((torch.arange(g + 1)[:, None] > torch.arange(g)[None]).float())[:, 0].numpy()
+    split = np.kron(np.eye(groups, dtype=np.float32), np.ones((1, g), dtype=np.float32))
+    if not np.array_equal(k * np.float32(c_hi) + k * np.float32(c_lo), want):
+        return {f"{prefix}_voting_mean": nir.Affine(weight=split / np.float32(g),
+                                                    bias=np.zeros(groups, dtype=np.float32))}
+    parts = np.concatenate([split * np.float32(c_hi), split * np.float32(c_lo)])
+    add = np.concatenate([np.eye(groups, dtype=np.float32)] * 2, axis=1)
+    return {f"{prefix}_voting_parts": nir.Affine(weight=parts, bias=np.zeros(2 * groups, dtype=np.float32)),
+            f"{prefix}_voting": nir.Affine(weight=add, bias=np.zeros(groups, dtype=np.float32))}
 
 
 def _pair(v) -> np.ndarray:
@@ -135,17 +184,22 @@ def _folds_forward(rest) -> bool:
     return False
 
 
-def to_nir(net: SpikingNetwork, dt: float = 1.0):
+def to_nir(net: SpikingNetwork, dt: float | None = None, target: str = "generic"):
     """The ``nir.NIRGraph`` of ``net`` (BN folded, eval mode): a chain ``input -> ... -> output``,
-    for importers that step it with time-step ``dt`` (> 0).
+    for ``target``'s importer (:data:`~plif.deploy.nir_targets.TARGETS`) stepping it with time-step
+    ``dt`` (> 0; default: the one that importer assumes).
 
     Node names are ``<layer index>_<kind>``; the input node has the per-sample input shape and
     receives one frame per time-step (a static image is repeated ``T`` times).
     """
     nir = _nir()
-    if isinstance(dt, bool) or not isinstance(dt, numbers.Real) or not (np.isfinite(dt) and dt > 0):
+    if dt is not None and (isinstance(dt, bool) or not isinstance(dt, numbers.Real)
+                           or not (np.isfinite(dt) and dt > 0)):
         raise NIRExportError(f"dt must be a positive finite time-step (the unit the importer steps in), got {dt!r}")
-    dt = float(dt)
+    try:
+        dt = target_dt(target, dt)
+    except ValueError as e:
+        raise NIRExportError(str(e)) from None
     folded = fold_batchnorm(net)
     nodes = {"input": nir.Input(input_type={"input": np.array(folded.input_shape)})}
     shape, binary = tuple(folded.input_shape), False
@@ -167,8 +221,8 @@ def to_nir(net: SpikingNetwork, dt: float = 1.0):
                                             dilation=_pair(m.dilation), groups=m.groups, bias=_np(bias))
         elif isinstance(m, nn.Linear):
             weight, scale_next = _np(m.weight) * (scale_next or 1), None
-            nodes[f"{i}_linear"] = (nir.Linear(weight=weight) if m.bias is None
-                                    else nir.Affine(weight=weight, bias=_np(m.bias)))
+            bias = _np(m.bias) if m.bias is not None else np.zeros(m.out_features, dtype=weight.dtype)
+            nodes[f"{i}_linear"] = nir.Affine(weight=weight, bias=bias)
         elif isinstance(m, nn.Flatten):
             nodes[f"{i}_flatten"] = nir.Flatten(input_type={"input": np.array(shape)},
                                                   start_dim=-len(shape), end_dim=-1)
@@ -193,9 +247,7 @@ def to_nir(net: SpikingNetwork, dt: float = 1.0):
                                                       padding=_pair(m.padding))
             nodes[f"{i}_maxpool_or"] = _spike_or(nir, tuple(info.out_shape), dt)
         elif isinstance(m, Voting):
-            g, n = m.group, shape[0]
-            w = np.kron(np.eye(n // g, dtype=np.float32), np.full((1, g), 1.0 / g, dtype=np.float32))
-            nodes[f"{i}_voting"] = nir.Linear(weight=w)
+            nodes.update(_voting_nodes(nir, m, shape[0], str(i)))
         elif isinstance(m, SpikingNeuron):
             nodes[f"{i}_{type(m).__name__.lower()}"] = _neuron_node(nir, m, info.out_shape, where, dt)
         else:
@@ -204,11 +256,17 @@ def to_nir(net: SpikingNetwork, dt: float = 1.0):
         shape = tuple(info.out_shape)
     nodes["output"] = nir.Output(output_type={"output": np.array(shape)})
     names = list(nodes)
-    metadata = {"source": "plif", "spec": folded.spec, "T": int(folded.T), "dt": dt,
+    metadata = {"source": "plif", "spec": folded.spec, "T": int(folded.T), "dt": dt, "target": target,
                 "input_shape": np.array(folded.input_shape),
                 "neuron_discretisation": "forward Euler with metadata dt: LIF v += (dt/tau) (r I - (v - v_leak)), "
-                                         "IF v += dt r I; fire v >= v_threshold; hard reset to v_reset"}
-    return nir.NIRGraph(nodes=nodes, edges=list(zip(names[:-1], names[1:])), metadata=metadata)
+                                         "IF v += dt r I; fire v > v_threshold (float32: the largest float below "
+                                         "plif's threshold, on which > and plif's >= agree); hard reset to v_reset"}
+    graph = nir.NIRGraph(nodes=nodes, edges=list(zip(names[:-1], names[1:])), metadata=metadata)
+    try:
+        check_target(graph, target)
+    except ValueError as e:
+        raise NIRExportError(f"cannot export for {target}: {e}") from None
+    return graph
 
 
 def write_nir(graph, path: str | Path) -> Path:
@@ -228,21 +286,23 @@ def verify_nir(net: SpikingNetwork, graph, samples: int = 4, seed: int = 0) -> N
     x = x.unsqueeze(0).expand(net.T, *x.shape)
     want = fold_batchnorm(net).float()(x)
     got = from_nir(graph)(x)
-    # Outputs are spikes, or voting averages of spikes (multiples of 1/g): one differing spike moves
-    # a value by at least 1/g, so this tolerance only absorbs the order of the voting sum.
-    if want.shape != got.shape or not torch.allclose(want, got, rtol=0.0, atol=1e-5):
+    # Outputs are spikes or voting means, exact (_voting_nodes) unless a group too large for the
+    # exact split fell back to 1/g: then one differing spike still moves a value by 1/g >> atol.
+    atol = 1e-5 if any(name.endswith("_voting_mean") for name in graph.nodes) else 0.0
+    if want.shape != got.shape or not torch.allclose(want, got, rtol=0.0, atol=atol):
         diff = ("shape " + str(tuple(got.shape)) if want.shape != got.shape
-                else f"{int(((want - got).abs() > 1e-5).sum())} outputs differ")
+                else f"{int(((want - got).abs() > atol).sum())} outputs differ")
         hint = ("" if np.frexp(float(_meta(graph, "dt", 1.0)))[0] == 0.5 else
                 "; with a dt that is not a power of two a tau can be one float32 step off the trained k "
                 "(docs/deployment.md): try --dt 1 or 2**-10")
         raise NIRExportError(f"re-imported NIR graph does not reproduce the network ({diff}){hint}")
 
 
-def export_nir(net: SpikingNetwork, path: str | Path, verify: bool = True, dt: float = 1.0) -> Path:
-    """Convert for time-step ``dt``, check the round trip (``verify``) and write; on any error
-    nothing is written."""
-    graph = to_nir(net, dt)
+def export_nir(net: SpikingNetwork, path: str | Path, verify: bool = True, dt: float | None = None,
+               target: str = "generic") -> Path:
+    """Convert for ``target`` and time-step ``dt`` (:func:`to_nir`), check the round trip
+    (``verify``) and write; on any error nothing is written."""
+    graph = to_nir(net, dt, target)
     if verify:
         verify_nir(net, graph)
     return write_nir(graph, path)

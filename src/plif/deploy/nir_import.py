@@ -1,9 +1,11 @@
 """Read a NIR graph back into a PyTorch module that runs its discrete (forward-Euler) dynamics.
 
-The inverse of :mod:`plif.deploy.nir_export`, with ``dt`` from the graph's metadata (1 if absent):
+The inverse of :mod:`plif.deploy.nir_export`, with ``dt`` from the graph's metadata (1 if absent;
+a ``dt`` passed in that differs from the metadata's is refused: the file was made for another step):
 LIF nodes step ``H = V + k (r X - (V - v_leak))`` with ``k = float32(dt) * float32(1/τ)`` (the
-same float32 product Norse forms), IF nodes ``H = V + dt r X``; both fire on ``H >= v_threshold``
-(this project's Θ) and reset hard to ``v_reset``.  ``Flatten`` counts ``start_dim``/``end_dim``
+same float32 product Norse forms), IF nodes ``H = V + dt r X``; both fire on NIR's ``v > v_threshold``,
+run as ``H >= Θ`` with ``Θ = nextafter(v_threshold, +inf)`` in float32 (:func:`threshold_from_nir`,
+which gives plif's own threshold back from a plif file), and reset hard to ``v_reset``.  ``Flatten`` counts ``start_dim``/``end_dim``
 from the first per-sample dimension (NIR shapes have no batch); negative values count from the
 end, as ``plif`` writes them.  Only chains (each node one input, one output) of the node types the exporter
 writes are supported, plus ``Scale``; anything else is refused with the node's name.
@@ -18,7 +20,7 @@ from torch import nn
 
 from ..layers import TimeFolded
 
-__all__ = ["NIRNeuron", "NIRNetwork", "from_nir", "read_nir"]
+__all__ = ["NIRNeuron", "NIRNetwork", "from_nir", "read_nir", "threshold_to_nir", "threshold_from_nir"]
 
 
 def _t(a) -> torch.Tensor:
@@ -32,6 +34,19 @@ def rate_from_tau(tau, dt: float) -> torch.Tensor:
     return float(dt) * (1.0 / torch.as_tensor(np.asarray(tau, dtype=np.float32)))
 
 
+def threshold_to_nir(v_threshold) -> np.ndarray:
+    """plif fires on ``H >= Θ``, NIR (and Norse, snnTorch) on ``v > v_threshold``: the largest
+    float32 below ``Θ`` makes the two agree on every float32 potential (``H > nextafter(Θ, -inf)``
+    iff ``H >= Θ``), including a potential that lands exactly on ``Θ``."""
+    return np.nextafter(np.asarray(v_threshold, dtype=np.float32), np.float32(-np.inf))
+
+
+def threshold_from_nir(v_threshold) -> np.ndarray:
+    """The inverse of :func:`threshold_to_nir`: the ``Θ`` with ``H >= Θ`` iff ``H > v_threshold``
+    in float32, so a plif -> NIR -> plif round trip gives plif's threshold back exactly."""
+    return np.nextafter(np.asarray(v_threshold, dtype=np.float32), np.float32(np.inf))
+
+
 class NIRNeuron(nn.Module):
     """LIF (``tau`` given) or IF (``tau=None``) over ``[T, B, ...]`` with per-neuron parameters.
 
@@ -41,7 +56,7 @@ class NIRNeuron(nn.Module):
         super().__init__()
         gain = np.asarray(r, dtype=np.float64) * (1.0 if tau is not None else dt)
         self.register_buffer("r", _t(gain).float())
-        self.register_buffer("v_threshold", _t(v_threshold).float())
+        self.register_buffer("v_threshold", _t(threshold_from_nir(v_threshold)))  # plif's Θ: fire on >=
         self.register_buffer("v_reset", _t(v_reset).float())
         self.register_buffer("k", None if tau is None else rate_from_tau(tau, dt))
         self.register_buffer("v_leak", None if v_leak is None else _t(v_leak).float())
@@ -187,9 +202,21 @@ class NIRNetwork(nn.Module):
         return x
 
 
-def from_nir(graph) -> NIRNetwork:
-    """Build a :class:`NIRNetwork` from a ``nir.NIRGraph`` (``dt`` from its metadata, else 1)."""
-    dt = float(_meta(graph, "dt", 1.0))
+def graph_dt(graph, dt: float | None = None) -> float:
+    """The time-step to step ``graph`` with: its ``metadata["dt"]``, else ``dt``, else 1.
+
+    A ``dt`` that differs from the metadata's is an error: τ and the IF gain were scaled for the
+    file's step, so any other step changes every neuron's leak (``plif export --for``)."""
+    recorded = _meta(graph, "dt")
+    if recorded is not None and dt is not None and float(dt) != float(recorded):
+        raise ValueError(f"the NIR graph was exported for dt = {float(recorded):g} (metadata['dt']), "
+                         f"not dt = {float(dt):g}: step it with the file's dt or export again for yours")
+    return float(recorded if recorded is not None else (1.0 if dt is None else dt))
+
+
+def from_nir(graph, dt: float | None = None) -> NIRNetwork:
+    """Build a :class:`NIRNetwork` from a ``nir.NIRGraph``, stepped with :func:`graph_dt`."""
+    dt = graph_dt(graph, dt)
     order = _chain(graph)
     layers, names = [], []
     for name in order:
@@ -203,7 +230,7 @@ def from_nir(graph) -> NIRNetwork:
     return NIRNetwork(layers, names, shape, None if T is None else int(T)).eval()
 
 
-def read_nir(path: str | Path) -> NIRNetwork:
+def read_nir(path: str | Path, dt: float | None = None) -> NIRNetwork:
     """Read a ``.nir`` file written by :func:`plif.deploy.nir_export.write_nir` (or any chain of supported nodes)."""
     import nir
 
@@ -214,4 +241,7 @@ def read_nir(path: str | Path) -> NIRNetwork:
         graph = nir.read(path)
     except Exception as e:  # h5py / nir raise many types for damaged files
         raise ValueError(f"{path}: not a readable NIR file ({type(e).__name__}: {e})") from None
-    return from_nir(graph)
+    try:
+        return from_nir(graph, dt)
+    except ValueError as e:
+        raise ValueError(f"{path}: {e}") from None

@@ -1,0 +1,116 @@
+"""Run a plif NIR graph in another framework's own importer and compare its spikes with plif's,
+layer by layer and step by step (what the interoperability tests and
+``benchmarks/nir_frameworks.py`` check).
+
+Frameworks: ``norse`` (``norse.torch.from_nir(graph, dt)``, stepped with its state), ``snntorch``
+(``import_from_nir``, a fresh module per sequence), ``sinabs``
+(:func:`~plif.deploy.nir_sinabs.sinabs_from_nir`, batch-major ``[B*T, ...]``).  Spiking nodes
+(``LIF``/``IF``) are recorded through forward hooks on the modules the importer built under the
+node's name.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import logging
+import warnings
+
+import torch
+
+from ..models import SpikingNetwork
+from ..neurons import SpikingNeuron
+from .bn_folding import fold_batchnorm
+from .nir_import import graph_dt
+
+__all__ = ["FRAMEWORKS", "plif_spikes", "framework_spikes", "compare_spikes"]
+
+FRAMEWORKS = ("norse", "snntorch", "sinabs")
+
+
+@torch.no_grad()
+def plif_spikes(net: SpikingNetwork, x: torch.Tensor) -> tuple[dict[int, torch.Tensor], torch.Tensor]:
+    """``{layer index: [T, B, ...] spikes}`` of every spiking layer of the BN-folded ``net`` (what
+    the NIR graph holds), and its output, for frames ``x [T, B, ...]``."""
+    folded = fold_batchnorm(net).float()
+    out, h = {}, x
+    for i, layer in enumerate(folded.layers):
+        h = layer(h)
+        if isinstance(layer, SpikingNeuron):
+            out[i] = h
+    return out, h
+
+
+def _spiking_nodes(graph) -> list[str]:
+    return [n for n, node in graph.nodes.items() if type(node).__name__ in ("LIF", "IF")]
+
+
+def _load(graph, framework: str, batch: int):
+    with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # nirtorch.load, called by all three
+        if framework == "norse":
+            import norse.torch
+
+            root = logging.getLogger()
+            was, root.disabled = root.disabled, True  # its notes about r (IF: r = 1/dt, which it ignores)
+            try:
+                return norse.torch.from_nir(graph, dt=graph_dt(graph))
+            finally:
+                root.disabled = was
+        if framework == "snntorch":
+            from snntorch.import_nir import import_from_nir
+
+            return import_from_nir(graph)  # prints notes about threshold scaling: silenced above
+        if framework == "sinabs":
+            from .nir_sinabs import sinabs_from_nir
+
+            return sinabs_from_nir(graph, batch_size=batch)
+    raise ValueError(f"unknown framework {framework!r}; valid: {', '.join(FRAMEWORKS)}")
+
+
+@torch.no_grad()
+def framework_spikes(graph, x: torch.Tensor, framework: str) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+    """``{node name: [T, B, ...] spikes}`` of every spiking node, and the output, of ``graph`` run
+    on frames ``x [T, B, ...]`` by ``framework``'s importer (ImportError if it is not installed)."""
+    T, B = x.shape[:2]
+    module = _load(graph, framework, B)
+    names = _spiking_nodes(graph)
+    record: dict[str, list] = {n: [] for n in names}
+    hooks = [module.get_submodule(n).register_forward_hook(
+        lambda m, a, o, n=n: record[n].append(o[0] if isinstance(o, tuple) else o)) for n in names]
+    try:
+        if framework == "sinabs":
+            out = module(x.transpose(0, 1).reshape(B * T, *x.shape[2:]))[0]
+            unfold = lambda y: y.reshape(B, T, *y.shape[1:]).transpose(0, 1)  # noqa: E731
+            return {n: unfold(v[0]) for n, v in record.items()}, unfold(out)
+        outs, state = [], None
+        for t in range(T):
+            if framework == "norse":
+                y, state = module(x[t], state)
+            else:
+                y = module(x[t])[0]
+            outs.append(y)
+        return {n: torch.stack(v) for n, v in record.items()}, torch.stack(outs)
+    finally:
+        for h in hooks:
+            h.remove()
+
+
+def compare_spikes(net: SpikingNetwork, graph, x: torch.Tensor, framework: str) -> list[dict]:
+    """One row per spiking node of ``graph`` (``net`` exported): plif's and the framework's spike
+    counts and the number of spikes that differ; the max-pool OR nodes (no plif layer of their
+    own) are left out, their effect shows in the next layer.  The last row, ``output``, counts
+    output values that differ."""
+    want, want_out = plif_spikes(net, x)
+    got, got_out = framework_spikes(graph, x, framework)
+    rows = []
+    for name, spikes in got.items():
+        if name.endswith("maxpool_or"):
+            continue
+        ref = want[int(name.split("_")[0])]
+        same_shape = spikes.shape == ref.shape
+        rows.append({"node": name, "plif": int(ref.sum()), framework: int(spikes.sum()),
+                     "differ": int((spikes != ref).sum()) if same_shape else -1})
+    same_shape = got_out.shape == want_out.shape
+    rows.append({"node": "output", "plif": want_out.numel(), framework: got_out.numel(),
+                 "differ": int((got_out != want_out).sum()) if same_shape else -1})
+    return rows
