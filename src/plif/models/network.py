@@ -96,6 +96,18 @@ class SpikingNetwork(nn.Module):
             x = step(x, start - first) if first < start else step(x)
         return x
 
+    def set_backend(self, backend: str = "auto") -> "SpikingNetwork":
+        """How every neuron runs (:func:`plif.neurons.multi_step`'s ``backend``): not part of the
+        network, its state dict or a checkpoint, so a network trained with one runs with another."""
+        if backend != "auto":
+            from ..neurons.dispatch import available_backends
+
+            if backend not in available_backends():
+                raise ValueError(f"unknown backend {backend!r}; available: auto, {', '.join(available_backends())}")
+        for m in self.neuron_layers():
+            m.backend = backend
+        return self
+
     def neuron_layers(self) -> list[SpikingNeuron]:
         return [m for m in self.layers if isinstance(m, SpikingNeuron)]
 

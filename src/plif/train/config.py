@@ -70,7 +70,9 @@ class TrainConfig:
     data_on_device: str = field(default="auto", metadata={
         "help": "keep whole splits on the device (yes), stream batches from the CPU / frame cache (no), "
                 "or yes when they fit in half the free device memory (auto)", "choices": ("auto", "yes", "no")})
-    backend: str = field(default="auto", metadata={"help": "neuron backend: auto, bptt, reference, or a fused kernel"})
+    backend: str = field(default="auto", metadata={
+        "help": "neuron backend: auto, bptt, reference, or a fused kernel (how the network runs here, not part of "
+                "it: --resume may change it)"})
     compile: bool = field(default=False, metadata={"help": "torch.compile the network"})
     cuda_graph: bool = field(default=False, metadata={
         "help": "capture the whole training step (and evaluation) as CUDA graphs and replay them (CUDA only)"})
@@ -91,11 +93,12 @@ class TrainConfig:
     num_classes: int = field(default=0, metadata={"derived": True})
 
     def network_kwargs(self) -> dict:
-        """Keywords for :func:`plif.models.build_network` that rebuild exactly this network."""
+        """Keywords for :func:`plif.models.build_network` that rebuild exactly this network (the
+        neuron backend is not among them: it is how the network runs, chosen where it runs)."""
         return {
             "neuron": self.neuron.upper(), "tau0": self.tau0, "pool": self.pool,
             "per_channel_tau": self.per_channel_tau, "bn_per_step": self.bn_per_step,
-            "surrogate": self.surrogate, "detach_reset": self.detach_reset, "backend": self.backend,
+            "surrogate": self.surrogate, "detach_reset": self.detach_reset,
         }
 
     def memory_options(self):
@@ -287,7 +290,7 @@ def pick_device(name: str = "auto", check: bool = True):
 
 # Settings that may change when a run is resumed without changing what it computes.
 RESUMABLE_CHANGES = ("epochs", "device", "out", "eval_batch_size", "data_on_device", "log", "cuda_graph",
-                     "memory", "checkpoint_blocks")
+                     "memory", "checkpoint_blocks", "backend")
 
 
 def config_diff(old: dict, new: dict) -> list[str]:

@@ -89,6 +89,16 @@ def setup_run_folder(cfg: TrainConfig, resume: bool, main: bool, log) -> tuple[R
     return folder, resume and finished
 
 
+def check_backend_device(backend: str, device: torch.device) -> None:
+    """Refuse a fused neuron kernel made for another kind of device (``triton`` on a CPU run)."""
+    from ..neurons.dispatch import FUSED
+
+    fused = FUSED.get(backend)
+    if fused is not None and fused.device != device.type:
+        raise ValueError(f"--backend {backend}: a {fused.device} kernel, but this run is on {device}; "
+                         f"use --backend auto (with --resume too: the backend is not part of the run)")
+
+
 def setup_model(cfg: TrainConfig, device: torch.device) -> torch.nn.Module:
     """The network, seeded, on ``device``; its output width must equal the dataset's classes."""
     torch.manual_seed(cfg.seed)
@@ -99,6 +109,7 @@ def setup_model(cfg: TrainConfig, device: torch.device) -> torch.nn.Module:
                          f"{cfg.dataset} has {cfg.num_classes} classes; end the network with "
                          f"{cfg.num_classes} outputs (e.g. ...-FC{cfg.num_classes * 10}-PLIF-APk10s10)")
     model.set_memory(cfg.memory_options())  # --memory / --checkpoint-blocks: what backward keeps
+    model.set_backend(cfg.backend)  # how the neurons run here (a resume may change it)
     return model.to(device)
 
 
@@ -148,6 +159,7 @@ def _setup(cfg: TrainConfig, resume: bool, log) -> _Session:
         device = torch.device("cuda", dist.local_rank)
         torch.cuda.set_device(device)
     check_graph_options(device, cfg.cuda_graph, cfg.amp, cfg.compile, dist.world)  # before the folder is touched
+    check_backend_device(cfg.backend, device)
     if cfg.log == "tensorboard":
         from .tb_log import summary_writer_class
 
