@@ -7,24 +7,25 @@ import dataclasses
 def run_train(args) -> int:
     from pathlib import Path
 
-    from ..train import train
+    from ..train.run import EXIT_STOPPED, train_status
     from ..train.run_folder import RunFolder
     from .config_flags import given_settings
+
+    def train(cfg, resume=False) -> int:  # stopped by --time-limit or SIGTERM/SIGUSR1: a distinct status
+        return EXIT_STOPPED if train_status(cfg, resume)[1] else 0
 
     given = given_settings(args)
     if not args.resume:
         from ..train import TrainConfig
 
-        train(TrainConfig(**given))
-        return 0
+        return train(TrainConfig(**given))
     run = Path(args.resume if args.resume is not True else given.get("out") or "")
     if not str(run):
         raise ValueError("--resume needs a run folder (--resume RUN or --out RUN)")
     # Continue with the run's own settings; anything given explicitly must agree with them
     # (train() refuses and lists the differences), except what a resume may change (--epochs, --device).
     stored = RunFolder(run).read_train_config()
-    train(dataclasses.replace(stored, **{**given, "out": str(run)}), resume=True)
-    return 0
+    return train(dataclasses.replace(stored, **{**given, "out": str(run)}), resume=True)
 
 
 def run_eval(args) -> int:

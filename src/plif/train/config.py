@@ -88,6 +88,12 @@ class TrainConfig:
     log: str = field(default="none", metadata={
         "help": "also log each epoch to TensorBoard (<run>/tensorboard); metrics.jsonl stays the record",
         "choices": ("none", "tensorboard")})
+    time_limit: str | None = field(default=None, metadata={
+        "help": "wall time of this job (3600, 90m, 1.5h, 1:30:00, 1-00:00:00): stop cleanly after the last epoch "
+                "(or --checkpoint-every step) that fits and exit with status 75; the same command continues the run"})
+    checkpoint_every: int | None = field(default=None, metadata={
+        "help": "also checkpoint every STEPS training steps within an epoch (long epochs); a resume continues at "
+                "the same batch"})
     out: str | None = field(default=None, metadata={"help": "run folder [runs/<dataset>-<time>]"})
     input_shape: tuple = field(default=(), metadata={"derived": True})
     num_classes: int = field(default=0, metadata={"derived": True})
@@ -247,6 +253,12 @@ def _check_values(cfg: TrainConfig) -> None:
         value = getattr(cfg, name)
         if value is not None and value < 1:
             raise ValueError(f"{flag_name(name)} must be at least 1 (leave it out to use every sample), got {value}")
+    if cfg.checkpoint_every is not None and cfg.checkpoint_every < 1:
+        raise ValueError(f"--checkpoint-every must be at least 1 step, got {cfg.checkpoint_every}")
+    if cfg.time_limit is not None:
+        from .stopping import parse_duration
+
+        parse_duration(cfg.time_limit)
     if cfg.lr <= 0:
         raise ValueError(f"--lr must be positive, got {cfg.lr:g}")
     neuron = cfg.neuron.lower()
@@ -290,7 +302,7 @@ def pick_device(name: str = "auto", check: bool = True):
 
 # Settings that may change when a run is resumed without changing what it computes.
 RESUMABLE_CHANGES = ("epochs", "device", "out", "eval_batch_size", "data_on_device", "log", "cuda_graph",
-                     "memory", "checkpoint_blocks", "backend")
+                     "memory", "checkpoint_blocks", "backend", "time_limit", "checkpoint_every")
 
 
 def config_diff(old: dict, new: dict) -> list[str]:

@@ -2,6 +2,7 @@
 
 ``torchrun --nproc_per_node=N -m plif train ...`` sets ``RANK``/``WORLD_SIZE``/``LOCAL_RANK``;
 without them everything here is a no-op for a single process.  ``--batch-size`` is per process.
+``TORCHELASTIC_RESTART_COUNT`` (set by torchrun) tells a restarted group to resume its run folder.
 """
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from dataclasses import dataclass
 import torch
 import torch.distributed as dist
 
-__all__ = ["DistInfo", "init_distributed", "all_reduce_sum", "shutdown"]
+__all__ = ["DistInfo", "init_distributed", "all_reduce_sum", "broadcast_object", "all_gather_object", "any_rank",
+           "restart_count", "shutdown"]
 
 
 @dataclass(frozen=True)
@@ -40,6 +42,39 @@ def all_reduce_sum(t: torch.Tensor) -> torch.Tensor:
     out = t.clone()
     dist.all_reduce(out, op=dist.ReduceOp.SUM)
     return out
+
+
+def broadcast_object(obj, world: int = 2):
+    """Rank 0's ``obj`` on every rank (picklable; as it is when ``world`` is 1)."""
+    if world <= 1:
+        return obj
+    box = [obj]
+    dist.broadcast_object_list(box, src=0)
+    return box[0]
+
+
+def all_gather_object(obj, world: int = 2) -> list:
+    """Every rank's ``obj``, in rank order (``[obj]`` when ``world`` is 1)."""
+    if world <= 1:
+        return [obj]
+    out = [None] * world
+    dist.all_gather_object(out, obj)
+    return out
+
+
+def any_rank(flag: bool, device: torch.device, world: int = 2) -> bool:
+    """Whether ``flag`` is true on any rank (one tiny all-reduce; ranks must agree to stop)."""
+    if world <= 1:
+        return bool(flag)
+    return bool(all_reduce_sum(torch.tensor([float(flag)], device=device)).item() > 0)
+
+
+def restart_count() -> int:
+    """How often ``torchrun --max-restarts`` has restarted this worker group (0: first start)."""
+    try:
+        return int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0"))
+    except ValueError:
+        return 0
 
 
 def shutdown() -> None:
