@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from datetime import timedelta
 
 import torch
 import torch.distributed as dist
@@ -33,8 +34,28 @@ def init_distributed(device_kind: str) -> DistInfo:
     if world <= 1:
         return DistInfo()
     if not dist.is_initialized():
-        dist.init_process_group(backend="nccl" if device_kind == "cuda" else "gloo")
+        backend = "nccl" if device_kind == "cuda" else "gloo"
+        store = _restart_store(world)
+        if store is None:
+            dist.init_process_group(backend=backend)
+        else:
+            dist.init_process_group(backend=backend, store=store, rank=int(os.environ["RANK"]), world_size=world)
     return DistInfo(dist.get_rank(), dist.get_world_size(), int(os.environ.get("LOCAL_RANK", "0")))
+
+
+def _restart_store(world: int):
+    """After a torchrun restart, the agent's shared TCP store still holds the previous group's
+    addresses, and the new group connects to dead workers ("Gloo connectFullMesh failed ...
+    Connection refused", pytorch/pytorch#135712): give each restart its own key prefix.  The count
+    is the same for every worker of one torchrun; across machines it is not (a healthy machine's
+    agent restarts its workers without counting), so multi-node jobs with --max-restarts set
+    TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1 (a fresh store each round, where this returns None)."""
+    count = restart_count()
+    if count == 0 or os.environ.get("TORCHELASTIC_USE_AGENT_STORE") != str(True):
+        return None
+    store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), world, is_master=False,
+                          timeout=timedelta(minutes=10))
+    return dist.PrefixStore(f"plif/restart_{count}", store)
 
 
 def all_reduce_sum(t: torch.Tensor) -> torch.Tensor:

@@ -193,9 +193,10 @@ def _setup(cfg: TrainConfig, resume, log) -> _Session:
     cfg = resolve_config(cfg)
     device = pick_device(cfg.device)
     dist = init_distributed(device.type)
-    if not resume and (cfg.time_limit is not None or restart_count() > 0):
+    restarted = any(all_gather_object(restart_count() > 0, dist.world))  # one machine's agent may not count it
+    if not resume and (cfg.time_limit is not None or restarted):
         resume = "auto"  # the same command continues the run: the next job, or torchrun's restarted group
-        if restart_count() > 0 and cfg.out is None and dist.is_main:
+        if restarted and cfg.out is None and dist.is_main:
             log("torchrun restarted the workers, but without --out this is a new run folder; "
                 "pass --out to continue the same run")
     if dist.world > 1 and device.type == "cuda":
