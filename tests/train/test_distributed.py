@@ -58,6 +58,7 @@ def test_two_process_gloo_torchrun(two_process_run):
     assert [r["epoch"] for r in _strip(out)] == [1, 2, 3, 4]
     # each of the 2 ranks takes 100 of the 200 samples: 10 steps of 10, so 200 samples per epoch in total
     assert stdout.count("run folder:") == 2  # printed by rank 0 only (start and end)
+    assert "data: each of the 2 processes keeps every split whole on its device" in stdout
     assert json.loads((out / "summary.json").read_text())["finished"]
     assert not list(out.glob(".*.tmp")) and Path(out / "checkpoints" / "last.pt").is_file()
 

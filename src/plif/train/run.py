@@ -26,7 +26,7 @@ import torch
 from ..models import build_network
 from ..progress import sample_bar
 from .checkpoint import load_checkpoint, save_checkpoint
-from .config import TrainConfig, config_diff, pick_device, resolve_config
+from .config import STATIC, TrainConfig, config_diff, pick_device, resolve_config
 from .data import epoch_generator, load_train_data
 from .distributed import (all_gather_object, all_reduce_sum, any_rank, broadcast_object, init_distributed,
                           restart_count, shutdown)
@@ -280,6 +280,8 @@ def _loop(s: _Session, stopper: Stopper, log) -> tuple[Path, str | None]:
             log(f"{cfg.dataset}: {len(s.data.train)} train, {len(s.data.val) if s.data.val else 0} val, "
                 f"{len(s.data.test)} test samples on {s.device}; network {cfg.network}, T={cfg.T}, "
                 f"every neuron {_neuron_label(cfg)}" + (f", {cfg.pool} pooling" if cfg.pool else ""))
+            if s.dist.world > 1:
+                log(_placement(s))
         for epoch in range(s.start_epoch, cfg.epochs):
             try:
                 row, rates = _run_epoch(s, epoch, steps, reduce, stopper)
@@ -318,6 +320,18 @@ def _loop(s: _Session, stopper: Stopper, log) -> tuple[Path, str | None]:
         else:
             log(_final_report(folder, s.metrics, cfg))
     return folder.path, stopped
+
+
+def _placement(s: _Session) -> str:
+    """What each of the processes holds of the data (``--data-on-device``)."""
+    splits = [x for x in (s.data.train, s.data.val, s.data.test) if x is not None]
+    mb = sum(x.nbytes for x in splits) / 1e6
+    n = s.dist.world
+    if not s.data.train.streamed:
+        return f"data: each of the {n} processes keeps every split whole on its device ({mb:.0f} MB each)"
+    source = ("the memory-mapped frame cache (pages shared by the processes of a machine)"
+              if s.cfg.dataset not in STATIC else f"host memory (every process holds the {mb:.0f} MB of uint8 images)")
+    return (f"data: each of the {n} processes streams only its own 1/{n} of every epoch and evaluation, from {source}")
 
 
 def _stop_reason(s: _Session, stopper: Stopper) -> str | None:
