@@ -86,3 +86,23 @@ def test_checkpoint_every_option_checks(tiny_fashion, tmp_path):
         train(tiny_train_config(tiny_fashion, tmp_path / "r", checkpoint_every=0), log=quiet)
     with pytest.raises(ValueError, match="--time-limit '2x'"):
         train(tiny_train_config(tiny_fashion, tmp_path / "r", time_limit="2x"), log=quiet)
+
+
+def test_step_checkpoint_never_saves_diverged_weights(tiny_fashion, tmp_path, monkeypatch):
+    """Epoch 1 is 10 steps and 2 evaluation batches; the loss is NaN from epoch 2's step 5: its
+    step-4 checkpoint is the last written (the step-6 one is refused) and the run stops naming epoch 2."""
+    import math
+
+    real, calls = loop_mod.rate_mse_loss, []
+
+    def poisoned(out, y, c):
+        loss, rate = real(out, y, c)
+        calls.append(1)
+        return (loss * math.nan if len(calls) > 16 else loss), rate
+
+    monkeypatch.setattr(loop_mod, "rate_mse_loss", poisoned)
+    with pytest.raises(FloatingPointError, match="epoch 2"):
+        train(tiny_train_config(tiny_fashion, tmp_path / "nan", checkpoint_every=2), log=quiet)
+    last = torch.load(tmp_path / "nan" / "checkpoints" / "last.pt", weights_only=True)
+    assert last["epoch"] == 1 and last["step"] == 4  # epoch 2's step-4 checkpoint, before the NaN
+    assert all(torch.isfinite(v).all() for v in last["model"].values() if v.is_floating_point())

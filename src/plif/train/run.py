@@ -69,7 +69,7 @@ class _Session:
 
 # --- set-up steps ------------------------------------------------------------------------------
 
-def setup_run_folder(cfg: TrainConfig, resume, main: bool, log) -> tuple[RunFolder, bool]:
+def setup_run_folder(cfg: TrainConfig, resume, log) -> tuple[RunFolder, bool]:
     """Check ``--out`` can be written, lock it, clean what a killed run left, decide fresh or resume.
 
     resume: True (``--resume``), False, or ``"auto"`` (``--time-limit``, a torchrun restart):
@@ -112,7 +112,7 @@ def _agree_on_folder(cfg: TrainConfig, resume, dist, log) -> tuple[RunFolder, bo
             raise ValueError(verdict[1])
         return RunFolder(cfg.out), verdict[1]
     try:
-        folder, resume = setup_run_folder(cfg, resume, True, log)
+        folder, resume = setup_run_folder(cfg, resume, log)
     except Exception as e:
         broadcast_object(("error", str(e)), dist.world)
         raise
@@ -196,9 +196,9 @@ def _setup(cfg: TrainConfig, resume, log) -> _Session:
     restarted = any(all_gather_object(restart_count() > 0, dist.world))  # one machine's agent may not count it
     if not resume and (cfg.time_limit is not None or restarted):
         resume = "auto"  # the same command continues the run: the next job, or torchrun's restarted group
-        if restarted and cfg.out is None and dist.is_main:
-            log("torchrun restarted the workers, but without --out this is a new run folder; "
-                "pass --out to continue the same run")
+        if cfg.out is None and dist.is_main:
+            log(("torchrun restarted the workers" if restarted else "--time-limit") + ": without --out every "
+                "start makes a new run folder; pass --out to continue the same run")
     if dist.world > 1 and device.type == "cuda":
         device = torch.device("cuda", dist.local_rank)
         torch.cuda.set_device(device)
@@ -404,7 +404,8 @@ def _step_checkpoints(s: _Session, epoch: int, steps: int, stopper: Stopper):
     def after_step(t: EpochTotals) -> None:
         if t.steps % every or t.steps >= steps:
             return
-        if any_rank(not bool(t.finite), s.device, s.dist.world):  # never save non-finite weights
+        bad = not bool(t.finite) or (s.main and nonfinite_count(s.model.state_dict()) > 0)  # BN statistics too
+        if any_rank(bad, s.device, s.dist.world):  # never save non-finite weights
             raise Diverged(f"the loss or a parameter became NaN or infinite (seen at step {t.steps})")
         ranks = all_gather_object({"rng": _rng_state(s.device), "totals": t.state_dict()}, s.dist.world)
         if s.main:
