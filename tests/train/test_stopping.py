@@ -37,6 +37,17 @@ def test_parse_duration_refuses(text):
         parse_duration(text)
 
 
+def test_deadline_counts_from_the_start_of_the_process():
+    import time
+
+    from plif.train.stopping import Stopper, job_age
+
+    age = job_age()
+    assert age > 0.1  # this pytest process has run for a while
+    stopper = Stopper(3600.0, signals=False)
+    assert stopper.deadline == pytest.approx(time.monotonic() - age + 3600.0, abs=1.0)
+
+
 def test_time_limit_stops_after_an_epoch_and_the_same_command_continues(tiny_fashion, tmp_path, capsys):
     args = ["train", "--data-dir", str(tiny_fashion), "--network", TINY_NET, "--T", "2", "--batch-size", "20",
             "--device", "cpu", "--epochs", "2"]

@@ -2,8 +2,9 @@
 sends before its own limit (SLURM: SIGTERM, or SIGUSR1 with ``--signal``).
 
 The run stops cleanly after the last epoch (or ``--checkpoint-every`` step) whose checkpoint fits
-before the deadline, judged from the slowest such stretch this process has run; ``plif train``
-then exits with :data:`EXIT_STOPPED` and the same command continues the run.
+before the deadline, judged from the slowest such stretch this process has run.  The deadline
+counts from the start of the process (of the torchrun agent under torchrun); ``plif train`` then
+exits with :data:`EXIT_STOPPED` and the same command continues the run.
 """
 from __future__ import annotations
 
@@ -40,16 +41,35 @@ def parse_duration(text: str) -> float:
     return float(seconds)
 
 
+def _age(pid: int | str) -> float:
+    """Seconds since process ``pid`` started (Linux ``/proc``); 0 where that cannot be read."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            start_ticks = int(f.read().rsplit(")", 1)[1].split()[19])  # field 22, starttime
+        with open("/proc/uptime") as f:
+            uptime = float(f.read().split()[0])
+        return max(0.0, uptime - start_ticks / os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
+def job_age() -> float:
+    """Seconds since the job started: this process, or under torchrun its agent (the parent), so
+    a group restarted by ``--max-restarts`` keeps the deadline of the first."""
+    return _age(os.getppid() if "TORCHELASTIC_RUN_ID" in os.environ else "self")
+
+
 class Stopper:
     """Decides, at each point where the run can stop with nothing lost, whether it should.
 
-    limit_s: seconds from construction (None: no limit).  signals: handle :data:`STOP_SIGNALS`
-    (a second one of the same kind ends the process as usual).  Use as a context manager.
+    limit_s: seconds from the start of the job (:func:`job_age`: a ``plif ablate`` sweep shares one
+    deadline; None: no limit).  signals: handle :data:`STOP_SIGNALS` (a second one of the same kind
+    ends the process as usual).  Use as a context manager.
     """
 
     def __init__(self, limit_s: float | None, signals: bool = True, log=None):
         self.start = time.monotonic()
-        self.deadline = None if limit_s is None else self.start + limit_s
+        self.deadline = None if limit_s is None else self.start - job_age() + limit_s
         self.signals = signals and hasattr(signal, "pthread_kill")
         self.log = log
         self.signalled: str | None = None
