@@ -135,9 +135,9 @@ def test_option_checks():
 def test_plain_pooling_and_classifier_steps():
     """Average pooling and biased layers are left to PyTorch; the plan still covers every layer."""
     net = build_network("c8k3s1-PLIF-APk2s2-c8k3s1-PLIF-FC10-PLIF", (1, 8, 8), 2, memory=MEMORY_PRESETS["exact"])
-    covered = [i for first, end, _ in net._plan for i in range(first, end)]
+    covered = [i for first, end, _ in net.plan() for i in range(first, end)]
     assert covered == list(range(len(net.layers)))
-    assert isinstance(net._plan[2][2].layer, nn.AvgPool2d)
+    assert isinstance(net.plan()[2][2].layer, nn.AvgPool2d)
 
 
 def test_compiles_fullgraph_with_changing_batch_size():
@@ -156,3 +156,54 @@ def test_compiles_fullgraph_with_changing_batch_size():
             assert torch.allclose(g0[n], g1[n].to(g0[n].dtype) if n in g1 else g1["_orig_mod." + n], atol=1e-6), n
         for n in b0:
             assert torch.allclose(b0[n].double(), b1.get(n, b1.get("_orig_mod." + n)).double(), atol=1e-6), n
+
+
+@pytest.mark.parametrize("preset", ["exact", "exact+checkpoint"])
+def test_replaced_layer_runs_and_learns(preset):
+    """The plan follows the network: a conv swapped in after the build (outer wrapper or the
+    wrapped layer itself) is the one that runs and gets a gradient; the old one gets none."""
+    from plif.layers import TimeFolded
+
+    spec = "c8k3s1-BN-PLIF-c8k3s1-BN-PLIF-MPk2s2-FC4-PLIF"
+    torch.manual_seed(0)
+    net = build_network(spec, (1, 8, 8), 2, memory=MEMORY_PRESETS_T[preset], v_threshold=THRESHOLD)
+    plain = build_network(spec, (1, 8, 8), 2, v_threshold=THRESHOLD)
+    x = (torch.rand(2, 3, 1, 8, 8, generator=torch.Generator().manual_seed(1)) > 0.5).float()
+    net(x).sum().backward()  # the plan is in use before the change
+    old3, old0 = net.layers[3].layer, net.layers[0].layer
+    old3.weight.grad = old0.weight.grad = None
+    new3, new0 = nn.Conv2d(8, 8, 3, 1, 1, bias=False), nn.Conv2d(1, 8, 3, 1, 1, bias=False)
+    net.layers[3] = TimeFolded(new3)  # a new wrapper
+    net.layers[0].layer = new0  # the wrapped layer alone
+    plain.load_state_dict(net.state_dict())
+    net.zero_grad(set_to_none=True)
+    out, grads, _ = run(net, x)
+    ref, ref_grads, _ = run(plain, x)
+    assert torch.equal(out, ref)
+    assert old3.weight.grad is None and old0.weight.grad is None
+    for n in ("layers.0.layer.weight", "layers.3.layer.weight"):
+        assert grads[n].abs().sum() > 0 and torch.allclose(grads[n], ref_grads[n], atol=1e-6)
+
+
+@pytest.mark.parametrize("preset", ["exact", "exact+checkpoint"])
+def test_sync_bn_conversion_keeps_syncbatchnorm_running(preset):
+    """``convert_sync_batchnorm`` after a build with savings: every SyncBatchNorm's forward runs
+    (the fused conv + BN step would call ``native_batch_norm`` and never synchronise), again in a
+    checkpointed block's recomputation, and the running statistics are updated once."""
+    spec = "c8k3s1-BN-PLIF-c8k3s1-BN-PLIF-MPk2s2-FC4-PLIF"
+    torch.manual_seed(0)
+    net = build_network(spec, (1, 6, 6), 2, memory=MEMORY_PRESETS_T[preset], v_threshold=THRESHOLD)
+    plain = nn.SyncBatchNorm.convert_sync_batchnorm(build_network(spec, (1, 6, 6), 2, v_threshold=THRESHOLD))
+    net = nn.SyncBatchNorm.convert_sync_batchnorm(net)
+    plain.load_state_dict(net.state_dict())
+    calls = []
+    for m in net.modules():
+        if isinstance(m, nn.SyncBatchNorm):
+            m.register_forward_hook(lambda mod, i, o: calls.append(mod))
+    x = (torch.rand(2, 3, 1, 6, 6, generator=torch.Generator().manual_seed(1)) > 0.5).float()
+    out, grads, buffers = run(net, x)
+    ref, ref_grads, ref_buffers = run(plain, x)
+    assert len(set(map(id, calls))) == 2 and len(calls) == (4 if "checkpoint" in preset else 2)
+    assert torch.equal(out, ref)
+    assert all(torch.equal(buffers[n], ref_buffers[n]) for n in ref_buffers)
+    assert all(torch.allclose(grads[n], ref_grads[n], atol=1e-6) for n in ref_grads)

@@ -1,24 +1,126 @@
+"""torchrun on the CPU (gloo): two processes, a worker killed under --max-restarts, and two
+"machines" (two torchrun invocations with a c10d rendezvous) against one two-process run."""
 import json
 import os
+import random
+import signal
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
+
+import pytest
+import torch
 
 from plif_testing import TINY_NET
 
+ENV = {**os.environ, "OMP_NUM_THREADS": "1"}
 
-def test_two_process_gloo_torchrun(tiny_fashion, tmp_path):
-    out = tmp_path / "ddp"
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", "-m", "plif", "train",
-           "--data-dir", str(tiny_fashion), "--network", TINY_NET, "--T", "2", "--epochs", "2", "--batch-size", "10",
-           "--device", "cpu", "--out", str(out)]
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+
+def _train_args(root, out, *extra):
+    return ["-m", "plif", "train", "--data-dir", str(root), "--network", TINY_NET, "--T", "2", "--epochs", "4",
+            "--batch-size", "10", "--device", "cpu", "--out", str(out), *extra]
+
+
+def _torchrun(*args):
+    return [sys.executable, "-m", "torch.distributed.run", *args]
+
+
+def _strip(out):
+    rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    return [{k: v for k, v in r.items() if "time" not in k and k != "samples_per_s"} for r in rows]
+
+
+def _assert_same_run(a, b):
+    assert _strip(a) == _strip(b)
+    for name in ("last.pt", "best_test.pt"):
+        x = torch.load(a / "checkpoints" / name, weights_only=True)
+        y = torch.load(b / "checkpoints" / name, weights_only=True)
+        assert x["epoch"] == y["epoch"] and all(torch.equal(x["model"][k], y["model"][k]) for k in x["model"])
+    ox = torch.load(a / "checkpoints" / "last.pt", weights_only=True)["optimizer"]["state"]
+    oy = torch.load(b / "checkpoints" / "last.pt", weights_only=True)["optimizer"]["state"]
+    assert all(torch.equal(ox[k][n], oy[k][n]) for k in ox for n in ox[k])
+
+
+@pytest.fixture(scope="module")
+def two_process_run(tiny_fashion, tmp_path_factory):
+    """The uninterrupted reference: torchrun --nproc_per_node=2, 4 epochs."""
+    out = tmp_path_factory.mktemp("ddp") / "run"
+    proc = subprocess.run(_torchrun("--standalone", "--nproc_per_node=2", *_train_args(tiny_fashion, out)),
+                          env=ENV, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    rows = [json.loads(l) for l in (out / "metrics.jsonl").read_text().splitlines()]
-    assert [r["epoch"] for r in rows] == [1, 2]
+    return out, proc.stdout
+
+
+def test_two_process_gloo_torchrun(two_process_run):
+    out, stdout = two_process_run
+    assert [r["epoch"] for r in _strip(out)] == [1, 2, 3, 4]
     # each of the 2 ranks takes 100 of the 200 samples: 10 steps of 10, so 200 samples per epoch in total
-    assert proc.stdout.count("run folder:") == 2  # printed by rank 0 only (start and end)
-    summary = json.loads((out / "summary.json").read_text())
-    assert summary["finished"]
-    assert Path(out / "checkpoints" / "last.pt").is_file()
+    assert stdout.count("run folder:") == 2  # printed by rank 0 only (start and end)
+    assert "data: each of the 2 processes keeps every split whole on its device" in stdout
+    assert json.loads((out / "summary.json").read_text())["finished"]
+    assert not list(out.glob(".*.tmp")) and Path(out / "checkpoints" / "last.pt").is_file()
+
+
+def _workers(agent: int) -> list[int]:
+    """The worker processes torchrun (pid ``agent``) started."""
+    pids = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            cmd = (stat.parent / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if int(fields[1]) == agent and b"plif" in cmd:
+            pids.append(int(stat.parent.name))
+    return pids
+
+
+def test_worker_killed_at_a_random_moment_restarts_and_resumes_exactly(tiny_fashion, tmp_path, two_process_run):
+    """SIGKILL to one worker at a random moment of training under --max-restarts=2: torchrun restarts
+    the group, which resumes the run folder by itself (mid-epoch with --checkpoint-every) and ends
+    bit for bit where the uninterrupted run did."""
+    out = tmp_path / "run"
+    rng = random.Random()
+    delay = rng.uniform(0.0, 0.4)
+    agent = subprocess.Popen(_torchrun("--standalone", "--nproc_per_node=2", "--max-restarts=2",
+                                       *_train_args(tiny_fashion, out, "--checkpoint-every", "3")),
+                             env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        t0 = time.monotonic()
+        while not ((out / "metrics.jsonl").is_file() and (out / "metrics.jsonl").read_text().strip()):
+            assert agent.poll() is None and time.monotonic() - t0 < 240, "the run ended before its first epoch"
+            time.sleep(0.02)
+        time.sleep(delay)
+        victim = rng.choice(_workers(agent.pid))
+        os.kill(victim, signal.SIGKILL)
+        stdout, stderr = agent.communicate(timeout=300)
+    finally:
+        if agent.poll() is None:
+            agent.kill()
+    assert agent.returncode == 0, f"delay {delay:.3f}s\n" + stderr[-3000:]
+    assert "resuming" in stdout, f"delay {delay:.3f}s: no restart seen\n{stdout}"
+    print(f"killed {delay:.3f}s after epoch 1;", *(line for line in stdout.splitlines() if "resuming" in line))
+    _assert_same_run(two_process_run[0], out)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_two_nodes_match_one_node_with_two_processes(tiny_fashion, tmp_path, two_process_run):
+    """Two torchrun invocations (--nnodes 2, one process each, c10d rendezvous on 127.0.0.1) train
+    together; rank 0 alone writes the shared run folder; the result is the two-process run's."""
+    out, port = tmp_path / "run", _free_port()
+    node = _torchrun("--nnodes=2", "--nproc_per_node=1", "--rdzv-backend=c10d", f"--rdzv-endpoint=127.0.0.1:{port}",
+                     "--rdzv-id=plif-test", *_train_args(tiny_fashion, out))
+    procs = [subprocess.Popen(node, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(2)]
+    results = [p.communicate(timeout=300) for p in procs]
+    for p, (_, err) in zip(procs, results):
+        assert p.returncode == 0, err[-3000:]
+    assert sum(o.count("run folder:") for o, _ in results) == 2  # one writer: rank 0 reports, the other is silent
+    _assert_same_run(two_process_run[0], out)

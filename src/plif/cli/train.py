@@ -6,9 +6,12 @@ from pathlib import Path
 
 
 def run_train(args) -> int:
-    from ..train import train
+    from ..train.run import EXIT_STOPPED, train_status
     from ..train.run_folder import RunFolder
     from .config_flags import given_settings
+
+    def train(cfg, resume=False) -> int:  # stopped by --time-limit or SIGTERM/SIGUSR1: a distinct status
+        return EXIT_STOPPED if train_status(cfg, resume)[1] else 0
 
     given = given_settings(args)
     if not args.resume:
@@ -17,8 +20,7 @@ def run_train(args) -> int:
         cfg = TrainConfig(**given)
         if args.download:
             _download(cfg)
-        train(cfg)
-        return 0
+        return train(cfg)
     run = Path(args.resume if args.resume is not True else given.get("out") or "")
     if not str(run):
         raise ValueError("--resume needs a run folder (--resume RUN or --out RUN)")
@@ -28,8 +30,7 @@ def run_train(args) -> int:
     cfg = dataclasses.replace(stored, **{**given, "out": str(run)})
     if args.download:
         _download(cfg)
-    train(cfg, resume=True)
-    return 0
+    return train(cfg, resume=True)
 
 
 def _download(cfg) -> None:

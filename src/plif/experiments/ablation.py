@@ -90,7 +90,8 @@ def run_sweep(base, out: str | Path, only=None, command: str = "", log=print) ->
 
     only: labels to run (default all of :data:`ABLATIONS`).  Returns the sweep folder.
     """
-    from ..train import resolve_config, train
+    from ..train import resolve_config
+    from ..train.run import train_status
 
     out = Path(out)
     chosen = _select(only)
@@ -136,11 +137,14 @@ def run_sweep(base, out: str | Path, only=None, command: str = "", log=print) ->
         status[a.label] = "running"
         write(status)
         try:
-            train(cfg, resume=resume, log=log)
+            stopped = train_status(cfg, resume=resume, log=log)[1]
         except BaseException:
             status[a.label] = sweep_status(out / a.label, cfg.epochs)
             write(status)
             raise
         status[a.label] = sweep_status(out / a.label, cfg.epochs)
         write(status)
+        if stopped:  # --time-limit (one deadline for the whole sweep) or a signal: the rest waits too
+            log(f"sweep stopped ({stopped}); run the same command again to continue it")
+            break
     return out

@@ -14,7 +14,10 @@ checkpoint_blocks each convolutional block (the layers up to and including a spa
                   keeps only its input; backward runs the block forward again.  Exact; BatchNorm's
                   running statistics are updated once.
 
-Nothing here is data dependent: the plan is fixed when the network is built.  Which option lowers
+Nothing here is data dependent: the plan is made from the layers (and made again by the network
+when one of them is replaced, e.g. by ``convert_sync_batchnorm``).  A SyncBatchNorm is never fused
+into :class:`SpikeConvBN` (whose BatchNorm is ``native_batch_norm``, local to the process): its
+own forward runs, and a checkpointed block's recomputation runs it again (synchronised).  Which option lowers
 the *peak* of a step depends on the network: at T = 20 on 128×128 frames the peak is the first
 block's backward, which ``exact`` lowers and bf16/checkpointing do not (``docs/speed.md``).
 """
@@ -23,7 +26,6 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
@@ -84,14 +86,19 @@ class _DropoutLinear:
 
 
 def _bn_without_update(m: TimeFolded, x: torch.Tensor) -> torch.Tensor:
+    """The BatchNorm layer itself (a SyncBatchNorm synchronises again, as in forward) with
+    momentum 0: the same batch statistics, output and saved tensors as the first call (checkpoint
+    matches them by position), the running statistics and the batch count left as they are."""
     bn = m.layer
     if not bn.training:
         return m(x)
-    T, B = x.shape[:2]
-    # same batch statistics and output as the first call; momentum 0 leaves the running statistics
-    # as they are while saving the same tensors for backward (checkpoint matches them by position)
-    y = F.batch_norm(x.flatten(0, 1), bn.running_mean, bn.running_var, bn.weight, bn.bias, True, 0.0, bn.eps)
-    return y.unflatten(0, (T, B))
+    momentum, count = bn.momentum, bn.num_batches_tracked.clone()
+    bn.momentum = 0.0
+    try:
+        return m(x)
+    finally:
+        bn.momentum = momentum
+        bn.num_batches_tracked.copy_(count)
 
 
 class _CheckpointedBlock:
@@ -146,6 +153,7 @@ def make_plan(layers: list[nn.Module], opts: MemoryOptions) -> list[tuple[int, i
                 step, used = _DropoutLinear(m, layers[j].layer), j - i + 1
             binary = False
         elif _is(m, nn.Conv2d) and m.layer.bias is None and (binary or opts.recompute_bn):
+            # exactly BatchNorm2d: a SyncBatchNorm (not a subclass) keeps its own, synchronised, forward
             if opts.recompute_bn and nxt is not None and _is(nxt, nn.BatchNorm2d) and nxt.layer.track_running_stats:
                 step, used = SpikeConvBN(m, nxt, binary=binary), 2
             elif binary and opts.spike_storage:

@@ -53,8 +53,22 @@ class SpikingNetwork(nn.Module):
         if not isinstance(memory, MemoryOptions):
             raise TypeError(f"memory must be a MemoryOptions, got {memory!r}")
         self.memory = memory
-        self._plan = make_plan(list(self.layers), memory)
+        self._plan_key = None
+        self.plan()  # made now (a compiled forward uses it as it is) and again after a layer changes
         return self
+
+    def plan(self) -> list:
+        """The steps ``forward`` runs (:func:`plif.models.memory.make_plan`), made again whenever a
+        layer (or a layer inside one: ``convert_sync_batchnorm``, a swapped ``.layer``) was replaced
+        since the last call, so a replaced layer is the one that runs and gets gradients."""
+        if not self.memory.any():  # each layer is its own step
+            return [(i, i + 1, m) for i, m in enumerate(self.layers)]
+        if torch.compiler.is_compiling():
+            return self._plan  # made eagerly (set_memory, or the last eager forward)
+        key = tuple(self.layers.modules())
+        if key != self._plan_key:
+            self._plan, self._plan_key = make_plan(list(self.layers), self.memory), key
+        return self._plan
 
     def _hoistable(self) -> bool:
         first = self.layers[0] if len(self.layers) else None
@@ -76,14 +90,23 @@ class SpikingNetwork(nn.Module):
                 raise ValueError(f"expected input [T, B, {', '.join(map(str, self.input_shape))}], got {tuple(x.shape)}")
         else:
             raise ValueError(f"expected [B, ...] or [T, B, ...] with per-sample shape {self.input_shape}, got {tuple(x.shape)}")
-        # with every saving off each layer is its own step: run self.layers as they are now, so a
-        # layer swapped in after construction (deploy's spike-only layers) is the one that runs
-        plan = self._plan if self.memory.any() else [(i, i + 1, m) for i, m in enumerate(self.layers)]
-        for first, end, step in plan:
+        for first, end, step in self.plan():
             if end <= start:
                 continue
             x = step(x, start - first) if first < start else step(x)
         return x
+
+    def set_backend(self, backend: str = "auto") -> "SpikingNetwork":
+        """How every neuron runs (:func:`plif.neurons.multi_step`'s ``backend``): not part of the
+        network, its state dict or a checkpoint, so a network trained with one runs with another."""
+        if backend != "auto":
+            from ..neurons.dispatch import available_backends
+
+            if backend not in available_backends():
+                raise ValueError(f"unknown backend {backend!r}; available: auto, {', '.join(available_backends())}")
+        for m in self.neuron_layers():
+            m.backend = backend
+        return self
 
     def neuron_layers(self) -> list[SpikingNeuron]:
         return [m for m in self.layers if isinstance(m, SpikingNeuron)]

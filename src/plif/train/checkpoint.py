@@ -50,13 +50,15 @@ def check_finite(state: dict, path) -> None:
                          "refusing to use this checkpoint")
 
 
-def load_run_model(run_dir, which: str = "best", map_location="cpu"):
+def load_run_model(run_dir, which: str = "best", map_location="cpu", backend: str = "auto"):
     """Rebuild the network of a run and load its weights: returns ``(SpikingNetwork, config dict)``.
 
     which: ``best`` (the validation-selected checkpoint of protocol B if the run has one, else the
     best-test one of protocol A), ``best_test``, ``best_val``, ``last``, or a path to a ``.pt`` file
     holding weights for this run's network.  A folder that is not a run, a malformed
     ``config.json`` and a checkpoint with non-finite weights raise errors naming the file.
+    backend: how the neurons run here; the backend the run was trained with is not used (a run
+    trained with ``triton`` on a GPU loads on a CPU-only machine).
     """
     from ..models import build_network
 
@@ -76,7 +78,8 @@ def load_run_model(run_dir, which: str = "best", map_location="cpu"):
     check_finite(state, path)
     if not isinstance(config.get("network_kwargs"), dict):
         raise ValueError(f"{folder.config}: network_kwargs must be an object, got {config.get('network_kwargs')!r}")
-    net = build_network(config["network"], config["input_shape"], config["T"], **config["network_kwargs"])
+    kwargs = {k: v for k, v in config["network_kwargs"].items() if k != "backend"}  # runs before it was left out
+    net = build_network(config["network"], config["input_shape"], config["T"], **kwargs).set_backend(backend)
     try:
         net.load_state_dict(state["model"], strict=True)
     except RuntimeError as e:

@@ -71,7 +71,9 @@ class TrainConfig:
     data_on_device: str = field(default="auto", metadata={
         "help": "keep whole splits on the device (yes), stream batches from the CPU / frame cache (no), "
                 "or yes when they fit in half the free device memory (auto)", "choices": ("auto", "yes", "no")})
-    backend: str = field(default="auto", metadata={"help": "neuron backend: auto, bptt, reference, or a fused kernel"})
+    backend: str = field(default="auto", metadata={
+        "help": "neuron backend: auto, bptt, reference, or a fused kernel (how the network runs here, not part of "
+                "it: --resume may change it)"})
     compile: bool = field(default=False, metadata={"help": "torch.compile the network"})
     cuda_graph: bool = field(default=False, metadata={
         "help": "capture the whole training step (and evaluation) as CUDA graphs and replay them (CUDA only)"})
@@ -87,16 +89,23 @@ class TrainConfig:
     log: str = field(default="none", metadata={
         "help": "also log each epoch to TensorBoard (<run>/tensorboard); metrics.jsonl stays the record",
         "choices": ("none", "tensorboard")})
+    time_limit: str | None = field(default=None, metadata={
+        "help": "wall time of this job (3600, 90m, 1.5h, 1:30:00, 1-00:00:00): stop cleanly after the last epoch "
+                "(or --checkpoint-every step) that fits and exit with status 75; the same command continues the run"})
+    checkpoint_every: int | None = field(default=None, metadata={
+        "help": "also checkpoint every STEPS training steps within an epoch (long epochs); a resume continues at "
+                "the same batch"})
     out: str | None = field(default=None, metadata={"help": "run folder [runs/<dataset>-<time>]"})
     input_shape: tuple = field(default=(), metadata={"derived": True})
     num_classes: int = field(default=0, metadata={"derived": True})
 
     def network_kwargs(self) -> dict:
-        """Keywords for :func:`plif.models.build_network` that rebuild exactly this network."""
+        """Keywords for :func:`plif.models.build_network` that rebuild exactly this network (the
+        neuron backend is not among them: it is how the network runs, chosen where it runs)."""
         return {
             "neuron": self.neuron.upper(), "tau0": self.tau0, "pool": self.pool,
             "per_channel_tau": self.per_channel_tau, "bn_per_step": self.bn_per_step,
-            "surrogate": self.surrogate, "detach_reset": self.detach_reset, "backend": self.backend,
+            "surrogate": self.surrogate, "detach_reset": self.detach_reset,
         }
 
     def memory_options(self):
@@ -245,6 +254,12 @@ def _check_values(cfg: TrainConfig) -> None:
         value = getattr(cfg, name)
         if value is not None and value < 1:
             raise ValueError(f"{flag_name(name)} must be at least 1 (leave it out to use every sample), got {value}")
+    if cfg.checkpoint_every is not None and cfg.checkpoint_every < 1:
+        raise ValueError(f"--checkpoint-every must be at least 1 step, got {cfg.checkpoint_every}")
+    if cfg.time_limit is not None:
+        from .stopping import parse_duration
+
+        parse_duration(cfg.time_limit)
     if cfg.lr <= 0:
         raise ValueError(f"--lr must be positive, got {cfg.lr:g}")
     neuron = cfg.neuron.lower()
@@ -288,7 +303,7 @@ def pick_device(name: str = "auto", check: bool = True):
 
 # Settings that may change when a run is resumed without changing what it computes.
 RESUMABLE_CHANGES = ("epochs", "device", "out", "eval_batch_size", "data_on_device", "log", "cuda_graph",
-                     "memory", "checkpoint_blocks")
+                     "memory", "checkpoint_blocks", "backend", "time_limit", "checkpoint_every")
 
 
 def config_diff(old: dict, new: dict) -> list[str]:

@@ -10,8 +10,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-__all__ = ["adam", "fused_adam_supported", "rate_mse_loss", "train_step", "train_epoch", "evaluate", "Diverged",
-           "all_finite", "nonfinite_count"]
+__all__ = ["adam", "fused_adam_supported", "rate_mse_loss", "train_step", "train_epoch", "EpochTotals", "evaluate",
+           "Diverged", "all_finite", "nonfinite_count"]
 
 
 class Diverged(FloatingPointError):
@@ -70,35 +70,63 @@ def train_step(model, optimizer, x, y, num_classes: int):
     return loss.detach(), (rate.argmax(1) == y).sum()
 
 
+class EpochTotals:
+    """What one process's epoch has accumulated so far: device tensors (loss sum, correct count,
+    all-finite flag) and Python counts, so a mid-epoch checkpoint can carry them to a resume."""
+
+    def __init__(self):
+        self.loss_sum = self.correct = self.finite = None
+        self.seen = self.steps = 0
+
+    def add(self, loss: torch.Tensor, correct: torch.Tensor, ok: torch.Tensor, b: int) -> None:
+        self.loss_sum = loss * b if self.loss_sum is None else self.loss_sum + loss * b
+        self.correct = correct if self.correct is None else self.correct + correct
+        self.finite = ok if self.finite is None else self.finite & ok
+        self.seen += b
+        self.steps += 1
+
+    def state_dict(self) -> dict:
+        t = {k: None if v is None else v.detach().cpu().clone() for k, v in
+             (("loss_sum", self.loss_sum), ("correct", self.correct), ("finite", self.finite))}
+        return {**t, "seen": self.seen, "steps": self.steps}
+
+    @classmethod
+    def from_state(cls, state: dict, device) -> "EpochTotals":
+        out = cls()
+        for k in ("loss_sum", "correct", "finite"):
+            setattr(out, k, None if state[k] is None else state[k].to(device))
+        out.seen, out.steps = int(state["seen"]), int(state["steps"])
+        return out
+
+
 def train_epoch(model, optimizer, batches, num_classes: int, progress=None, all_reduce=None,
-                check_every: int = 512):
+                check_every: int = 512, totals: EpochTotals | None = None, after_step=None):
     """Run one epoch over ``batches``; returns ``(mean loss, accuracy, samples)`` as Python numbers.
 
     Raises :class:`Diverged` if the loss or any parameter stopped being finite at any step: the
     flag is updated on the device after every step and read every ``check_every`` steps (one host
     sync each, outside the step, so long paper epochs stop early) and at the end of the epoch.
+    totals: continue an epoch from what a mid-epoch checkpoint saved (``batches`` then holds only
+    the remaining batches).  after_step: called with the totals after every step (mid-epoch
+    checkpoints; it may raise to stop the epoch there).
     """
     model.train()
     params = [p for g in optimizer.param_groups for p in g["params"]]
-    loss_sum = correct = finite = None
-    seen = steps = 0
+    t = totals if totals is not None else EpochTotals()
     for x, y in batches:
         loss, c = train_step(model, optimizer, x, y, num_classes)
-        ok = torch.isfinite(loss) & all_finite(params)
-        b = y.shape[0]
-        loss_sum = loss * b if loss_sum is None else loss_sum + loss * b
-        correct = c if correct is None else correct + c
-        finite = ok if finite is None else finite & ok
-        seen += b
-        steps += 1
+        t.add(loss, c, torch.isfinite(loss) & all_finite(params), y.shape[0])
         if progress is not None:
-            progress.update(b)
-        if all_reduce is None and check_every and steps % check_every == 0 and not bool(finite):
-            raise Diverged(f"the loss or a parameter became NaN or infinite (seen at step {steps})")
-    if seen == 0:
+            progress.update(y.shape[0])
+        if all_reduce is None and check_every and t.steps % check_every == 0 and not bool(t.finite):
+            raise Diverged(f"the loss or a parameter became NaN or infinite (seen at step {t.steps})")
+        if after_step is not None:
+            after_step(t)
+    if t.seen == 0:
         raise ValueError("the training set is smaller than one batch; lower --batch-size")
-    bad = (~finite).float()
-    totals = torch.stack([loss_sum.float(), correct.float(), torch.tensor(float(seen), device=loss_sum.device),
+    loss_sum = t.loss_sum
+    bad = (~t.finite).float()
+    totals = torch.stack([loss_sum.float(), t.correct.float(), torch.tensor(float(t.seen), device=loss_sum.device),
                           bad.to(loss_sum.device)])
     if all_reduce is not None:
         totals = all_reduce(totals)

@@ -12,7 +12,10 @@ weights are never written: a diverged epoch stops the run and the last good chec
 """
 from __future__ import annotations
 
+import dataclasses
+import itertools
 import math
+import os
 import time
 from dataclasses import dataclass
 from datetime import datetime
@@ -23,14 +26,16 @@ import torch
 from ..models import build_network
 from ..progress import sample_bar
 from .checkpoint import load_checkpoint, save_checkpoint
-from .config import TrainConfig, config_diff, pick_device, resolve_config
+from .config import STATIC, TrainConfig, config_diff, pick_device, resolve_config
 from .data import epoch_generator, load_train_data, planned_train_samples
-from .distributed import all_reduce_sum, init_distributed, shutdown
+from .distributed import (all_gather_object, all_reduce_sum, any_rank, broadcast_object, init_distributed,
+                          restart_count, shutdown)
 from .graph import GraphTrainer, autocast_context, check_graph_options, graph_adam
-from .loop import Diverged, adam, evaluate, nonfinite_count, train_epoch
+from .loop import Diverged, EpochTotals, adam, evaluate, nonfinite_count, train_epoch
 from .run_folder import CHECKPOINTS, RunFolder, prepare_out, read_metrics
+from .stopping import EXIT_STOPPED, Stopper, parse_duration
 
-__all__ = ["train", "default_run_dir", "read_metrics"]
+__all__ = ["train", "train_status", "default_run_dir", "read_metrics", "EXIT_STOPPED"]
 
 
 def default_run_dir(cfg: TrainConfig) -> Path:
@@ -55,6 +60,8 @@ class _Session:
     scheduler: object = None
     data: object = None
     start_epoch: int = 0
+    start_step: int = 0  # a mid-epoch checkpoint: steps of epoch start_epoch + 1 already done
+    rank_state: dict | None = None  # ... and this rank's RNG states and partial totals then
     metrics: list = None
     tb: object = None
     trainer: GraphTrainer | None = None  # --cuda-graph: the captured step and evaluation
@@ -62,21 +69,21 @@ class _Session:
 
 # --- set-up steps ------------------------------------------------------------------------------
 
-def setup_run_folder(cfg: TrainConfig, resume: bool, main: bool, log) -> tuple[RunFolder, bool]:
+def setup_run_folder(cfg: TrainConfig, resume, log) -> tuple[RunFolder, bool]:
     """Check ``--out`` can be written, lock it, clean what a killed run left, decide fresh or resume.
 
-    Returns ``(locked folder, resume)``; ``resume`` is False when the folder has no finished epoch
-    (such a run starts again, with or without ``--resume``).
+    resume: True (``--resume``), False, or ``"auto"`` (``--time-limit``, a torchrun restart):
+    continue the run there if it has a checkpoint, else start it.  Returns ``(locked folder,
+    resume)``; ``resume`` is False when the folder has no checkpoint (such a run starts again).
+    Only rank 0 calls this (the others never write the folder).
     """
     folder = RunFolder(cfg.out or default_run_dir(cfg))
-    if not main:
-        return folder, resume and folder.has_finished_epoch()
     prepare_out(folder.path)
     folder.lock()
     try:
-        finished = folder.has_finished_epoch()  # only now: another run may have finished meanwhile
+        finished = _resumable(folder)  # only now: another run may have finished meanwhile
         folder.clean_stale_temporaries()
-        if resume and not finished and not folder.has_config():
+        if resume is True and not finished and not folder.has_config():
             raise FileNotFoundError(f"--resume: {folder.path} holds no run (no config.json)")
         if not resume and finished:
             raise ValueError(f"{folder.path} already holds a run; pass --resume to continue it or choose another --out")
@@ -86,7 +93,41 @@ def setup_run_folder(cfg: TrainConfig, resume: bool, main: bool, log) -> tuple[R
     except BaseException:
         folder.unlock()
         raise
-    return folder, resume and finished
+    return folder, bool(resume) and finished
+
+
+def _resumable(folder: RunFolder) -> bool:
+    """A finished epoch, or a mid-epoch checkpoint (``--checkpoint-every``) in the first one."""
+    return folder.has_finished_epoch() or folder.checkpoint("last").is_file()
+
+
+def _agree_on_folder(cfg: TrainConfig, resume, dist, log) -> tuple[RunFolder, bool]:
+    """Rank 0 names, locks and judges the run folder; every rank gets its path and the verdict (or
+    rank 0's error, raised on every rank with the same message)."""
+    if dist.world > 1:
+        cfg = dataclasses.replace(cfg, out=broadcast_object(str(cfg.out or default_run_dir(cfg)), dist.world))
+    if not dist.is_main:
+        verdict = broadcast_object(None, dist.world)
+        if verdict[0] == "error":
+            raise ValueError(verdict[1])
+        return RunFolder(cfg.out), verdict[1]
+    try:
+        folder, resume = setup_run_folder(cfg, resume, log)
+    except Exception as e:
+        broadcast_object(("error", str(e)), dist.world)
+        raise
+    broadcast_object(("ok", resume), dist.world)
+    return folder, resume
+
+
+def check_backend_device(backend: str, device: torch.device) -> None:
+    """Refuse a fused neuron kernel made for another kind of device (``triton`` on a CPU run)."""
+    from ..neurons.dispatch import FUSED
+
+    fused = FUSED.get(backend)
+    if fused is not None and fused.device != device.type:
+        raise ValueError(f"--backend {backend}: a {fused.device} kernel, but this run is on {device}; "
+                         f"use --backend auto (with --resume too: the backend is not part of the run)")
 
 
 def setup_model(cfg: TrainConfig, device: torch.device) -> torch.nn.Module:
@@ -99,6 +140,7 @@ def setup_model(cfg: TrainConfig, device: torch.device) -> torch.nn.Module:
                          f"{cfg.dataset} has {cfg.num_classes} classes; end the network with "
                          f"{cfg.num_classes} outputs (e.g. ...-FC{cfg.num_classes * 10}-PLIF-APk10s10)")
     model.set_memory(cfg.memory_options())  # --memory / --checkpoint-blocks: what backward keeps
+    model.set_backend(cfg.backend)  # how the neurons run here (a resume may change it)
     return model.to(device)
 
 
@@ -116,13 +158,20 @@ def restore(s: _Session, log) -> None:
     diffs = config_diff(state["config"], s.cfg_dict)
     if diffs:
         raise ValueError(f"--resume: {s.folder.path} was started with a different config:\n" + "\n".join(diffs))
+    step, ranks = state.get("step", 0), state.get("ranks")
+    if step and (not isinstance(ranks, list) or len(ranks) != s.dist.world):
+        raise ValueError(f"--resume: {s.folder.checkpoint('last')} was saved in the middle of epoch "
+                         f"{state['epoch'] + 1} by {len(ranks or ())} processes; resume it with as many "
+                         f"(now {s.dist.world})")
     s.model.load_state_dict(state["model"])
     s.optimizer.load_state_dict(state["optimizer"])
     s.scheduler.load_state_dict(state["scheduler"])
-    s.start_epoch = state["epoch"]
+    s.start_epoch, s.start_step = state["epoch"], step
+    s.rank_state = ranks[s.dist.rank] if step else None
     s.metrics = [m for m in read_metrics(s.folder.path) if m["epoch"] <= s.start_epoch]
     if s.main:
-        log(f"resuming {s.folder.path} after epoch {s.start_epoch}")
+        where = f"at step {step} of epoch {s.start_epoch + 1}" if step else f"after epoch {s.start_epoch}"
+        log(f"resuming {s.folder.path} {where}")
 
 
 def setup_parallel(s: _Session) -> torch.nn.Module:
@@ -148,21 +197,31 @@ def _check_batch_fits(cfg: TrainConfig, n_train: int | None, world: int) -> None
                          + "; lower --batch-size" + (" or --val-split" if cfg.val_split else ""))
 
 
-def _setup(cfg: TrainConfig, resume: bool, log) -> _Session:
+def _setup(cfg: TrainConfig, resume, log) -> _Session:
     cfg = resolve_config(cfg)
     device = pick_device(cfg.device)
     dist = init_distributed(device.type)
+    restarted = any(all_gather_object(restart_count() > 0, dist.world))  # one machine's agent may not count it
+    if not resume and (cfg.time_limit is not None or restarted):
+        resume = "auto"  # the same command continues the run: the next job, or torchrun's restarted group
+        if cfg.out is None and dist.is_main:
+            log(("torchrun restarted the workers" if restarted else "--time-limit") + ": without --out every "
+                "start makes a new run folder; pass --out to continue the same run")
     if dist.world > 1 and device.type == "cuda":
         device = torch.device("cuda", dist.local_rank)
         torch.cuda.set_device(device)
     check_graph_options(device, cfg.cuda_graph, cfg.amp, cfg.compile, dist.world)  # before the folder is touched
+    check_backend_device(cfg.backend, device)
+    if cfg.checkpoint_every and cfg.cuda_graph:
+        raise ValueError("--checkpoint-every: not available with --cuda-graph (the captured epoch has no step "
+                         "boundary to save at); checkpoints are written after every epoch")
     if cfg.log == "tensorboard":
         from .tb_log import summary_writer_class
 
         summary_writer_class()  # missing package: refused before the run folder is touched
     # event datasets: the file list gives the training size before any frame cache is built
     _check_batch_fits(cfg, planned_train_samples(cfg), dist.world)
-    folder, resume = setup_run_folder(cfg, resume, dist.is_main, log)
+    folder, resume = _agree_on_folder(cfg, resume, dist, log)
     s = _Session(cfg, {**cfg.to_dict(), "out": str(folder.path)}, folder, device, dist, dist.is_main, resume,
                  metrics=[])
     try:
@@ -192,17 +251,36 @@ def _setup(cfg: TrainConfig, resume: bool, log) -> _Session:
 
 # --- the loop ----------------------------------------------------------------------------------
 
-def train(cfg: TrainConfig, resume: bool = False, log=print) -> Path:
+def train(cfg: TrainConfig, resume=False, log=print) -> Path:
     """Train with ``cfg`` (validated and resolved here); returns the run folder.
 
     resume: continue the run in ``cfg.out`` from its ``last.pt``; refuses when the stored config
-    differs in anything but the number of epochs, the device or logging.
+    differs in anything but the number of epochs, the device or logging.  ``"auto"`` (also what
+    ``--time-limit`` and a torchrun restart imply): continue it if it has a checkpoint, else start.
     """
-    s = _setup(cfg, resume, log)
+    return train_status(cfg, resume, log)[0]
+
+
+class _StopNow(Exception):
+    """Raised after a mid-epoch checkpoint when the run should stop there."""
+
+
+def train_status(cfg: TrainConfig, resume=False, log=print) -> tuple[Path, str | None]:
+    """:func:`train`, also returning why the run stopped before its last epoch (``"time limit"``,
+    ``"SIGTERM"``, ``"SIGUSR1"``) or None when it ran to the end (``plif train`` exits with
+    :data:`EXIT_STOPPED` then)."""
+    limit = None if cfg.time_limit is None else parse_duration(cfg.time_limit)
+    stopper = Stopper(limit, signals=int(os.environ.get("WORLD_SIZE", "1")) <= 1, log=log)
+    with stopper:  # signals are handled from the start; torchrun's workers leave them to the agent
+        s = _setup(cfg, resume, log)
+        return _loop(s, stopper, log)
+
+
+def _loop(s: _Session, stopper: Stopper, log) -> tuple[Path, str | None]:
     cfg, folder = s.cfg, s.folder
     reduce = all_reduce_sum if s.dist.world > 1 else None
     steps = s.data.steps_per_epoch(cfg.batch_size, s.dist.world)
-    finished = True
+    finished, stopped = True, None
     try:
         if s.main:
             log(f"run folder: {folder.path}")
@@ -211,8 +289,14 @@ def train(cfg: TrainConfig, resume: bool = False, log=print) -> Path:
             log(f"{cfg.dataset}: {len(s.data.train)} train, {len(s.data.val) if s.data.val else 0} val{capped}, "
                 f"{len(s.data.test)} test samples on {s.device}; network {cfg.network}, T={cfg.T}, "
                 f"every neuron {_neuron_label(cfg)}" + (f", {cfg.pool} pooling" if cfg.pool else ""))
+            if s.dist.world > 1:
+                log(_placement(s))
         for epoch in range(s.start_epoch, cfg.epochs):
-            row = _run_epoch(s, epoch, steps, reduce)
+            try:
+                row = _run_epoch(s, epoch, steps, reduce, stopper)
+            except _StopNow as e:
+                stopped = str(e)
+                break
             s.scheduler.step()
             s.metrics.append(row)
             if s.main:
@@ -220,6 +304,10 @@ def train(cfg: TrainConfig, resume: bool = False, log=print) -> Path:
                 if s.tb is not None:
                     s.tb.epoch(row)
                 log(_epoch_line(row, cfg))
+            if epoch + 1 < cfg.epochs:
+                stopped = _stop_reason(s, stopper)
+                if stopped:
+                    break
     except KeyboardInterrupt:
         finished = False
         if s.main:
@@ -228,14 +316,39 @@ def train(cfg: TrainConfig, resume: bool = False, log=print) -> Path:
         raise
     finally:
         if s.main and s.metrics:
-            folder.write_summary(_summary(s.metrics, cfg, folder.path, finished and len(s.metrics) == cfg.epochs))
+            summary = _summary(s.metrics, cfg, folder.path, finished and len(s.metrics) == cfg.epochs)
+            folder.write_summary({**summary, "stopped": stopped} if stopped else summary)
         if s.tb is not None:
             s.tb.close()
         folder.unlock()
         shutdown()
     if s.main:
-        log(_final_report(folder, s.metrics, cfg))
-    return folder.path
+        if stopped:
+            log(f"stopped ({stopped}) with {folder.checkpoint('last')} saved; run the same command again "
+                f"(or --resume {folder.path}) to continue; exit status {EXIT_STOPPED}")
+        else:
+            log(_final_report(folder, s.metrics, cfg))
+    return folder.path, stopped
+
+
+def _placement(s: _Session) -> str:
+    """What each of the processes holds of the data (``--data-on-device``)."""
+    splits = [x for x in (s.data.train, s.data.val, s.data.test) if x is not None]
+    mb = sum(x.nbytes for x in splits) / 1e6
+    n = s.dist.world
+    if not s.data.train.streamed:
+        return f"data: each of the {n} processes keeps every split whole on its device ({mb:.0f} MB each)"
+    source = ("the memory-mapped frame cache (pages shared by the processes of a machine)"
+              if s.cfg.dataset not in STATIC else f"host memory (every process holds the {mb:.0f} MB of uint8 images)")
+    return (f"data: each of the {n} processes streams only its own 1/{n} of every epoch and evaluation, from {source}")
+
+
+def _stop_reason(s: _Session, stopper: Stopper) -> str | None:
+    """Right after a checkpoint: why to stop now, agreed by every rank (rank 0's reason is given)."""
+    reason = stopper.reason()
+    if any_rank(reason is not None, s.device, s.dist.world):
+        return reason or "another process stopped"
+    return None
 
 
 def _diverged(s: _Session, epoch: int) -> FloatingPointError:
@@ -246,19 +359,28 @@ def _diverged(s: _Session, epoch: int) -> FloatingPointError:
                     f"stopped without saving them; {good}")
 
 
-def _run_epoch(s: _Session, epoch: int, steps: int, reduce) -> dict:
+def _run_epoch(s: _Session, epoch: int, steps: int, reduce, stopper: Stopper) -> dict:
     cfg, data, dist = s.cfg, s.data, s.dist
     gen = epoch_generator(cfg.seed, epoch)
     torch.manual_seed(cfg.seed * 7919 + epoch * 104729 + dist.rank)  # dropout masks
+    totals, skip = None, 0
+    if s.start_step and epoch == s.start_epoch:  # resumed from a mid-epoch checkpoint
+        skip, totals = s.start_step, EpochTotals.from_state(s.rank_state["totals"], s.device)
+        _set_rng_state(s.rank_state["rng"], s.device)
+        s.start_step, s.rank_state = 0, None
     lr = float(s.optimizer.param_groups[0]["lr"])  # a device tensor under --cuda-graph: one read per epoch
     t0 = time.perf_counter()
-    with sample_bar(steps * cfg.batch_size, f"epoch {epoch + 1}/{cfg.epochs}", s.main) as bar, _autocast(s):
+    with sample_bar((steps - skip) * cfg.batch_size, f"epoch {epoch + 1}/{cfg.epochs}", s.main) as bar, _autocast(s):
         batches = data.train_batches(cfg.batch_size, gen, dist.rank, dist.world)
+        if skip:  # drawn (the same augmentation draws) and dropped: the epoch goes on at the same batch
+            batches = itertools.islice(batches, skip, None)
+        after_step = _step_checkpoints(s, epoch, steps, stopper) if cfg.checkpoint_every else None
         try:
             if s.trainer is not None:
                 train_loss, train_acc, n_train = s.trainer.train_epoch(batches, bar)
             else:
-                train_loss, train_acc, n_train = train_epoch(s.net, s.optimizer, batches, cfg.num_classes, bar, reduce)
+                train_loss, train_acc, n_train = train_epoch(s.net, s.optimizer, batches, cfg.num_classes, bar, reduce,
+                                                             totals=totals, after_step=after_step)
         except Diverged:
             raise _diverged(s, epoch) from None
     if not math.isfinite(train_loss) or nonfinite_count(s.model.state_dict()):  # e.g. BatchNorm statistics
@@ -284,6 +406,41 @@ def _run_epoch(s: _Session, epoch: int, steps: int, reduce) -> dict:
     if rates is not None:
         row["firing_rates"] = rates  # on this process's share of the test set (layer names as in TensorBoard)
     return row
+
+
+def _step_checkpoints(s: _Session, epoch: int, steps: int, stopper: Stopper):
+    """``train_epoch``'s ``after_step`` for ``--checkpoint-every``: every that many steps (not the
+    epoch's last, which the epoch's checkpoint covers) rank 0 writes ``last.pt`` with the step and
+    every rank's RNG states and partial totals; then the run stops there if it should."""
+    every = s.cfg.checkpoint_every
+
+    def after_step(t: EpochTotals) -> None:
+        if t.steps % every or t.steps >= steps:
+            return
+        bad = not bool(t.finite) or (s.main and nonfinite_count(s.model.state_dict()) > 0)  # BN statistics too
+        if any_rank(bad, s.device, s.dist.world):  # never save non-finite weights
+            raise Diverged(f"the loss or a parameter became NaN or infinite (seen at step {t.steps})")
+        ranks = all_gather_object({"rng": _rng_state(s.device), "totals": t.state_dict()}, s.dist.world)
+        if s.main:
+            save_checkpoint(s.folder.checkpoint("last"), {**_resume_state(s, epoch), "step": t.steps, "ranks": ranks})
+        reason = _stop_reason(s, stopper)
+        if reason:
+            raise _StopNow(reason)
+
+    return after_step
+
+
+def _rng_state(device: torch.device) -> dict:
+    state = {"cpu": torch.get_rng_state()}
+    if device.type == "cuda":
+        state["cuda"] = torch.cuda.get_rng_state(device)
+    return state
+
+
+def _set_rng_state(state: dict, device: torch.device) -> None:
+    torch.set_rng_state(state["cpu"])
+    if device.type == "cuda" and "cuda" in state:
+        torch.cuda.set_rng_state(state["cuda"], device)
 
 
 def _autocast(s: _Session):

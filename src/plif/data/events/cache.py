@@ -16,7 +16,8 @@ sample's path, label and cut.  What the files *contain* is checked through ``met
 Samples are integrated in chunks by worker processes (which end when their parent dies); each
 finished chunk is written atomically with a sidecar holding its checksum and its recordings'
 fingerprints, so an interrupted build resumes from the intact chunks only.  One process builds a
-folder at a time (a lock file); the builder removes temp files that dead builds left.  The join
+folder at a time (a lock file); the builder removes temp files that dead builds left, and the
+others wait for it and read what it built (or fail with its message).  The join
 checks free space first and writes with ordinary writes, so a full disk is a clean error.
 """
 from __future__ import annotations
@@ -152,28 +153,83 @@ def _remove_stale_temps(folder: Path) -> None:
                 p.unlink(missing_ok=True)
 
 
+WAIT_REPORT_S = 30.0  # a process waiting on another's build says so this often
+_FAILED = ".build.failed"  # the message of the last failed build, for the processes that waited on it
+
+
 class _Lock:
-    def __init__(self, folder: Path):
+    """The folder's build lock.  ``wait``: when another process holds it, wait for that build (saying
+    so on stderr, with its progress) instead of refusing; ``waited`` then tells the caller to look
+    at what it left (a finished cache, or the failure it recorded)."""
+
+    def __init__(self, folder: Path, wait: bool = True):
         self.path = folder / ".build.lock"
+        self.wait, self.waited = wait, False
 
     def __enter__(self):
         self.f = open(self.path, "a+")
         try:
-            fcntl.flock(self.f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+            if not self._try():
+                if not self.wait:
+                    raise CacheError(f"{self.path.parent}: another process (pid {self._holder()}) is building "
+                                     "this cache now") from None
+                self._wait()
+            self.f.truncate(0)
+            self.f.write(f"{os.getpid()}\n")
+            self.f.flush()
+        except BaseException:
             self.f.close()
-            raise CacheError(f"{self.path.parent}: another process is building this cache now") from None
+            raise
         return self
+
+    def _try(self) -> bool:
+        try:
+            fcntl.flock(self.f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            return False
+
+    def _holder(self) -> str:
+        self.f.seek(0)
+        return self.f.read(32).strip() or "unknown"
+
+    def _wait(self) -> None:
+        folder, t0, said = self.path.parent, time.monotonic(), -WAIT_REPORT_S
+        while not self._try():
+            waited = time.monotonic() - t0
+            if waited - said >= WAIT_REPORT_S:
+                done = len(list((folder / "chunks").glob("chunk_*.npy.json"))) if (folder / "chunks").is_dir() else 0
+                print(f"plif: waiting for process {self._holder()} to build the frame cache {folder.name} "
+                      f"({done} chunks done, waited {waited:.0f} s)", file=sys.stderr, flush=True)
+                said = waited
+            time.sleep(0.2)
+        self.waited = True
 
     def __exit__(self, *exc):
         fcntl.flock(self.f, fcntl.LOCK_UN)
         self.f.close()
 
 
+def _finished(folder: Path, T: int, split: str, n: int, sensor_size) -> bool:
+    """``folder`` holds an intact, up-to-date cache of these samples (else says why on stderr)."""
+    if not (folder / "meta.json").is_file():
+        return False
+    try:
+        meta = check_cache(folder, sources=True)
+        asked = [T, split, n, list(sensor_size)]
+        held = [meta["T"], meta["split"], meta["samples"], meta["sensor_size"]]
+        if held != asked:
+            raise CacheError(f"{folder / 'meta.json'}: holds T, slicing, N, sensor = {held}, asked for {asked}")
+        return True
+    except CacheError as e:
+        print(f"plif: rebuilding the frame cache: {e}", file=sys.stderr)
+        return False
+
+
 def build_frames_cache(samples: list[EventSample], folder: str | Path, T: int, split: str,
                        sensor_size: tuple[int, int], reader_opts: dict | None = None,
                        params: dict | None = None, workers: int | None = None, chunk_size: int = 64,
-                       progress: bool = True, allow_empty: bool = False) -> Path:
+                       progress: bool = True, allow_empty: bool = False, wait: bool = True) -> Path:
     """Make ``folder`` hold ``frames.npy`` ``[N, T, 2, H, W]`` and ``labels.npy`` ``[N]`` for ``samples``.
 
     ``workers``: processes (None = all CPUs, 0 = run in this process).  A finished folder whose
@@ -181,28 +237,36 @@ def build_frames_cache(samples: list[EventSample], folder: str | Path, T: int, s
     one is rebuilt (saying why on stderr); a partial one resumes from its intact chunks.  The
     first failing sample stops the build with a ``RuntimeError`` naming its file; a recording
     without events is such a failure unless ``allow_empty``.
+
+    One process builds a folder at a time.  Another process asking for it meanwhile (every rank of
+    a ``torchrun`` job does) waits for that build, saying so on stderr every
+    :data:`WAIT_REPORT_S` seconds, then uses the finished cache; when that build failed it raises
+    the builder's message as a ``CacheError`` (one line).  ``wait=False``: refuse instead.
     """
     folder = Path(folder)
     if not samples:
         raise ValueError(f"{folder}: no samples to build a frame cache from")
-    if (folder / "meta.json").is_file():
-        try:
-            meta = check_cache(folder, sources=True)
-            asked = [T, split, len(samples), list(sensor_size)]
-            held = [meta["T"], meta["split"], meta["samples"], meta["sensor_size"]]
-            if held != asked:
-                raise CacheError(f"{folder / 'meta.json'}: holds T, slicing, N, sensor = {held}, asked for {asked}")
-            return folder
-        except CacheError as e:
-            print(f"plif: rebuilding the frame cache: {e}", file=sys.stderr)
+    if _finished(folder, T, split, len(samples), sensor_size):
+        return folder
     folder.mkdir(parents=True, exist_ok=True)
-    with _Lock(folder):
+    with _Lock(folder, wait) as lock:
+        failed = folder / _FAILED
+        if lock.waited:  # another process (a torchrun rank) built it meanwhile, or failed
+            if failed.is_file():
+                raise CacheError(failed.read_text().strip())
+            if _finished(folder, T, split, len(samples), sensor_size):
+                return folder
+        failed.unlink(missing_ok=True)
         _remove_stale_temps(folder)
         (folder / "meta.json").unlink(missing_ok=True)  # the cache is complete only once meta.json is back
         for name in ("frames.npy", "labels.npy"):
             (folder / name).unlink(missing_ok=True)
-        return _build(samples, folder, T, split, sensor_size, dict(reader_opts or {}), params or {}, workers,
-                      chunk_size, progress, allow_empty)
+        try:
+            return _build(samples, folder, T, split, sensor_size, dict(reader_opts or {}), params or {}, workers,
+                          chunk_size, progress, allow_empty)
+        except Exception as e:  # the processes waiting on this build fail with the same line
+            atomic_write_bytes(failed, (" ".join(str(e).split()) or type(e).__name__).encode())
+            raise
 
 
 def _build(samples, folder: Path, T, split, sensor_size, reader_opts, params, workers, chunk_size, progress,
