@@ -24,7 +24,7 @@ from ..models import build_network
 from ..progress import sample_bar
 from .checkpoint import load_checkpoint, save_checkpoint
 from .config import TrainConfig, config_diff, pick_device, resolve_config
-from .data import epoch_generator, load_train_data
+from ..data.pipeline import epoch_generator, load_train_data
 from .distributed import all_reduce_sum, init_distributed, shutdown
 from .graph import GraphTrainer, autocast_context, check_graph_options, graph_adam
 from .loop import Diverged, adam, evaluate, nonfinite_count, train_epoch

@@ -16,18 +16,32 @@ from __future__ import annotations
 import concurrent.futures as cf
 import os
 from dataclasses import dataclass, replace
-from typing import Callable, Iterator
+from typing import Callable, Iterator, Protocol
 
 import numpy as np
 import torch
 
-from .config import STATIC, TrainConfig
+from .catalog import STATIC
 
 __all__ = ["Split", "TrainData", "DataSource", "data_source", "eval_batches", "load_test_split",
            "load_train_data", "epoch_generator", "fits_on_device", "free_memory", "LOADER_WORKERS"]
 
 LOADER_WORKERS = 2  # threads gathering streamed batches (benchmarks/bench_streaming.py: 1-2 are best here)
 RESIDENT_FRACTION = 0.5  # auto: resident when the splits need at most this share of free memory
+
+
+class DataConfig(Protocol):
+    """What :func:`load_train_data` reads of a run's configuration (``plif.train.TrainConfig`` has it)."""
+
+    dataset: str
+    data_dir: str
+    T: int
+    seed: int
+    val_split: float
+    max_train_samples: int | None
+    max_val_samples: int | None
+    max_test_samples: int | None
+    data_on_device: str
 
 
 @dataclass
@@ -176,8 +190,8 @@ def data_source(dataset: str, data_dir, T: int) -> DataSource:
     """Static images: uint8 in, augmented then normalised per batch (SPEC §3).  Event datasets:
     frames ``[N, T, 2, H, W]`` (the memory-mapped cache) in, ``[T, B, 2, H, W]`` float per batch."""
     if dataset in STATIC:
-        from ..data.static import STATIC_DATASETS, load_static
-        from ..data.transforms import augment_for, normalize
+        from .static import STATIC_DATASETS, load_static
+        from .transforms import augment_for, normalize
 
         info = STATIC_DATASETS[dataset]
         augment_fn = augment_for(dataset)
@@ -191,8 +205,8 @@ def data_source(dataset: str, data_dir, T: int) -> DataSource:
         def augment(x, gen=None):
             return augment_fn(x, generator=gen)
     else:
-        from ..data.events.cache import load_cached
-        from ..data.events.load import prepare_event_frames
+        from .events.cache import load_cached
+        from .events.load import prepare_event_frames
 
         def load(train):
             frames, labels = load_cached(prepare_event_frames(dataset, data_dir, T, train=train), check=False)
@@ -258,10 +272,10 @@ def load_test_split(dataset: str, data_dir, T: int, limit: int | None = None, de
     return split, src.prepare
 
 
-def load_train_data(cfg: TrainConfig, device: torch.device) -> TrainData:
+def load_train_data(cfg: DataConfig, device: torch.device) -> TrainData:
     """Load the dataset of ``cfg`` for ``device`` (resident or streamed, see the module
     docstring), with the validation split of protocol B."""
-    from ..data.split import stratified_split
+    from .split import stratified_split
 
     src = data_source(cfg.dataset, cfg.data_dir, cfg.T)
     train, test = src.load(True), src.load(False)
