@@ -139,7 +139,7 @@ def bench_train(dataset: str = "fashion-mnist", batches=(16,), device: str = "cp
             elif v.startswith("cuda-graph"):
                 from ..train.graph import GraphTrainer, graph_adam
 
-                net = build_network(entry.spec, entry.input_shape, T).to(dev)
+                net = build_network(entry.network, entry.input_shape, T).to(dev)
                 trainer = GraphTrainer(net, graph_adam(net.parameters(), 1e-3, dev), entry.num_classes, dev,
                                        amp="bf16" if v.endswith("bf16") else None)
                 net.train()
@@ -148,7 +148,7 @@ def bench_train(dataset: str = "fashion-mnist", batches=(16,), device: str = "cp
                     trainer.train_step(x, y)
             else:
                 backend = {"naive": "reference", "bptt": "bptt"}.get(v, "auto")
-                net = build_network(entry.spec, entry.input_shape, T, backend=backend).to(dev)
+                net = build_network(entry.network, entry.input_shape, T, backend=backend).to(dev)
                 step = _plif_step_fn(torch.compile(net) if v == "compile" else net, x, y, entry.num_classes,
                                      capturable=v.endswith("graph"))
                 if v.endswith("graph"):

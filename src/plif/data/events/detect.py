@@ -39,10 +39,12 @@ def detect_format(path: str | Path) -> str:
     return fmt
 
 
-def read_events(path: str | Path, flip_x: bool = True) -> np.ndarray:
+def read_events(path: str | Path, flip_x: bool = True, sensor_size: tuple[int, int] | None = None) -> np.ndarray:
     """Read any supported event file -> structured events ``[N]`` (fields t, x, y, p).
 
-    ``flip_x`` applies to AEDAT 2.0 only (jAER's mirrored DVS128 x axis, see :mod:`.aedat2`).
+    ``flip_x`` applies to AEDAT 2.0 only (jAER's mirrored DVS128 x axis, see :mod:`.aedat2`);
+    ``sensor_size`` ``(H, W)`` to headerless ATIS ``.bin`` only, whose events must fit it
+    (default N-MNIST's 34 x 34; N-Caltech101 passes its 180 x 240).
     """
     data = read_file_bytes(path)
     fmt = _format_of(data[:64], path)
@@ -52,7 +54,7 @@ def read_events(path: str | Path, flip_x: bool = True) -> np.ndarray:
         return aedat3.parse_aedat31(data, path)[0]
     if fmt == "aedat2":
         return aedat2.parse_aedat2(data, path, flip_x)[0]
-    return nmnist.parse_nmnist(data, path)
+    return nmnist.parse_nmnist(data, path, sensor_size)
 
 
 def _sensor_from_header(lines: list[str]) -> tuple[int, int] | None:
