@@ -30,6 +30,12 @@ def make_images(n: int, seed: int):
     return x.astype(np.uint8), labels.astype(np.uint8)
 
 
+def atis_bin(events) -> bytes:
+    """An ATIS ``.bin`` file (N-MNIST, N-Caltech101): 5 bytes per ``(x, y, p, t_us)``; ``y = 240`` is
+    a time-stamp overflow record."""
+    return b"".join(bytes([x, y, (p << 7) | (t >> 16), (t >> 8) & 0xFF, t & 0xFF]) for x, y, p, t in events)
+
+
 def tiny_train_config(root, out, **kw):
     """A TrainConfig of TINY_NET on the tiny Fashion-MNIST folder: 3 epochs of seconds on the CPU."""
     from plif.train import TrainConfig
