@@ -13,7 +13,7 @@ from ..layers import TimeFolded, TimeInvariantDropout
 from ..models import SpikingNetwork
 from ..neurons import SpikingNeuron
 from .bn_folding import fold_batchnorm
-from .spike_ops import DEFAULT_MAX_DENSITY, DEFAULT_MAX_DENSITY_CONV, SpikeConv2d, SpikeLinear
+from .spike_ops import DEFAULT_MAX_DENSITY, DEFAULT_MAX_DENSITY_CONV, GatherConv2d, GatherLinear
 
 __all__ = ["to_spike_inference", "keeps_binary", "spike_fed_layers"]
 
@@ -38,7 +38,7 @@ def spike_fed_layers(net: SpikingNetwork) -> list[int]:
 def to_spike_inference(net: SpikingNetwork, max_density: float | None = None,
                        validate: bool = True) -> SpikingNetwork:
     """BN-folded eval copy of ``net`` with every spike-fed ``Conv2d``/``Linear`` replaced by its
-    gather-accumulate form (:class:`SpikeConv2d`, :class:`SpikeLinear`).
+    gather-accumulate form (:class:`GatherConv2d`, :class:`GatherLinear`).
 
     ``max_density``: input spike density above which a layer uses the dense GEMM instead; ``None``
     takes the measured defaults (linear 0.06, conv 0: the unfold gather never beat oneDNN here),
@@ -51,8 +51,8 @@ def to_spike_inference(net: SpikingNetwork, max_density: float | None = None,
         inner = layer.layer if isinstance(layer, TimeFolded) else None
         if isinstance(inner, nn.Linear):
             d = DEFAULT_MAX_DENSITY if max_density is None else max_density
-            out.layers[i] = TimeFolded(SpikeLinear(inner, d, validate))
+            out.layers[i] = TimeFolded(GatherLinear(inner, d, validate))
         elif isinstance(inner, nn.Conv2d):
             d = DEFAULT_MAX_DENSITY_CONV if max_density is None else max_density
-            out.layers[i] = TimeFolded(SpikeConv2d(inner, d, validate))
+            out.layers[i] = TimeFolded(GatherConv2d(inner, d, validate))
     return out.eval()
