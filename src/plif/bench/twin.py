@@ -1,0 +1,94 @@
+"""The SpikingJelly twin of a plif network: every benchmark compares against the same network.
+
+``spikingjelly_twin(net)`` rebuilds a :class:`~plif.models.SpikingNetwork` layer by layer from
+SpikingJelly 2.0 multi-step layers (same layer kinds, shapes, neuron type, initial tau, threshold,
+reset and surrogate; its own initial weights) and returns it with SpikingJelly's ``reset_net``.
+The plif network takes static input ``[B, C, H, W]`` or frames ``[T, B, C, H, W]``; the twin
+always takes ``[T, B, ...]`` (repeat a static input T times).  SpikingJelly is never a dependency
+of plif: the import fails with ``ImportError`` when it is not installed.
+"""
+from __future__ import annotations
+
+__all__ = ["spikingjelly_twin", "spikingjelly_available"]
+
+
+def spikingjelly_available() -> bool:
+    """Whether the SpikingJelly modules the twin needs import (it pulls ``loguru`` and others in)."""
+    try:
+        import spikingjelly.activation_based.functional  # noqa: F401
+        import spikingjelly.activation_based.layer  # noqa: F401
+        import spikingjelly.activation_based.neuron  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _neuron(inner, device_type: str):
+    from spikingjelly.activation_based import neuron, surrogate
+
+    from ..neurons import IF, LIF, PLIF
+
+    c = inner.cfg
+    if c.surrogate != "atan":
+        raise ValueError(f"the SpikingJelly twin has the atan surrogate only, not {c.surrogate!r}")
+    common = dict(v_threshold=c.v_threshold, v_reset=c.v_reset, detach_reset=c.detach_reset,
+                  surrogate_function=surrogate.ATan(**({} if c.alpha is None else {"alpha": c.alpha})), step_mode="m")
+    if isinstance(inner, PLIF):
+        if inner.w.dim() != 0:
+            raise ValueError("the SpikingJelly twin has one tau per layer, not per channel")
+        n = neuron.ParametricLIFNode(init_tau=float(inner.tau), decay_input=True, **common)
+    elif isinstance(inner, LIF):
+        n = neuron.LIFNode(tau=inner.tau, decay_input=True, **common)
+    elif isinstance(inner, IF):
+        n = neuron.IFNode(**common)
+    else:
+        raise ValueError(f"no SpikingJelly neuron for {type(inner).__name__}")
+    if device_type == "cuda":  # its fastest backend that is installed; the CPU has only "torch"
+        for backend in ("triton", "cupy"):
+            if backend in n.supported_backends:
+                try:
+                    n.backend = backend
+                    break
+                except Exception:  # the backend's package is missing
+                    continue
+    return n
+
+
+def spikingjelly_twin(net, device: str = "cpu"):
+    """``(twin, reset_net)``: ``net`` rebuilt from SpikingJelly layers, for ``device``'s backend."""
+    import torch
+    from spikingjelly.activation_based import functional, layer
+    from torch import nn
+
+    from ..layers import TimeFolded, TimeInvariantDropout, Voting
+    from ..neurons import SpikingNeuron
+
+    dev = torch.device(device).type
+    out = []
+    for m, info in zip(net.layers, net.info):
+        inner = m.layer if isinstance(m, TimeFolded) else m
+        if isinstance(inner, nn.Conv2d):
+            sj = layer.Conv2d(inner.in_channels, inner.out_channels, inner.kernel_size, inner.stride,
+                              inner.padding, bias=inner.bias is not None, step_mode="m")
+        elif isinstance(inner, nn.BatchNorm2d):
+            sj = layer.BatchNorm2d(inner.num_features, step_mode="m")
+        elif isinstance(inner, nn.BatchNorm1d):
+            sj = layer.BatchNorm1d(inner.num_features, step_mode="m")
+        elif isinstance(inner, SpikingNeuron):
+            sj = _neuron(inner, dev)
+        elif isinstance(inner, nn.MaxPool2d):
+            sj = layer.MaxPool2d(inner.kernel_size, inner.stride, step_mode="m")
+        elif isinstance(inner, nn.AvgPool2d):
+            sj = layer.AvgPool2d(inner.kernel_size, inner.stride, step_mode="m")
+        elif isinstance(inner, TimeInvariantDropout):
+            sj = layer.Dropout(inner.p, step_mode="m")
+        elif isinstance(inner, nn.Flatten):
+            sj = layer.Flatten(step_mode="m")
+        elif isinstance(inner, nn.Linear):
+            sj = layer.Linear(inner.in_features, inner.out_features, bias=inner.bias is not None, step_mode="m")
+        elif isinstance(inner, Voting):
+            sj = layer.VotingLayer(inner.group, step_mode="m")
+        else:
+            raise ValueError(f"no SpikingJelly layer for {info.token}")
+        out.append(sj)
+    return nn.Sequential(*out), functional.reset_net
