@@ -89,3 +89,15 @@ def test_an_entry_whose_summary_is_not_an_object_is_listed_without_accuracy(tmp_
     entry = _entry(ABLATIONS["plif-tau2"], "new", run)
     assert entry["status"] == "new" and "accuracy_A" not in entry
     assert sweep_status(run, 2) == "new"
+
+
+def test_ablate_and_report_read_one_sweep_format(tiny_fashion, tmp_path, capsys):
+    """A sweep.json whose entries are not entries is refused in one line by both readers (plif ablate
+    used to die with a TypeError traceback on it)."""
+    out = tmp_path / "sweep"
+    out.mkdir()
+    (out / "sweep.json").write_text(json.dumps({"dataset": "fashion-mnist", "runs": [1]}))
+    for argv in (_argv(tiny_fashion, out, "--only", "plif-tau2"), ["report", str(out), "--out", str(tmp_path / "r")]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert f"{out / 'sweep.json'}: not a plif sweep file" in err and "Traceback" not in err

@@ -26,7 +26,7 @@ def test_rows_ratios_and_table(tiny_case):
 
 
 def test_backend_that_would_not_fit_is_skipped(tiny_case, monkeypatch):
-    monkeypatch.setattr(bn, "_free_bytes", lambda device: 100)
+    monkeypatch.setattr(bn, "free_memory", lambda device: 100)
     rows = bn.run_neuron_bench([tiny_case], ["reference"], "cpu", reps=1, budget_s=1, log=lambda *_: None)
     assert all(r.time_ms is None and r.note.startswith("skipped") for r in rows)
     assert "skipped" in bn.format_table(rows)

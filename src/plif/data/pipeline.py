@@ -14,13 +14,13 @@ The order of an epoch depends only on ``(seed, epoch)``, so a resumed run sees t
 from __future__ import annotations
 
 import concurrent.futures as cf
-import os
 from dataclasses import dataclass, replace
 from typing import Callable, Iterator, Protocol
 
 import numpy as np
 import torch
 
+from ..device import free_memory
 from .catalog import STATIC
 
 __all__ = ["Split", "TrainData", "DataSource", "data_source", "eval_batches", "load_test_split",
@@ -232,20 +232,6 @@ def eval_batches(split: Split, prepare, batch_size: int, rank: int = 0, world: i
     for i in range(lo, hi, batch_size):
         j = min(i + batch_size, hi)
         yield prepare(split.x[i:j], None), split.y[i:j]
-
-
-def free_memory(device: torch.device) -> int:
-    """Bytes free for data on ``device``: CUDA's free memory, or the host's MemAvailable."""
-    if device.type == "cuda":
-        return int(torch.cuda.mem_get_info(device)[0])
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return int(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
 
 
 def fits_on_device(nbytes: int, free: int) -> bool:

@@ -14,6 +14,7 @@ import os
 from dataclasses import dataclass, field
 
 from ..data.catalog import EVENT, STATIC
+from ..device import pick_device
 from ..models import get_entry
 from ..surrogate import SURROGATES
 
@@ -264,25 +265,6 @@ def _check_values(cfg: TrainConfig) -> None:
         if cfg.backend not in available_backends():
             raise ValueError(f"--backend {cfg.backend!r}: unknown; available: auto, {', '.join(available_backends())}")
     pick_device(cfg.device, check=False)
-
-
-def pick_device(name: str = "auto", check: bool = True):
-    """The one place "auto" is decided: ``cuda`` when available, else ``cpu``.
-
-    check: also refuse a CUDA device on a machine without CUDA.  A malformed name raises
-    ``ValueError`` naming ``--device``.
-    """
-    import torch
-
-    if name in (None, "auto"):
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    try:
-        dev = torch.device(name)
-    except (RuntimeError, TypeError):
-        raise ValueError(f"--device {name!r}: not a device; use auto, cpu, cuda or cuda:N") from None
-    if check and dev.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"--device {name}: CUDA is not available on this machine; use --device cpu")
-    return dev
 
 
 # Settings that may change when a run is resumed without changing what it computes.
