@@ -187,7 +187,7 @@ class DataSource:
 
 
 def data_source(dataset: str, data_dir, T: int) -> DataSource:
-    """Static images: uint8 in, augmented then normalised per batch (SPEC §3).  Event datasets:
+    """Static images: uint8 in, augmented then normalised per batch (the supplement's Preprocessing).  Event datasets:
     frames ``[N, T, 2, H, W]`` (the memory-mapped cache) in, ``[T, B, 2, H, W]`` float per batch."""
     if dataset in STATIC:
         from .static import STATIC_DATASETS, load_static

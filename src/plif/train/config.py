@@ -1,7 +1,7 @@
 """Training configuration: one frozen dataclass, presets, and the resolution of defaults.
 
-``paper`` is SPEC §3 exactly (the zoo network, its T, batch 16, Adam 1e-3, cosine T_max=64 per
-epoch, 1024 epochs).  ``cpu`` is the main job: each dataset's narrower network of the same form
+``paper`` is the paper's protocol exactly (its supplement, Hyper-Parameters: the zoo network, its T,
+batch 16, Adam 1e-3, cosine T_max=64 per epoch, 1024 epochs).  ``cpu`` is the main job: each dataset's narrower network of the same form
 (``cpu_network`` in :mod:`plif.data.catalog`: 32 instead of 128 channels, FC512, T = 4) for 2 epochs, which reached 89.3% test accuracy on Fashion-MNIST in
 3 minutes on a 2-core CPU (REPRODUCTION.md).
 """
@@ -34,7 +34,7 @@ class TrainConfig:
     dataset: str = field(default="fashion-mnist", metadata={
         "help": "dataset to train on", "choices": STATIC + EVENT})
     preset: str = field(default="cpu", metadata={
-        "help": "'paper' is SPEC §3 exactly, 'cpu' a narrower network that trains in minutes",
+        "help": "'paper' is the paper's protocol exactly (its supplement, Hyper-Parameters), 'cpu' a narrower network that trains in minutes",
         "choices": ("paper", "cpu")})
     network: str | None = field(default=None, metadata={
         "help": "network string in the paper's notation [the preset's / the dataset's zoo network]"})
