@@ -36,6 +36,27 @@ def atis_bin(events) -> bytes:
     return b"".join(bytes([x, y, (p << 7) | (t >> 16), (t >> 8) & 0xFF, t & 0xFF]) for x, y, p, t in events)
 
 
+def assert_real_png(path, min_side=200, min_std=0.02):
+    """The file is a PNG of a sensible size whose pixels are not all one colour; returns the image
+    ``[H, W, channels]`` in [0, 1]."""
+    from pathlib import Path
+
+    from matplotlib.image import imread
+
+    path = Path(path)
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", f"{path} is not a PNG"
+    img = imread(path)
+    assert img.shape[0] >= min_side and img.shape[1] >= min_side, img.shape
+    assert float(np.std(img[..., :3])) > min_std, f"{path} is nearly uniform"
+    return img
+
+
+def red_and_blue_pixels(img) -> tuple[int, int]:
+    """How many pixels of an RGB(A) image are clearly red (ON events) and clearly blue (OFF)."""
+    r, g, b = img[..., 0], img[..., 1], img[..., 2]
+    return int(((r > 0.5) & (g < 0.3) & (b < 0.3)).sum()), int(((b > 0.5) & (g < 0.3) & (r < 0.3)).sum())
+
+
 def tiny_train_config(root, out, **kw):
     """A TrainConfig of TINY_NET on the tiny Fashion-MNIST folder: 3 epochs of seconds on the CPU."""
     from plif.train import TrainConfig
