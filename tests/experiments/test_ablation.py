@@ -4,13 +4,12 @@ import json
 from plif.cli.main import main
 from plif.experiments.ablation import ABLATIONS, sweep_status
 
-from plif_testing import TINY_NET
+from plif_testing import TINY_NET, tiny_train_argv
 
 
 def _argv(root, out, *extra):
-    return ["ablate", "--data-dir", str(root), "--network", TINY_NET, "--T", "2", "--epochs", "1",
-            "--batch-size", "40", "--lr", "5e-3", "--device", "cpu", "--max-train-samples", "120",
-            "--max-test-samples", "40", "--out", str(out), *extra]
+    return tiny_train_argv(root, out, *extra, command="ablate", epochs=1, batch_size=40, lr=5e-3,
+                           max_train_samples=120, max_test_samples=40)
 
 
 def test_sweep_runs_every_ablation_then_skips_then_resumes(tiny_fashion, tmp_path, capsys):
