@@ -23,26 +23,26 @@ def spikingjelly_available() -> bool:
     return True
 
 
-def _neuron(inner, device_type: str):
+def _neuron(m, device_type: str):
     from spikingjelly.activation_based import neuron, surrogate
 
     from ..neurons import IF, LIF, PLIF
 
-    c = inner.cfg
+    c = m.cfg
     if c.surrogate != "atan":
         raise ValueError(f"the SpikingJelly twin has the atan surrogate only, not {c.surrogate!r}")
     common = dict(v_threshold=c.v_threshold, v_reset=c.v_reset, detach_reset=c.detach_reset,
                   surrogate_function=surrogate.ATan(**({} if c.alpha is None else {"alpha": c.alpha})), step_mode="m")
-    if isinstance(inner, PLIF):
-        if inner.w.dim() != 0:
+    if isinstance(m, PLIF):
+        if m.w.dim() != 0:
             raise ValueError("the SpikingJelly twin has one tau per layer, not per channel")
-        n = neuron.ParametricLIFNode(init_tau=float(inner.tau), decay_input=True, **common)
-    elif isinstance(inner, LIF):
-        n = neuron.LIFNode(tau=inner.tau, decay_input=True, **common)
-    elif isinstance(inner, IF):
+        n = neuron.ParametricLIFNode(init_tau=float(m.tau), decay_input=True, **common)
+    elif isinstance(m, LIF):
+        n = neuron.LIFNode(tau=m.tau, decay_input=True, **common)
+    elif isinstance(m, IF):
         n = neuron.IFNode(**common)
     else:
-        raise ValueError(f"no SpikingJelly neuron for {type(inner).__name__}")
+        raise ValueError(f"no SpikingJelly neuron for {type(m).__name__}")
     if device_type == "cuda":  # its fastest backend that is installed; the CPU has only "torch"
         for backend in ("triton", "cupy"):
             if backend in n.supported_backends:
@@ -60,34 +60,35 @@ def spikingjelly_twin(net, device: str = "cpu"):
     from spikingjelly.activation_based import functional, layer
     from torch import nn
 
-    from ..layers import TimeFolded, TimeInvariantDropout, Voting
+    from ..layers import TimeInvariantDropout, Voting
+    from ..models.structure import inner
     from ..neurons import SpikingNeuron
 
     dev = torch.device(device).type
     out = []
     for m, info in zip(net.layers, net.info):
-        inner = m.layer if isinstance(m, TimeFolded) else m
-        if isinstance(inner, nn.Conv2d):
-            sj = layer.Conv2d(inner.in_channels, inner.out_channels, inner.kernel_size, inner.stride,
-                              inner.padding, bias=inner.bias is not None, step_mode="m")
-        elif isinstance(inner, nn.BatchNorm2d):
-            sj = layer.BatchNorm2d(inner.num_features, step_mode="m")
-        elif isinstance(inner, nn.BatchNorm1d):
-            sj = layer.BatchNorm1d(inner.num_features, step_mode="m")
-        elif isinstance(inner, SpikingNeuron):
-            sj = _neuron(inner, dev)
-        elif isinstance(inner, nn.MaxPool2d):
-            sj = layer.MaxPool2d(inner.kernel_size, inner.stride, step_mode="m")
-        elif isinstance(inner, nn.AvgPool2d):
-            sj = layer.AvgPool2d(inner.kernel_size, inner.stride, step_mode="m")
-        elif isinstance(inner, TimeInvariantDropout):
-            sj = layer.Dropout(inner.p, step_mode="m")
-        elif isinstance(inner, nn.Flatten):
+        m = inner(m)
+        if isinstance(m, nn.Conv2d):
+            sj = layer.Conv2d(m.in_channels, m.out_channels, m.kernel_size, m.stride,
+                              m.padding, bias=m.bias is not None, step_mode="m")
+        elif isinstance(m, nn.BatchNorm2d):
+            sj = layer.BatchNorm2d(m.num_features, step_mode="m")
+        elif isinstance(m, nn.BatchNorm1d):
+            sj = layer.BatchNorm1d(m.num_features, step_mode="m")
+        elif isinstance(m, SpikingNeuron):
+            sj = _neuron(m, dev)
+        elif isinstance(m, nn.MaxPool2d):
+            sj = layer.MaxPool2d(m.kernel_size, m.stride, step_mode="m")
+        elif isinstance(m, nn.AvgPool2d):
+            sj = layer.AvgPool2d(m.kernel_size, m.stride, step_mode="m")
+        elif isinstance(m, TimeInvariantDropout):
+            sj = layer.Dropout(m.p, step_mode="m")
+        elif isinstance(m, nn.Flatten):
             sj = layer.Flatten(step_mode="m")
-        elif isinstance(inner, nn.Linear):
-            sj = layer.Linear(inner.in_features, inner.out_features, bias=inner.bias is not None, step_mode="m")
-        elif isinstance(inner, Voting):
-            sj = layer.VotingLayer(inner.group, step_mode="m")
+        elif isinstance(m, nn.Linear):
+            sj = layer.Linear(m.in_features, m.out_features, bias=m.bias is not None, step_mode="m")
+        elif isinstance(m, Voting):
+            sj = layer.VotingLayer(m.group, step_mode="m")
         else:
             raise ValueError(f"no SpikingJelly layer for {info.token}")
         out.append(sj)
