@@ -17,7 +17,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from plif.deploy import fold_batchnorm, spike_fed_layers, to_spike_inference
-from plif.deploy.spike_ops import spike_conv2d, spike_linear
+from plif.deploy.spike_ops import gather_conv2d, gather_linear
 from plif.deploy.synthetic import liven_
 from plif.models import build_zoo
 from plif.neurons import SpikingNeuron
@@ -60,10 +60,10 @@ def main() -> None:
             if isinstance(m, nn.Linear):
                 wt = m.weight.t().contiguous()
                 td = timed(lambda: F.linear(s, m.weight, m.bias), args.repeat)
-                tg = timed(lambda: spike_linear(s, wt, m.bias), args.repeat)
+                tg = timed(lambda: gather_linear(s, wt, m.bias), args.repeat)
             else:
                 td = timed(lambda: m(s), args.repeat)
-                tg = timed(lambda: spike_conv2d(s, m.weight, m.bias, m.stride, m.padding), args.repeat)
+                tg = timed(lambda: gather_conv2d(s, m.weight, m.bias, m.stride, m.padding), args.repeat)
             print(f"{i:>5}  {dense.info[i].token:12s} {float(s.mean()):>10.4f}  {td:>9.2f}  {tg:>9.2f}  {td / tg:6.2f}x")
         h = layer(h)
         if isinstance(layer, SpikingNeuron):

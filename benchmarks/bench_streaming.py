@@ -4,7 +4,7 @@
 
 Writes a synthetic frame-cache file ``[N, 20, 2, 128, 128]`` uint8 (about 0.66 MB per sample) to
 a temporary folder, reads it once so it is in the page cache, then times one shuffled epoch of
-batches through the streamed path of ``--data-on-device no`` (:mod:`plif.train.data`: reader
+batches through the streamed path of ``--data-on-device no`` (:mod:`plif.data.pipeline`: reader
 threads ``index_select`` from the memory map into reused buffers) with 1, 2 and 4 threads; for
 comparison, fancy indexing of the memory map in this process and a ``torch.utils.data.DataLoader``
 with worker processes.  "Reused" is the training path (a batch lives until the next is drawn; on
@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from plif.train.data import Split, _stream
+from plif.data.pipeline import Split, _stream
 
 
 class _Batches(torch.utils.data.Dataset):

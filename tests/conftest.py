@@ -1,25 +1,22 @@
-import os
 from pathlib import Path
 
 import pytest
 import torch
-from plif_testing import make_images, write_idx
-
-REPO = Path(__file__).resolve().parents[1]
+from plif_testing import make_images, shared_dir, write_idx
 
 
-def shared_data_dir() -> Path:
-    """``../shared/data`` beside the checkout (or ``$PLIF_SHARED_DATA``)."""
-    env = os.environ.get("PLIF_SHARED_DATA")
-    return Path(env) if env else REPO.parent / "shared" / "data"
+@pytest.fixture(scope="session")
+def shared_data():
+    """``sub -> Path`` of ``shared/data/sub`` beside the checkout (``$PLIF_SHARED_DATA``); the test
+    is skipped when that file or folder is missing.  The one contract for real sample data."""
 
+    def get(sub: str) -> Path:
+        p = shared_dir() / "data" / sub
+        if not p.exists():
+            pytest.skip(f"shared data {p} not available")
+        return p
 
-@pytest.fixture
-def shared_data() -> Path:
-    d = shared_data_dir()
-    if not d.is_dir():
-        pytest.skip(f"shared sample data not found at {d}")
-    return d
+    return get
 
 
 @pytest.fixture(autouse=True)

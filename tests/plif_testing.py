@@ -1,6 +1,9 @@
 """Small builders shared by the tests (importable as ``plif_testing``: tests/ is on the path)."""
 import gzip
+import json
+import os
 import struct
+from pathlib import Path
 
 import numpy as np
 
@@ -30,13 +33,83 @@ def make_images(n: int, seed: int):
     return x.astype(np.uint8), labels.astype(np.uint8)
 
 
+def atis_bin(events) -> bytes:
+    """An ATIS ``.bin`` file (N-MNIST, N-Caltech101): 5 bytes per ``(x, y, p, t_us)``; ``y = 240`` is
+    a time-stamp overflow record."""
+    return b"".join(bytes([x, y, (p << 7) | (t >> 16), (t >> 8) & 0xFF, t & 0xFF]) for x, y, p, t in events)
+
+
+def assert_real_png(path, min_side=200, min_std=0.02):
+    """The file is a PNG of a sensible size whose pixels are not all one colour; returns the image
+    ``[H, W, channels]`` in [0, 1]."""
+    from pathlib import Path
+
+    from matplotlib.image import imread
+
+    path = Path(path)
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", f"{path} is not a PNG"
+    img = imread(path)
+    assert img.shape[0] >= min_side and img.shape[1] >= min_side, img.shape
+    assert float(np.std(img[..., :3])) > min_std, f"{path} is nearly uniform"
+    return img
+
+
+def red_and_blue_pixels(img) -> tuple[int, int]:
+    """How many pixels of an RGB(A) image are clearly red (ON events) and clearly blue (OFF)."""
+    r, g, b = img[..., 0], img[..., 1], img[..., 2]
+    return int(((r > 0.5) & (g < 0.3) & (b < 0.3)).sum()), int(((b > 0.5) & (g < 0.3) & (r < 0.3)).sum())
+
+
+# the tiny run: TINY_NET on the tiny Fashion-MNIST folder (the ``tiny_fashion`` fixture), seconds on the CPU
+TINY_RUN = dict(dataset="fashion-mnist", network=TINY_NET, T=2, batch_size=20, device="cpu")
+
+
 def tiny_train_config(root, out, **kw):
-    """A TrainConfig of TINY_NET on the tiny Fashion-MNIST folder: 3 epochs of seconds on the CPU."""
+    """The tiny run as a TrainConfig, 3 epochs (``kw`` overrides any field)."""
     from plif.train import TrainConfig
 
-    base = dict(dataset="fashion-mnist", data_dir=str(root), network=TINY_NET, T=2, epochs=3, batch_size=20,
-                lr=5e-3, t_max=3, out=str(out), device="cpu", eval_batch_size=32)
-    return TrainConfig(**{**base, **kw})
+    return TrainConfig(**{**TINY_RUN, "epochs": 3, "lr": 5e-3, "t_max": 3, "eval_batch_size": 32,
+                          "data_dir": str(root), "out": str(out), **kw})
+
+
+def tiny_train_argv(root, out, *extra, command="train", **kw):
+    """The tiny run as a command line (``plif train``, ``plif ablate``): one flag per field of
+    :data:`TINY_RUN` and of ``kw`` (``max_train_samples=100`` -> ``--max-train-samples 100``), then ``extra``."""
+    from plif.train.config import flag_name
+
+    argv = [command]
+    for name, value in {**TINY_RUN, "data_dir": str(root), "out": str(out), **kw}.items():
+        argv += [flag_name(name), str(value)]
+    return argv + [str(e) for e in extra]
+
+
+def shared_dir() -> Path:
+    """``shared/`` beside the checkout (the parent of ``$PLIF_SHARED_DATA`` when that is set)."""
+    env = os.environ.get("PLIF_SHARED_DATA")
+    if env:
+        return Path(env).parent
+    return (Path(__file__).resolve().parents[1] / ".." / "shared").resolve()
+
+
+def write_run_folder(run, config: dict, metrics=None, summary: dict | None = None, model=None,
+                     checkpoint: str = "best_test", epoch: int = 3) -> Path:
+    """A run folder as plif.train writes it, by hand: ``config.json``, ``metrics.jsonl`` (one line per
+    dict of ``metrics``, when given, even empty), ``summary.json`` (when given) and, with ``model`` (a module or
+    state dict), ``checkpoints/<checkpoint>.pt``."""
+    run = Path(run)
+    run.mkdir(parents=True, exist_ok=True)
+    (run / "config.json").write_text(json.dumps(config))
+    if metrics is not None:
+        (run / "metrics.jsonl").write_text("".join(json.dumps(m) + "\n" for m in metrics))
+    if summary is not None:
+        (run / "summary.json").write_text(json.dumps(summary))
+    if model is not None:
+        import torch
+
+        state = model.state_dict() if hasattr(model, "state_dict") else model
+        (run / "checkpoints").mkdir(exist_ok=True)
+        torch.save({"model": state, "epoch": epoch, "config": config}, run / "checkpoints" / f"{checkpoint}.pt")
+    return run
 
 
 def quiet(*a, **k):

@@ -166,7 +166,7 @@ def stage_sync(ctx: Context) -> dict:
     from plif.train.loop import adam, train_step
 
     entry = get_entry("fashion-mnist")
-    spec, T, b = (NARROW_FMNIST, 2, 4) if ctx.dry else (entry.spec, entry.T, 16)
+    spec, T, b = (NARROW_FMNIST, 2, 4) if ctx.dry else (entry.network, entry.T, 16)
     dev = ctx.device
     gen = torch.Generator(device="cpu").manual_seed(0)
     batches = [(torch.rand(n, 1, 28, 28, generator=gen).to(dev) * 3, torch.randint(0, 10, (n,), generator=gen).to(dev))

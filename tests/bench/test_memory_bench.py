@@ -40,12 +40,16 @@ def test_measure_reports_a_failing_configuration():
 
 
 def test_spikingjelly_twin_has_the_same_shapes():
-    pytest.importorskip("spikingjelly.activation_based.neuron")  # the real chain: without loguru it skips too
+    from plif.bench.spikingjelly import spikingjelly_unavailable
+    from plif.bench.twin import spikingjelly_twin
+
+    if spikingjelly_unavailable():  # the whole import chain (loguru, ...), not only the top package
+        pytest.skip(f"SpikingJelly: {spikingjelly_unavailable()}")
     import torch
 
-    from plif.bench.memory import _spikingjelly_net
     from plif.models import build_network
     net = build_network("c4k3s1-BN-PLIF-MPk2s2-DP-FC20-PLIF-APk10s10", (2, 8, 8), 2)
-    sj = _spikingjelly_net(net)
+    sj, reset = spikingjelly_twin(net)
     assert sum(p.numel() for p in sj.parameters()) == sum(p.numel() for p in net.parameters())
     assert sj(torch.rand(2, 3, 2, 8, 8)).shape == (2, 3, 2)
+    reset(sj)

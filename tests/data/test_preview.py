@@ -18,5 +18,14 @@ def test_colours_and_scale():
 
 
 def test_png(tmp_path):
-    p = save_frames_grid(np.random.default_rng(0).poisson(1.0, (12, 2, 8, 8)), tmp_path / "g.png", title="x")
-    assert p.read_bytes()[:4] == b"\x89PNG"
+    from plif_testing import assert_real_png, red_and_blue_pixels
+
+    f = np.zeros((12, 2, 8, 8))
+    f[:, 1, :4] = 1  # ON (channel 1) in the top half of every frame, OFF in the bottom half
+    f[:, 0, 4:] = 1
+    img = assert_real_png(save_frames_grid(f, tmp_path / "g.png", title="x"))
+    red, blue = red_and_blue_pixels(img)
+    assert red > 100 and blue > 100 and abs(red - blue) < 0.2 * red  # both halves drawn, equally large
+    only_on = f.copy()
+    only_on[:, 0] = 0
+    assert red_and_blue_pixels(assert_real_png(save_frames_grid(only_on, tmp_path / "on.png")))[1] == 0

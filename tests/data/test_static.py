@@ -43,7 +43,7 @@ def test_registry_matches_spec():
     assert STATIC_DATASETS["mnist"].mean == (0.1307,) and STATIC_DATASETS["mnist"].std == (0.3081,)
     assert STATIC_DATASETS["fashion-mnist"].mean == (0.2860,) and STATIC_DATASETS["fashion-mnist"].std == (0.3530,)
     c = STATIC_DATASETS["cifar10"]
-    assert c.mean == (0.4914, 0.4822, 0.4465) and c.std == (0.2023, 0.1994, 0.2010) and c.shape == (3, 32, 32)
+    assert c.mean == (0.4914, 0.4822, 0.4465) and c.std == (0.2023, 0.1994, 0.2010) and c.input_shape == (3, 32, 32)
     assert all(e.num_classes == 10 for e in STATIC_DATASETS.values())
 
 

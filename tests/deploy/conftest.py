@@ -1,10 +1,9 @@
-import json
-
 import pytest
 import torch
 
 from plif.deploy.synthetic import liven_
 from plif.models import build_network
+from plif_testing import write_run_folder
 
 SMALL = "{c8k3s1-BN-PLIF-MPk2s2}*2-DP-FC40-PLIF-DP-FC20-PLIF-APk10s10"
 
@@ -21,9 +20,7 @@ def save_run(run, net, spec=SMALL, input_shape=(1, 16, 16), T=6, dataset="mnist"
     """A run folder as the training code writes it (plif.train.checkpoint)."""
     config = {"network": spec, "input_shape": list(input_shape), "T": T, "network_kwargs": {}, "dataset": dataset,
               **extra}
-    (run / "checkpoints").mkdir(parents=True, exist_ok=True)
-    (run / "config.json").write_text(json.dumps(config))
-    torch.save({"model": net.state_dict(), "epoch": 3, "config": config}, run / "checkpoints" / f"{name}.pt")
+    write_run_folder(run, config, model=net, checkpoint=name)
     return config
 
 

@@ -2,7 +2,7 @@ import torch
 from torch import nn
 
 from plif.deploy.spike_inference import spike_fed_layers, to_spike_inference
-from plif.deploy.spike_ops import SpikeConv2d, SpikeLinear
+from plif.deploy.spike_ops import GatherConv2d, GatherLinear
 from plif.models import build_zoo
 
 
@@ -18,7 +18,7 @@ def test_spike_fed_layers_of_the_mnist_network():
 def test_layers_are_swapped_and_the_encoder_stays_dense(make_net):
     fast = to_spike_inference(make_net())
     swapped = [type(l.layer) for l in fast.layers if hasattr(l, "layer")]
-    assert swapped.count(SpikeConv2d) == 1 and swapped.count(SpikeLinear) == 2
+    assert swapped.count(GatherConv2d) == 1 and swapped.count(GatherLinear) == 2
     assert isinstance(fast.layers[0].layer, nn.Conv2d)
 
 
@@ -42,10 +42,10 @@ def test_identical_predictions_in_float32_on_event_input(make_net):
 
 def test_the_swapped_spike_layers_are_the_ones_that_run(make_net, monkeypatch):
     calls = []
-    for cls in (SpikeConv2d, SpikeLinear):
+    for cls in (GatherConv2d, GatherLinear):
         real = cls.forward
         monkeypatch.setattr(cls, "forward", lambda self, *a, _real=real, **k: (calls.append(type(self)), _real(self, *a, **k))[1])
     fast = to_spike_inference(make_net().eval(), max_density=1.0)
     with torch.no_grad():
         fast(torch.randn(4, 1, 16, 16))
-    assert calls.count(SpikeConv2d) == 1 and calls.count(SpikeLinear) == 2
+    assert calls.count(GatherConv2d) == 1 and calls.count(GatherLinear) == 2

@@ -82,10 +82,9 @@ def test_max_samples_and_render(make_net):
 
 
 def test_stats_on_real_mnist_test_images(shared_data, make_net):
-    if not (shared_data / "mnist_idx" / "t10k-images-idx3-ubyte.gz").is_file():
-        pytest.skip("MNIST test images not in shared data")
+    shared_data("mnist_idx/t10k-images-idx3-ubyte.gz")  # skips when the file is missing
     net = make_net("c8k3s1-BN-PLIF-MPk2s2-FC20-PLIF-APk10s10", input_shape=(1, 28, 28), T=4)
-    batches = eval_batches({"dataset": "mnist", "T": 4}, shared_data / "mnist_idx", samples=40, batch_size=16)
+    batches = eval_batches({"dataset": "mnist", "T": 4}, shared_data("mnist_idx"), samples=40, batch_size=16)
     st = collect_stats(net, batches)
     assert st.samples == 40 and st.correct is not None
     assert math.isfinite(st.totals["energy_ratio_ann_over_snn"])

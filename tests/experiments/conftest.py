@@ -1,21 +1,16 @@
-import json
+from plif_testing import write_run_folder
 
 
 def write_run(path, *, dataset="fashion-mnist", neuron="plif", tau0=2.0, pool=None, epochs=4, rows=(),
               network="{c128k3s1-BN-PLIF-MPk2s2}*2-DP-FC2048-PLIF-DP-FC100-PLIF-APk10s10", T=8, summary=True,
               **extra):
     """A run folder written by hand: config.json, metrics.jsonl and (optionally) summary.json."""
-    path.mkdir(parents=True)
     config = {"dataset": dataset, "neuron": neuron, "tau0": tau0, "pool": pool, "epochs": epochs,
               "network": network, "T": T, "seed": 0, **extra}
-    (path / "config.json").write_text(json.dumps(config))
-    (path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    if summary and rows:
-        best = max(rows, key=lambda m: m["test_acc"])
-        (path / "summary.json").write_text(json.dumps({
-            "finished": len(rows) == epochs, "epochs_run": len(rows),
-            "accuracy_A": {"test_acc": best["test_acc"], "epoch": best["epoch"]}}))
-    return path
+    best = max(rows, key=lambda m: m["test_acc"]) if rows else None
+    return write_run_folder(path, config, list(rows), summary={
+        "finished": len(rows) == epochs, "epochs_run": len(rows),
+        "accuracy_A": {"test_acc": best["test_acc"], "epoch": best["epoch"]}} if summary and rows else None)
 
 
 def rows(test_accs, taus=None, val_accs=None, epoch_time=10.0):

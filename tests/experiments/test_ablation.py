@@ -4,13 +4,12 @@ import json
 from plif.cli.main import main
 from plif.experiments.ablation import ABLATIONS, sweep_status
 
-from plif_testing import TINY_NET
+from plif_testing import TINY_NET, tiny_train_argv
 
 
 def _argv(root, out, *extra):
-    return ["ablate", "--data-dir", str(root), "--network", TINY_NET, "--T", "2", "--epochs", "1",
-            "--batch-size", "40", "--lr", "5e-3", "--device", "cpu", "--max-train-samples", "120",
-            "--max-test-samples", "40", "--out", str(out), *extra]
+    return tiny_train_argv(root, out, *extra, command="ablate", epochs=1, batch_size=40, lr=5e-3,
+                           max_train_samples=120, max_test_samples=40)
 
 
 def test_sweep_runs_every_ablation_then_skips_then_resumes(tiny_fashion, tmp_path, capsys):
@@ -89,3 +88,15 @@ def test_an_entry_whose_summary_is_not_an_object_is_listed_without_accuracy(tmp_
     entry = _entry(ABLATIONS["plif-tau2"], "new", run)
     assert entry["status"] == "new" and "accuracy_A" not in entry
     assert sweep_status(run, 2) == "new"
+
+
+def test_ablate_and_report_read_one_sweep_format(tiny_fashion, tmp_path, capsys):
+    """A sweep.json whose entries are not entries is refused in one line by both readers (plif ablate
+    used to die with a TypeError traceback on it)."""
+    out = tmp_path / "sweep"
+    out.mkdir()
+    (out / "sweep.json").write_text(json.dumps({"dataset": "fashion-mnist", "runs": [1]}))
+    for argv in (_argv(tiny_fashion, out, "--only", "plif-tau2"), ["report", str(out), "--out", str(tmp_path / "r")]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert f"{out / 'sweep.json'}: not a plif sweep file" in err and "Traceback" not in err

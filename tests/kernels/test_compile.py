@@ -37,8 +37,8 @@ def test_narrow_specs_keep_the_zoo_token_kinds():
     kinds = lambda spec: sorted(set(re.findall(r"[A-Za-z]+", spec)))  # noqa: E731
     for name, (spec, shape, _) in NARROW.items():
         entry = get_entry(name)
-        assert kinds(spec) == kinds(entry.spec), name
-        assert spec.count("{") == entry.spec.count("{") and shape[0] == entry.input_shape[0], name
+        assert kinds(spec) == kinds(entry.network), name
+        assert spec.count("{") == entry.network.count("{") and shape[0] == entry.input_shape[0], name
 
 
 def _run(net, fn, x, y):

@@ -1,4 +1,4 @@
-"""Every memory saving against the plain network, on narrow versions of the six zoo networks."""
+"""Every memory saving against the plain network, on narrow versions of the zoo's six network forms."""
 import re
 
 import pytest
@@ -10,12 +10,14 @@ from plif.models.memory import MEMORY_PRESETS, MemoryOptions
 
 THRESHOLD = 0.2  # low enough that narrow random networks spike in every layer within T = 3
 SMALL_INPUT = {28: 12, 34: 12, 32: 8, 128: 32}
+# one network of each form (N-Caltech101 runs CIFAR10-DVS's network on a larger sensor)
+FORMS = [n for n in ZOO if n != "ncaltech101"]
 
 
 def narrow(name):
     """The zoo network with 8 channels, 32 hidden features, 2 voting classes, on small frames."""
     e = ZOO[name]
-    spec = re.sub(r"c\d+k", "c8k", e.spec)
+    spec = re.sub(r"c\d+k", "c8k", e.network)
     spec = re.sub(r"FC\d+(?=-PLIF-APk10s10)", "FC20", spec)
     spec = re.sub(r"FC\d+(?!-PLIF-APk10s10)", "FC32", spec)
     c, h, w = e.input_shape
@@ -51,7 +53,7 @@ MEMORY_PRESETS_T = dict(MEMORY_PRESETS, **{"exact+checkpoint": MemoryOptions(Tru
 
 
 @pytest.mark.parametrize("preset", EXACT)
-@pytest.mark.parametrize("name", list(ZOO))
+@pytest.mark.parametrize("name", FORMS)
 def test_exact_savings_are_bit_identical(name, preset):
     """Outputs, every parameter's gradient and BatchNorm's running statistics are bit-identical in fp32."""
     static = ZOO[name].input_shape[1] != 128 and name != "nmnist"
@@ -66,7 +68,7 @@ def test_exact_savings_are_bit_identical(name, preset):
     assert o0.abs().sum() > 0 and all(g.abs().sum() > 0 for n, g in g0.items() if n.endswith("layer.weight"))
 
 
-@pytest.mark.parametrize("name", list(ZOO))
+@pytest.mark.parametrize("name", FORMS)
 def test_bf16_potentials_are_close(name):
     """bf16 ``H``, the stated tolerance (relative L2 per parameter): weights and BN within 5%, the
     PLIF ``w`` within 10% (its gradient sums ``g_H (H - V_prev)``, where the rounding of ``H`` cancels

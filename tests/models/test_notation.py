@@ -2,7 +2,7 @@ import pytest
 
 from plif.models import ZOO, NotationError, parse
 
-PAPER_STRINGS = sorted({e.spec for e in ZOO.values()} | {e.authors_spec for e in ZOO.values() if e.authors_spec})
+PAPER_STRINGS = sorted({e.network for e in ZOO.values()} | {e.authors_network for e in ZOO.values() if e.authors_network})
 
 
 @pytest.mark.parametrize("text", PAPER_STRINGS)

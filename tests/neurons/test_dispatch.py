@@ -6,12 +6,21 @@ import sys
 import pytest
 import torch
 
-from plif.neurons import PLIF, NeuronConfig, backend_status, multi_step
+from plif.neurons import BACKENDS, PLIF, NeuronConfig, backend_status, multi_step
 from plif.neurons import dispatch
 
 
 @pytest.fixture
-def fresh_table(monkeypatch):
+def empty_table():
+    """The backend table from scratch (``dispatch.reset``), and again afterwards so the next test
+    loads the real backends."""
+    dispatch.reset()
+    yield dispatch
+    dispatch.reset()
+
+
+@pytest.fixture
+def fresh_table(empty_table, monkeypatch):
     """Reload the table from scratch with ``plif.kernels.cpu_neuron`` failing to import."""
     real = importlib.import_module
 
@@ -21,11 +30,6 @@ def fresh_table(monkeypatch):
         return real(name, *a, **kw)
 
     monkeypatch.setattr(dispatch.importlib, "import_module", broken)
-    monkeypatch.setattr(dispatch, "BACKENDS", {"reference": dispatch.multi_step_reference, "bptt": dispatch.multi_step_bptt})
-    monkeypatch.setattr(dispatch, "_SUPPORTS", {})
-    monkeypatch.setattr(dispatch, "_FAILED", {})
-    monkeypatch.setattr(dispatch, "_WARNED", set())
-    monkeypatch.setattr(dispatch, "_loaded", False)
     return dispatch
 
 
@@ -58,6 +62,14 @@ def test_cpu_backend_loads_here():
     assert backend_status()["cpu"] == "ok"
 
 
+def test_reset_forgets_extra_backends_and_failures(fresh_table):
+    dispatch.register_backend("extra", dispatch.multi_step_bptt, supports=lambda x, cfg: True)
+    assert "extra" in dispatch.BACKENDS and "cpu" in backend_status()
+    dispatch.reset()
+    assert list(dispatch.BACKENDS) == ["reference", "bptt"]
+    assert dispatch.BACKENDS is BACKENDS  # cleared in place: names imported elsewhere see it
+
+
 def test_importing_neurons_does_not_import_kernels():
     code = "import sys, plif.neurons; print('plif.kernels' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
@@ -75,12 +87,8 @@ class warnings_as_errors:
         return self._cm.__exit__(*exc)
 
 
-def test_an_extra_backend_comes_after_the_fused_ones_even_before_they_load(monkeypatch):
-    monkeypatch.setattr(dispatch, "BACKENDS", {"reference": dispatch.multi_step_reference, "bptt": dispatch.multi_step_bptt})
-    monkeypatch.setattr(dispatch, "_SUPPORTS", {})
-    monkeypatch.setattr(dispatch, "_FAILED", {})
-    monkeypatch.setattr(dispatch, "_loaded", False)
+def test_an_extra_backend_comes_after_the_fused_ones_even_before_they_load(empty_table):
     dispatch.register_backend("extra", dispatch.multi_step_bptt, supports=lambda x, cfg: True)
-    assert list(dispatch._SUPPORTS)[-1] == "extra"
+    assert dispatch.auto_order()[-1] == "extra"
     if "cpu" in dispatch.available_backends():
         assert dispatch.select_backend(torch.randn(3, 2, 4), NeuronConfig()) == "cpu"

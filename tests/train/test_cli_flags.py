@@ -59,12 +59,11 @@ def test_the_generator_handles_every_field_kind():
 
 
 def test_no_detach_reset_reaches_the_config(tiny_fashion, tmp_path):
-    from plif_testing import TINY_NET
+    from plif_testing import tiny_train_argv
 
     out = tmp_path / "r"
-    assert main(["train", "--data-dir", str(tiny_fashion), "--network", TINY_NET, "--T", "2", "--epochs", "1",
-                 "--batch-size", "40", "--device", "cpu", "--max-train-samples", "80", "--no-detach-reset",
-                 "--out", str(out)]) == 0
+    assert main(tiny_train_argv(tiny_fashion, out, "--no-detach-reset", epochs=1, batch_size=40,
+                                max_train_samples=80)) == 0
     config = json.loads((out / "config.json").read_text())
     assert config["detach_reset"] is False and config["network_kwargs"]["detach_reset"] is False
 

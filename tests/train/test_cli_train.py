@@ -2,12 +2,11 @@ import json
 
 from plif.cli.main import main
 from plif.train import read_metrics
-from plif_testing import TINY_NET
+from plif_testing import tiny_train_argv
 
 
 def _args(root, out, *extra):
-    return ["train", "--data-dir", str(root), "--network", TINY_NET, "--T", "2", "--batch-size", "20",
-            "--device", "cpu", "--out", str(out), *extra]
+    return tiny_train_argv(root, out, *extra)
 
 
 def test_resume_needs_only_the_run_folder(tiny_fashion, tmp_path, capsys):

@@ -9,7 +9,7 @@ from plif.train import TrainConfig, train
 from plif.train import run as run_mod
 from plif.train.run_folder import RunFolder, RunFolderBusy, read_metrics
 
-from plif_testing import TINY_NET, quiet, tiny_train_config
+from plif_testing import TINY_NET, quiet, tiny_train_argv, tiny_train_config
 
 
 def _cfg(root, out, **kw):
@@ -60,8 +60,7 @@ def test_divergence_in_the_first_epoch_writes_no_weights(tiny_fashion, tmp_path)
 def test_divergence_from_the_cli_is_one_line_and_non_zero(tiny_fashion, tmp_path, capsys):
     from plif.cli.main import main
 
-    rc = main(["train", "--data-dir", str(tiny_fashion), "--network", TINY_NET, "--T", "2", "--epochs", "1",
-               "--batch-size", "40", "--device", "cpu", "--lr", "1e39", "--out", str(tmp_path / "r")])
+    rc = main(tiny_train_argv(tiny_fashion, tmp_path / "r", epochs=1, batch_size=40, lr=1e39))
     err = capsys.readouterr().err.strip()
     assert rc == 2 and "\n" not in err and "training diverged in epoch 1" in err
 
@@ -200,8 +199,7 @@ def test_full_disk_is_one_line_naming_the_path(tiny_fashion, tmp_path, monkeypat
 
     monkeypatch.setattr(run_mod.RunFolder, "write_config",
                         lambda self, d: full(self.config, b""))
-    rc = main(["train", "--data-dir", str(tiny_fashion), "--network", TINY_NET, "--T", "2", "--epochs", "1",
-               "--device", "cpu", "--out", str(tmp_path / "r")])
+    rc = main(tiny_train_argv(tiny_fashion, tmp_path / "r", epochs=1))
     err = capsys.readouterr().err.strip()
     assert rc != 0 and "\n" not in err and "Traceback" not in err
     assert "No space left on device" in err and str(tmp_path / "r" / "config.json") in err

@@ -5,13 +5,11 @@ import torch
 
 from plif.cli.main import main
 from plif.train import TrainConfig, read_metrics
-from plif_testing import TINY_NET
+from plif_testing import TINY_NET, tiny_train_argv
 
 
 def _train(root, out, *extra):
-    return main(["train", "--data-dir", str(root), "--network", TINY_NET, "--T", "2", "--batch-size", "20",
-                 "--device", "cpu", "--epochs", "1", "--max-train-samples", "100", "--max-test-samples", "40",
-                 "--out", str(out), *extra])
+    return main(tiny_train_argv(root, out, *extra, epochs=1, max_train_samples=100, max_test_samples=40))
 
 
 def test_exact_savings_train_to_bit_identical_weights(tiny_fashion, tmp_path):

@@ -2,7 +2,7 @@
 evaluation (never the whole split)."""
 import torch
 
-from plif.train.data import Split, TrainData, epoch_generator
+from plif.data.pipeline import Split, TrainData, epoch_generator
 
 
 def _recording_split(n, log):

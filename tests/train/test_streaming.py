@@ -5,9 +5,9 @@ import pytest
 import torch
 
 from plif.train import TrainConfig, read_metrics, train
-from plif.train import data as data_mod
+from plif.data import pipeline as data_mod
 from plif.train.config import resolve_config
-from plif.train.data import epoch_generator, fits_on_device, load_train_data
+from plif.data.pipeline import epoch_generator, fits_on_device, load_train_data
 
 
 @pytest.fixture

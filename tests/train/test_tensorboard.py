@@ -3,16 +3,15 @@ import pytest
 
 from plif.train import TrainConfig, read_metrics, train
 
-from plif_testing import TINY_NET
+from plif_testing import TINY_NET, tiny_train_config
 
 
 def test_tensorboard_event_file_holds_each_epoch(tiny_fashion, tmp_path):
     pytest.importorskip("tensorboard")
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-    out = train(TrainConfig(dataset="fashion-mnist", data_dir=str(tiny_fashion), network=TINY_NET, T=2, epochs=2,
-                            batch_size=40, lr=5e-3, out=str(tmp_path / "r"), device="cpu", val_split=0.2,
-                            log="tensorboard"), log=lambda *a: None)
+    out = train(tiny_train_config(tiny_fashion, tmp_path / "r", epochs=2, batch_size=40, t_max=None,
+                                  eval_batch_size=256, val_split=0.2, log="tensorboard"), log=lambda *a: None)
     acc = EventAccumulator(str(out / "tensorboard"))
     acc.Reload()
     tags = set(acc.Tags()["scalars"])

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from plif.train import TrainConfig, train
-from plif.train.data import Split, cap_and_split
+from plif.data.pipeline import Split, cap_and_split
 
 
 def test_validation_is_sized_from_the_capped_pool():

@@ -9,8 +9,8 @@ CUDA the worker reports ``torch.cuda.max_memory_allocated`` instead.
 Configurations:
 
 naive          every neuron through the autograd reference loop; plain PyTorch layers
-spikingjelly   the same network built from SpikingJelly 2.0 layers (multi-step, its PyTorch
-               neuron), when SpikingJelly is installed (never a dependency of plif)
+spikingjelly   the same network built from SpikingJelly 2.0 layers (:mod:`plif.bench.twin`;
+               multi-step, its fastest neuron backend), when SpikingJelly is installed
 default        plif as it trains by default (fused neuron saving only ``H``)
 spikes         one-byte spikes and two-byte pool offsets only (exact, no recomputation)
 exact          ``--memory exact``: one-byte spikes and two-byte pool offsets, BN recomputed (bit-identical)
@@ -46,45 +46,6 @@ class MemoryResult:
     error: str | None = None
 
 
-def _spikingjelly_net(net):
-    """The plif network ``net`` rebuilt from SpikingJelly 2.0 multi-step layers (same layers and shapes, its own initial weights)."""
-    from spikingjelly.activation_based import layer, neuron, surrogate
-    from torch import nn
-
-    from ..layers import TimeFolded, TimeInvariantDropout, Voting
-    from ..neurons import SpikingNeuron
-
-    out = []
-    for m, info in zip(net.layers, net.info):
-        inner = m.layer if isinstance(m, TimeFolded) else m
-        if isinstance(inner, nn.Conv2d):
-            sj = layer.Conv2d(inner.in_channels, inner.out_channels, inner.kernel_size, inner.stride,
-                              inner.padding, bias=False, step_mode="m")
-        elif isinstance(inner, nn.BatchNorm2d):
-            sj = layer.BatchNorm2d(inner.num_features, step_mode="m")
-        elif isinstance(inner, nn.BatchNorm1d):
-            sj = layer.BatchNorm1d(inner.num_features, step_mode="m")
-        elif isinstance(inner, SpikingNeuron):
-            sj = neuron.ParametricLIFNode(init_tau=2.0, detach_reset=True, surrogate_function=surrogate.ATan(),
-                                          step_mode="m")
-        elif isinstance(inner, nn.MaxPool2d):
-            sj = layer.MaxPool2d(inner.kernel_size, inner.stride, step_mode="m")
-        elif isinstance(inner, nn.AvgPool2d):
-            sj = layer.AvgPool2d(inner.kernel_size, inner.stride, step_mode="m")
-        elif isinstance(inner, TimeInvariantDropout):
-            sj = layer.Dropout(inner.p, step_mode="m")
-        elif isinstance(inner, nn.Flatten):
-            sj = layer.Flatten(step_mode="m")
-        elif isinstance(inner, nn.Linear):
-            sj = layer.Linear(inner.in_features, inner.out_features, bias=False, step_mode="m")
-        elif isinstance(inner, Voting):
-            sj = layer.VotingLayer(inner.group, step_mode="m")
-        else:
-            raise ValueError(f"no SpikingJelly layer for {info.token}")
-        out.append(sj)
-    return nn.Sequential(*out)
-
-
 def _rss_mb() -> float:
     import resource
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # Linux: KiB
@@ -114,9 +75,8 @@ def worker(network: str, config: str, batch: int, T: int, steps: int, device: st
         net.set_memory(MEMORY_PRESETS[config])
     model, reset = net, None
     if config == "spikingjelly":
-        from spikingjelly.activation_based import functional
-        model = _spikingjelly_net(net)
-        reset = functional.reset_net
+        from .twin import spikingjelly_twin
+        model, reset = spikingjelly_twin(net, device)
     model = model.to(dev).train()
     opt = adam(model.parameters(), 1e-3)
     # event frames: spike counts of a sparse sensor, the input the DVS networks see

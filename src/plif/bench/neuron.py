@@ -27,6 +27,7 @@ from typing import Callable
 import torch
 
 from ..atomic import atomic_write_text
+from ..device import free_memory
 from ..neurons.dispatch import available_backends, multi_step, select_backend
 from ..neurons.functional import NeuronConfig
 from .spikingjelly import INSTALL_HINT, spikingjelly_unavailable
@@ -76,18 +77,6 @@ def machine_description(device: torch.device) -> str:
     except OSError:
         pass
     return f"{model}, {os.cpu_count()} logical CPUs, {torch.get_num_threads()} torch threads (torch {torch.__version__})"
-
-
-def _free_bytes(device: torch.device) -> int:
-    if device.type == "cuda":
-        return torch.cuda.mem_get_info(device)[0]
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return 1 << 62
 
 
 def _timer(device: torch.device, fn: Callable[[], object], reps: int, budget_s: float) -> tuple[float, int]:
@@ -165,7 +154,7 @@ def run_neuron_bench(cases: list[str] | None = None, backends: list[str] | None 
                      passes=PASSES, reps: int = 10, budget_s: float = 10.0, log=print) -> list[BenchRow]:
     """Benchmark the listed cases (default all of :data:`CASES`) and backends; returns one row per
     (case, backend, pass).  ``budget_s`` caps the time spent on one measurement."""
-    from ..train.config import pick_device
+    from ..device import pick_device
 
     device = pick_device(device) if isinstance(device, (str, type(None))) else device
     cases = list(CASES) if cases is None else cases
@@ -183,7 +172,7 @@ def run_neuron_bench(cases: list[str] | None = None, backends: list[str] | None 
     rows: list[BenchRow] = []
     for name in cases:
         x_bytes = math.prod(CASES[name]) * torch.empty((), dtype=dtype).element_size()
-        if 3 * x_bytes > _MEMORY_FRACTION * _free_bytes(device):  # X, its gradient and the copy target
+        if 3 * x_bytes > _MEMORY_FRACTION * free_memory(device):  # X, its gradient and the copy target
             rows += [BenchRow(name, b, p, note=f"skipped: needs > {3 * x_bytes / 1e9:.0f} GB") for b in backends for p in passes]
             log(f"{name}: skipped, not enough free memory for X ({x_bytes / 1e9:.1f} GB) three times")
             continue
@@ -202,7 +191,7 @@ def run_neuron_bench(cases: list[str] | None = None, backends: list[str] | None 
                 continue
             run = _spikingjelly_runner(cfg, device) if b == SPIKINGJELLY else _plif_runner(b, cfg, device)
             need = _MEMORY_FACTOR.get(b, _DEFAULT_FACTOR) * x.numel() * x.element_size()
-            if need > _MEMORY_FRACTION * _free_bytes(device):
+            if need > _MEMORY_FRACTION * free_memory(device):
                 for p in passes:
                     case_rows.append(BenchRow(name, b, p, note=f"skipped: needs ~{need / 1e9:.0f} GB"))
                 log(f"  {b}: skipped (needs ~{need / 1e9:.0f} GB)")

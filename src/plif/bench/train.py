@@ -9,7 +9,8 @@ Variants measured in one process so ratios are fair:
 - ``compile``: the ``auto`` network under ``torch.compile`` (Inductor; the fused kernels are custom ops);
 - ``cuda-graph`` / ``cuda-graph+bf16`` (CUDA only): the step of ``plif train --cuda-graph``
   (:class:`plif.train.graph.GraphTrainer`: device-side totals, lr tensor), fp32 or bf16 autocast;
-- ``spikingjelly``: the same network in SpikingJelly 2.0 (multi-step, its fastest backend), when installed.
+- ``spikingjelly``: the same network (the zoo's, rebuilt by :func:`plif.bench.twin.spikingjelly_twin`) in
+  SpikingJelly 2.0 (multi-step, its fastest backend), when installed.
 """
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from ..models import build_network, get_entry
 from ..train.graph import capture_cuda_graph
 from ..train.loop import adam, rate_mse_loss
 from .spikingjelly import INSTALL_HINT, spikingjelly_unavailable
+from .twin import spikingjelly_twin
 
 __all__ = ["TrainBenchResult", "bench_train", "format_train_table", "VARIANTS", "CUDA_ONLY"]
 
@@ -68,37 +70,6 @@ def _plif_step_fn(net, x, y, classes, capturable=False):
     return step
 
 
-def _spikingjelly_net(entry, T):
-    """The paper's network in SpikingJelly (check :func:`spikingjelly_unavailable` first)."""
-    from spikingjelly.activation_based import functional, layer, neuron, surrogate
-    from torch import nn
-
-    c, h, w = entry.input_shape
-    ch = 128
-    lif = dict(init_tau=2.0, detach_reset=True, surrogate_function=surrogate.ATan(), step_mode="m")
-
-    def plif():
-        n = neuron.ParametricLIFNode(**lif)
-        for backend in ("triton", "cupy", "torch"):
-            try:
-                n.backend = backend
-                break
-            except Exception:
-                continue
-        return n
-    net = nn.Sequential(
-        layer.Conv2d(c, ch, 3, padding=1, bias=False, step_mode="m"), layer.BatchNorm2d(ch, step_mode="m"), plif(),
-        layer.MaxPool2d(2, 2, step_mode="m"),
-        layer.Conv2d(ch, ch, 3, padding=1, bias=False, step_mode="m"), layer.BatchNorm2d(ch, step_mode="m"), plif(),
-        layer.MaxPool2d(2, 2, step_mode="m"),
-        layer.Flatten(step_mode="m"), layer.Dropout(0.5, step_mode="m"),
-        layer.Linear(ch * (h // 4) * (w // 4), 2048, bias=False, step_mode="m"), plif(),
-        layer.Dropout(0.5, step_mode="m"), layer.Linear(2048, 100, bias=False, step_mode="m"), plif(),
-        layer.VotingLayer(10, step_mode="m"),
-    )
-    return net, functional
-
-
 def bench_train(dataset: str = "fashion-mnist", batches=(16,), device: str = "cpu", variants=None,
                 warmup: int = 2, iters: int = 5, T: int | None = None) -> list[TrainBenchResult]:
     """Time one training step of the paper's network for ``dataset`` at each batch size."""
@@ -126,21 +97,21 @@ def bench_train(dataset: str = "fashion-mnist", batches=(16,), device: str = "cp
                 row[v] = TrainBenchResult(v, b, None, None, note=f"unavailable: {sj_missing} ({INSTALL_HINT})")
                 continue
             if v == "spikingjelly":
-                sj, functional = _spikingjelly_net(entry, T)
+                sj, reset_net = spikingjelly_twin(build_network(entry.network, entry.input_shape, T), device)
                 sj = sj.to(dev)
                 opt = adam(sj.parameters(), 1e-3)
                 xs = x.unsqueeze(0).repeat(T, *([1] * x.dim()))
 
-                def step(sj=sj, opt=opt, xs=xs, functional=functional):
+                def step(sj=sj, opt=opt, xs=xs, reset_net=reset_net):
                     opt.zero_grad()
                     loss, _ = rate_mse_loss(sj(xs), y, entry.num_classes)
                     loss.backward()
                     opt.step()
-                    functional.reset_net(sj)
+                    reset_net(sj)
             elif v.startswith("cuda-graph"):
                 from ..train.graph import GraphTrainer, graph_adam
 
-                net = build_network(entry.spec, entry.input_shape, T).to(dev)
+                net = build_network(entry.network, entry.input_shape, T).to(dev)
                 trainer = GraphTrainer(net, graph_adam(net.parameters(), 1e-3, dev), entry.num_classes, dev,
                                        amp="bf16" if v.endswith("bf16") else None)
                 net.train()
@@ -149,7 +120,7 @@ def bench_train(dataset: str = "fashion-mnist", batches=(16,), device: str = "cp
                     trainer.train_step(x, y)
             else:
                 backend = {"naive": "reference", "bptt": "bptt"}.get(v, "auto")
-                net = build_network(entry.spec, entry.input_shape, T, backend=backend).to(dev)
+                net = build_network(entry.network, entry.input_shape, T, backend=backend).to(dev)
                 step = _plif_step_fn(torch.compile(net) if v == "compile" else net, x, y, entry.num_classes,
                                      capturable=v.endswith("graph"))
                 if v.endswith("graph"):

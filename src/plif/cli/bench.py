@@ -36,7 +36,7 @@ def _run_neuron(args: argparse.Namespace) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
     dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[args.dtype]
-    from ..train.config import pick_device
+    from ..device import pick_device
 
     device = pick_device(args.device or "auto")
     cases = _csv(args.cases) if args.cases else list(CASES)
@@ -80,7 +80,7 @@ def _run_train(args: argparse.Namespace) -> int:
     import torch
 
     from ..bench.train import bench_train, format_train_table
-    from ..train.config import pick_device
+    from ..device import pick_device
 
     _print_backends()
     device = str(pick_device(args.device or "auto"))
@@ -125,7 +125,7 @@ def _run_memory(args: argparse.Namespace) -> int:
     batches = tuple(int(b) for b in _csv(args.batches))
     if not batches or min(batches) < 1:
         raise ValueError(f"--batches must be positive integers, got {args.batches!r}")
-    from ..train.config import pick_device
+    from ..device import pick_device
 
     device = str(pick_device(args.device or "cpu"))  # a bad or unavailable device is refused before any worker starts
     results = bench_memory(_csv(args.networks), configs, batches, args.T, args.steps, device, args.threads,

@@ -49,6 +49,8 @@ def register(sub) -> None:
     p.set_defaults(func=run_spec)
 
     z = sub.add_parser("zoo", help="list the paper's networks, or show one as a layer table")
-    z.add_argument("name", nargs="?", help="dataset name (mnist, fashion-mnist, cifar10, nmnist, cifar10-dvs, dvs128-gesture)")
+    from ..data.catalog import DATASETS
+
+    z.add_argument("name", nargs="?", help=f"dataset name ({', '.join(DATASETS)})")
     z.add_argument("--authors-code", action="store_true", help="the authors' code's variant of the network")
     z.set_defaults(func=run_zoo)

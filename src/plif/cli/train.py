@@ -51,8 +51,8 @@ def _download(cfg) -> None:
 def run_eval(args) -> int:
     from ..progress import sample_bar
     from ..train import load_run_model
-    from ..train.config import pick_device
-    from ..train.data import eval_batches, load_test_split
+    from ..device import pick_device
+    from ..data.pipeline import eval_batches, load_test_split
     from ..train.loop import evaluate
     from ..train.run_folder import RunFolder
 

@@ -1,4 +1,5 @@
-"""Event streams -> frames ``[T, 2, H, W]`` (SPEC §4), by one ``np.bincount`` over a flat index."""
+"""Event streams -> frames ``[T, 2, H, W]`` (the supplement's Preprocessing of neuromorphic
+datasets), by one ``np.bincount`` over a flat index."""
 from __future__ import annotations
 
 import numpy as np

@@ -10,13 +10,12 @@ from __future__ import annotations
 import io
 import pickle
 import tarfile
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from .catalog import DATASETS, default_root
+from .catalog import DATASETS, DatasetSpec, default_root
 from .download import download_file
 from .idx import read_idx
 
@@ -25,56 +24,8 @@ __all__ = ["StaticDataset", "STATIC_DATASETS", "load_static", "default_root"]
 FASHION_SYSTEM_DIR = Path("/usr/share/datasets/fashion-mnist")  # Debian: dataset-fashion-mnist
 
 
-@dataclass(frozen=True)
-class StaticDataset:
-    """One registry entry.  ``mean``/``std`` are per channel, on pixels scaled to [0, 1] (SPEC §3)."""
-
-    name: str
-    num_classes: int
-    shape: tuple[int, int, int]  # C, H, W
-    mean: tuple[float, ...]
-    std: tuple[float, ...]
-    files: dict[str, str]  # role -> file name (the .gz as published)
-    md5: dict[str, str]  # file name -> md5 of the published file
-    urls: tuple[str, ...]  # mirrors; a file's URL is mirror + file name
-    aliases: tuple[str, ...] = ()  # other folder names people keep the files under (torchvision's)
-
-
-_IDX_FILES = {
-    "train_images": "train-images-idx3-ubyte.gz",
-    "train_labels": "train-labels-idx1-ubyte.gz",
-    "test_images": "t10k-images-idx3-ubyte.gz",
-    "test_labels": "t10k-labels-idx1-ubyte.gz",
-}
-
-STATIC_DATASETS: dict[str, StaticDataset] = {
-    "mnist": StaticDataset(
-        "mnist", DATASETS["mnist"].num_classes, DATASETS["mnist"].input_shape,
-        (0.1307,), (0.3081,), _IDX_FILES,
-        {"train-images-idx3-ubyte.gz": "f68b3c2dcbeaaa9fbdd348bbdeb94873",
-         "train-labels-idx1-ubyte.gz": "d53e105ee54ea40749a09fcbcd1e9432",
-         "t10k-images-idx3-ubyte.gz": "9fb629c4189551a2d022fa330f9573f3",
-         "t10k-labels-idx1-ubyte.gz": "ec29112dd5afa0611ce80d1b7f02629c"},
-        ("https://ossci-datasets.s3.amazonaws.com/mnist/",
-         "https://storage.googleapis.com/cvdf-datasets/mnist/"),
-        ("MNIST",)),
-    "fashion-mnist": StaticDataset(
-        "fashion-mnist", DATASETS["fashion-mnist"].num_classes, DATASETS["fashion-mnist"].input_shape,
-        (0.2860,), (0.3530,), _IDX_FILES,
-        {"train-images-idx3-ubyte.gz": "8d4fb7e6c68d591d4c3dfef9ec88bf0d",
-         "train-labels-idx1-ubyte.gz": "25c81989df183df01b3e8a0aad5dffbe",
-         "t10k-images-idx3-ubyte.gz": "bef4ecab320f06d8554ea6380940ec79",
-         "t10k-labels-idx1-ubyte.gz": "bb300cfdad3c16e7a12a480ee83cd310"},
-        ("http://fashion-mnist.s3-website.eu-central-1.amazonaws.com/",),
-        ("FashionMNIST",)),
-    "cifar10": StaticDataset(
-        "cifar10", DATASETS["cifar10"].num_classes, DATASETS["cifar10"].input_shape,
-        (0.4914, 0.4822, 0.4465), (0.2023, 0.1994, 0.2010),
-        {"archive": "cifar-10-python.tar.gz"},
-        {"cifar-10-python.tar.gz": "c58f30108f718f92721af3b95e74349a"},
-        ("https://www.cs.toronto.edu/~kriz/",),
-        ("CIFAR10",)),
-}
+StaticDataset = DatasetSpec  # the record of one static dataset (mean, std, files, md5, urls, ...)
+STATIC_DATASETS: dict[str, DatasetSpec] = {n: d for n, d in DATASETS.items() if d.kind == "static"}
 
 CIFAR_DIR = "cifar-10-batches-py"
 CIFAR_TRAIN = tuple(f"data_batch_{i}" for i in range(1, 6))
@@ -83,7 +34,7 @@ CIFAR_TEST = ("test_batch",)
 
 def _candidate_dirs(entry: StaticDataset, root: Path) -> list[Path]:
     dirs = [root]
-    for name in (entry.name, *entry.aliases):
+    for name in entry.search_dirs:
         dirs += [root / name, root / name / "raw"]
     return dirs
 
@@ -206,7 +157,7 @@ def _load_cifar(entry: StaticDataset, root: Path, train: bool, download: bool,
             found = _find_cifar(entry, root)
         if found is None:
             raise FileNotFoundError(
-                f"cifar10: missing {archive} ({why}).\nPut {entry.urls[0]}{archive} in {root} or "
+                f"{entry.name}: missing {archive} ({why}).\nPut {entry.urls[0]}{archive} in {root} or "
                 f"{root / entry.name}/, or its extracted folder {CIFAR_DIR}/ (data_batch_1..5, test_batch) there.")
     kind, path = found
     batches = CIFAR_TRAIN if train else CIFAR_TEST
@@ -223,6 +174,9 @@ def _load_cifar(entry: StaticDataset, root: Path, train: bool, download: bool,
     return images, labels
 
 
+_LOADERS = {"idx": _load_idx_dataset, "cifar-python": _load_cifar}  # DatasetSpec.loader -> reader
+
+
 def load_static(name: str, root: str | Path | None = None, train: bool = True,
                 download: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
     """Load a whole split: ``images uint8 [N, C, H, W]`` (raw 0..255), ``labels int64 [N]``.
@@ -237,8 +191,7 @@ def load_static(name: str, root: str | Path | None = None, train: bool = True,
     entry = STATIC_DATASETS[name]
     system = root is None
     root = default_root() if root is None else Path(root).expanduser()
-    loader = _load_cifar if name == "cifar10" else _load_idx_dataset
-    images, labels = loader(entry, root, train, download, system)
-    if images.shape[1:] != entry.shape:
-        raise ValueError(f"{name}: images have shape {images.shape[1:]}, expected {entry.shape}")
+    images, labels = _LOADERS[entry.loader](entry, root, train, download, system)
+    if images.shape[1:] != entry.input_shape:
+        raise ValueError(f"{name}: images have shape {images.shape[1:]}, expected {entry.input_shape}")
     return torch.from_numpy(np.ascontiguousarray(images)), torch.from_numpy(labels.astype(np.int64))

@@ -3,7 +3,7 @@
 Tonic datasets yield structured event arrays with fields ``x``, ``y``, ``t``, ``p`` (any order,
 extra fields ignored) and take transforms that are callables on them; sensor sizes are given in
 Tonic's order ``(W, H, P)``.  ``ToPaperFrames`` returns float32 ``[T, 2, H, W]`` exactly as
-:func:`plif.data.frames.events_to_frames` (SPEC §4)::
+:func:`plif.data.frames.events_to_frames` (the paper's integration of events into frames)::
 
     import tonic
     ds = tonic.datasets.NMNIST("data", train=True,

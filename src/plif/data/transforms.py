@@ -123,16 +123,18 @@ def identity(x: torch.Tensor, generator: torch.Generator | None = None) -> torch
     return x
 
 
-_AUGMENT: dict[str, Callable[..., torch.Tensor]] = {
-    "mnist": random_affine,  # defaults are the paper's: 30 deg, translate 0.15, scale 0.85..1.11
-    "cifar10": random_crop_flip,  # defaults: crop 32, pad 4, flip p=0.5
-    "fashion-mnist": identity,
+# DatasetSpec.augment -> the augmentation (the catalog record of each dataset names its own)
+AUGMENTATIONS: dict[str, Callable[..., torch.Tensor]] = {
+    "affine": random_affine,  # defaults are the paper's: 30 deg, translate 0.15, scale 0.85..1.11
+    "crop_flip": random_crop_flip,  # defaults: crop 32, pad 4, flip p=0.5
+    "none": identity,
 }
 
 
 def augment_for(name: str) -> Callable[..., torch.Tensor]:
-    """The training augmentation of SPEC §3 as ``f(x, generator=None) -> x``, applied to raw
-    pixel batches before :func:`normalize`: MNIST affine, CIFAR-10 crop + flip, Fashion-MNIST none."""
-    if name not in _AUGMENT:
-        raise ValueError(f"no augmentation defined for {name!r}; known: {sorted(_AUGMENT)}")
-    return _AUGMENT[name]
+    """The training augmentation of dataset ``name`` (the supplement's Preprocessing section) as
+    ``f(x, generator=None) -> x``, applied to raw pixel batches before :func:`normalize`: MNIST
+    affine, CIFAR-10 crop + flip, Fashion-MNIST none (``augment`` of its catalog record)."""
+    from .catalog import get_dataset
+
+    return AUGMENTATIONS[get_dataset(name).augment]

@@ -6,11 +6,11 @@ from .._lazy import lazy_names
 from .bn_folding import fold_batchnorm
 from .run_loader import load_run
 from .spike_inference import spike_fed_layers, to_spike_inference
-from .spike_ops import SpikeConv2d, SpikeLinear, spike_conv2d, spike_linear
+from .spike_ops import GatherConv2d, GatherLinear, gather_conv2d, gather_linear
 from .stats import ENERGY_SOURCE, NetworkStats, collect_stats, render_stats
 
-__all__ = ["fold_batchnorm", "load_run", "to_spike_inference", "spike_fed_layers", "SpikeLinear", "SpikeConv2d",
-           "spike_linear", "spike_conv2d", "collect_stats", "render_stats", "NetworkStats", "ENERGY_SOURCE",
+__all__ = ["fold_batchnorm", "load_run", "to_spike_inference", "spike_fed_layers", "GatherLinear", "GatherConv2d",
+           "gather_linear", "gather_conv2d", "collect_stats", "render_stats", "NetworkStats", "ENERGY_SOURCE",
            "export_nir", "to_nir", "read_nir", "from_nir"]
 
 

@@ -16,8 +16,8 @@ __all__ = ["eval_batches", "random_batches"]
 def eval_batches(config: dict, data_dir: str | Path | None, samples: int | None = None,
                  batch_size: int = 64) -> Iterator:
     """Batches of the test split of ``config["dataset"]``, prepared as in training: static images
-    normalised per SPEC §3 as ``[B, C, H, W]``, event datasets as frames ``[T, B, 2, H, W]``."""
-    from ..train.data import eval_batches as split_batches, load_test_split
+    normalised as the supplement's Preprocessing section says, ``[B, C, H, W]``, event datasets as frames ``[T, B, 2, H, W]``."""
+    from ..data.pipeline import eval_batches as split_batches, load_test_split
 
     name = config.get("dataset")
     if not name:

@@ -1,44 +1,27 @@
 """Spike-only inference: a folded network whose spike-fed conv/linear layers only accumulate.
 
-Which layers see binary input is decided from the structure: the output of a spiking layer is
-binary and stays binary through eval-mode dropout, flatten and max pooling (the max of spikes
-is their OR); convolution, linear, average pooling and voting produce real values.  The first
-layer (the encoder on static images or event counts) therefore stays a dense float layer.
+Which layers see binary input is decided from the structure (:mod:`plif.models.structure`): the
+output of a spiking layer is binary and stays binary through eval-mode dropout, flatten and max
+pooling; convolution, linear, average pooling and voting produce real values.  The first layer
+(the encoder on static images or event counts) therefore stays a dense float layer.
 """
 from __future__ import annotations
 
 from torch import nn
 
-from ..layers import TimeFolded, TimeInvariantDropout
+from ..layers import TimeFolded
 from ..models import SpikingNetwork
-from ..neurons import SpikingNeuron
+from ..models.structure import inner, keeps_binary, spike_fed_layers
 from .bn_folding import fold_batchnorm
-from .spike_ops import DEFAULT_MAX_DENSITY, DEFAULT_MAX_DENSITY_CONV, SpikeConv2d, SpikeLinear
+from .spike_ops import DEFAULT_MAX_DENSITY, DEFAULT_MAX_DENSITY_CONV, GatherConv2d, GatherLinear
 
-__all__ = ["to_spike_inference", "keeps_binary", "spike_fed_layers"]
-
-
-def keeps_binary(layer: nn.Module) -> bool:
-    """Whether a binary input stays binary through ``layer`` (in eval mode)."""
-    if isinstance(layer, TimeInvariantDropout):
-        return True
-    return isinstance(layer, TimeFolded) and isinstance(layer.layer, (nn.Flatten, nn.MaxPool2d, nn.Identity))
-
-
-def spike_fed_layers(net: SpikingNetwork) -> list[int]:
-    """Indices of the layers of ``net`` whose input is a spike tensor."""
-    fed, binary = [], False
-    for i, layer in enumerate(net.layers):
-        if binary:
-            fed.append(i)
-        binary = isinstance(layer, SpikingNeuron) or (binary and keeps_binary(layer))
-    return fed
+__all__ = ["to_spike_inference", "keeps_binary", "spike_fed_layers"]  # the last two: plif.models.structure
 
 
 def to_spike_inference(net: SpikingNetwork, max_density: float | None = None,
                        validate: bool = True) -> SpikingNetwork:
     """BN-folded eval copy of ``net`` with every spike-fed ``Conv2d``/``Linear`` replaced by its
-    gather-accumulate form (:class:`SpikeConv2d`, :class:`SpikeLinear`).
+    gather-accumulate form (:class:`GatherConv2d`, :class:`GatherLinear`).
 
     ``max_density``: input spike density above which a layer uses the dense GEMM instead; ``None``
     takes the measured defaults (linear 0.06, conv 0: the unfold gather never beat oneDNN here),
@@ -47,12 +30,11 @@ def to_spike_inference(net: SpikingNetwork, max_density: float | None = None,
     """
     out = fold_batchnorm(net)
     for i in spike_fed_layers(out):
-        layer = out.layers[i]
-        inner = layer.layer if isinstance(layer, TimeFolded) else None
-        if isinstance(inner, nn.Linear):
+        syn = inner(out.layers[i])
+        if isinstance(syn, nn.Linear):
             d = DEFAULT_MAX_DENSITY if max_density is None else max_density
-            out.layers[i] = TimeFolded(SpikeLinear(inner, d, validate))
-        elif isinstance(inner, nn.Conv2d):
+            out.layers[i] = TimeFolded(GatherLinear(syn, d, validate))
+        elif isinstance(syn, nn.Conv2d):
             d = DEFAULT_MAX_DENSITY_CONV if max_density is None else max_density
-            out.layers[i] = TimeFolded(SpikeConv2d(inner, d, validate))
+            out.layers[i] = TimeFolded(GatherConv2d(syn, d, validate))
     return out.eval()

@@ -6,6 +6,9 @@ only the weight columns of the inputs that fired are gathered and added.  On CPU
 whose cost grows with the number of spikes instead of the number of inputs.  A convolution is
 the same operation on the receptive fields (``F.unfold``), one row per output position.
 
+Named ``Gather*`` / ``gather_*``: ``plif.layers.SpikeLinear`` / ``SpikeConv2d`` are the training
+layers that keep their spike inputs as bits for backward, a different thing.
+
 The sums run in a different order than a dense GEMM, so potentials agree to rounding (~1e-6
 relative in float32, ~1e-15 in float64), not bit for bit.  Above some spike density the dense
 GEMM is faster; ``max_density`` switches to it per call (see ``benchmarks/bench_inference.py``).
@@ -16,7 +19,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-__all__ = ["spike_linear", "spike_conv2d", "SpikeLinear", "SpikeConv2d", "check_binary", "DEFAULT_MAX_DENSITY",
+__all__ = ["gather_linear", "gather_conv2d", "GatherLinear", "GatherConv2d", "check_binary", "DEFAULT_MAX_DENSITY",
            "DEFAULT_MAX_DENSITY_CONV"]
 
 # Crossovers measured on a 2-core CPU (benchmarks/bench_inference.py): a linear layer's gather
@@ -34,7 +37,7 @@ def check_binary(x: torch.Tensor, where: str) -> None:
                          f"it can only follow a spiking layer")
 
 
-def spike_linear(s: torch.Tensor, weight_t: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+def gather_linear(s: torch.Tensor, weight_t: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
     """``s [R, in]`` binary, ``weight_t [in, out]`` (the transposed Linear weight) -> ``[R, out]``.
 
     Row ``r`` of the result is the sum of the rows of ``weight_t`` whose input fired.
@@ -47,7 +50,7 @@ def spike_linear(s: torch.Tensor, weight_t: torch.Tensor, bias: torch.Tensor | N
     return y if bias is None else y + bias
 
 
-def spike_conv2d(s: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, stride, padding,
+def gather_conv2d(s: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, stride, padding,
                  chunk: int = 64) -> torch.Tensor:
     """``s [N, C, H, W]`` binary -> ``[N, O, H', W']`` for a conv with ``weight [O, C, k, k]``.
 
@@ -63,7 +66,7 @@ def spike_conv2d(s: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | Non
     for i in range(0, N, chunk):
         cols = F.unfold(s[i:i + chunk], (kh, kw), padding=padding, stride=stride)  # [n, C k k, L]
         n = cols.shape[0]
-        y = spike_linear(cols.transpose(1, 2).reshape(n * Ho * Wo, -1), weight_t, bias)
+        y = gather_linear(cols.transpose(1, 2).reshape(n * Ho * Wo, -1), weight_t, bias)
         out[i:i + n] = y.view(n, Ho * Wo, O).transpose(1, 2).reshape(n, O, Ho, Wo)
     return out
 
@@ -72,7 +75,7 @@ def _density(s: torch.Tensor) -> float:
     return float(torch.count_nonzero(s)) / max(1, s.numel())
 
 
-class SpikeLinear(nn.Module):
+class GatherLinear(nn.Module):
     """A ``Linear`` for spike inputs ``[..., in]``: gather-accumulate below ``max_density``, GEMM above."""
 
     def __init__(self, linear: nn.Linear, max_density: float = DEFAULT_MAX_DENSITY, validate: bool = True):
@@ -85,34 +88,34 @@ class SpikeLinear(nn.Module):
     @torch.no_grad()
     def forward(self, s: torch.Tensor) -> torch.Tensor:
         if self.validate:
-            check_binary(s, "SpikeLinear")
+            check_binary(s, "GatherLinear")
         if self.max_density <= 0 or _density(s) > self.max_density:
             return F.linear(s, self.weight, self.bias)
         rows = s.reshape(-1, s.shape[-1])
-        return spike_linear(rows, self.weight_t, self.bias).view(*s.shape[:-1], -1)
+        return gather_linear(rows, self.weight_t, self.bias).view(*s.shape[:-1], -1)
 
     def extra_repr(self) -> str:
         return f"{self.weight.shape[1]} -> {self.weight.shape[0]}, gather below density {self.max_density}"
 
 
-class SpikeConv2d(nn.Module):
+class GatherConv2d(nn.Module):
     """A ``Conv2d`` (groups=1, dilation=1) for spike inputs ``[N, C, H, W]``."""
 
     def __init__(self, conv: nn.Conv2d, max_density: float = DEFAULT_MAX_DENSITY_CONV, validate: bool = True):
         super().__init__()
         if conv.groups != 1 or conv.dilation != (1, 1) or not isinstance(conv.padding, tuple):
-            raise ValueError("SpikeConv2d supports groups=1, dilation=1 and integer padding only")
+            raise ValueError("GatherConv2d supports groups=1, dilation=1 and integer padding only")
         self.conv = conv
         self.max_density, self.validate = float(max_density), validate
 
     @torch.no_grad()
     def forward(self, s: torch.Tensor) -> torch.Tensor:
         if self.validate:
-            check_binary(s, "SpikeConv2d")
+            check_binary(s, "GatherConv2d")
         c = self.conv
         if self.max_density <= 0 or _density(s) > self.max_density:
             return c(s)
-        return spike_conv2d(s, c.weight, c.bias, c.stride, c.padding)
+        return gather_conv2d(s, c.weight, c.bias, c.stride, c.padding)
 
     def extra_repr(self) -> str:
         return f"gather below density {self.max_density}"

@@ -21,8 +21,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..layers import TimeFolded
 from ..models import SpikingNetwork
+from ..models.structure import hoists_first_layer, inner
 from ..neurons import SpikingNeuron
 from .bn_folding import fold_batchnorm
 
@@ -112,11 +112,10 @@ def _is_binary(x: torch.Tensor) -> bool:
 @torch.no_grad()
 def _accumulate(net: SpikingNetwork, x: torch.Tensor, st: NetworkStats) -> torch.Tensor:
     static = x.dim() == len(net.input_shape) + 1
-    first = net.layers[0] if len(net.layers) else None
-    hoist = static and isinstance(first, TimeFolded) and isinstance(first.layer, (nn.Conv2d, nn.Linear))
+    hoist = static and hoists_first_layer(net.layers)
     h = x.unsqueeze(0) if hoist else (x.unsqueeze(0).expand(net.T, *x.shape) if static else x)
     for layer, ls, info in zip(net.layers, st.layers, net.info):
-        syn = layer.layer if isinstance(layer, TimeFolded) else None
+        syn = inner(layer)
         if isinstance(syn, (nn.Conv2d, nn.Linear)):
             steps = h.shape[0]
             ls.ann_macs += ann_macs(syn, info.out_shape) * h.shape[1]

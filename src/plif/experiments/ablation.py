@@ -1,11 +1,8 @@
 """The paper's ablations as one resumable sweep: Table 4 (PLIF vs LIF at tau 2 and 16) and Table 5
 (max vs average pooling), each entry a normal run folder under the sweep folder.
 
-Sweep folder layout::
-
-    <sweep>/sweep.json     the command, the base config and every entry with its status
-    <sweep>/<label>/       a run folder of :func:`plif.train.train` (config.json says what ran;
-                           the label is only a name)
+The sweep folder's format is :mod:`.sweep`'s: ``sweep.json`` (the command, the base config and
+every entry with its status) and one run folder per entry, named by its label.
 
 Running the same sweep again skips finished runs and resumes unfinished ones from their
 ``last.pt``; a run whose stored config differs from the one asked for is refused by ``train``.
@@ -13,13 +10,11 @@ Running the same sweep again skips finished runs and resumes unfinished ones fro
 from __future__ import annotations
 
 import dataclasses
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..train.run_folder import RunFolder
-from .figures import save_json
-from .runs import SWEEP_FILE
+from .sweep import read_sweep, write_sweep
 
 __all__ = ["Ablation", "ABLATIONS", "run_sweep", "sweep_status"]
 
@@ -95,14 +90,9 @@ def run_sweep(base, out: str | Path, only=None, command: str = "", log=print) ->
 
     out = Path(out)
     chosen = _select(only)
-    sweep_file = out / SWEEP_FILE
     previous = {}
-    if sweep_file.is_file():
-        try:
-            old = json.loads(sweep_file.read_text())
-        except json.JSONDecodeError as e:
-            raise ValueError(f"{sweep_file}: not valid JSON (line {e.lineno}, column {e.colno}); "
-                             "fix or remove it") from None
+    old = read_sweep(out)
+    if old is not None:
         if old.get("dataset") != base.dataset:
             raise ValueError(f"{out} holds a sweep on {old.get('dataset')!r}, not {base.dataset!r}; "
                              "choose another --out")
@@ -115,9 +105,8 @@ def run_sweep(base, out: str | Path, only=None, command: str = "", log=print) ->
     def write(status_of: dict):
         for a in chosen:
             entries[a.label] = _entry(a, status_of[a.label], out / a.label)
-        save_json(sweep_file, {"command": command, "dataset": base.dataset,
-                               "base_config": {**dataclasses.asdict(base), "input_shape": list(base.input_shape)},
-                               "runs": list(entries.values())})
+        write_sweep(out, command, base.dataset, {**dataclasses.asdict(base), "input_shape": list(base.input_shape)},
+                    list(entries.values()))
 
     status = {a.label: sweep_status(out / a.label, configs[a.label].epochs) for a in chosen}
     for a in chosen:

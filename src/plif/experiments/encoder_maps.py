@@ -62,21 +62,10 @@ def load_test_inputs(config: dict, n: int, data_dir: str | None = None) -> tuple
 
     Static: normalised images ``[n, C, H, W]``; events: frames ``[T, n, 2, H, W]``.
     """
-    dataset = config["dataset"]
-    root = data_dir or config.get("data_dir")
-    from ..train.config import STATIC
+    from ..data.pipeline import load_test_split
 
-    if dataset in STATIC:
-        from ..data.static import STATIC_DATASETS, load_static
-        from ..data.transforms import normalize
-
-        x, y = load_static(dataset, root, train=False)
-        info = STATIC_DATASETS[dataset]
-        return normalize(x[:n], info.mean, info.std), y[:n]
-    from ..data.events import load_event_frames
-
-    x, y = load_event_frames(dataset, root, int(config["T"]), train=False)
-    return x[:n].float().transpose(0, 1), y[:n]
+    split, prepare = load_test_split(config["dataset"], data_dir or config.get("data_dir"), int(config["T"]), limit=n)
+    return prepare(split.x, None), split.y
 
 
 def event_file_input(path: str | Path, config: dict) -> torch.Tensor:

@@ -52,7 +52,7 @@ def _protocol(run: RunRecord) -> str:
     notes = []
     try:
         entry = get_entry(run.dataset)
-        if c.get("network") not in (entry.spec, entry.authors_spec):
+        if c.get("network") not in (entry.network, entry.authors_network):
             notes.append("smaller network")
         if c.get("T") != entry.T:
             notes.append(f"T={c.get('T')} (paper {entry.T})")

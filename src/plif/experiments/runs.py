@@ -6,11 +6,11 @@ read these files only, through the format's owner :mod:`plif.train.run_folder`.
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..train.run_folder import SWEEP_FILE, RunFolder, read_json_file, read_metrics
+from ..train.run_folder import RunFolder, read_json_file, read_metrics
+from .sweep import SWEEP_FILE, sweep_runs
 from .paper_numbers import Setting
 
 __all__ = ["RunRecord", "read_run", "expand_run_paths", "effective_pool", "SWEEP_FILE"]
@@ -114,14 +114,9 @@ def expand_run_paths(paths) -> list[tuple[Path, str]]:
     """Run folders and sweep folders -> ``[(run folder, label)]``; a sweep contributes its runs."""
     out: list[tuple[Path, str]] = []
     for p in map(Path, paths):
-        sweep = p / SWEEP_FILE
-        if sweep.is_file():
-            try:
-                entries = json.loads(sweep.read_text())["runs"]
-            except (json.JSONDecodeError, KeyError, TypeError) as e:
-                raise ValueError(f"{sweep}: not a plif sweep file ({type(e).__name__}: {e})") from None
-            for e in entries:
-                out.append((p / e["path"], e["label"]))
+        runs = sweep_runs(p)
+        if runs is not None:
+            out.extend(runs)
         elif p.is_dir():
             out.append((p, p.name))
         else:

@@ -14,11 +14,11 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from ..layers import TimeFolded
 from ..neurons import SpikingNeuron
 from .memory import MemoryOptions, make_plan
 from .builders import BUILDERS, BuildError, BuildOptions
 from .notation import NotationError, parse
+from .structure import hoists_first_layer
 
 __all__ = ["LayerInfo", "SpikingNetwork", "build_network"]
 
@@ -71,8 +71,7 @@ class SpikingNetwork(nn.Module):
         return self._plan
 
     def _hoistable(self) -> bool:
-        first = self.layers[0] if len(self.layers) else None
-        return isinstance(first, TimeFolded) and isinstance(first.layer, (nn.Conv2d, nn.Linear))
+        return hoists_first_layer(self.layers)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """``x [B, *input_shape]`` (static, repeated over T) or ``[T, B, *input_shape]`` -> ``[T, B, classes]``."""

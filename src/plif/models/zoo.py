@@ -1,50 +1,22 @@
 """The paper's networks by dataset name (supplement, Table 1), with the authors'-code variants and
-the CPU-sized networks, all read from :mod:`plif.data.catalog`."""
+the CPU-sized networks: the entries are the dataset records of :mod:`plif.data.catalog`."""
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from ..data.catalog import DATASETS
+from ..data.catalog import DATASETS, DatasetSpec
 from .network import SpikingNetwork, build_network
 
 __all__ = ["ZooEntry", "ZOO", "get_entry", "build_zoo"]
 
 
-@dataclass(frozen=True)
-class ZooEntry:
-    """One paper configuration: network string, per-sample input shape, T and classes.
-
-    ``authors_spec`` is the network as the authors' published code builds it, where it differs.
-    """
-
-    name: str
-    spec: str
-    input_shape: tuple
-    T: int
-    num_classes: int
-    authors_spec: str | None = None
-    cpu_spec: str | None = None  # the narrow network of the ``cpu`` preset
-
-    def network_string(self, authors_code: bool = False, cpu: bool = False) -> str:
-        if cpu and self.cpu_spec:
-            return self.cpu_spec
-        return self.authors_spec if authors_code and self.authors_spec else self.spec
+ZooEntry = DatasetSpec  # a zoo entry is the dataset's record: network strings, input shape, T, classes
+ZOO: dict[str, DatasetSpec] = DATASETS
 
 
-def _entry(d) -> ZooEntry:
-    return ZooEntry(d.name, d.network, tuple(d.input_shape), d.T, d.num_classes, d.authors_network, d.cpu_network)
-
-
-# every fact comes from the one description of each dataset (plif.data.catalog)
-ZOO: dict[str, ZooEntry] = {name: _entry(d) for name, d in DATASETS.items()}
-
-
-def get_entry(name: str) -> ZooEntry:
+def get_entry(name: str) -> DatasetSpec:
     """Look a configuration up by dataset name; the error lists the valid names."""
-    try:
-        return ZOO[name]
-    except KeyError:
-        raise ValueError(f"unknown dataset {name!r}; valid: {', '.join(ZOO)}") from None
+    from ..data.catalog import get_dataset
+
+    return get_dataset(name)
 
 
 def build_zoo(name: str, *, T: int | None = None, authors_code: bool = False, bn_per_step: bool = False,

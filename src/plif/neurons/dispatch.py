@@ -26,7 +26,7 @@ from .functional import NeuronConfig, initial_state
 from .reference import multi_step_reference
 
 __all__ = ["BACKENDS", "FUSED", "FusedBackend", "register_backend", "multi_step", "available_backends",
-           "backend_status", "load_backends", "select_backend"]
+           "backend_status", "load_backends", "select_backend", "auto_order", "reset"]
 
 Backend = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, NeuronConfig], tuple]
 
@@ -87,6 +87,24 @@ def load_backends() -> None:
     _loaded = True
     for name, entry in FUSED.items():
         _load_one(name, entry)
+
+
+def reset() -> None:
+    """Back to the table before anything loaded: only the PyTorch backends, no extra ones, no
+    failures or warnings remembered; the fused backends load again on next use (tests)."""
+    global _loaded
+    BACKENDS.clear()
+    BACKENDS.update(reference=multi_step_reference, bptt=multi_step_bptt)
+    _SUPPORTS.clear()
+    _FAILED.clear()
+    _WARNED.clear()
+    _loaded = False
+
+
+def auto_order() -> list[str]:
+    """The backends ``auto`` may pick, in the order it tries them."""
+    load_backends()
+    return list(_SUPPORTS)
 
 
 def available_backends() -> list[str]:

@@ -1,7 +1,7 @@
 """Training configuration: one frozen dataclass, presets, and the resolution of defaults.
 
-``paper`` is SPEC §3 exactly (the zoo network, its T, batch 16, Adam 1e-3, cosine T_max=64 per
-epoch, 1024 epochs).  ``cpu`` is the main job: each dataset's narrower network of the same form
+``paper`` is the paper's protocol exactly (its supplement, Hyper-Parameters: the zoo network, its T,
+batch 16, Adam 1e-3, cosine T_max=64 per epoch, 1024 epochs).  ``cpu`` is the main job: each dataset's narrower network of the same form
 (``cpu_network`` in :mod:`plif.data.catalog`: 32 instead of 128 channels, FC512, T = 4) for 2 epochs, which reached 89.3% test accuracy on Fashion-MNIST in
 3 minutes on a 2-core CPU (REPRODUCTION.md).
 """
@@ -14,6 +14,7 @@ import os
 from dataclasses import dataclass, field
 
 from ..data.catalog import EVENT, STATIC
+from ..device import pick_device
 from ..models import get_entry
 from ..surrogate import SURROGATES
 
@@ -33,7 +34,7 @@ class TrainConfig:
     dataset: str = field(default="fashion-mnist", metadata={
         "help": "dataset to train on", "choices": STATIC + EVENT})
     preset: str = field(default="cpu", metadata={
-        "help": "'paper' is SPEC §3 exactly, 'cpu' a narrower network that trains in minutes",
+        "help": "'paper' is the paper's protocol exactly (its supplement, Hyper-Parameters), 'cpu' a narrower network that trains in minutes",
         "choices": ("paper", "cpu")})
     network: str | None = field(default=None, metadata={
         "help": "network string in the paper's notation [the preset's / the dataset's zoo network]"})
@@ -280,25 +281,6 @@ def _check_values(cfg: TrainConfig) -> None:
         if cfg.backend not in available_backends():
             raise ValueError(f"--backend {cfg.backend!r}: unknown; available: auto, {', '.join(available_backends())}")
     pick_device(cfg.device, check=False)
-
-
-def pick_device(name: str = "auto", check: bool = True):
-    """The one place "auto" is decided: ``cuda`` when available, else ``cpu``.
-
-    check: also refuse a CUDA device on a machine without CUDA.  A malformed name raises
-    ``ValueError`` naming ``--device``.
-    """
-    import torch
-
-    if name in (None, "auto"):
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    try:
-        dev = torch.device(name)
-    except (RuntimeError, TypeError):
-        raise ValueError(f"--device {name!r}: not a device; use auto, cpu, cuda or cuda:N") from None
-    if check and dev.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"--device {name}: CUDA is not available on this machine; use --device cpu")
-    return dev
 
 
 # Settings that may change when a run is resumed without changing what it computes.

@@ -26,8 +26,8 @@ import torch
 from ..models import build_network
 from ..progress import sample_bar
 from .checkpoint import load_checkpoint, save_checkpoint
+from ..data.pipeline import epoch_generator, load_train_data, planned_train_samples
 from .config import STATIC, TrainConfig, config_diff, pick_device, resolve_config
-from .data import epoch_generator, load_train_data, planned_train_samples
 from .distributed import (all_gather_object, all_reduce_sum, any_rank, broadcast_object, init_distributed,
                           restart_count, shutdown)
 from .graph import GraphTrainer, autocast_context, check_graph_options, graph_adam

@@ -23,11 +23,10 @@ from pathlib import Path
 from ..atomic import atomic_write_bytes, atomic_write_json as write_json, strict_json
 
 __all__ = ["RunFolder", "RunFolderBusy", "CHECKPOINTS", "CONFIG", "METRICS", "SUMMARY", "read_metrics",
-           "read_json_file", "strict_json", "write_json", "prepare_out", "SWEEP_FILE"]
+           "read_json_file", "strict_json", "write_json", "prepare_out"]
 
 CONFIG, METRICS, SUMMARY, LOCK, CHECKPOINT_DIR, TENSORBOARD = (
     "config.json", "metrics.jsonl", "summary.json", ".lock", "checkpoints", "tensorboard")
-SWEEP_FILE = "sweep.json"  # a sweep folder (plif ablate) holds this and one run folder per entry
 # which -> file name under <run>/checkpoints
 CHECKPOINTS = {"last": "last.pt", "best_test": "best_test.pt", "best_val": "best_val.pt"}
 

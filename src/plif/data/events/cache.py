@@ -92,7 +92,7 @@ def _watch_parent(parent: int) -> None:
 def _sample_frames(s: EventSample, T: int, split: str, sensor_size, reader_opts: dict, memo: dict,
                    allow_empty: bool) -> np.ndarray:
     if memo.get("path") != s.path:  # consecutive gesture cuts share a recording: read it once
-        memo["path"], memo["events"] = s.path, read_events(s.path, **reader_opts)
+        memo["path"], memo["events"] = s.path, read_events(s.path, sensor_size=tuple(sensor_size), **reader_opts)
     ev = memo["events"]
     if s.start is not None:
         ev = cut_events(ev, s.start, s.end)

@@ -13,7 +13,9 @@ __all__ = ["detect_format", "read_events", "event_info", "FORMATS"]
 FORMATS = ("nmnist", "aedat2", "aedat3.1", "aedat4")
 
 
-def _format_of(head: bytes, path: str | Path) -> str:
+def _format_of(head: bytes, path: str | Path, atis: bool = False) -> str:
+    """``atis``: the caller expects a headerless ATIS ``.bin`` (it gave the sensor size), whose first
+    byte may be ``#`` (x = 35 on N-Caltech101's sensor): only the AEDAT magic lines count then."""
     if head.startswith(aedat4.MAGIC):
         return "aedat4"
     if head.startswith(aedat3.MAGIC):
@@ -24,7 +26,7 @@ def _format_of(head: bytes, path: str | Path) -> str:
         version = head.split(b"\n", 1)[0].strip().decode("latin-1", "replace")
         raise EventFormatError(path, 0, f"unsupported AEDAT version line {version!r} "
                                         "(supported: 2.0, 3.1, 4.0)")
-    if head.startswith(b"#"):
+    if head.startswith(b"#") and not atis:
         raise EventFormatError(path, 0, "text header without an '#!AER-DAT<version>' line: not a known event format")
     return "nmnist"  # the one supported format without a header
 
@@ -39,20 +41,22 @@ def detect_format(path: str | Path) -> str:
     return fmt
 
 
-def read_events(path: str | Path, flip_x: bool = True) -> np.ndarray:
+def read_events(path: str | Path, flip_x: bool = True, sensor_size: tuple[int, int] | None = None) -> np.ndarray:
     """Read any supported event file -> structured events ``[N]`` (fields t, x, y, p).
 
-    ``flip_x`` applies to AEDAT 2.0 only (jAER's mirrored DVS128 x axis, see :mod:`.aedat2`).
+    ``flip_x`` applies to AEDAT 2.0 only (jAER's mirrored DVS128 x axis, see :mod:`.aedat2`);
+    ``sensor_size`` ``(H, W)`` to headerless ATIS ``.bin`` only, whose events must fit it
+    (default N-MNIST's 34 x 34; N-Caltech101 passes its 180 x 240).
     """
     data = read_file_bytes(path)
-    fmt = _format_of(data[:64], path)
+    fmt = _format_of(data[:64], path, atis=sensor_size is not None)
     if fmt == "aedat4":
         return aedat4.read_aedat4(path)
     if fmt == "aedat3.1":
         return aedat3.parse_aedat31(data, path)[0]
     if fmt == "aedat2":
         return aedat2.parse_aedat2(data, path, flip_x)[0]
-    return nmnist.parse_nmnist(data, path)
+    return nmnist.parse_nmnist(data, path, sensor_size)
 
 
 def _sensor_from_header(lines: list[str]) -> tuple[int, int] | None:

@@ -13,9 +13,6 @@ from .file import file_to_frames
 
 __all__ = ["load_event_frames", "prepare_event_frames", "file_to_frames"]
 
-_READER_OPTS = {"cifar10-dvs": ("flip_x",)}  # options that go to the file reader, not the lister
-
-
 def prepare_event_frames(name: str, root: str | Path | None, T: int, train: bool, split: str = "count",
                          cache_dir: str | Path | None = None, workers: int | None = None,
                          progress: bool = True, allow_empty: bool = False, **options) -> Path:
@@ -29,7 +26,7 @@ def prepare_event_frames(name: str, root: str | Path | None, T: int, train: bool
     if root is None:
         root = default_root() / name
     info = EVENT_DATASETS[name]
-    reader_opts = {k: options.pop(k) for k in _READER_OPTS.get(name, ()) if k in options}
+    reader_opts = {k: options.pop(k) for k in info.reader_options if k in options}
     samples = list_samples(name, root, train, **options)
     params = {"dataset": name, "train": bool(train), "T": int(T), "split": split,
               "sensor_size": list(info.sensor_size), "reader_opts": reader_opts, "list_options": options,
@@ -44,14 +41,14 @@ def prepare_event_frames(name: str, root: str | Path | None, T: int, train: bool
 def load_event_frames(name: str, root: str | Path | None, T: int, train: bool, split: str = "count",
                       cache_dir: str | Path | None = None, workers: int | None = None,
                       progress: bool = True, allow_empty: bool = False, **options) -> tuple[torch.Tensor, torch.Tensor]:
-    """Frames and labels of a whole split of ``name`` in {"nmnist", "cifar10-dvs", "dvs128-gesture"}.
+    """Frames and labels of a whole split of the event dataset ``name`` (``EVENT_DATASETS``).
 
     Returns ``frames [N, T, 2, H, W]`` of integer event counts (uint8 / int16 / int32, whichever
     holds the largest count; call ``.float()`` per batch) backed by a memory-mapped cache file,
     so CIFAR10-DVS need not fit in RAM, and ``labels [N]`` int64.  The first call builds the
     cache under ``cache_dir`` (default ``default_root()/frames``) with ``workers`` processes.
     ``options``: ``flip_x`` (CIFAR10-DVS AEDAT 2.0 orientation, default True),
-    ``train_fraction`` (CIFAR10-DVS split, default 0.9); ``allow_empty`` keeps recordings
+    ``train_fraction`` (CIFAR10-DVS and N-Caltech101 split, default 0.9); ``allow_empty`` keeps recordings
     without events as all-zero samples instead of refusing them.
     """
     folder = prepare_event_frames(name, root, T, train, split, cache_dir, workers, progress, allow_empty, **options)

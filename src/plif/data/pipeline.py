@@ -14,20 +14,35 @@ The order of an epoch depends only on ``(seed, epoch)``, so a resumed run sees t
 from __future__ import annotations
 
 import concurrent.futures as cf
-import os
 from dataclasses import dataclass, replace
-from typing import Callable, Iterator
+from typing import Callable, Iterator, Protocol
 
 import numpy as np
 import torch
 
-from .config import STATIC, TrainConfig
+from ..device import free_memory
+from .catalog import STATIC
 
 __all__ = ["Split", "TrainData", "DataSource", "data_source", "eval_batches", "load_test_split",
-           "load_train_data", "cap_and_split", "planned_train_samples", "epoch_generator", "fits_on_device", "free_memory", "LOADER_WORKERS"]
+           "load_train_data", "cap_and_split", "planned_train_samples", "epoch_generator", "fits_on_device",
+           "free_memory", "LOADER_WORKERS"]
 
 LOADER_WORKERS = 2  # threads gathering streamed batches (benchmarks/bench_streaming.py: 1-2 are best here)
 RESIDENT_FRACTION = 0.5  # auto: resident when the splits need at most this share of free memory
+
+
+class DataConfig(Protocol):
+    """What :func:`load_train_data` reads of a run's configuration (``plif.train.TrainConfig`` has it)."""
+
+    dataset: str
+    data_dir: str
+    T: int
+    seed: int
+    val_split: float
+    max_train_samples: int | None
+    max_val_samples: int | None
+    max_test_samples: int | None
+    data_on_device: str
 
 
 @dataclass
@@ -173,11 +188,11 @@ class DataSource:
 
 
 def data_source(dataset: str, data_dir, T: int) -> DataSource:
-    """Static images: uint8 in, augmented then normalised per batch (SPEC §3).  Event datasets:
+    """Static images: uint8 in, augmented then normalised per batch (the supplement's Preprocessing).  Event datasets:
     frames ``[N, T, 2, H, W]`` (the memory-mapped cache) in, ``[T, B, 2, H, W]`` float per batch."""
     if dataset in STATIC:
-        from ..data.static import STATIC_DATASETS, load_static
-        from ..data.transforms import augment_for, normalize
+        from .static import STATIC_DATASETS, load_static
+        from .transforms import augment_for, normalize
 
         info = STATIC_DATASETS[dataset]
         augment_fn = augment_for(dataset)
@@ -191,8 +206,8 @@ def data_source(dataset: str, data_dir, T: int) -> DataSource:
         def augment(x, gen=None):
             return augment_fn(x, generator=gen)
     else:
-        from ..data.events.cache import load_cached
-        from ..data.events.load import prepare_event_frames
+        from .events.cache import load_cached
+        from .events.load import prepare_event_frames
 
         def load(train):
             frames, labels = load_cached(prepare_event_frames(dataset, data_dir, T, train=train), check=False)
@@ -220,20 +235,6 @@ def eval_batches(split: Split, prepare, batch_size: int, rank: int = 0, world: i
         yield prepare(split.x[i:j], None), split.y[i:j]
 
 
-def free_memory(device: torch.device) -> int:
-    """Bytes free for data on ``device``: CUDA's free memory, or the host's MemAvailable."""
-    if device.type == "cuda":
-        return int(torch.cuda.mem_get_info(device)[0])
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return int(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
-
-
 def fits_on_device(nbytes: int, free: int) -> bool:
     """``auto``: resident when the splits take at most :data:`RESIDENT_FRACTION` of free memory
     (the rest is for the network's activations)."""
@@ -258,11 +259,11 @@ def load_test_split(dataset: str, data_dir, T: int, limit: int | None = None, de
     return split, src.prepare
 
 
-def cap_and_split(train: Split, cfg: TrainConfig) -> tuple[Split, Split | None]:
+def cap_and_split(train: Split, cfg: DataConfig) -> tuple[Split, Split | None]:
     """``--max-train-samples`` caps the training pool first; ``--val-split`` then holds out that
     fraction of each class of the capped pool (so 3072 and 0.15 give 2612 train + 460 validation,
     not 9000 validation samples), and ``--max-val-samples`` caps what was held out."""
-    from ..data.split import stratified_split
+    from .split import stratified_split
 
     train = train.limit(cfg.max_train_samples)
     if cfg.val_split <= 0:
@@ -271,13 +272,13 @@ def cap_and_split(train: Split, cfg: TrainConfig) -> tuple[Split, Split | None]:
     return train.subset(torch.as_tensor(tr_idx)), train.subset(torch.as_tensor(va_idx)).limit(cfg.max_val_samples)
 
 
-def planned_train_samples(cfg: TrainConfig) -> int | None:
+def planned_train_samples(cfg: DataConfig) -> int | None:
     """The training samples :func:`load_train_data` will keep, from the file list alone (event
     datasets, before any frame cache is built); ``None`` for static datasets (loaded quickly anyway)."""
     if cfg.dataset in STATIC:
         return None
-    from ..data.catalog import default_root
-    from ..data.events.datasets import list_samples
+    from .catalog import default_root
+    from .events.datasets import list_samples
 
     root = cfg.data_dir if cfg.data_dir is not None else default_root() / cfg.dataset
     labels = torch.tensor([s.label for s in list_samples(cfg.dataset, root, train=True)], dtype=torch.long)
@@ -285,7 +286,7 @@ def planned_train_samples(cfg: TrainConfig) -> int | None:
     return len(train)
 
 
-def load_train_data(cfg: TrainConfig, device: torch.device) -> TrainData:
+def load_train_data(cfg: DataConfig, device: torch.device) -> TrainData:
     """Load the dataset of ``cfg`` for ``device`` (resident or streamed, see the module
     docstring), with the validation split of protocol B (:func:`cap_and_split`)."""
     src = data_source(cfg.dataset, cfg.data_dir, cfg.T)

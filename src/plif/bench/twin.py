@@ -1,0 +1,84 @@
+"""The SpikingJelly twin of a plif network: every benchmark compares against the same network.
+
+``spikingjelly_twin(net)`` rebuilds a :class:`~plif.models.SpikingNetwork` layer by layer from
+SpikingJelly 2.0 multi-step layers (same layer kinds, shapes, neuron type, initial tau, threshold,
+reset and surrogate; its own initial weights) and returns it with SpikingJelly's ``reset_net``.
+The plif network takes static input ``[B, C, H, W]`` or frames ``[T, B, C, H, W]``; the twin
+always takes ``[T, B, ...]`` (repeat a static input T times).  SpikingJelly is never a dependency
+of plif: the import fails with ``ImportError`` when it is not installed.
+"""
+from __future__ import annotations
+
+__all__ = ["spikingjelly_twin"]
+
+
+def _neuron(m, device_type: str):
+    from spikingjelly.activation_based import neuron, surrogate
+
+    from ..neurons import IF, LIF, PLIF
+
+    c = m.cfg
+    if c.surrogate != "atan":
+        raise ValueError(f"the SpikingJelly twin has the atan surrogate only, not {c.surrogate!r}")
+    common = dict(v_threshold=c.v_threshold, v_reset=c.v_reset, detach_reset=c.detach_reset,
+                  surrogate_function=surrogate.ATan(**({} if c.alpha is None else {"alpha": c.alpha})), step_mode="m")
+    if isinstance(m, PLIF):
+        if m.w.dim() != 0:
+            raise ValueError("the SpikingJelly twin has one tau per layer, not per channel")
+        n = neuron.ParametricLIFNode(init_tau=float(m.tau), decay_input=True, **common)
+    elif isinstance(m, LIF):
+        n = neuron.LIFNode(tau=m.tau, decay_input=True, **common)
+    elif isinstance(m, IF):
+        n = neuron.IFNode(**common)
+    else:
+        raise ValueError(f"no SpikingJelly neuron for {type(m).__name__}")
+    if device_type == "cuda":  # its fastest backend that is installed; the CPU has only "torch"
+        for backend in ("triton", "cupy"):
+            if backend in n.supported_backends:
+                try:
+                    n.backend = backend
+                    break
+                except Exception:  # the backend's package is missing
+                    continue
+    return n
+
+
+def spikingjelly_twin(net, device: str = "cpu"):
+    """``(twin, reset_net)``: ``net`` rebuilt from SpikingJelly layers, for ``device``'s backend."""
+    import torch
+    from spikingjelly.activation_based import functional, layer
+    from torch import nn
+
+    from ..layers import TimeInvariantDropout, Voting
+    from ..models.structure import inner
+    from ..neurons import SpikingNeuron
+
+    dev = torch.device(device).type
+    out = []
+    for m, info in zip(net.layers, net.info):
+        m = inner(m)
+        if isinstance(m, nn.Conv2d):
+            sj = layer.Conv2d(m.in_channels, m.out_channels, m.kernel_size, m.stride,
+                              m.padding, bias=m.bias is not None, step_mode="m")
+        elif isinstance(m, nn.BatchNorm2d):
+            sj = layer.BatchNorm2d(m.num_features, step_mode="m")
+        elif isinstance(m, nn.BatchNorm1d):
+            sj = layer.BatchNorm1d(m.num_features, step_mode="m")
+        elif isinstance(m, SpikingNeuron):
+            sj = _neuron(m, dev)
+        elif isinstance(m, nn.MaxPool2d):
+            sj = layer.MaxPool2d(m.kernel_size, m.stride, step_mode="m")
+        elif isinstance(m, nn.AvgPool2d):
+            sj = layer.AvgPool2d(m.kernel_size, m.stride, step_mode="m")
+        elif isinstance(m, TimeInvariantDropout):
+            sj = layer.Dropout(m.p, step_mode="m")
+        elif isinstance(m, nn.Flatten):
+            sj = layer.Flatten(step_mode="m")
+        elif isinstance(m, nn.Linear):
+            sj = layer.Linear(m.in_features, m.out_features, bias=m.bias is not None, step_mode="m")
+        elif isinstance(m, Voting):
+            sj = layer.VotingLayer(m.group, step_mode="m")
+        else:
+            raise ValueError(f"no SpikingJelly layer for {info.token}")
+        out.append(sj)
+    return nn.Sequential(*out), functional.reset_net

@@ -1,0 +1,74 @@
+"""N-Caltech101, added as one record: ATIS .bin files up to 240x180, 101 class folders (the background
+class included), the first 90% of each class by file number train; ``plif train --dataset ncaltech101``."""
+import numpy as np
+import pytest
+
+from plif.data.catalog import DATASETS
+from plif.data.events.datasets import list_samples
+from plif.data.events.nmnist import parse_nmnist
+from plif.data.events.types import EventFormatError
+from plif_testing import atis_bin
+
+D = DATASETS["ncaltech101"]
+
+
+def test_reader_takes_the_atis_sensor_and_overflow_records():
+    raw = atis_bin([(239, 179, 1, 100), (5, 240, 0, 0), (0, 0, 0, 50), (5, 240, 0, 0), (1, 2, 1, 7)])
+    ev = parse_nmnist(raw, "x.bin", sensor=D.sensor_size)
+    assert D.sensor_size == (180, 240)
+    assert ev["x"].tolist() == [239, 0, 1] and ev["y"].tolist() == [179, 0, 2] and ev["p"].tolist() == [1, 0, 1]
+    assert ev["t"].tolist() == [100, 50 + 8192, 7 + 2 * 8192]  # each overflow record adds 2**13 us
+    with pytest.raises(EventFormatError, match="x=239, y=179 outside the 34x34 sensor"):
+        parse_nmnist(raw, "x.bin")  # N-MNIST's sensor stays the default
+
+
+@pytest.fixture
+def caltech(tmp_path, monkeypatch):
+    """Caltech101/<class>/image_XXXX.bin: ten files in 'accordion', one in every other class."""
+    monkeypatch.setenv("PLIF_DATA_ROOT", str(tmp_path / "cache"))
+    rng = np.random.default_rng(0)
+    for cls in D.classes:
+        for k in range(1, (11 if cls == "accordion" else 2)):
+            t = np.sort(rng.integers(0, 300_000, 30))
+            ev = [(int(rng.integers(240)), int(rng.integers(180)), int(rng.integers(2)), int(v)) for v in t]
+            f = tmp_path / "Caltech101" / cls / f"image_{k:04d}.bin"
+            f.parent.mkdir(parents=True, exist_ok=True)
+            f.write_bytes(atis_bin(ev))
+    (tmp_path / "Caltech101" / "accordion" / "notes.txt").write_text("not an event file")
+    return tmp_path
+
+
+def test_layout_classes_and_split(caltech):
+    train, test = list_samples("ncaltech101", caltech, True), list_samples("ncaltech101", caltech, False)
+    assert len(D.classes) == 101 and D.classes[:2] == ("BACKGROUND_Google", "Faces_easy")
+    acc = D.classes.index("accordion")
+    names = lambda samples: [s.path.rsplit("/", 1)[1] for s in samples if s.label == acc]
+    assert names(train) == [f"image_{k:04d}.bin" for k in range(1, 10)]  # by number: 0010 is last
+    assert names(test) == ["image_0010.bin"]
+    assert {s.label for s in train} == set(range(101))  # BACKGROUND_Google is class 0
+    assert len(train) == 9 + 100 and len(test) == 1  # round(0.9 * 1) = 1 train file
+    assert list_samples("ncaltech101", caltech / "Caltech101", True) == train  # the folder or its parent
+
+
+def test_plif_train_ncaltech101(caltech, tmp_path, capsys):
+    """The dataset's own CPU network (CIFAR10-DVS's form, 1010 voting outputs) trains end to end."""
+    from plif.cli.main import main
+    from plif.train import read_metrics
+    from plif.train.config import TrainConfig, resolve_config
+
+    paper = resolve_config(TrainConfig(dataset="ncaltech101", preset="paper"))
+    assert paper.network == DATASETS["cifar10-dvs"].network.replace("FC100-", "FC1010-") and paper.T == 20
+    out = tmp_path / "run"
+    assert main(["train", "--dataset", "ncaltech101", "--data-dir", str(caltech), "--T", "2", "--epochs", "1",
+                 "--batch-size", "8", "--max-train-samples", "16", "--device", "cpu", "--out", str(out)]) == 0
+    (m,) = read_metrics(out)
+    assert 0.0 <= m["test_acc"] <= 1.0 and np.isfinite(m["train_loss"])
+
+
+def test_a_recording_may_begin_with_the_byte_of_a_hash(tmp_path):
+    """x = 35 is '#': an N-Caltech101 file is still events, not a refused text header."""
+    from plif.data.events.detect import read_events
+
+    f = tmp_path / "image_0001.bin"
+    f.write_bytes(atis_bin([(35, 33, 1, 10), (200, 150, 0, 20)]))
+    assert read_events(f, sensor_size=D.sensor_size)["x"].tolist() == [35, 200]

@@ -1,0 +1,18 @@
+"""pick_device and the free-memory probe live in plif.device alone; train, data and bench use them."""
+import pytest
+import torch
+
+from plif import device
+
+
+def test_one_place_for_the_device_and_its_free_memory():
+    from plif.bench import neuron
+    from plif.data import pipeline
+    from plif.train import config
+
+    assert config.pick_device is device.pick_device
+    assert pipeline.free_memory is device.free_memory and neuron.free_memory is device.free_memory
+    assert device.pick_device("auto") == torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    assert 0 < device.free_memory("cpu") < 1 << 50
+    with pytest.raises(ValueError, match="--device 'gpu0': not a device"):
+        device.pick_device("gpu0")
