@@ -101,7 +101,7 @@ def worker(network: str, config: str, batch: int, T: int, steps: int, device: st
     import torch
 
     from ..models import MEMORY_PRESETS, build_zoo, get_entry
-    from ..train.loop import adam, rate_mse_loss
+    from ..train.loop import adam, train_step
 
     if config not in CONFIGS:
         raise ValueError(f"unknown configuration {config!r}; valid: {', '.join(CONFIGS)}")
@@ -125,13 +125,11 @@ def worker(network: str, config: str, batch: int, T: int, steps: int, device: st
     base = torch.cuda.memory_allocated(dev) / 2**20 if dev.type == "cuda" else _current_rss_mb()
     if dev.type == "cuda":
         torch.cuda.reset_peak_memory_stats(dev)
+    params = list(model.parameters())
     times = []
     for _ in range(steps):
         t0 = time.perf_counter()
-        opt.zero_grad(set_to_none=True)
-        loss, _ = rate_mse_loss(model(x), y, entry.num_classes)
-        loss.backward()
-        opt.step()
+        train_step(model, opt, x, y, entry.num_classes, params)  # the step of plif train
         if reset is not None:
             reset(model)
         if dev.type == "cuda":

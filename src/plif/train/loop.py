@@ -56,18 +56,34 @@ def nonfinite_count(state: dict) -> int:
 
 
 def rate_mse_loss(out: torch.Tensor, y: torch.Tensor, num_classes: int):
-    """``out [T, B, C]`` spikes -> (MSE between firing rate and one-hot ``y``, firing rate ``[B, C]``)."""
-    rate = out.mean(0)
+    """``out [T, B, C]`` spikes -> (MSE between firing rate and one-hot ``y``, firing rate ``[B, C]``).
+    Half-precision spikes (autocast) are averaged in fp32, so the rate is exact."""
+    rate = out.mean(0, dtype=torch.float32) if out.dtype in (torch.bfloat16, torch.float16) else out.mean(0)
     return F.mse_loss(rate, F.one_hot(y, num_classes).to(rate.dtype)), rate
 
 
-def train_step(model, optimizer, x, y, num_classes: int):
-    """Forward, loss, backward, update; returns detached ``(loss, correct)`` tensors."""
-    optimizer.zero_grad(set_to_none=True)
-    loss, rate = rate_mse_loss(model(x), y, num_classes)
+def train_step(model, optimizer, x, y, num_classes: int, params=None, set_to_none: bool = True, autocast=None):
+    """The one training step of plif (``plif train``, the graph trainer and every benchmark):
+    zero the gradients, MSE on the firing rate, backward, optimiser update, and a device flag that
+    the loss and every parameter in ``params`` (default: the optimiser's) are still finite.
+
+    Returns detached ``(loss, correct, finite)`` device tensors; nothing synchronises with the host,
+    so the step can be captured in a CUDA graph (there ``set_to_none=False`` keeps the gradient
+    buffers in place).  ``autocast``: a context-manager factory entered around the forward only.
+    """
+    if params is None:
+        params = [p for g in optimizer.param_groups for p in g["params"]]
+    optimizer.zero_grad(set_to_none=set_to_none)
+    if autocast is None:
+        out = model(x)
+    else:
+        with autocast():
+            out = model(x)
+    loss, rate = rate_mse_loss(out, y, num_classes)
     loss.backward()
     optimizer.step()
-    return loss.detach(), (rate.argmax(1) == y).sum()
+    loss = loss.detach()
+    return loss, (rate.argmax(1) == y).sum(), torch.isfinite(loss) & all_finite(params)
 
 
 def train_epoch(model, optimizer, batches, num_classes: int, progress=None, all_reduce=None,
@@ -83,8 +99,7 @@ def train_epoch(model, optimizer, batches, num_classes: int, progress=None, all_
     loss_sum = correct = finite = None
     seen = steps = 0
     for x, y in batches:
-        loss, c = train_step(model, optimizer, x, y, num_classes)
-        ok = torch.isfinite(loss) & all_finite(params)
+        loss, c, ok = train_step(model, optimizer, x, y, num_classes, params)
         b = y.shape[0]
         loss_sum = loss * b if loss_sum is None else loss_sum + loss * b
         correct = c if correct is None else correct + c
