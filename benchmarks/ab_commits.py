@@ -18,6 +18,7 @@ import argparse
 import json
 import os
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -45,7 +46,10 @@ def train_once(tree: Path, args, extra: list[str], out: Path) -> dict:
            "--max-test-samples", str(args.test_samples), "--out", str(out), *extra]
     if args.data_dir:
         cmd += ["--data-dir", args.data_dir]
+    shutil.rmtree(out, ignore_errors=True)  # a fresh run folder each time (--keep reuses the names)
     env = {**os.environ, "PYTHONPATH": str(tree / "src")}
+    if args.threads:
+        env["OMP_NUM_THREADS"] = str(args.threads)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
@@ -68,6 +72,7 @@ def main(argv=None) -> None:
     p.add_argument("--samples", type=int, default=6400, help="--max-train-samples [6400]")
     p.add_argument("--test-samples", type=int, default=1000, help="--max-test-samples [1000]")
     p.add_argument("--data-dir", default=DEFAULT_DATA if Path(DEFAULT_DATA).is_dir() else None)
+    p.add_argument("--threads", type=int, help="OMP_NUM_THREADS for both (default: torch's choice)")
     p.add_argument("--keep", help="folder for the checkouts and runs (default: a temporary one, removed)")
     p.add_argument("extra", nargs="*", help="more plif train options, after --")
     args = p.parse_args(argv)
