@@ -9,7 +9,13 @@ Reported per run: the training samples/s that ``plif train`` itself logs (traini
 the epoch, evaluation excluded) and the process's CPU seconds (user + system, which moves much
 less than wall time when other jobs share the cores).
 
+``--step`` times only the training step instead (the cpu preset's Fashion-MNIST network, batch
+64, random images; the step of that commit's ``plif.train.loop.train_step`` plus its finiteness
+check), on one thread, as CPU time per step: on a machine shared with other jobs (load 5-13 on
+2 cores here) that is the only figure that repeats; report the median of the per-step medians.
+
     python benchmarks/ab_commits.py 1137611 HEAD --rounds 3
+    python benchmarks/ab_commits.py 1137611 HEAD --step --rounds 5
     python benchmarks/ab_commits.py 1137611 HEAD -- --batch-size 32   # extra plif train options
 """
 from __future__ import annotations
@@ -62,6 +68,41 @@ def train_once(tree: Path, args, extra: list[str], out: Path) -> dict:
     return {"samples_per_s": row["samples_per_s"], "train_s": row["train_time_s"], "cpu_s": cpu, "wall_s": wall}
 
 
+# runs inside a checkout (its own plif): only APIs that 1137611 and later share
+_STEP = """
+import json, time, torch
+from plif.models import build_network
+import plif.train.loop as L
+torch.manual_seed(0)
+net = build_network("{c32k3s1-BN-PLIF-MPk2s2}*2-DP-FC512-PLIF-DP-FC100-PLIF-APk10s10", (1, 28, 28), 4).train()
+opt = L.adam(net.parameters(), 2e-3)
+params = list(net.parameters())
+x, y = torch.rand(64, 1, 28, 28), torch.randint(0, 10, (64,))
+def step():
+    r = L.train_step(net, opt, x, y, 10)
+    if len(r) == 2 and hasattr(L, "all_finite"):  # the check train_epoch made beside the step
+        torch.isfinite(r[0]) & L.all_finite(params)
+for _ in range(3):
+    step()
+cpu, wall = [], []
+for _ in range(STEPS):
+    c, w = time.process_time(), time.perf_counter()
+    step()
+    cpu.append(time.process_time() - c); wall.append(time.perf_counter() - w)
+cpu.sort(); wall.sort()
+print(json.dumps({"cpu_ms": 1e3 * cpu[len(cpu) // 2], "wall_ms": 1e3 * wall[len(wall) // 2]}))
+"""
+
+
+def step_once(tree: Path, args) -> dict:
+    env = {**os.environ, "PYTHONPATH": str(tree / "src"), "OMP_NUM_THREADS": str(args.threads or 1)}
+    proc = subprocess.run([sys.executable, "-c", _STEP.replace("STEPS", str(args.steps))], env=env,
+                          capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"the step benchmark failed on {tree.name}:\n{proc.stderr[-2000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("a", help="baseline commit (e.g. 1137611)")
@@ -72,6 +113,8 @@ def main(argv=None) -> None:
     p.add_argument("--samples", type=int, default=6400, help="--max-train-samples [6400]")
     p.add_argument("--test-samples", type=int, default=1000, help="--max-test-samples [1000]")
     p.add_argument("--data-dir", default=DEFAULT_DATA if Path(DEFAULT_DATA).is_dir() else None)
+    p.add_argument("--step", action="store_true", help="time the training step alone (CPU ms per step)")
+    p.add_argument("--steps", type=int, default=15, help="timed steps per --step run [15]")
     p.add_argument("--threads", type=int, help="OMP_NUM_THREADS for both (default: torch's choice)")
     p.add_argument("--keep", help="folder for the checkouts and runs (default: a temporary one, removed)")
     p.add_argument("extra", nargs="*", help="more plif train options, after --")
@@ -84,15 +127,24 @@ def main(argv=None) -> None:
         try:
             for r in range(args.rounds):
                 for name in ("A", "B"):
-                    res = train_once(trees[name], args, args.extra, root / f"run-{name}-{r}")
+                    if args.step:
+                        res = step_once(trees[name], args)
+                        print(f"round {r + 1} {name} {trees[name].name}: step {res['cpu_ms']:6.1f} ms CPU  "
+                              f"{res['wall_ms']:6.1f} ms wall", flush=True)
+                    else:
+                        res = train_once(trees[name], args, args.extra, root / f"run-{name}-{r}")
+                        print(f"round {r + 1} {name} {trees[name].name}: {res['samples_per_s']:7.1f} samples/s  "
+                              f"train {res['train_s']:6.1f} s  cpu {res['cpu_s']:6.1f} s", flush=True)
                     runs[name].append(res)
-                    print(f"round {r + 1} {name} {trees[name].name}: {res['samples_per_s']:7.1f} samples/s  "
-                          f"train {res['train_s']:6.1f} s  cpu {res['cpu_s']:6.1f} s", flush=True)
         finally:
             if not args.keep:
                 for tree in trees.values():
                     subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(tree)],
                                    capture_output=True)
+        if args.step:
+            med = {n: statistics.median(x["cpu_ms"] for x in runs[n]) for n in runs}
+            print(f"median CPU ms per step: A {med['A']:.1f}, B {med['B']:.1f} -> speed B/A {med['A'] / med['B']:.3f}")
+            return
         med = {n: {k: statistics.median(x[k] for x in runs[n]) for k in ("samples_per_s", "cpu_s")} for n in runs}
         print(f"median samples/s: A {med['A']['samples_per_s']:.1f}, B {med['B']['samples_per_s']:.1f} "
               f"-> B/A {med['B']['samples_per_s'] / med['A']['samples_per_s']:.3f}; "
