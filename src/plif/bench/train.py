@@ -21,6 +21,7 @@ import torch
 from ..models import build_network, get_entry
 from ..train.graph import capture_cuda_graph
 from ..train.loop import adam, train_step
+from ..train.malloc import keep_freed_memory
 
 __all__ = ["TrainBenchResult", "bench_train", "format_train_table", "VARIANTS", "CUDA_ONLY"]
 
@@ -115,6 +116,8 @@ def bench_train(dataset: str = "fashion-mnist", batches=(16,), device: str = "cp
             raise ValueError(f"unknown variant {v!r}; valid: {', '.join(VARIANTS)}")
         if v in CUDA_ONLY and dev.type != "cuda":
             raise ValueError(f"variant {v!r} needs a CUDA device, got {dev}")
+    if dev.type == "cpu":
+        keep_freed_memory()  # as plif train does on the CPU
     results = []
     for b in batches:
         x = torch.randn(b, *entry.input_shape, device=dev)

@@ -10,6 +10,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from .malloc import keep_freed_memory
+
 __all__ = ["adam", "fused_adam_supported", "rate_mse_loss", "train_step", "train_epoch", "evaluate", "Diverged",
            "all_finite", "nonfinite_count"]
 
@@ -96,6 +98,8 @@ def train_epoch(model, optimizer, batches, num_classes: int, progress=None, all_
     """
     model.train()
     params = [p for g in optimizer.param_groups for p in g["params"]]
+    if params and params[0].device.type == "cpu":
+        keep_freed_memory()  # no page faults for the step's large tensors every step (plif.train.malloc)
     loss_sum = correct = finite = None
     seen = steps = 0
     for x, y in batches:
