@@ -9,10 +9,11 @@ Reported per run: the training samples/s that ``plif train`` itself logs (traini
 the epoch, evaluation excluded) and the process's CPU seconds (user + system, which moves much
 less than wall time when other jobs share the cores).
 
-``--step`` times only the training step instead (the cpu preset's Fashion-MNIST network, batch
-64, random images; the step of that commit's ``plif.train.loop.train_step`` plus its finiteness
-check), on one thread, as CPU time per step: on a machine shared with other jobs (load 5-13 on
-2 cores here) that is the only figure that repeats; report the median of the per-step medians.
+``--step`` times only the training steps instead: that commit's ``plif.train.loop.train_epoch``
+(what ``plif train`` runs per epoch, data loading and evaluation excluded) over STEPS batches of
+the cpu preset's Fashion-MNIST network, batch 64, random images, on one thread, as CPU time per
+step: on a machine shared with other jobs (load 5-13 on 2 cores here) that is the only figure
+that repeats; the median over rounds is reported.
 
     python benchmarks/ab_commits.py 1137611 HEAD --rounds 3
     python benchmarks/ab_commits.py 1137611 HEAD --step --rounds 5
@@ -76,21 +77,11 @@ import plif.train.loop as L
 torch.manual_seed(0)
 net = build_network("{c32k3s1-BN-PLIF-MPk2s2}*2-DP-FC512-PLIF-DP-FC100-PLIF-APk10s10", (1, 28, 28), 4).train()
 opt = L.adam(net.parameters(), 2e-3)
-params = list(net.parameters())
-x, y = torch.rand(64, 1, 28, 28), torch.randint(0, 10, (64,))
-def step():
-    r = L.train_step(net, opt, x, y, 10)
-    if len(r) == 2 and hasattr(L, "all_finite"):  # the check train_epoch made beside the step
-        torch.isfinite(r[0]) & L.all_finite(params)
-for _ in range(3):
-    step()
-cpu, wall = [], []
-for _ in range(STEPS):
-    c, w = time.process_time(), time.perf_counter()
-    step()
-    cpu.append(time.process_time() - c); wall.append(time.perf_counter() - w)
-cpu.sort(); wall.sort()
-print(json.dumps({"cpu_ms": 1e3 * cpu[len(cpu) // 2], "wall_ms": 1e3 * wall[len(wall) // 2]}))
+batch = (torch.rand(64, 1, 28, 28), torch.randint(0, 10, (64,)))
+L.train_epoch(net, opt, [batch] * 3, 10)  # warm-up
+c, w = time.process_time(), time.perf_counter()
+L.train_epoch(net, opt, [batch] * STEPS, 10)
+print(json.dumps({"cpu_ms": 1e3 * (time.process_time() - c) / STEPS, "wall_ms": 1e3 * (time.perf_counter() - w) / STEPS}))
 """
 
 
