@@ -43,9 +43,8 @@ def check_graph_options(device: torch.device, cuda_graph: bool, amp: str | None,
         raise ValueError(f"--cuda-graph needs a CUDA device, but this run is on {device} "
                          f"(CUDA available: {torch.cuda.is_available()}); drop --cuda-graph")
     if amp is not None and device.type != "cuda":
-        raise ValueError(f"--amp {amp} needs a CUDA device, but this run is on {device}: the fused CPU "
-                         f"kernel is fp32/fp64 only and bf16 autocast on CPUs without AMX is slower than "
-                         f"fp32; drop --amp")
+        raise ValueError(f"--amp {amp} needs a CUDA device, but this run is on {device} (CPU autocast "
+                         f"is not validated for training yet); drop --amp")
     if cuda_graph and compile:
         raise ValueError("--cuda-graph and --compile cannot be combined: pick one")
     if cuda_graph and world > 1:
