@@ -6,8 +6,9 @@ Writes a synthetic frame-cache file ``[N, 20, 2, 128, 128]`` uint8 (about 0.66 M
 a temporary folder, reads it once so it is in the page cache, then times one shuffled epoch of
 batches through the streamed path of ``--data-on-device no`` (:mod:`plif.data.pipeline`: reader
 threads ``index_select`` from the memory map into reused buffers) with 1, 2 and 4 threads; for
-comparison, fancy indexing of the memory map in this process and a ``torch.utils.data.DataLoader``
-with worker processes.  "Reused" is the training path (a batch lives until the next is drawn; on
+comparison, fancy indexing of the memory map in this process, a ``torch.utils.data.DataLoader``
+with worker processes, and an in-process DataLoader whose dataset fetches a whole batch with one
+``index_select`` (``__getitems__``).  "Reused" is the training path (a batch lives until the next is drawn; on
 a GPU it is copied out of the pinned buffer without blocking); "copied" adds the copy that a CPU
 caller keeping batches gets.  It checks that the gather returns the right rows and prints the
 best of ``--repeat`` epochs in samples/s.  Target: >= 5,000 samples/s, so the loader never limits
@@ -36,6 +37,28 @@ class _Batches(torch.utils.data.Dataset):
 
     def __getitem__(self, k):
         return self.split.gather(self.batches[k])
+
+
+class _Rows(torch.utils.data.Dataset):
+    """A split as a map-style dataset that fetches a whole batch at once (``__getitems__``)."""
+
+    def __init__(self, split):
+        self.split = split
+
+    def __len__(self):
+        return len(self.split)
+
+    def __getitem__(self, i):
+        return self.split.gather(torch.tensor([i]))[0]
+
+    def __getitems__(self, idx):
+        return self.split.gather(torch.as_tensor(idx))
+
+
+def batch_dataloader(split, batches):
+    """A plain in-process DataLoader over the same batches: one ``index_select`` per batch."""
+    return torch.utils.data.DataLoader(_Rows(split), batch_sampler=[b.tolist() for b in batches],
+                                       collate_fn=lambda x: x, num_workers=0)
 
 
 def dataloader(split, batches, workers):
@@ -101,6 +124,7 @@ def main() -> None:
             "streamed, 4 reader threads": run(lambda: _stream(split, batches, 4, reuse=True)),
             "streamed, 2 threads, each batch copied": run(lambda: _stream(split, batches, 2)),
             "DataLoader, 2 worker processes": run(lambda: dataloader(split, batches, 2)),
+            "DataLoader in-process, __getitems__": run(lambda: batch_dataloader(split, batches)),
         }
         print(f"{n} samples of {SHAPE} uint8 ({np.prod(SHAPE) / 1e6:.2f} MB each), batch {args.batch}, "
               f"best of {args.repeat}; torch {torch.__version__}, {os.cpu_count()} CPUs")

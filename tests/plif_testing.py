@@ -131,3 +131,26 @@ def watch_chunk_builds(monkeypatch, kill_after: int | None = None) -> list:
 
     monkeypatch.setattr(cache, "_build_chunk", build_chunk)
     return calls
+
+
+class ZeroFills:
+    """A torch dispatch mode that records the shape of every zero- or constant-filled tensor made
+    under it (``with ZeroFills() as z: loss.backward()``, then ``z.shapes``): how a test sees
+    autograd materialising a full-size zero gradient for an output that never reached the loss."""
+
+    _NAMES = {"zeros", "zeros_like", "new_zeros", "zero_", "full", "full_like", "new_full", "fill_"}
+
+    def __new__(cls):
+        from torch.utils._python_dispatch import TorchDispatchMode
+
+        class _Mode(TorchDispatchMode):
+            def __init__(self):
+                super().__init__()
+                self.shapes = []
+
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                out = func(*args, **(kwargs or {}))
+                if func.overloadpacket.__name__ in ZeroFills._NAMES:
+                    self.shapes.append(tuple(out.shape))
+                return out
+        return _Mode()

@@ -23,8 +23,26 @@ def test_table_ratios_and_failed_rows():
     table = format_memory_table(rows, 24 * 1024)
     lines = table.splitlines()
     assert lines[0].startswith("| network | configuration | peak B=1 (MB) | peak B=2 (MB)")
-    assert "| cifar10-dvs | default | 900 | 1,200 | 300 | 79 | 10.00 | 0.52 | 1.00 |" in lines
-    assert "| cifar10-dvs | all | 600 | - | - | - | - | - | - |" in lines
+    assert "| cifar10-dvs | default | 900 | 1,200 | - | 300 | 79 | 10.00 | 0.52 | 1.00 |" in lines
+    assert "| cifar10-dvs | all | 600 | - | - | - | - | - | - | - |" in lines
+
+
+def test_live_peak_is_the_headline_and_the_default_allocator_is_measured_beside_it(monkeypatch):
+    """Each configuration runs once with the 128 KB mmap threshold (the live peak, the table's
+    figure) and once with glibc's default allocator (shown in its own column)."""
+    import plif.bench.memory as mem
+
+    calls = []
+
+    def fake(network, config, batch, T, steps, device, threads, mmap_threshold=None):
+        calls.append(mmap_threshold)
+        return MemoryResult(network, config, batch, T, 1000.0 if mmap_threshold else 4400.0, 300.0, 1.0)
+
+    monkeypatch.setattr(mem, "measure", fake)
+    rows = mem.bench_memory(["cifar10-dvs"], ["exact"], (2,), log=lambda *a: None)
+    assert calls == [mem.LIVE_MMAP_THRESHOLD, None]
+    assert rows[0].peak_mb == 1000.0 and rows[0].rss_default_mb == 4400.0
+    assert "| cifar10-dvs | exact | 1,000 | 4,400 |" in format_memory_table(rows, 1024)
 
 
 def test_measure_runs_a_fresh_process():

@@ -26,7 +26,8 @@ def test_auto_picks_cpu_for_cpu_float_tensors():
     cfg = NeuronConfig()
     assert select_backend(torch.zeros(2, 3), cfg) == "cpu"
     assert select_backend(torch.zeros(2, 3, dtype=torch.float64), cfg) == "cpu"
-    assert select_backend(torch.zeros(2, 3, dtype=torch.bfloat16), cfg) == "bptt"
+    assert select_backend(torch.zeros(2, 3, dtype=torch.bfloat16), cfg) == "cpu"  # widened to fp32 state
+    assert select_backend(torch.zeros(2, 3, dtype=torch.float16), cfg) == "bptt"
 
 
 def test_plif_layer_trains_the_same_through_auto():
@@ -55,7 +56,7 @@ def test_only_requested_gradients_and_k_without_grad():
 
 
 def test_rejects_unsupported_input():
-    with pytest.raises(ValueError, match="fp32/fp64 CPU"):
+    with pytest.raises(ValueError, match="fp32/fp64/bf16 CPU"):
         multi_step_cpu(torch.zeros(2, 3, dtype=torch.float16), torch.tensor(0.5), torch.zeros(3), NeuronConfig())
 
 

@@ -78,3 +78,13 @@ def test_wide_rows_fall_back_to_int32_offsets():
     ya.backward(torch.ones_like(ya))
     yb.backward(torch.ones_like(yb))
     assert torch.equal(ya, yb) and torch.equal(a.grad, b.grad)
+
+
+def test_backward_fills_no_zero_gradient_for_the_offsets():
+    from plif_testing import ZeroFills
+
+    x = torch.randn(4, 3, 8, 8, requires_grad=True)
+    out = spike_max_pool2d(x, 2)
+    with ZeroFills() as fills:
+        out.sum().backward()
+    assert fills.shapes == [], fills.shapes

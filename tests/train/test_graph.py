@@ -138,3 +138,19 @@ def test_amp_step_logic_runs_eagerly():
     assert n == 8 and loss == loss and 0 <= acc <= 1
     assert all(p.dtype == torch.float32 for p in net.parameters())
     assert trainer.evaluate(_batches((3,)), batch_size=4)[2] == 3
+
+
+def test_graph_step_is_the_loop_step_and_flags_divergence():
+    """The graph trainer runs plif.train.loop.train_step, finiteness flag included: a NaN that
+    reaches the parameters stops the epoch (before, the graph step had its own copy without it)."""
+    from plif.train.loop import Diverged
+
+    net = _net()
+    trainer = GraphTrainer(net, graph_adam(net.parameters(), 2e-3, torch.device("cpu")), 10,
+                           torch.device("cpu"), capture=False)
+    x, y = _batches((4,))[0]
+    x[0, 0, 0, 0] = float("nan")
+    with pytest.raises(Diverged):
+        trainer.train_epoch([(x, y)])
+    trainer.reset_totals()
+    assert bool(trainer.finite)  # each epoch starts with a clean flag

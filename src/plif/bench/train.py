@@ -21,7 +21,8 @@ import torch
 
 from ..models import build_network, get_entry
 from ..train.graph import capture_cuda_graph
-from ..train.loop import adam, rate_mse_loss
+from ..train.loop import adam, train_step
+from ..train.malloc import keep_freed_memory
 from .spikingjelly import INSTALL_HINT, spikingjelly_unavailable
 from .twin import spikingjelly_twin
 
@@ -59,14 +60,16 @@ def _time(step, device, warmup: int, iters: int) -> float:
     return (time.perf_counter() - t0) / iters
 
 
-def _plif_step_fn(net, x, y, classes, capturable=False):
+def _step_fn(net, x, y, classes, capturable=False, after=None):
+    """``plif train``'s step (:func:`plif.train.loop.train_step`, finiteness flag included) on one
+    batch; ``after(net)`` runs after it (SpikingJelly's state reset)."""
     opt = adam(net.parameters(), 1e-3, capturable=capturable)
+    params = list(net.parameters())
 
     def step():
-        opt.zero_grad(set_to_none=not capturable)
-        loss, _ = rate_mse_loss(net(x), y, classes)
-        loss.backward()
-        opt.step()
+        train_step(net, opt, x, y, classes, params, set_to_none=not capturable)
+        if after is not None:
+            after(net)
     return step
 
 
@@ -84,6 +87,8 @@ def bench_train(dataset: str = "fashion-mnist", batches=(16,), device: str = "cp
         if v in CUDA_ONLY and dev.type != "cuda":
             raise ValueError(f"variant {v!r} needs a CUDA device, got {dev}")
     sj_missing = spikingjelly_unavailable() if "spikingjelly" in variants else None
+    if dev.type == "cpu":
+        keep_freed_memory()  # as plif train does on the CPU
     results = []
     for b in batches:
         x = torch.randn(b, *entry.input_shape, device=dev)
@@ -98,16 +103,8 @@ def bench_train(dataset: str = "fashion-mnist", batches=(16,), device: str = "cp
                 continue
             if v == "spikingjelly":
                 sj, reset_net = spikingjelly_twin(build_network(entry.network, entry.input_shape, T), device)
-                sj = sj.to(dev)
-                opt = adam(sj.parameters(), 1e-3)
                 xs = x.unsqueeze(0).repeat(T, *([1] * x.dim()))
-
-                def step(sj=sj, opt=opt, xs=xs, reset_net=reset_net):
-                    opt.zero_grad()
-                    loss, _ = rate_mse_loss(sj(xs), y, entry.num_classes)
-                    loss.backward()
-                    opt.step()
-                    reset_net(sj)
+                step = _step_fn(sj.to(dev), xs, y, entry.num_classes, after=reset_net)
             elif v.startswith("cuda-graph"):
                 from ..train.graph import GraphTrainer, graph_adam
 
@@ -121,8 +118,8 @@ def bench_train(dataset: str = "fashion-mnist", batches=(16,), device: str = "cp
             else:
                 backend = {"naive": "reference", "bptt": "bptt"}.get(v, "auto")
                 net = build_network(entry.network, entry.input_shape, T, backend=backend).to(dev)
-                step = _plif_step_fn(torch.compile(net) if v == "compile" else net, x, y, entry.num_classes,
-                                     capturable=v.endswith("graph"))
+                step = _step_fn(torch.compile(net) if v == "compile" else net, x, y, entry.num_classes,
+                                capturable=v.endswith("graph"))
                 if v.endswith("graph"):
                     step = capture_cuda_graph(step, dev)
             sec = _time(step, dev, warmup, iters)

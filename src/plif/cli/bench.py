@@ -128,11 +128,14 @@ def _run_memory(args: argparse.Namespace) -> int:
     from ..device import pick_device
 
     device = str(pick_device(args.device or "cpu"))  # a bad or unavailable device is refused before any worker starts
+    threshold = args.mmap_threshold or None  # 0: glibc's default allocator only
     results = bench_memory(_csv(args.networks), configs, batches, args.T, args.steps, device, args.threads,
-                           mmap_threshold=args.mmap_threshold)
+                           mmap_threshold=threshold, default_rss=args.default_rss)
     budget = args.budget_gib * 1024
     machine = machine_description(torch.device(device))
-    print(f"\nplif bench memory — {machine}, T={args.T}, peak {'RSS per process' if device == 'cpu' else 'CUDA allocated'}\n")
+    what = ("CUDA allocated" if device != "cpu" else f"live peak RSS per process (mmap threshold {threshold} B)"
+            if threshold else "peak RSS per process, glibc's default allocator")
+    print(f"\nplif bench memory — {machine}, T={args.T}, {what}\n")
     print(format_memory_table(results, budget))
     if args.json:
         write_results(args.json, results, {"machine": machine, "device": device, "T": args.T, "steps": args.steps,
@@ -142,6 +145,8 @@ def _run_memory(args: argparse.Namespace) -> int:
 
 
 def _add_memory(sub) -> None:
+    from ..bench.memory import LIVE_MMAP_THRESHOLD
+
     p = sub.add_parser("memory", help="peak memory and time of one training step per memory configuration",
                        description="Peak memory (a fresh process per configuration) and step time of forward + "
                                    "backward + Adam, for naive / SpikingJelly / plif default / plif with savings.")
@@ -154,9 +159,12 @@ def _add_memory(sub) -> None:
     p.add_argument("--budget-gib", type=float, default=24.0, help="memory for the derived largest batch (default 24)")
     p.add_argument("--device", help="cpu (peak RSS) or cuda (max_memory_allocated); default cpu")
     p.add_argument("--threads", type=int, help="CPU threads per process (default: torch's)")
-    p.add_argument("--mmap-threshold", type=int, metavar="BYTES",
-                   help="fix glibc's MALLOC_MMAP_THRESHOLD_ in each worker so the peak RSS follows the live "
-                        "tensors (e.g. 131072); default: glibc's dynamic threshold")
+    p.add_argument("--mmap-threshold", type=int, metavar="BYTES", default=LIVE_MMAP_THRESHOLD,
+                   help="glibc's MALLOC_MMAP_THRESHOLD_ in each worker, so the peak RSS follows the live "
+                        f"tensors (default {LIVE_MMAP_THRESHOLD}; 0: glibc's dynamic threshold)")
+    p.add_argument("--default-rss", action=argparse.BooleanOptionalAction, default=True,
+                   help="also run each configuration under glibc's default allocator and show its peak RSS "
+                        "beside the live peak (default yes; CPU only)")
     p.add_argument("--json", metavar="FILE", help="also write the numbers as JSON")
     p.set_defaults(func=_run_memory)
 

@@ -215,6 +215,7 @@ def triton_backward(g_s: Tensor, g_v_last: Tensor, h_seq: Tensor, v0: Tensor, k:
 
 def _setup(ctx, inputs, output):
     x, k, v0, *args = inputs
+    ctx.set_materialize_grads(False)  # no full-size zero ∂H for the output only backward reads
     ctx.save_for_backward(output[1], v0, k)
     ctx.args = tuple(args)
 
@@ -222,6 +223,8 @@ def _setup(ctx, inputs, output):
 def _backward(ctx, g_s, g_h, g_v_last):
     h_seq, v0, k = ctx.saved_tensors
     need_k = bool(ctx.needs_input_grad[1] and ctx.args[1])  # args: inner, leak, ...
+    if g_s is None and g_v_last is None:  # only H reached the loss, and H is not differentiable
+        return None, None, None, *([None] * len(ctx.args))
     g_s = torch.zeros(h_seq.shape, dtype=v0.dtype, device=v0.device) if g_s is None else g_s
     g_v_last = torch.zeros_like(v0) if g_v_last is None else g_v_last
     g_x, g_v0, g_k = triton_backward(g_s, g_v_last, h_seq, v0, k, *ctx.args, need_k)

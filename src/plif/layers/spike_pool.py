@@ -75,12 +75,15 @@ def _(grad, offset, h, w, k, s):
 def _setup(ctx, inputs, output):
     x, k, s = inputs
     ctx.mark_non_differentiable(output[1])
+    ctx.set_materialize_grads(False)  # no zero gradient for the offsets (nor a pooled output left unused)
     ctx.save_for_backward(output[1])
     ctx.hw, ctx.k, ctx.s = (x.shape[-2], x.shape[-1]), k, s
 
 
 def _backward(ctx, grad, _grad_offset):
     (offset,) = ctx.saved_tensors
+    if grad is None:  # the pooled output did not reach the loss
+        return None, None, None
     return _pool_backward(grad, offset, *ctx.hw, ctx.k, ctx.s), None, None
 
 

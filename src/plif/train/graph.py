@@ -27,6 +27,8 @@ from typing import Callable, Iterable
 import torch
 import torch.nn.functional as F
 
+from .loop import Diverged, train_step
+
 __all__ = ["GraphTrainer", "graph_adam", "check_graph_options", "autocast_context"]
 
 AMP_DTYPES = {"bf16": torch.bfloat16}
@@ -41,9 +43,8 @@ def check_graph_options(device: torch.device, cuda_graph: bool, amp: str | None,
         raise ValueError(f"--cuda-graph needs a CUDA device, but this run is on {device} "
                          f"(CUDA available: {torch.cuda.is_available()}); drop --cuda-graph")
     if amp is not None and device.type != "cuda":
-        raise ValueError(f"--amp {amp} needs a CUDA device, but this run is on {device}: the fused CPU "
-                         f"kernel is fp32/fp64 only and bf16 autocast on CPUs without AMX is slower than "
-                         f"fp32; drop --amp")
+        raise ValueError(f"--amp {amp} needs a CUDA device, but this run is on {device} (CPU autocast "
+                         f"is not validated for training yet); drop --amp")
     if cuda_graph and compile:
         raise ValueError("--cuda-graph and --compile cannot be combined: pick one")
     if cuda_graph and world > 1:
@@ -65,8 +66,8 @@ def autocast_context(device: torch.device, amp: str | None):
 
 
 def _per_sample_mse(out: torch.Tensor, y: torch.Tensor, num_classes: int):
-    """``out [T, B, C]`` -> (per-sample MSE ``[B]``, firing rate ``[B, C]``); its batch mean is
-    :func:`plif.train.loop.rate_mse_loss`."""
+    """``out [T, B, C]`` -> (per-sample MSE ``[B]``, firing rate ``[B, C]``) for the padded and
+    masked evaluation; its batch mean is :func:`plif.train.loop.rate_mse_loss`."""
     rate = out.float().mean(0)
     return (rate - F.one_hot(y, num_classes).to(rate.dtype)).square().mean(1), rate
 
@@ -135,6 +136,7 @@ class GraphTrainer:
         self._eval: dict[tuple, tuple] = {}
         z = lambda: torch.zeros((), device=device)  # noqa: E731
         self.loss_sum, self.correct, self.seen = z(), z(), z()
+        self.finite = torch.ones((), dtype=torch.bool, device=device)  # every training step so far
 
     # ------------------------------------------------------------------------------- plumbing
     def _graphed(self, body: Callable[[], None]) -> Callable[[], None]:
@@ -142,21 +144,27 @@ class GraphTrainer:
         if not self.capture:
             return body
         snap = _Snapshot(self.model, self.optimizer, self.device)
-        totals = [t.clone() for t in (self.loss_sum, self.correct, self.seen)]
+        totals = [t.clone() for t in self._accumulators()]
 
         def restore():
             snap.restore()
-            for t, saved in zip((self.loss_sum, self.correct, self.seen), totals):
+            for t, saved in zip(self._accumulators(), totals):
                 t.copy_(saved)
         return capture_cuda_graph(body, self.device, self.warmup, after_warmup=restore)
+
+    def _accumulators(self):
+        return self.loss_sum, self.correct, self.seen, self.finite
 
     def reset_totals(self) -> None:
         for t in (self.loss_sum, self.correct, self.seen):
             t.zero_()
+        self.finite.fill_(True)
 
     def totals(self) -> tuple[float, float, int]:
         """``(mean loss, accuracy, samples)``: the one host synchronisation of an epoch."""
-        loss, correct, n = torch.stack([self.loss_sum, self.correct, self.seen]).tolist()
+        loss, correct, n, bad = torch.stack([self.loss_sum, self.correct, self.seen, (~self.finite).float()]).tolist()
+        if bad:
+            raise Diverged("the loss or a parameter became NaN or infinite")
         if n == 0:
             return float("nan"), float("nan"), 0
         return loss / n, correct / n, int(n)
@@ -170,18 +178,16 @@ class GraphTrainer:
             sy.copy_(y)
             model, opt, nc = self.model, self.optimizer, self.num_classes
 
-            def body():
-                opt.zero_grad(set_to_none=False)
-                with autocast_context(self.device, self.amp):
-                    out = model(sx)
-                per_sample, rate = _per_sample_mse(out, sy, nc)
-                loss = per_sample.mean()
-                loss.backward()
-                opt.step()
+            params = list(model.parameters())
+
+            def body():  # the step of plif train, gradients kept in place for the graph
+                loss, correct, finite = train_step(model, opt, sx, sy, nc, params, set_to_none=False,
+                                                   autocast=lambda: autocast_context(self.device, self.amp))
                 with torch.no_grad():
-                    self.loss_sum += per_sample.detach().sum()
-                    self.correct += (rate.argmax(1) == sy).sum()
+                    self.loss_sum += loss * sy.shape[0]
+                    self.correct += correct
                     self.seen += sy.shape[0]
+                    self.finite &= finite
             for p in model.parameters():  # grads must exist (and stay put) before capture
                 if p.grad is None:
                     p.grad = torch.zeros_like(p)

@@ -10,6 +10,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from .malloc import keep_freed_memory
+
 __all__ = ["adam", "fused_adam_supported", "rate_mse_loss", "train_step", "train_epoch", "EpochTotals", "evaluate",
            "Diverged", "all_finite", "nonfinite_count"]
 
@@ -56,18 +58,34 @@ def nonfinite_count(state: dict) -> int:
 
 
 def rate_mse_loss(out: torch.Tensor, y: torch.Tensor, num_classes: int):
-    """``out [T, B, C]`` spikes -> (MSE between firing rate and one-hot ``y``, firing rate ``[B, C]``)."""
-    rate = out.mean(0)
+    """``out [T, B, C]`` spikes -> (MSE between firing rate and one-hot ``y``, firing rate ``[B, C]``).
+    Half-precision spikes (autocast) are averaged in fp32, so the rate is exact."""
+    rate = out.mean(0, dtype=torch.float32) if out.dtype in (torch.bfloat16, torch.float16) else out.mean(0)
     return F.mse_loss(rate, F.one_hot(y, num_classes).to(rate.dtype)), rate
 
 
-def train_step(model, optimizer, x, y, num_classes: int):
-    """Forward, loss, backward, update; returns detached ``(loss, correct)`` tensors."""
-    optimizer.zero_grad(set_to_none=True)
-    loss, rate = rate_mse_loss(model(x), y, num_classes)
+def train_step(model, optimizer, x, y, num_classes: int, params=None, set_to_none: bool = True, autocast=None):
+    """The one training step of plif (``plif train``, the graph trainer and every benchmark):
+    zero the gradients, MSE on the firing rate, backward, optimiser update, and a device flag that
+    the loss and every parameter in ``params`` (default: the optimiser's) are still finite.
+
+    Returns detached ``(loss, correct, finite)`` device tensors; nothing synchronises with the host,
+    so the step can be captured in a CUDA graph (there ``set_to_none=False`` keeps the gradient
+    buffers in place).  ``autocast``: a context-manager factory entered around the forward only.
+    """
+    if params is None:
+        params = [p for g in optimizer.param_groups for p in g["params"]]
+    optimizer.zero_grad(set_to_none=set_to_none)
+    if autocast is None:
+        out = model(x)
+    else:
+        with autocast():
+            out = model(x)
+    loss, rate = rate_mse_loss(out, y, num_classes)
     loss.backward()
     optimizer.step()
-    return loss.detach(), (rate.argmax(1) == y).sum()
+    loss = loss.detach()
+    return loss, (rate.argmax(1) == y).sum(), torch.isfinite(loss) & all_finite(params)
 
 
 class EpochTotals:
@@ -112,10 +130,12 @@ def train_epoch(model, optimizer, batches, num_classes: int, progress=None, all_
     """
     model.train()
     params = [p for g in optimizer.param_groups for p in g["params"]]
+    if params and params[0].device.type == "cpu":
+        keep_freed_memory()  # no page faults for the step's large tensors every step (plif.train.malloc)
     t = totals if totals is not None else EpochTotals()
     for x, y in batches:
-        loss, c = train_step(model, optimizer, x, y, num_classes)
-        t.add(loss, c, torch.isfinite(loss) & all_finite(params), y.shape[0])
+        loss, c, ok = train_step(model, optimizer, x, y, num_classes, params)
+        t.add(loss, c, ok, y.shape[0])
         if progress is not None:
             progress.update(y.shape[0])
         if all_reduce is None and check_every and t.steps % check_every == 0 and not bool(t.finite):

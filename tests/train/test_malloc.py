@@ -1,0 +1,39 @@
+"""plif.train.malloc: the step's freed blocks are reused instead of faulted back in every step."""
+import subprocess
+import sys
+
+import pytest
+
+_FAULTS = """
+import resource, sys, torch
+from plif.models import build_network
+from plif.train.loop import adam, train_step
+from plif.train.malloc import keep_freed_memory
+torch.set_num_threads(1)
+if sys.argv[1] == "keep":
+    assert keep_freed_memory()
+torch.manual_seed(0)
+net = build_network("{c32k3s1-BN-PLIF-MPk2s2}*2-DP-FC512-PLIF-DP-FC100-PLIF-APk10s10", (1, 28, 28), 4)
+opt = adam(net.parameters(), 1e-3)
+x, y = torch.rand(32, 1, 28, 28), torch.randint(0, 10, (32,))
+for _ in range(4):
+    train_step(net, opt, x, y, 10)
+before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+for _ in range(3):
+    train_step(net, opt, x, y, 10)
+print((resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) // 3)
+"""
+
+
+def _faults(mode: str) -> int:
+    out = subprocess.run([sys.executable, "-c", _FAULTS, mode], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return int(out.stdout.split()[-1])
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's mallopt")
+def test_training_step_memory_is_reused_without_page_faults():
+    """The cpu preset's step at batch 32: glibc's defaults fault thousands of pages back in every
+    step (the plain run), plif train's setting about none."""
+    default, keep = _faults("default"), _faults("keep")
+    assert default > 1000 and 3 * keep < default, (default, keep)
