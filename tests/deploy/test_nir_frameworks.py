@@ -29,7 +29,7 @@ def narrow(entry):
 
     e = ZOO[entry]
     spec = re.sub(r"FC(\d+)", lambda m: m.group(0) if int(m.group(1)) <= 110 else "FC32",
-                  re.sub(r"\bc\d+k", "c4k", e.spec))
+                  re.sub(r"\bc\d+k", "c4k", e.network))
     c, h, _ = e.input_shape
     side = {28: 14, 32: 16, 34: 17, 128: 32}[h]  # 32 keeps DVS128's five 2x2 pools at least 1x1
     return spec, (c, side, side)
