@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["events_to_frames", "slice_index", "SPLITS"]
+from .memory import check_fits_memory
+
+__all__ = ["events_to_frames", "slice_index", "check_frame_shape", "SPLITS"]
 
 SPLITS = ("count", "time")
 
@@ -36,6 +38,20 @@ def slice_index(events: np.ndarray, T: int, split: str = "count") -> np.ndarray:
     raise ValueError(f"unknown split {split!r}; choose one of {SPLITS}")
 
 
+def check_frame_shape(T: int, sensor_size: tuple[int, int], samples: int = 1, hint: str | None = None) -> None:
+    """The one check every frame-producing path makes before allocating: ``T >= 1``, a sensor of
+    at least 1x1, and ``samples`` frame arrays ``[T, 2, H, W]`` (with the int64 counts they are
+    integrated from: 12 bytes per element) within the memory available."""
+    h, w = int(sensor_size[0]), int(sensor_size[1])
+    if T < 1:
+        raise ValueError(f"T must be >= 1, got {T}")
+    if h < 1 or w < 1:
+        raise ValueError(f"sensor size (H, W) = ({h}, {w}): both must be >= 1 (--sensor H,W)")
+    shape = [T, 2, h, w] if samples == 1 else [samples, T, 2, h, w]
+    check_fits_memory(int(np.prod(shape, dtype=object)) * 12, f"frames {shape} (float32, integrated from int64 counts)",
+                      hint or "lower --T (or --sensor H,W)")
+
+
 def events_to_frames(events: np.ndarray, T: int, sensor_size: tuple[int, int], split: str = "count") -> np.ndarray:
     """Integrate structured events ``[N]`` (fields t, x, y, p) into float32 frames ``[T, 2, H, W]``.
 
@@ -45,6 +61,7 @@ def events_to_frames(events: np.ndarray, T: int, sensor_size: tuple[int, int], s
     ``sensor_size = (H, W)`` are an error, not silently dropped.
     """
     h, w = int(sensor_size[0]), int(sensor_size[1])
+    check_frame_shape(T, (h, w))
     j = slice_index(events, T, split)
     if len(events) == 0:
         return np.zeros((T, 2, h, w), dtype=np.float32)
