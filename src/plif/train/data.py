@@ -14,7 +14,6 @@ The order of an epoch depends only on ``(seed, epoch)``, so a resumed run sees t
 from __future__ import annotations
 
 import concurrent.futures as cf
-import os
 from dataclasses import dataclass, replace
 from typing import Callable, Iterator
 
@@ -224,14 +223,9 @@ def free_memory(device: torch.device) -> int:
     """Bytes free for data on ``device``: CUDA's free memory, or the host's MemAvailable."""
     if device.type == "cuda":
         return int(torch.cuda.mem_get_info(device)[0])
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return int(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+    from ..data.memory import host_memory_available
+
+    return host_memory_available()
 
 
 def fits_on_device(nbytes: int, free: int) -> bool:

@@ -39,7 +39,7 @@ from tqdm import tqdm
 from ...atomic import atomic_save_npy, atomic_write_bytes
 from .datasets import EventSample
 from .detect import read_events
-from ..frames import events_to_frames
+from ..frames import check_frame_shape, events_to_frames
 from .fingerprint import file_hash, file_stat, fingerprint, same_content
 from .gesture import cut_events
 
@@ -185,6 +185,7 @@ def build_frames_cache(samples: list[EventSample], folder: str | Path, T: int, s
     folder = Path(folder)
     if not samples:
         raise ValueError(f"{folder}: no samples to build a frame cache from")
+    check_frame_shape(T, sensor_size, samples=min(chunk_size, len(samples)), hint="lower --T")  # one chunk in memory
     if (folder / "meta.json").is_file():
         try:
             meta = check_cache(folder, sources=True)
