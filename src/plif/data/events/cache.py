@@ -318,20 +318,43 @@ def _join_chunks(chunk_paths: list[Path], sides: list[dict], out: Path, n: int) 
 # ------------------------------------------------------------------ checks and loading
 
 
+_META_KEYS = {"T": int, "split": str, "sensor_size": list, "samples": int, "sources": dict, "files": dict}
+_FILE_KEYS = {"shape": list, "dtype": str, "bytes": int, "checksum": str, "stat": list}
+
+
 def _read_meta(folder: Path) -> dict:
+    """``meta.json`` with every key the checks use, of the right type, or a :class:`CacheError`
+    naming the missing or wrong key (a hand-edited or foreign file is reported, never a KeyError)."""
     path = folder / "meta.json"
     try:
         meta = json.loads(path.read_text())
-        if meta.get("version") != CACHE_VERSION:
-            raise CacheError(f"{path}: cache version {meta.get('version')}, this plif writes {CACHE_VERSION}")
-        meta["files"]["frames.npy"], meta["files"]["labels.npy"]
-        return meta
     except FileNotFoundError:
         raise CacheError(f"{path}: missing: not a finished frame cache") from None
-    except (ValueError, KeyError, TypeError) as e:
-        if isinstance(e, CacheError):
-            raise
+    except (OSError, ValueError) as e:
         raise CacheError(f"{path}: unreadable cache metadata ({type(e).__name__}: {e})") from None
+    if not isinstance(meta, dict):
+        raise CacheError(f"{path}: holds a JSON {type(meta).__name__}, not an object")
+    if meta.get("version") != CACHE_VERSION:
+        raise CacheError(f"{path}: cache version {meta.get('version')}, this plif writes {CACHE_VERSION}")
+
+    def need(obj: dict, keys: dict, where: str) -> None:
+        for k, typ in keys.items():
+            if k not in obj:
+                raise CacheError(f"{path}: {where}key {k!r} is missing")
+            if not isinstance(obj[k], typ) or isinstance(obj[k], bool):
+                raise CacheError(f"{path}: {where}{k!r} is {obj[k]!r}, expected a JSON {typ.__name__}")
+
+    need(meta, _META_KEYS, "")
+    for name in ("frames.npy", "labels.npy"):
+        if not isinstance(meta["files"].get(name), dict):
+            raise CacheError(f"{path}: files: no entry for {name!r}")
+        need(meta["files"][name], _FILE_KEYS, f"files[{name!r}]: ")
+    for src, fp in meta["sources"].items():
+        if not (isinstance(fp, dict) and isinstance(fp.get("stat"), list) and isinstance(fp.get("hash"), str)):
+            raise CacheError(f"{path}: sources[{src!r}] needs a stat list and a hash")
+    if len(meta["sensor_size"]) != 2:
+        raise CacheError(f"{path}: sensor_size {meta['sensor_size']!r}, expected [H, W]")
+    return meta
 
 
 def _check_file(folder: Path, name: str, info: dict, deep: bool) -> bool:
@@ -366,8 +389,9 @@ def check_cache(folder: str | Path, deep: bool = False, sources: bool = False) -
     the bad file and saying how to rebuild.
 
     Always: metadata, file sizes, npy headers, shapes against T / N / sensor, the labels'
-    checksum.  ``deep``: the frames' checksum too.  ``sources``: every recording's fingerprint
-    (its stat, and its hash where the stat changed).
+    checksum.  ``deep``: the frames' checksum too.  ``sources``: every recording's fingerprint:
+    its stat, and its hash where the stat changed, or always with ``deep`` (``plif data verify``
+    hashes every recording, so an edit that kept size, mtime and inode is found too).
     """
     folder = Path(folder)
     meta = _read_meta(folder)
@@ -384,7 +408,7 @@ def check_cache(folder: str | Path, deep: bool = False, sources: bool = False) -
         if sources:
             for p, fp in meta["sources"].items():
                 old = list(fp["stat"])
-                if not same_content(p, fp):
+                if not same_content(p, fp, always_hash=deep):
                     raise CacheError(f"{p}: recording changed or missing since the cache {folder.name} was built")
                 refreshed |= fp["stat"] != old
     except CacheError as e:
