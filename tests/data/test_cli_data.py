@@ -116,3 +116,52 @@ def test_prepare_refuses_an_empty_recording_unless_allowed(tmp_path, capsys):
     assert "Test/4/0.bin: EmptyRecordingError: empty recording" in capsys.readouterr().err
     assert main(args + ["--allow-empty"]) == 0
     assert "frames (10, 2, 2, 34, 34)" in capsys.readouterr().out
+
+
+def test_frames_refuse_silent_results(tmp_path, capsys):
+    f = nmnist_file(tmp_path / "a.bin", EVENTS)
+    out = tmp_path / "x.npy"
+    cases = [(["--start", "1000", "--end", "0"], "--start 1000 must be less than --end 0"),
+             (["--start", "1000"], "no events in the cut [1000, inf) us (the recording spans 10..50 us)"),
+             (["--sensor", "0,0"], "--sensor 0,0: H and W must both be >= 1"),
+             (["--sensor", "0,34"], "--sensor 0,34: H and W must both be >= 1"),
+             (["--T", "1000000000"], "frames [1000000000, 2, 34, 34] (float32, integrated from int64 counts) needs")]
+    for extra, said in cases:
+        argv = ["data", "frames", str(f), "--out", str(out)] + (["--T", "2"] if "--T" not in extra else []) + extra
+        assert main(argv) == 2, extra
+        err = capsys.readouterr().err
+        assert said in err and len(err.strip().splitlines()) == 1, err
+        assert not out.exists()
+    empty = nmnist_file(tmp_path / "e.bin", [])
+    assert main(["data", "frames", str(empty), "--T", "2", "--out", str(out)]) == 2
+    assert "no events: an empty recording; --allow-empty" in capsys.readouterr().err
+    assert main(["data", "frames", str(empty), "--T", "2", "--out", str(out), "--allow-empty"]) == 0
+    assert np.load(out).shape == (2, 2, 34, 34)
+
+
+def test_info_and_frames_share_one_sensor_rule(tmp_path, capsys):
+    import struct
+    head = b"#!AER-DAT3.1\r\n#!END-HEADER\r\n"  # no sensor named: DVS128 is assumed
+    body = struct.pack("<Ii", (200 << 17) | (5 << 2) | 3, 10)  # x = 200: outside 128x128
+    f = tmp_path / "wide.aedat"
+    f.write_bytes(head + struct.pack("<hhiiiiii", 1, 1, 8, 4, 0, 1, 1, 1) + body)
+    for argv in (["data", "info", str(f)], ["data", "frames", str(f), "--T", "1", "--out", str(tmp_path / "o.npy")]):
+        assert main(argv) == 2
+        assert "x=200, y=5 do not fit sensor (H, W) = (128, 128)" in capsys.readouterr().err
+    for argv in (["data", "info", str(f), "--sensor", "6,201"],
+                 ["data", "frames", str(f), "--T", "1", "--sensor", "6,201", "--out", str(tmp_path / "o.npy")]):
+        assert main(argv) == 0
+    capsys.readouterr()
+    g = nmnist_file(tmp_path / "a.bin", EVENTS)
+    assert main(["data", "info", str(g), "--sensor", "20,20"]) == 2
+    assert "x=33, y=33 do not fit sensor (H, W) = (20, 20)" in capsys.readouterr().err
+
+
+def test_timestamps_going_backwards_are_reported(tmp_path, capsys):
+    f = nmnist_file(tmp_path / "a.bin", [(1, 1, 1, 10), (2, 2, 1, 30), (3, 3, 0, 20), (4, 4, 1, 40)])
+    assert main(["data", "info", str(f), "--json"]) == 0
+    cap = capsys.readouterr()
+    assert json.loads(cap.out)["backward_steps"] == 1
+    assert "timestamps go backwards at 1 event(s), first at event 2 (20 us after 30 us)" in cap.err
+    assert main(["data", "frames", str(f), "--T", "2", "--out", str(tmp_path / "o.npy")]) == 0
+    assert "warning:" in capsys.readouterr().err

@@ -12,7 +12,13 @@ def _sensor(text: str | None):
         h, w = (int(v) for v in text.split(","))
     except ValueError:
         raise ValueError(f"--sensor must be H,W like 128,128, got {text!r}") from None
+    if h < 1 or w < 1:
+        raise ValueError(f"--sensor {text}: H and W must both be >= 1")
     return h, w
+
+
+def _warner(action: str, path: str):
+    return lambda text: print(f"plif data {action}: warning: {path}: {text}", file=sys.stderr)
 
 
 def run_prepare(args) -> int:
@@ -47,7 +53,8 @@ def run_frames(args) -> int:
     from ..atomic import atomic_save_npy
     from ..data.events.file import file_to_frames
 
-    frames = file_to_frames(args.file, args.T, args.split, _sensor(args.sensor), args.flip_x, args.start, args.end)
+    frames = file_to_frames(args.file, args.T, args.split, _sensor(args.sensor), args.flip_x, args.start, args.end,
+                            args.allow_empty, warn=_warner("frames", args.file))
     atomic_save_npy(args.out, frames)
     print(f"{args.file}: frames {tuple(frames.shape)} float32, {int(frames.sum())} events -> {args.out}")
     return 0
@@ -57,7 +64,8 @@ def run_show(args) -> int:
     from ..data.events.file import file_to_frames
     from ..data.preview import save_frames_grid
 
-    frames = file_to_frames(args.file, args.T, args.split, _sensor(args.sensor), args.flip_x, args.start, args.end)
+    frames = file_to_frames(args.file, args.T, args.split, _sensor(args.sensor), args.flip_x, args.start, args.end,
+                            args.allow_empty, warn=_warner("show", args.file))
     save_frames_grid(frames, args.out, title=f"{args.file} (T={args.T}, split={args.split}; red ON, blue OFF)")
     print(f"{args.out}: {args.T} frames of {frames.shape[2]}x{frames.shape[3]}")
     return 0
@@ -66,7 +74,7 @@ def run_show(args) -> int:
 def run_info(args) -> int:
     from ..data.events.detect import event_info
 
-    info = event_info(args.file)
+    info = event_info(args.file, _sensor(args.sensor))
     for w in info.get("warnings", []):
         print(f"plif data info: warning: {args.file}: {w}", file=sys.stderr)
     if args.json:
@@ -126,6 +134,8 @@ def _file_args(p) -> None:
     p.add_argument("--no-flip-x", dest="flip_x", action="store_false", help="AEDAT 2.0: keep jAER's raw x (no 127 - x)")
     p.add_argument("--start", type=int, help="only events with t >= START (us)")
     p.add_argument("--end", type=int, help="only events with t < END (us)")
+    p.add_argument("--allow-empty", action="store_true",
+                   help="write all-zero frames for a recording (or cut) without events (default: refuse)")
 
 
 def register(sub) -> None:
@@ -169,5 +179,6 @@ def register(sub) -> None:
 
     i = dsub.add_parser("info", help="format, event count, duration and sensor size of one event file")
     i.add_argument("file")
+    i.add_argument("--sensor", help="H,W: check the events against this size instead of the stated one")
     i.add_argument("--json", action="store_true", help="one JSON object instead of text")
     i.set_defaults(func=run_info)
