@@ -5,7 +5,9 @@ reads events; :mod:`.cache` turns samples into frames.
 """
 from __future__ import annotations
 
+import os
 import re
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,11 +32,47 @@ EVENT_DATASETS: dict[str, DatasetSpec] = {n: d for n, d in DATASETS.items() if d
 
 
 def _number(p: Path) -> int:
-    """The last integer in a file name (``cifar10_cat_417.aedat`` -> 417): the paper's file order."""
-    found = re.findall(r"\d+", p.stem)
+    """The integer that ends a file name (``cifar10_cat_417.aedat`` -> 417): the paper's file order.
+    Only a trailing number counts: ``cifar10_cat_x.aedat`` has none (the 10 of "cifar10" is not one)."""
+    found = re.search(r"(\d+)$", p.stem)
     if not found:
-        raise ValueError(f"{p}: file name has no number to order the CIFAR10-DVS split by")
-    return int(found[-1])
+        raise ValueError(f"{p}: file name does not end in a number (like cifar10_cat_417.aedat) to order the "
+                         "split by")
+    return int(found.group(1))
+
+
+def _class_files(d: Path, suffixes: tuple[str, ...], name: str, number) -> list[Path]:
+    """The recordings of one class folder in file-number order: the one rule for every dataset
+    with a folder per class.  A missing or empty class folder, and two files with the same number
+    (``cat_01`` beside ``cat_1``, or ``cat_1.aedat`` beside ``cat_1.aedat4``), are refused."""
+    what = "/".join(f"*{x}" for x in suffixes)
+    if not d.is_dir():
+        raise FileNotFoundError(f"{name}: missing class folder {d} (expected {what} files in it)")
+    files = [f for f in d.iterdir() if f.suffix in suffixes and f.is_file()]
+    if not files:
+        raise FileNotFoundError(f"{name}: no {what} files in class folder {d}: an empty class is refused")
+    seen: dict[int, Path] = {}
+    for f in files:
+        k = number(f)
+        if k in seen:
+            a, b = sorted([seen[k].name, f.name])
+            k = k if isinstance(k, int) else k[1]
+            raise ValueError(f"{name}: {d} holds {a} and {b}, both number {k}: a duplicate recording? "
+                             "keep one")
+        seen[k] = f
+    return [seen[k] for k in sorted(seen)]
+
+
+def _refuse_shared(name: str, these: list[Path], others: list[Path], what: str) -> None:
+    """Refuse a recording listed twice in one split, or in both splits (a train/test leak)."""
+    real = [os.path.realpath(p) for p in these]
+    twice = next((p for p, n in Counter(real).items() if n > 1), None)
+    if twice:
+        raise ValueError(f"{name}: {twice} is listed twice in {what}: every recording is one sample source once")
+    leak = set(real) & {os.path.realpath(p) for p in others}
+    if leak:
+        raise ValueError(f"{name}: {sorted(leak)[0]} is in both the train and the test split ({len(leak)} such): "
+                         "a train/test leak")
 
 
 def _first_dir(root: Path, candidates: list[str], must_have: str, name: str) -> Path:
@@ -47,16 +85,22 @@ def _first_dir(root: Path, candidates: list[str], must_have: str, name: str) -> 
                             f"{DATASETS[name].layout}, and pass --data-dir (or --root for plif data prepare).")
 
 
+def _nmnist_number(p: Path) -> tuple:
+    """N-MNIST files are numbered (``00017.bin``): by number, then any other name by name."""
+    return (0, int(p.stem), "") if p.stem.isdigit() else (1, 0, p.stem)
+
+
 def _nmnist(root: Path, train: bool) -> list[EventSample]:
-    split = "Train" if train else "Test"
+    split, other = ("Train", "Test") if train else ("Test", "Train")
     base = _first_dir(root, ["", "NMNIST", "nmnist", "N-MNIST"], split, "nmnist")
-    samples = []
+    samples, files = [], []
     for digit in range(10):
-        d = base / split / str(digit)
-        if not d.is_dir():
-            raise FileNotFoundError(f"nmnist: missing class folder {d} (expected {split}/0..9/*.bin)")
-        files = sorted(d.glob("*.bin"), key=lambda p: (len(p.stem), p.stem))
-        samples += [EventSample(str(f), digit) for f in files]
+        chosen = _class_files(base / split / str(digit), (".bin",), "nmnist", _nmnist_number)
+        files += chosen
+        samples += [EventSample(str(f), digit) for f in chosen]
+    # a Test class folder that is a link to (or holds links into) Train leaks the test set
+    others = [f for f in (base / other).glob("*/*.bin")] if (base / other).is_dir() else []
+    _refuse_shared("nmnist", files, others, f"{base / split}")
     return samples
 
 
@@ -64,11 +108,7 @@ def _cifar10_dvs(root: Path, train: bool, train_fraction: float = 0.9) -> list[E
     base = _first_dir(root, ["", "CIFAR10-DVS", "cifar10-dvs", "CIFAR10DVS"], "airplane", "cifar10-dvs")
     samples = []
     for label, cls in enumerate(CIFAR10_CLASSES):
-        d = base / cls
-        files = [f for f in d.iterdir() if f.is_file() and f.suffix in (".aedat", ".aedat4")] if d.is_dir() else []
-        if not files:
-            raise FileNotFoundError(f"cifar10-dvs: no .aedat/.aedat4 files in class folder {d}")
-        files.sort(key=_number)
+        files = _class_files(base / cls, (".aedat", ".aedat4"), "cifar10-dvs", _number)
         n_train = int(round(train_fraction * len(files)))  # 900 of 1000: the paper's split
         chosen = files[:n_train] if train else files[n_train:]
         samples += [EventSample(str(f), label) for f in chosen]
@@ -76,17 +116,35 @@ def _cifar10_dvs(root: Path, train: bool, train_fraction: float = 0.9) -> list[E
 
 
 def _dvs128_gesture(root: Path, train: bool) -> list[EventSample]:
-    lst = "trials_to_train.txt" if train else "trials_to_test.txt"
+    lst, other = ("trials_to_train.txt", "trials_to_test.txt") if train else ("trials_to_test.txt", "trials_to_train.txt")
     base = _first_dir(root, ["", "DvsGesture", "dvs128-gesture", "DVS128Gesture"], lst, "dvs128-gesture")
+    recs = read_trials(base / lst)
+    others = read_trials(base / other) if (base / other).is_file() else []
+    _refuse_shared("dvs128-gesture", [base / r for r in recs], [base / r for r in others], str(base / lst))
     samples = []
-    for rec in read_trials(base / lst):
+    for rec in recs:
         path = base / rec
         labels_csv = base / (path.stem + "_labels.csv")
         if not path.is_file():
             raise FileNotFoundError(f"dvs128-gesture: {base / lst} lists {rec}, but {path} is missing")
+        if not labels_csv.is_file():
+            raise FileNotFoundError(f"dvs128-gesture: {base / lst} lists {rec}, but its label file {labels_csv} "
+                                    "is missing")
+        _check_version(path, b"#!AER-DAT3.1", "dvs128-gesture recordings are AEDAT 3.1")
         for row in read_gesture_labels(labels_csv):
             samples.append(EventSample(str(path), int(row["cls"]) - 1, int(row["start"]), int(row["end"])))
     return samples
+
+
+def _check_version(path: Path, magic: bytes, what: str) -> None:
+    """Refuse a recording of another format by its first line, before any event is read (an
+    AEDAT 2.0 file given as a Gesture recording was read as an 'empty' one)."""
+    with open(path, "rb") as f:
+        head = f.read(64)
+    if not head.startswith(magic):
+        first = head.split(b"\n", 1)[0].strip().decode("latin-1", "replace")[:40]
+        found = f"its first line is {first!r}" if first.startswith("#!AER-DAT") else "it has no AEDAT version line"
+        raise ValueError(f"{path}: {what} (a '{magic.decode()}' first line); {found}")
 
 
 _LISTERS = {"nmnist": _nmnist, "cifar10-dvs": _cifar10_dvs, "dvs128-gesture": _dvs128_gesture}
@@ -101,4 +159,8 @@ def list_samples(name: str, root: str | Path, train: bool, **options) -> list[Ev
     """
     if name not in _LISTERS:
         raise ValueError(f"unknown event dataset {name!r}; known: {sorted(_LISTERS)}")
-    return _LISTERS[name](Path(root).expanduser(), train, **options)
+    samples = _LISTERS[name](Path(root).expanduser(), train, **options)
+    if not samples:
+        raise ValueError(f"{name}: no {'train' if train else 'test'} samples under {root} "
+                         f"({DATASETS[name].layout})")
+    return samples
