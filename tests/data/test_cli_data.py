@@ -165,3 +165,24 @@ def test_timestamps_going_backwards_are_reported(tmp_path, capsys):
     assert "timestamps go backwards at 1 event(s), first at event 2 (20 us after 30 us)" in cap.err
     assert main(["data", "frames", str(f), "--T", "2", "--out", str(tmp_path / "o.npy")]) == 0
     assert "warning:" in capsys.readouterr().err
+
+
+def test_full_disk_names_the_file(tmp_path, capsys, monkeypatch):
+    import errno
+    import os
+
+    f = nmnist_file(tmp_path / "a.bin", EVENTS)
+    for d in range(10):
+        nmnist_file(tmp_path / "nm" / "Test" / str(d) / "0.bin", EVENTS)
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    monkeypatch.setattr(os, "fsync", full)
+    out = tmp_path / "o.npy"
+    assert main(["data", "frames", str(f), "--T", "2", "--out", str(out)]) == 2
+    assert capsys.readouterr().err.strip() == f"plif data: error: {out}: No space left on device"
+    assert not out.exists() and not list(tmp_path.glob(".o.npy*"))
+    assert main(["data", "prepare", "nmnist", "--root", str(tmp_path / "nm"), "--T", "2", "--test-only",
+                 "--cache-dir", str(tmp_path / "cache"), "--workers", "0", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "chunk_000000.npy: No space left on device; nothing half-written" in err and len(err.splitlines()) == 1

@@ -55,7 +55,12 @@ def run_frames(args) -> int:
 
     frames = file_to_frames(args.file, args.T, args.split, _sensor(args.sensor), args.flip_x, args.start, args.end,
                             args.allow_empty, warn=_warner("frames", args.file))
-    atomic_save_npy(args.out, frames)
+    try:
+        atomic_save_npy(args.out, frames)
+    except OSError as e:  # a full disk says which file it could not write
+        if e.filename is not None:
+            raise
+        raise OSError(e.errno, e.strerror, args.out) from None
     print(f"{args.file}: frames {tuple(frames.shape)} float32, {int(frames.sum())} events -> {args.out}")
     return 0
 
@@ -66,7 +71,12 @@ def run_show(args) -> int:
 
     frames = file_to_frames(args.file, args.T, args.split, _sensor(args.sensor), args.flip_x, args.start, args.end,
                             args.allow_empty, warn=_warner("show", args.file))
-    save_frames_grid(frames, args.out, title=f"{args.file} (T={args.T}, split={args.split}; red ON, blue OFF)")
+    try:
+        save_frames_grid(frames, args.out, title=f"{args.file} (T={args.T}, split={args.split}; red ON, blue OFF)")
+    except OSError as e:
+        if e.filename is not None:
+            raise
+        raise OSError(e.errno, e.strerror, args.out) from None
     print(f"{args.out}: {args.T} frames of {frames.shape[2]}x{frames.shape[3]}")
     return 0
 

@@ -31,6 +31,7 @@ import shutil
 import sys
 import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -74,6 +75,16 @@ def cache_key(params: dict, samples: list[EventSample]) -> str:
     for s in samples:
         h.update(json.dumps([os.path.abspath(s.path), s.label, s.start, s.end]).encode())
     return h.hexdigest()
+
+@contextmanager
+def writing(path) -> None:
+    """An ``OSError`` while writing ``path`` (a full disk: ``No space left on device``) becomes a
+    :class:`CacheError` that names the file; what was written before stays (chunks resume)."""
+    try:
+        yield
+    except OSError as e:
+        raise CacheError(f"{path}: {e.strerror or e}; nothing half-written was kept (finished chunks stay), "
+                         "free some space or use another --cache-dir, then run again") from None
 
 # ------------------------------------------------------------------ workers
 
@@ -124,9 +135,10 @@ def _build_chunk(samples: list[EventSample], out: str, T: int, split: str, senso
     buf = io.BytesIO()
     np.save(buf, arr)
     data = buf.getvalue()
-    atomic_write_bytes(out, data)
     side = {"n": len(samples), "checksum": hashlib.blake2b(data, digest_size=16).hexdigest(), "sources": sources}
-    atomic_write_bytes(out + ".json", json.dumps(side).encode())
+    with writing(out):
+        atomic_write_bytes(out, data)
+        atomic_write_bytes(out + ".json", json.dumps(side).encode())
     return len(samples)
 
 
@@ -230,7 +242,8 @@ def _build(samples, folder: Path, T, split, sensor_size, reader_opts, params, wo
         raise CacheError(f"{bad[0]}: chunk changed during the build ({len(bad)} such); run the build again")
     frames_info = _join_chunks([paths[i] for i, _ in chunks], sides, folder / "frames.npy", len(samples))
     labels = np.array([s.label for s in samples], dtype=np.int64)
-    atomic_save_npy(folder / "labels.npy", labels)
+    with writing(folder / "labels.npy"):
+        atomic_save_npy(folder / "labels.npy", labels)
     sources = {}
     for s in sides:
         sources.update(s["sources"])
@@ -239,7 +252,8 @@ def _build(samples, folder: Path, T, split, sensor_size, reader_opts, params, wo
             "files": {"frames.npy": frames_info, "labels.npy": _file_info(folder / "labels.npy", labels)}}
     if file_hash(folder / "frames.npy") != frames_info["checksum"]:  # read back what was written
         raise CacheError(f"{folder / 'frames.npy'}: checksum differs from the data written; disk error?")
-    atomic_write_bytes(folder / "meta.json", json.dumps(meta, indent=1).encode())
+    with writing(folder / "meta.json"):
+        atomic_write_bytes(folder / "meta.json", json.dumps(meta, indent=1).encode())
     shutil.rmtree(chunk_dir, ignore_errors=True)
     return folder
 
