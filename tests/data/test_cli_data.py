@@ -186,3 +186,30 @@ def test_full_disk_names_the_file(tmp_path, capsys, monkeypatch):
                  "--cache-dir", str(tmp_path / "cache"), "--workers", "0", "--quiet"]) == 2
     err = capsys.readouterr().err
     assert "chunk_000000.npy: No space left on device; nothing half-written" in err and len(err.splitlines()) == 1
+
+
+def test_older_caches_are_named_and_cleaned(tmp_path, capsys):
+    root, cache = tmp_path / "nm", tmp_path / "cache"
+    for d in range(10):
+        nmnist_file(root / "Test" / str(d) / "0.bin", EVENTS)
+    prep = ["data", "prepare", "nmnist", "--root", str(root), "--T", "2", "--test-only",
+            "--cache-dir", str(cache), "--workers", "0", "--quiet"]
+    assert main(prep) == 0
+    assert "older frame cache" not in capsys.readouterr().err
+    nmnist_file(root / "Test" / "3" / "1.bin", EVENTS)  # one more recording: a new cache folder
+    assert main(prep) == 0
+    err = capsys.readouterr().err
+    assert "note: 1 older frame cache(s) of nmnist-test-T2-count take" in err and "plif data clean" in err
+    old, new = sorted(cache.iterdir(), key=lambda p: (p / "meta.json").stat().st_mtime)
+    (cache / "nmnist-test-T2-count-0123456789abcdef").mkdir()  # an unfinished build
+    (cache / "notes").mkdir()  # not a cache: never touched
+    assert main(["data", "clean", "--cache-dir", str(cache), "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert f"would remove older {old}" in out and "would remove unfinished" in out and str(new) not in out
+    assert old.exists()
+    assert main(["data", "clean", "--cache-dir", str(cache)]) == 0
+    assert sorted(p.name for p in cache.iterdir()) == sorted([new.name, "notes"])
+    assert main(["data", "verify", str(new)]) == 0
+    assert main(["data", "clean", "--cache-dir", str(cache), "--all"]) == 0
+    assert [p.name for p in cache.iterdir()] == ["notes"]
+    assert main(["data", "clean", "--cache-dir", str(tmp_path / "nope")]) == 2

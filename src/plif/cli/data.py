@@ -136,6 +136,36 @@ def run_verify(args) -> int:
     return 1 if bad else 0
 
 
+def run_clean(args) -> int:
+    from pathlib import Path
+
+    from ..data.catalog import default_root
+    from ..data.events.clean import cache_folders, older_caches, remove_cache
+    from ..data.memory import format_bytes
+
+    base = Path(args.cache_dir) if args.cache_dir else default_root() / "frames"
+    if not base.is_dir():
+        raise FileNotFoundError(f"{base}: no such cache folder (--cache-dir)")
+    chosen = cache_folders(base) if args.all else older_caches(base)
+    if args.dataset:
+        chosen = [c for c in chosen if c.group[0] == args.dataset]
+    freed = 0
+    for c in chosen:
+        why = "unfinished" if not c.finished else "older" if not args.all else "cache"
+        if args.dry_run:
+            print(f"would remove {why} {c.path} ({format_bytes(c.nbytes)})")
+        elif remove_cache(c):
+            freed += c.nbytes
+            print(f"removed {why} {c.path} ({format_bytes(c.nbytes)})")
+        else:
+            print(f"skipped {c.path}: being built now", file=sys.stderr)
+    if not chosen:
+        print(f"nothing to remove under {base}")
+    elif not args.dry_run:
+        print(f"freed {format_bytes(freed)}")
+    return 0
+
+
 def _file_args(p) -> None:
     p.add_argument("file", help="event file (N-MNIST .bin, AEDAT 2.0 / 3.1 / 4.0; detected by content)")
     p.add_argument("--T", type=int, required=True, help="number of frames")
@@ -176,6 +206,14 @@ def register(sub) -> None:
     v.add_argument("--cache-dir", help="where frame caches are [$PLIF_DATA_ROOT/frames]")
     v.add_argument("--no-sources", action="store_true", help="do not check the recordings, only the cache files")
     v.set_defaults(func=run_verify)
+
+    c = dsub.add_parser("clean", help="remove older frame caches (all but the newest of each dataset, split, T and "
+                                      "slicing) and unfinished builds")
+    c.add_argument("--cache-dir", help="where frame caches are [$PLIF_DATA_ROOT/frames]")
+    c.add_argument("--dataset", help="only caches of this dataset")
+    c.add_argument("--all", action="store_true", help="remove every frame cache, the newest too")
+    c.add_argument("--dry-run", action="store_true", help="only list what would be removed")
+    c.set_defaults(func=run_clean)
 
     f = dsub.add_parser("frames", help="integrate one event file into frames [T, 2, H, W] saved as .npy")
     _file_args(f)
