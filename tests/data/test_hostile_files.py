@@ -117,3 +117,16 @@ def test_aedat31_negative_overflow_counter_and_timestamp(tmp_path):
     at = len(AEDAT31_HEADER) + 28 + 8 + 28 + 8 + 4
     with pytest.raises(EventFormatError, match=rf"byte offset {at}: negative timestamp -4 us \(event 2\)"):
         read_events(f)
+
+
+def test_pipes_and_devices_are_never_read(tmp_path):
+    import os
+
+    fifo = tmp_path / "rec.bin"
+    os.mkfifo(fifo)  # reading it would block forever
+    with pytest.raises(EventFormatError, match="rec.bin: byte offset 0: is not a regular file"):
+        read_events(fifo)
+    with pytest.raises(EventFormatError, match="/dev/zero: byte offset 0: is not a regular file"):
+        read_events("/dev/zero")  # would never end
+    with pytest.raises(ValueError, match="rec.bin: not a regular file"):
+        read_idx(fifo)

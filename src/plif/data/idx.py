@@ -47,6 +47,9 @@ def _read_bytes(path: Path) -> tuple[bytes, str]:
     memory available first): a small ``.gz`` that expands to gigabytes is refused after reading
     one byte more than declared, not decompressed whole.
     """
+    if not path.is_file():  # a directory, pipe or device: never read (a FIFO would block forever)
+        raise ValueError(f"{path}: not a regular file") if path.exists() else FileNotFoundError(
+            f"{path}: no such file")
     with open(path, "rb") as f:
         magic = f.read(2)
     if magic != GZIP_MAGIC:  # by content, not by extension: renamed files are common
