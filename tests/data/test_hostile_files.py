@@ -130,3 +130,31 @@ def test_pipes_and_devices_are_never_read(tmp_path):
         read_events("/dev/zero")  # would never end
     with pytest.raises(ValueError, match="rec.bin: not a regular file"):
         read_idx(fifo)
+
+
+def test_aedat4_cut_inside_its_data_table(shared_data, tmp_path):
+    data = (shared_data("aedat4") / "sample_dvxplorer.aedat4").read_bytes()
+    f = tmp_path / "x.aedat4"
+    f.write_bytes(data[:-900])  # every packet intact, the data table (an index) cut: an unfinished download
+    with pytest.raises(EventFormatError, match=r"data table's LZ4 frame is cut short: file truncated"):
+        read_events(f)
+    f.write_bytes(data + b"xx")
+    with pytest.raises(EventFormatError, match=r"followed by 2 stray bytes"):
+        read_events(f)
+
+
+def test_out_that_is_a_device_is_never_replaced(tmp_path, capsys):
+    import os
+    import stat
+
+    from plif.cli.main import main
+    node = tmp_path / "full"
+    try:
+        os.mknod(node, stat.S_IFCHR | 0o666, os.makedev(1, 7))
+    except PermissionError:
+        pytest.skip("mknod needs root")
+    rec = tmp_path / "a.bin"
+    rec.write_bytes(bytes([1, 2, 0x80, 0, 5]))
+    assert main(["data", "frames", str(rec), "--T", "1", "--out", str(node)]) == 2
+    assert "exists and is not a regular file" in capsys.readouterr().err
+    assert node.is_char_device()

@@ -17,6 +17,18 @@ def _sensor(text: str | None):
     return h, w
 
 
+def _out_file(path: str) -> str:
+    """``--out`` must be a new or a regular file: the atomic rename would replace a device node
+    (``--out /dev/full``) or a folder's entry with a plain file."""
+    from pathlib import Path
+
+    p = Path(path)
+    if p.exists() and not p.is_file():
+        kind = "a directory" if p.is_dir() else "not a regular file (a device, pipe or socket)"
+        raise ValueError(f"--out {path}: exists and is {kind}; give a file name")
+    return path
+
+
 def _warner(action: str, path: str):
     return lambda text: print(f"plif data {action}: warning: {path}: {text}", file=sys.stderr)
 
@@ -53,6 +65,7 @@ def run_frames(args) -> int:
     from ..atomic import atomic_save_npy
     from ..data.events.file import file_to_frames
 
+    _out_file(args.out)
     frames = file_to_frames(args.file, args.T, args.split, _sensor(args.sensor), args.flip_x, args.start, args.end,
                             args.allow_empty, warn=_warner("frames", args.file))
     try:
@@ -69,6 +82,7 @@ def run_show(args) -> int:
     from ..data.events.file import file_to_frames
     from ..data.preview import save_frames_grid
 
+    _out_file(args.out)
     frames = file_to_frames(args.file, args.T, args.split, _sensor(args.sensor), args.flip_x, args.start, args.end,
                             args.allow_empty, warn=_warner("show", args.file))
     try:

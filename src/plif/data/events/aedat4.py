@@ -89,6 +89,29 @@ def parse_io_header(buf: bytes, path: str | Path = "<bytes>", at: int = 0) -> di
     return {"compression": COMPRESSIONS[comp], "table_position": table_pos, "description": text}
 
 
+def _check_lz4_frame(data: bytes, at: int, path) -> None:
+    """The LZ4 frame of the data table at ``at`` must end exactly at the end of the file (its blocks
+    walked by their sizes, up to the end mark): a file cut inside its table is refused."""
+    n = len(data)
+    if n - at < 7 or data[at:at + 4] != b"\x04\x22\x4d\x18":
+        raise EventFormatError(path, at, "data table is not an LZ4 frame (file truncated or damaged)")
+    flg = data[at + 4]
+    pos = at + 7 + (8 if flg & 0x08 else 0) + (4 if flg & 0x01 else 0)
+    block_sum = 4 if flg & 0x10 else 0
+    while True:
+        if pos + 4 > n:
+            raise EventFormatError(path, min(pos, n), "data table's LZ4 frame is cut short: file truncated")
+        size = struct.unpack_from("<I", data, pos)[0] & 0x7FFFFFFF
+        pos += 4
+        if size == 0:
+            break
+        pos += size + block_sum
+    pos += 4 if flg & 0x04 else 0
+    if pos != n:
+        state = "cut short: file truncated" if pos > n else f"followed by {n - pos} stray bytes"
+        raise EventFormatError(path, min(pos, n), f"data table's LZ4 frame is {state}")
+
+
 def aedat4_layout(data: bytes, path: str | Path = "<bytes>") -> dict:
     """Check the container structure; return ``{"packets": {stream_id: count}, "data_end": offset,
     "offsets": [byte offset of each packet, in file order]}``."""
@@ -101,9 +124,15 @@ def aedat4_layout(data: bytes, path: str | Path = "<bytes>") -> dict:
     off += 4
     if hlen < 0 or off + hlen > len(data):
         raise EventFormatError(path, off - 4, f"IOHeader of {hlen} bytes overruns the file ({len(data) - off} left)")
-    table_pos = parse_io_header(data[off:off + hlen], path, off)["table_position"]
+    head = parse_io_header(data[off:off + hlen], path, off)
+    table_pos = head["table_position"]
     off += hlen
-    end = table_pos if off <= table_pos <= len(data) else len(data)
+    if table_pos > len(data):
+        raise EventFormatError(path, len(data), f"the IOHeader puts the data table at byte {table_pos}, beyond the "
+                                                f"end of the {len(data)}-byte file: truncated")
+    end = table_pos if off <= table_pos else len(data)
+    if end < len(data) and head["compression"].startswith("LZ4"):
+        _check_lz4_frame(data, end, path)
     packets: dict[int, int] = {}
     offsets: list[int] = []
     while off < end:
