@@ -127,10 +127,7 @@ def aedat4_layout(data: bytes, path: str | Path = "<bytes>") -> dict:
     head = parse_io_header(data[off:off + hlen], path, off)
     table_pos = head["table_position"]
     off += hlen
-    if table_pos > len(data):
-        raise EventFormatError(path, len(data), f"the IOHeader puts the data table at byte {table_pos}, beyond the "
-                                                f"end of the {len(data)}-byte file: truncated")
-    end = table_pos if off <= table_pos else len(data)
+    end = table_pos if off <= table_pos <= len(data) else len(data)
     if end < len(data) and head["compression"].startswith("LZ4"):
         _check_lz4_frame(data, end, path)
     packets: dict[int, int] = {}
@@ -145,6 +142,9 @@ def aedat4_layout(data: bytes, path: str | Path = "<bytes>") -> dict:
         packets[sid] = packets.get(sid, 0) + 1
         offsets.append(off)
         off += 8 + size
+    if table_pos > len(data):  # every packet whole, but the data table they announce is gone
+        raise EventFormatError(path, len(data), f"the IOHeader puts the data table at byte {table_pos}, beyond the "
+                                                f"end of the {len(data)}-byte file: truncated")
     return {"packets": packets, "data_end": end, "offsets": offsets}
 
 
