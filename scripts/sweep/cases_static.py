@@ -163,7 +163,7 @@ def _batch(n=4, label=3, shape=(None, 3072), extra=None) -> bytes:
     d = {b"data": data, b"labels": [label] * n}
     if extra:
         d.update(extra)
-    return pickle.dumps(d, protocol=2)
+    return pickle.dumps(d, protocol=3)
 
 
 class _Evil:

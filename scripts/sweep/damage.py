@@ -140,22 +140,23 @@ def io_header_with_description(text: str, table_pos: int = -1, compression: int 
     return body + b"\x00" * (-len(body) % 4)
 
 
+def io_header_fields(buf: bytes) -> tuple[int, str]:
+    """(data table position, description) of an intact IOHeader flatbuffer."""
+    pos_at, desc_at = flatbuffer_field(buf, 1), flatbuffer_field(buf, 2)
+    pos = struct.unpack_from("<q", buf, pos_at)[0] if pos_at is not None else -1
+    s = desc_at + struct.unpack_from("<I", buf, desc_at)[0]
+    n = struct.unpack_from("<I", buf, s)[0]
+    return pos, buf[s + 4:s + 4 + n].decode()
+
+
 def aedat4_described(edit=lambda text: text, compression: int = 1) -> bytes:
     """The real AEDAT 4 sample with its IOHeader rebuilt around ``edit(description)`` (the data
     table position moved by the change of header length)."""
-    import sys
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
-    from plif.data.events.aedat4 import parse_io_header
-
     data = aedat4_sample()
     _, old, _ = aedat4_parts(data)
-    info = parse_io_header(old)
-    for _ in range(2):  # the position depends on the new header's length
-        pos = info["table_position"]
-        new = io_header_with_description(edit(info["description"]), pos, compression)
-        pos = info["table_position"] + len(new) - len(old)
-        new = io_header_with_description(edit(info["description"]), pos, compression)
-    return aedat4_with_header(new, data)
+    pos, text = io_header_fields(old)
+    size = len(io_header_with_description(edit(text), pos, compression))  # the length does not depend on pos
+    return aedat4_with_header(io_header_with_description(edit(text), pos + size - len(old), compression), data)
 
 
 def write(path: Path, data: bytes) -> Path:
