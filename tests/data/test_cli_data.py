@@ -213,3 +213,16 @@ def test_older_caches_are_named_and_cleaned(tmp_path, capsys):
     assert main(["data", "clean", "--cache-dir", str(cache), "--all"]) == 0
     assert [p.name for p in cache.iterdir()] == ["notes"]
     assert main(["data", "clean", "--cache-dir", str(tmp_path / "nope")]) == 2
+
+
+def test_clean_skips_a_cache_being_built(tmp_path, capsys):
+    import fcntl
+
+    old = tmp_path / "nmnist-test-T2-count-0123456789abcdef"
+    old.mkdir()
+    with open(old / ".build.lock", "a+") as f:
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)  # a build holds it now
+        assert main(["data", "clean", "--cache-dir", str(tmp_path)]) == 0
+        assert "being built now" in capsys.readouterr().err and old.is_dir()
+    assert main(["data", "clean", "--cache-dir", str(tmp_path)]) == 0
+    assert not old.exists()

@@ -158,3 +158,17 @@ def test_out_that_is_a_device_is_never_replaced(tmp_path, capsys):
     assert main(["data", "frames", str(rec), "--T", "1", "--out", str(node)]) == 2
     assert "exists and is not a regular file" in capsys.readouterr().err
     assert node.is_char_device()
+
+
+def test_cifar_archive_member_larger_than_a_batch_is_not_read(tmp_path, monkeypatch):
+    import tarfile
+
+    from plif.data import static
+    monkeypatch.setattr(static, "CIFAR_BATCH_MAX", 1 << 20)  # the same rule, at a size a test can afford
+    info = tarfile.TarInfo("cifar-10-batches-py/test_batch")
+    info.size = 2 << 20
+    comp = zlib.compressobj(9, zlib.DEFLATED, 31)
+    blob = comp.compress(info.tobuf(format=tarfile.GNU_FORMAT)) + comp.compress(bytes((2 << 20) + 1024)) + comp.flush()
+    (tmp_path / "cifar-10-python.tar.gz").write_bytes(blob)
+    with pytest.raises(ValueError, match=r"test_batch claims 2097152 bytes, more than a CIFAR-10 batch"):
+        static.load_static("cifar10", tmp_path, train=False, download=False)
