@@ -9,7 +9,8 @@ import os
 import shutil
 
 from case import Case, Env, Result
-from damage import (AEDAT2_HEADER, aedat2, aedat31, flip_byte, nmnist_sample, nmnist_tree, truncate_file, write)
+from damage import (AEDAT2_HEADER, aedat2, aedat31, flip_byte, nmnist_sample, nmnist_tree, nudge_event, truncate_file,
+                    write)
 
 AREA = "cache"
 CASES: list[Case] = []
@@ -80,8 +81,8 @@ FILE_DAMAGE = {
     "labels-deleted": lambda f, t: (f / "labels.npy").unlink(),
     "labels-empty": lambda f, t: (f / "labels.npy").write_bytes(b""),
     "meta-deleted": lambda f, t: (f / "meta.json").unlink(),
-    "recording-edited-same-stat": lambda f, t: flip_byte(t / "nm" / "Test" / "4" / "00001.bin", 0, keep_stat=True),
-    "recording-edited": lambda f, t: flip_byte(t / "nm" / "Test" / "4" / "00001.bin", 0),
+    "recording-edited-same-stat": lambda f, t: nudge_event(t / "nm" / "Test" / "4" / "00001.bin", keep_stat=True),
+    "recording-edited": lambda f, t: nudge_event(t / "nm" / "Test" / "4" / "00001.bin"),
     "recording-deleted": lambda f, t: (t / "nm" / "Test" / "4" / "00001.bin").unlink(),
     "recording-truncated": lambda f, t: truncate_file(t / "nm" / "Test" / "2" / "00001.bin", 7),
     "recording-replaced-by-dir": lambda f, t: ((t / "nm" / "Test" / "2" / "00001.bin").unlink(),
@@ -204,7 +205,7 @@ CLASSES = ["airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "hors
 def _cifar_dvs(edit):
     def setup(tmp):
         for c in CLASSES:
-            for k in (1, 2):
+            for k in range(1, 11):  # 9 train, 1 test of each class
                 write(tmp / "cd" / c / f"cifar10_{c}_{k}.aedat", aedat2())
         edit(tmp / "cd")
     return setup

@@ -180,6 +180,18 @@ def flip_byte(path: Path, at: int, keep_stat: bool = False) -> None:
         os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
 
 
+def nudge_event(path: Path, keep_stat: bool = False) -> None:
+    """Move the first N-MNIST event one pixel, in place (same size and inode; same mtime with
+    ``keep_stat``): a valid recording with different content."""
+    st = path.stat()
+    raw = bytearray(path.read_bytes())
+    raw[0] = (raw[0] + 1) % 34
+    with open(path, "r+b") as f:
+        f.write(bytes(raw))
+    if keep_stat:
+        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+
 def skip_unless(cond: bool, why: str) -> None:
     if not cond:
         raise SkipCase(why)

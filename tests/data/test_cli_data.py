@@ -226,3 +226,11 @@ def test_clean_skips_a_cache_being_built(tmp_path, capsys):
         assert "being built now" in capsys.readouterr().err and old.is_dir()
     assert main(["data", "clean", "--cache-dir", str(tmp_path)]) == 0
     assert not old.exists()
+
+
+def test_prepare_refuses_T_zero_and_negative_workers(tmp_path, capsys):
+    base = ["data", "prepare", "nmnist", "--root", str(tmp_path), "--test-only", "--quiet"]
+    assert main(base + ["--T", "0"]) == 2  # was: 0 read as "not given", the default T used
+    assert "--T must be >= 1, got 0" in capsys.readouterr().err
+    assert main(base + ["--T", "3", "--workers", "-1"]) == 2
+    assert "--workers must be >= 0" in capsys.readouterr().err

@@ -153,3 +153,14 @@ def test_no_samples_says_what_was_looked_for(tmp_path):
     (d / "user01_led_labels.csv").write_text("class,startTime_usec,endTime_usec\n")
     with pytest.raises(ValueError, match=r"dvs128-gesture: no train samples under .* \(.*trials_to_train.txt"):
         list_samples("dvs128-gesture", tmp_path, train=True)
+
+
+def test_odd_entries_in_a_class_folder_are_refused(tmp_path):
+    root = _nmnist_tree(tmp_path / "nm")
+    (root / "Train" / "8" / "00009.bin").mkdir()
+    with pytest.raises(ValueError, match=r"Train/8/00009.bin is not a regular file"):
+        list_samples("nmnist", root, train=True)
+    (root / "Train" / "8" / "00009.bin").rmdir()
+    (root / "Train" / "8" / "00009.bin").symlink_to(tmp_path / "gone.bin")
+    with pytest.raises(ValueError, match=r"Train/8/00009.bin is a dangling link"):
+        list_samples("nmnist", root, train=True)

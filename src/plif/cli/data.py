@@ -50,7 +50,11 @@ def run_prepare(args) -> int:
     from ..data.events.cache import load_cached
     from ..data.events.load import prepare_event_frames
 
-    T = args.T or EVENT_DATASETS[args.dataset].T
+    T = EVENT_DATASETS[args.dataset].T if args.T is None else args.T
+    if T < 1:
+        raise ValueError(f"--T must be >= 1, got {T}")
+    if args.workers is not None and args.workers < 0:
+        raise ValueError(f"--workers must be >= 0 (0: build in this process), got {args.workers}")
     options = {} if args.flip_x else {"flip_x": False}
     for train in splits:
         folder = prepare_event_frames(args.dataset, args.root, T, train, args.split, args.cache_dir,
@@ -146,7 +150,7 @@ def run_verify(args) -> int:
             print(f"ok     {folder}: {meta['samples']} samples, T={meta['T']}, {len(meta['sources'])} recordings")
         except CacheError as e:
             bad += 1
-            print(f"FAILED {e}", file=sys.stderr)
+            print(f"plif data verify: error: {e}", file=sys.stderr)
     return 1 if bad else 0
 
 

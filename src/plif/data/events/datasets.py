@@ -48,7 +48,11 @@ def _class_files(d: Path, suffixes: tuple[str, ...], name: str, number) -> list[
     what = "/".join(f"*{x}" for x in suffixes)
     if not d.is_dir():
         raise FileNotFoundError(f"{name}: missing class folder {d} (expected {what} files in it)")
-    files = [f for f in d.iterdir() if f.suffix in suffixes and f.is_file()]
+    files = [f for f in d.iterdir() if f.suffix in suffixes]
+    odd = next((f for f in files if not f.is_file()), None)
+    if odd is not None:  # a folder, a dangling link, a pipe: never silently skipped
+        kind = "a dangling link" if odd.is_symlink() and not odd.exists() else "not a regular file"
+        raise ValueError(f"{name}: {odd} is {kind}; a class folder holds recordings only")
     if not files:
         raise FileNotFoundError(f"{name}: no {what} files in class folder {d}: an empty class is refused")
     seen: dict[int, Path] = {}
