@@ -1,7 +1,6 @@
 """Which device to run on, and how much memory it has free: the one place for both."""
 from __future__ import annotations
 
-import os
 
 __all__ = ["pick_device", "free_memory"]
 
@@ -26,17 +25,13 @@ def pick_device(name: str | None = "auto", check: bool = True):
 
 
 def free_memory(device) -> int:
-    """Bytes free on ``device``: CUDA's free memory, or the host's MemAvailable."""
+    """Bytes free on ``device``: CUDA's free memory, or what the host can give a new allocation
+    (``MemAvailable``, within a cgroup limit: :func:`plif.data.memory.host_memory_available`)."""
     import torch
+
+    from .data.memory import host_memory_available
 
     device = torch.device(device)
     if device.type == "cuda":
         return int(torch.cuda.mem_get_info(device)[0])
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return int(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+    return host_memory_available()

@@ -210,3 +210,40 @@ def test_real_recordings_and_damaged_copies(shared_data, tmp_path):
     bad.write_bytes(b"\xff" * 10 + real[10:])  # same size, garbage first events: refused, not decoded
     with pytest.raises(RuntimeError, match=r"byte offset 0: not a recognised event file"):
         build(root, tmp_path / "c")
+
+
+def test_verify_hashes_recordings_an_edit_that_keeps_size_mtime_inode(root, tmp_path, capsys):
+    folder = build(root, tmp_path / "c")
+    f = root / "Train" / "3" / "1.bin"
+    st = f.stat()
+    raw = bytearray(f.read_bytes())
+    raw[0] = (raw[0] + 1) % 34
+    f.write_bytes(bytes(raw))  # same inode, same size
+    os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))  # and the old mtime back
+    assert [st.st_size, st.st_mtime_ns, st.st_ino] == [f.stat().st_size, f.stat().st_mtime_ns, f.stat().st_ino]
+    check_cache(folder, sources=True)  # the cheap check on load cannot see it (docs/data.md says so)
+    assert main(["data", "verify", str(folder)]) == 1
+    assert "3/1.bin: recording changed or missing" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("edit,said", [
+    (lambda m: m.pop("T"), "key 'T' is missing"),
+    (lambda m: m.pop("sources"), "key 'sources' is missing"),
+    (lambda m: m["files"]["frames.npy"].pop("checksum"), "files['frames.npy']: key 'checksum' is missing"),
+    (lambda m: m.update(samples="20"), "'samples' is '20', expected a JSON int"),
+    (lambda m: m.update(sensor_size=[34]), "sensor_size [34], expected [H, W]"),
+    (lambda m: m["files"].pop("labels.npy"), "files: no entry for 'labels.npy'"),
+])
+def test_meta_json_missing_a_key_is_reported_and_rebuilt(root, tmp_path, capsys, edit, said):
+    import json
+
+    folder = build(root, tmp_path / "c")
+    meta = json.loads((folder / "meta.json").read_text())
+    edit(meta)
+    (folder / "meta.json").write_text(json.dumps(meta))
+    assert main(["data", "verify", str(folder)]) == 1
+    err = capsys.readouterr().err
+    assert said in err and "Traceback" not in err
+    build(root, tmp_path / "c")
+    assert "rebuilding the frame cache" in capsys.readouterr().err
+    assert check_cache(folder)["T"] == 3

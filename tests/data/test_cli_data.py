@@ -119,3 +119,121 @@ def test_prepare_refuses_an_empty_recording_unless_allowed(tmp_path, capsys):
     assert "Test/4/0.bin: EmptyRecordingError: empty recording" in capsys.readouterr().err
     assert main(args + ["--allow-empty"]) == 0
     assert "frames (10, 2, 2, 34, 34)" in capsys.readouterr().out
+
+
+def test_frames_refuse_silent_results(tmp_path, capsys):
+    f = nmnist_file(tmp_path / "a.bin", EVENTS)
+    out = tmp_path / "x.npy"
+    cases = [(["--start", "1000", "--end", "0"], "--start 1000 must be less than --end 0"),
+             (["--start", "1000"], "no events in the cut [1000, inf) us (the recording spans 10..50 us)"),
+             (["--sensor", "0,0"], "--sensor 0,0: H and W must both be >= 1"),
+             (["--sensor", "0,34"], "--sensor 0,34: H and W must both be >= 1"),
+             (["--T", "1000000000"], "frames [1000000000, 2, 34, 34] (float32, integrated from int64 counts) needs")]
+    for extra, said in cases:
+        argv = ["data", "frames", str(f), "--out", str(out)] + (["--T", "2"] if "--T" not in extra else []) + extra
+        assert main(argv) == 2, extra
+        err = capsys.readouterr().err
+        assert said in err and len(err.strip().splitlines()) == 1, err
+        assert not out.exists()
+    empty = nmnist_file(tmp_path / "e.bin", [])
+    assert main(["data", "frames", str(empty), "--T", "2", "--out", str(out)]) == 2
+    assert "no events: an empty recording; --allow-empty" in capsys.readouterr().err
+    assert main(["data", "frames", str(empty), "--T", "2", "--out", str(out), "--allow-empty"]) == 0
+    assert np.load(out).shape == (2, 2, 34, 34)
+
+
+def test_info_and_frames_share_one_sensor_rule(tmp_path, capsys):
+    import struct
+    head = b"#!AER-DAT3.1\r\n#!END-HEADER\r\n"  # no sensor named: DVS128 is assumed
+    body = struct.pack("<Ii", (200 << 17) | (5 << 2) | 3, 10)  # x = 200: outside 128x128
+    f = tmp_path / "wide.aedat"
+    f.write_bytes(head + struct.pack("<hhiiiiii", 1, 1, 8, 4, 0, 1, 1, 1) + body)
+    for argv in (["data", "info", str(f)], ["data", "frames", str(f), "--T", "1", "--out", str(tmp_path / "o.npy")]):
+        assert main(argv) == 2
+        assert "x=200, y=5 do not fit sensor (H, W) = (128, 128)" in capsys.readouterr().err
+    for argv in (["data", "info", str(f), "--sensor", "6,201"],
+                 ["data", "frames", str(f), "--T", "1", "--sensor", "6,201", "--out", str(tmp_path / "o.npy")]):
+        assert main(argv) == 0
+    capsys.readouterr()
+    g = nmnist_file(tmp_path / "a.bin", EVENTS)
+    assert main(["data", "info", str(g), "--sensor", "20,20"]) == 2
+    assert "x=33, y=33 do not fit sensor (H, W) = (20, 20)" in capsys.readouterr().err
+
+
+def test_timestamps_going_backwards_are_reported(tmp_path, capsys):
+    f = nmnist_file(tmp_path / "a.bin", [(1, 1, 1, 10), (2, 2, 1, 30), (3, 3, 0, 20), (4, 4, 1, 40)])
+    assert main(["data", "info", str(f), "--json"]) == 0
+    cap = capsys.readouterr()
+    assert json.loads(cap.out)["backward_steps"] == 1
+    assert "timestamps go backwards at 1 event(s), first at event 2 (20 us after 30 us)" in cap.err
+    assert main(["data", "frames", str(f), "--T", "2", "--out", str(tmp_path / "o.npy")]) == 0
+    assert "warning:" in capsys.readouterr().err
+
+
+def test_full_disk_names_the_file(tmp_path, capsys, monkeypatch):
+    import errno
+    import os
+
+    f = nmnist_file(tmp_path / "a.bin", EVENTS)
+    for d in range(10):
+        nmnist_file(tmp_path / "nm" / "Test" / str(d) / "0.bin", EVENTS)
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    monkeypatch.setattr(os, "fsync", full)
+    out = tmp_path / "o.npy"
+    assert main(["data", "frames", str(f), "--T", "2", "--out", str(out)]) == 2
+    assert capsys.readouterr().err.strip() == f"plif data: error: {out}: No space left on device"
+    assert not out.exists() and not list(tmp_path.glob(".o.npy*"))
+    assert main(["data", "prepare", "nmnist", "--root", str(tmp_path / "nm"), "--T", "2", "--test-only",
+                 "--cache-dir", str(tmp_path / "cache"), "--workers", "0", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "chunk_000000.npy: No space left on device; nothing half-written" in err and len(err.splitlines()) == 1
+
+
+def test_older_caches_are_named_and_cleaned(tmp_path, capsys):
+    root, cache = tmp_path / "nm", tmp_path / "cache"
+    for d in range(10):
+        nmnist_file(root / "Test" / str(d) / "0.bin", EVENTS)
+    prep = ["data", "prepare", "nmnist", "--root", str(root), "--T", "2", "--test-only",
+            "--cache-dir", str(cache), "--workers", "0", "--quiet"]
+    assert main(prep) == 0
+    assert "older frame cache" not in capsys.readouterr().err
+    nmnist_file(root / "Test" / "3" / "1.bin", EVENTS)  # one more recording: a new cache folder
+    assert main(prep) == 0
+    err = capsys.readouterr().err
+    assert "note: 1 older frame cache(s) of nmnist-test-T2-count take" in err and "plif data clean" in err
+    old, new = sorted(cache.iterdir(), key=lambda p: (p / "meta.json").stat().st_mtime)
+    (cache / "nmnist-test-T2-count-0123456789abcdef").mkdir()  # an unfinished build
+    (cache / "notes").mkdir()  # not a cache: never touched
+    assert main(["data", "clean", "--cache-dir", str(cache), "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert f"would remove older {old}" in out and "would remove unfinished" in out and str(new) not in out
+    assert old.exists()
+    assert main(["data", "clean", "--cache-dir", str(cache)]) == 0
+    assert sorted(p.name for p in cache.iterdir()) == sorted([new.name, "notes"])
+    assert main(["data", "verify", str(new)]) == 0
+    assert main(["data", "clean", "--cache-dir", str(cache), "--all"]) == 0
+    assert [p.name for p in cache.iterdir()] == ["notes"]
+    assert main(["data", "clean", "--cache-dir", str(tmp_path / "nope")]) == 2
+
+
+def test_clean_skips_a_cache_being_built(tmp_path, capsys):
+    import fcntl
+
+    old = tmp_path / "nmnist-test-T2-count-0123456789abcdef"
+    old.mkdir()
+    with open(old / ".build.lock", "a+") as f:
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)  # a build holds it now
+        assert main(["data", "clean", "--cache-dir", str(tmp_path)]) == 0
+        assert "being built now" in capsys.readouterr().err and old.is_dir()
+    assert main(["data", "clean", "--cache-dir", str(tmp_path)]) == 0
+    assert not old.exists()
+
+
+def test_prepare_refuses_T_zero_and_negative_workers(tmp_path, capsys):
+    base = ["data", "prepare", "nmnist", "--root", str(tmp_path), "--test-only", "--quiet"]
+    assert main(base + ["--T", "0"]) == 2  # was: 0 read as "not given", the default T used
+    assert "--T must be >= 1, got 0" in capsys.readouterr().err
+    assert main(base + ["--T", "3", "--workers", "-1"]) == 2
+    assert "--workers must be >= 0" in capsys.readouterr().err

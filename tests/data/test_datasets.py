@@ -1,3 +1,4 @@
+import re
 
 import pytest
 
@@ -67,3 +68,99 @@ def test_gesture_listing_and_errors(tmp_path):
         list_samples("dvs128-gesture", tmp_path, train=True)
     with pytest.raises(ValueError, match="unknown event dataset"):
         list_samples("n-caltech101", tmp_path, train=True)
+
+
+def _nmnist_tree(root, n=2):
+    for split in ("Train", "Test"):
+        for d in range(10):
+            for k in range(1, n + 1):
+                touch(root / split / str(d) / f"{k:05d}.bin")
+    return root
+
+
+def test_empty_class_folder_is_refused_in_every_dataset(tmp_path):
+    root = _nmnist_tree(tmp_path / "nm")
+    for f in (root / "Train" / "4").iterdir():
+        f.unlink()
+    with pytest.raises(FileNotFoundError, match=r"nmnist: no \*.bin files in class folder .*Train/4: an empty class"):
+        list_samples("nmnist", root, train=True)
+    for cls in CIFAR10_CLASSES:
+        (tmp_path / "c" / cls).mkdir(parents=True)
+        if cls != "dog":
+            touch(tmp_path / "c" / cls / f"cifar10_{cls}_1.aedat")
+    with pytest.raises(FileNotFoundError, match=r"cifar10-dvs: no \*.aedat/\*.aedat4 files in class folder .*dog: an empty"):
+        list_samples("cifar10-dvs", tmp_path / "c", train=True)
+
+
+@pytest.mark.parametrize("names,said", [
+    (["cifar10_cat_1.aedat", "cifar10_cat_01.aedat"], "holds cifar10_cat_01.aedat and cifar10_cat_1.aedat, both number 1"),
+    (["cifar10_cat_1.aedat", "cifar10_cat_1.aedat4"], "holds cifar10_cat_1.aedat and cifar10_cat_1.aedat4, both number 1"),
+    (["cifar10_cat_x.aedat"], "cifar10_cat_x.aedat: file name does not end in a number"),
+])
+def test_cifar10_dvs_file_numbers(tmp_path, names, said):
+    for cls in CIFAR10_CLASSES:
+        touch(tmp_path / cls / f"cifar10_{cls}_2.aedat")
+    for n in names:
+        touch(tmp_path / "cat" / n)
+    with pytest.raises(ValueError, match=re.escape(said)):
+        list_samples("cifar10-dvs", tmp_path, train=True)
+
+
+def test_nmnist_duplicate_number_and_linked_test_folder(tmp_path):
+    root = _nmnist_tree(tmp_path / "nm")
+    touch(root / "Train" / "3" / "1.bin")  # beside 00001.bin
+    with pytest.raises(ValueError, match=r"Train/3 holds 00001.bin and 1.bin, both number 1"):
+        list_samples("nmnist", root, train=True)
+    (root / "Train" / "3" / "1.bin").unlink()
+    import shutil
+    shutil.rmtree(root / "Test" / "5")
+    (root / "Test" / "5").symlink_to(root / "Train" / "5")
+    with pytest.raises(ValueError, match=r"Train/5/00001.bin is in both the train and the test split \(2 such\)"):
+        list_samples("nmnist", root, train=False)
+
+
+def _gesture(tmp_path, train_list, test_list, head=b"#!AER-DAT3.1\r\n#!END-HEADER\r\n"):
+    d = tmp_path / "DvsGesture"
+    d.mkdir(exist_ok=True)
+    (d / "trials_to_train.txt").write_text("".join(f"{r}\n" for r in train_list))
+    (d / "trials_to_test.txt").write_text("".join(f"{r}\n" for r in test_list))
+    for rec in set(train_list + test_list):
+        touch(d / rec, head)
+        (d / rec.replace(".aedat", "_labels.csv")).write_text("class,startTime_usec,endTime_usec\n1,0,10\n")
+    return d
+
+
+def test_gesture_leak_duplicate_and_wrong_format(tmp_path):
+    _gesture(tmp_path, ["user01_led.aedat", "user02_led.aedat"], ["user02_led.aedat"])
+    with pytest.raises(ValueError, match=r"user02_led.aedat is in both the train and the test split \(1 such\)"):
+        list_samples("dvs128-gesture", tmp_path, train=True)
+    with pytest.raises(ValueError, match="a train/test leak"):
+        list_samples("dvs128-gesture", tmp_path, train=False)
+    _gesture(tmp_path, ["user01_led.aedat", "user01_led.aedat"], ["user03_led.aedat"])
+    with pytest.raises(ValueError, match=r"user01_led.aedat is listed twice in .*trials_to_train.txt"):
+        list_samples("dvs128-gesture", tmp_path, train=True)
+    _gesture(tmp_path, ["user04_led.aedat"], ["user05_led.aedat"], head=b"#!AER-DAT2.0\r\n# AEChip: DVS128\r\n")
+    with pytest.raises(ValueError, match=r"user04_led.aedat: dvs128-gesture recordings are AEDAT 3.1 .*"
+                                         r"its first line is '#!AER-DAT2.0'"):
+        list_samples("dvs128-gesture", tmp_path, train=True)
+    (tmp_path / "DvsGesture" / "user05_led_labels.csv").unlink()
+    with pytest.raises(FileNotFoundError, match=r"lists user05_led.aedat, but its label file .*user05_led_labels.csv is missing"):
+        list_samples("dvs128-gesture", tmp_path, train=False)
+
+
+def test_no_samples_says_what_was_looked_for(tmp_path):
+    d = _gesture(tmp_path, ["user01_led.aedat"], ["user02_led.aedat"])
+    (d / "user01_led_labels.csv").write_text("class,startTime_usec,endTime_usec\n")
+    with pytest.raises(ValueError, match=r"dvs128-gesture: no train samples under .* \(.*trials_to_train.txt"):
+        list_samples("dvs128-gesture", tmp_path, train=True)
+
+
+def test_odd_entries_in_a_class_folder_are_refused(tmp_path):
+    root = _nmnist_tree(tmp_path / "nm")
+    (root / "Train" / "8" / "00009.bin").mkdir()
+    with pytest.raises(ValueError, match=r"Train/8/00009.bin is not a regular file"):
+        list_samples("nmnist", root, train=True)
+    (root / "Train" / "8" / "00009.bin").rmdir()
+    (root / "Train" / "8" / "00009.bin").symlink_to(tmp_path / "gone.bin")
+    with pytest.raises(ValueError, match=r"Train/8/00009.bin is a dangling link"):
+        list_samples("nmnist", root, train=True)

@@ -46,8 +46,9 @@ def _batches(cfg, mode, workers=None):
 def test_streamed_event_batches_equal_resident(nmnist_root, workers):
     cfg = dict(dataset="nmnist", data_dir=str(nmnist_root), T=3, val_split=0.2, max_train_samples=40, device="cpu")
     resident, streamed = list(_batches(cfg, "yes")), list(_batches(cfg, "no", workers))
-    # the cap makes a pool of 40, val holds out 7 of it: train 33 / 8 per epoch, test 20 / 7, val 7 / 5
-    assert len(resident) == len(streamed) == 2 * 4 + 3 + 2
+    # the stratified cap keeps 4 of each digit, val holds out 1 of each: train 30 / 8 per epoch, test 20 / 7,
+    # val 10 / 5
+    assert len(resident) == len(streamed) == 2 * 3 + 3 + 2
     for (xa, ya), (xb, yb) in zip(resident, streamed):
         assert torch.equal(xa, xb) and torch.equal(ya, yb)
 

@@ -12,7 +12,25 @@ def _sensor(text: str | None):
         h, w = (int(v) for v in text.split(","))
     except ValueError:
         raise ValueError(f"--sensor must be H,W like 128,128, got {text!r}") from None
+    if h < 1 or w < 1:
+        raise ValueError(f"--sensor {text}: H and W must both be >= 1")
     return h, w
+
+
+def _out_file(path: str) -> str:
+    """``--out`` must be a new or a regular file: the atomic rename would replace a device node
+    (``--out /dev/full``) or a folder's entry with a plain file."""
+    from pathlib import Path
+
+    p = Path(path)
+    if p.exists() and not p.is_file():
+        kind = "a directory" if p.is_dir() else "not a regular file (a device, pipe or socket)"
+        raise ValueError(f"--out {path}: exists and is {kind}; give a file name")
+    return path
+
+
+def _warner(action: str, path: str):
+    return lambda text: print(f"plif data {action}: warning: {path}: {text}", file=sys.stderr)
 
 
 def run_prepare(args) -> int:
@@ -32,7 +50,11 @@ def run_prepare(args) -> int:
     from ..data.events.cache import load_cached
     from ..data.events.load import prepare_event_frames
 
-    T = args.T or EVENT_DATASETS[args.dataset].T
+    T = EVENT_DATASETS[args.dataset].T if args.T is None else args.T
+    if T < 1:
+        raise ValueError(f"--T must be >= 1, got {T}")
+    if args.workers is not None and args.workers < 0:
+        raise ValueError(f"--workers must be >= 0 (0: build in this process), got {args.workers}")
     options = {} if args.flip_x else {"flip_x": False}
     for train in splits:
         folder = prepare_event_frames(args.dataset, args.root, T, train, args.split, args.cache_dir,
@@ -64,8 +86,15 @@ def run_frames(args) -> int:
     from ..atomic import atomic_save_npy
     from ..data.events.file import file_to_frames
 
-    frames = file_to_frames(args.file, args.T, args.split, _sensor(args.sensor), args.flip_x, args.start, args.end)
-    atomic_save_npy(args.out, frames)
+    _out_file(args.out)
+    frames = file_to_frames(args.file, args.T, args.split, _sensor(args.sensor), args.flip_x, args.start, args.end,
+                            args.allow_empty, warn=_warner("frames", args.file))
+    try:
+        atomic_save_npy(args.out, frames)
+    except OSError as e:  # a full disk says which file it could not write
+        if e.filename is not None:
+            raise
+        raise OSError(e.errno, e.strerror, args.out) from None
     print(f"{args.file}: frames {tuple(frames.shape)} float32, {int(frames.sum())} events -> {args.out}")
     return 0
 
@@ -74,8 +103,15 @@ def run_show(args) -> int:
     from ..data.events.file import file_to_frames
     from ..data.preview import save_frames_grid
 
-    frames = file_to_frames(args.file, args.T, args.split, _sensor(args.sensor), args.flip_x, args.start, args.end)
-    save_frames_grid(frames, args.out, title=f"{args.file} (T={args.T}, split={args.split}; red ON, blue OFF)")
+    _out_file(args.out)
+    frames = file_to_frames(args.file, args.T, args.split, _sensor(args.sensor), args.flip_x, args.start, args.end,
+                            args.allow_empty, warn=_warner("show", args.file))
+    try:
+        save_frames_grid(frames, args.out, title=f"{args.file} (T={args.T}, split={args.split}; red ON, blue OFF)")
+    except OSError as e:
+        if e.filename is not None:
+            raise
+        raise OSError(e.errno, e.strerror, args.out) from None
     print(f"{args.out}: {args.T} frames of {frames.shape[2]}x{frames.shape[3]}")
     return 0
 
@@ -83,7 +119,7 @@ def run_show(args) -> int:
 def run_info(args) -> int:
     from ..data.events.detect import event_info
 
-    info = event_info(args.file)
+    info = event_info(args.file, _sensor(args.sensor))
     for w in info.get("warnings", []):
         print(f"plif data info: warning: {args.file}: {w}", file=sys.stderr)
     if args.json:
@@ -131,8 +167,38 @@ def run_verify(args) -> int:
             print(f"ok     {folder}: {meta['samples']} samples, T={meta['T']}, {len(meta['sources'])} recordings")
         except CacheError as e:
             bad += 1
-            print(f"FAILED {e}", file=sys.stderr)
+            print(f"plif data verify: error: {e}", file=sys.stderr)
     return 1 if bad else 0
+
+
+def run_clean(args) -> int:
+    from pathlib import Path
+
+    from ..data.catalog import default_root
+    from ..data.events.clean import cache_folders, older_caches, remove_cache
+    from ..data.memory import format_bytes
+
+    base = Path(args.cache_dir) if args.cache_dir else default_root() / "frames"
+    if not base.is_dir():
+        raise FileNotFoundError(f"{base}: no such cache folder (--cache-dir)")
+    chosen = cache_folders(base) if args.all else older_caches(base)
+    if args.dataset:
+        chosen = [c for c in chosen if c.group[0] == args.dataset]
+    freed = 0
+    for c in chosen:
+        why = "unfinished" if not c.finished else "older" if not args.all else "cache"
+        if args.dry_run:
+            print(f"would remove {why} {c.path} ({format_bytes(c.nbytes)})")
+        elif remove_cache(c):
+            freed += c.nbytes
+            print(f"removed {why} {c.path} ({format_bytes(c.nbytes)})")
+        else:
+            print(f"skipped {c.path}: being built now", file=sys.stderr)
+    if not chosen:
+        print(f"nothing to remove under {base}")
+    elif not args.dry_run:
+        print(f"freed {format_bytes(freed)}")
+    return 0
 
 
 def _file_args(p) -> None:
@@ -143,6 +209,8 @@ def _file_args(p) -> None:
     p.add_argument("--no-flip-x", dest="flip_x", action="store_false", help="AEDAT 2.0: keep jAER's raw x (no 127 - x)")
     p.add_argument("--start", type=int, help="only events with t >= START (us)")
     p.add_argument("--end", type=int, help="only events with t < END (us)")
+    p.add_argument("--allow-empty", action="store_true",
+                   help="write all-zero frames for a recording (or cut) without events (default: refuse)")
 
 
 def register(sub) -> None:
@@ -182,6 +250,14 @@ def register(sub) -> None:
     v.add_argument("--no-sources", action="store_true", help="do not check the recordings, only the cache files")
     v.set_defaults(func=run_verify)
 
+    c = dsub.add_parser("clean", help="remove older frame caches (all but the newest of each dataset, split, T and "
+                                      "slicing) and unfinished builds")
+    c.add_argument("--cache-dir", help="where frame caches are [$PLIF_DATA_ROOT/frames]")
+    c.add_argument("--dataset", help="only caches of this dataset")
+    c.add_argument("--all", action="store_true", help="remove every frame cache, the newest too")
+    c.add_argument("--dry-run", action="store_true", help="only list what would be removed")
+    c.set_defaults(func=run_clean)
+
     f = dsub.add_parser("frames", help="integrate one event file into frames [T, 2, H, W] saved as .npy")
     _file_args(f)
     f.add_argument("--out", required=True, help="output .npy (written atomically)")
@@ -194,5 +270,6 @@ def register(sub) -> None:
 
     i = dsub.add_parser("info", help="format, event count, duration and sensor size of one event file")
     i.add_argument("file")
+    i.add_argument("--sensor", help="H,W: check the events against this size instead of the stated one")
     i.add_argument("--json", action="store_true", help="one JSON object instead of text")
     i.set_defaults(func=run_info)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["events_to_frames", "slice_index", "SPLITS"]
+from .memory import check_fits_memory
+
+__all__ = ["events_to_frames", "slice_index", "check_frame_shape", "check_coordinates", "SPLITS"]
 
 SPLITS = ("count", "time")
 
@@ -37,6 +39,34 @@ def slice_index(events: np.ndarray, T: int, split: str = "count") -> np.ndarray:
     raise ValueError(f"unknown split {split!r}; choose one of {SPLITS}")
 
 
+def check_coordinates(events: np.ndarray, sensor_size: tuple[int, int]) -> None:
+    """The one rule for events and a sensor (frames and ``plif data info`` alike): every event
+    inside ``(H, W)``, polarity 0 or 1."""
+    if len(events) == 0:
+        return
+    h, w = int(sensor_size[0]), int(sensor_size[1])
+    x, y, p = events["x"], events["y"], events["p"]
+    if int(x.max()) >= w or int(y.max()) >= h:
+        raise ValueError(f"event coordinates up to x={int(x.max())}, y={int(y.max())} do not fit sensor "
+                         f"(H, W) = ({h}, {w})")
+    if int(p.min()) < 0 or int(p.max()) > 1:
+        raise ValueError(f"polarity values must be 0 or 1, found range [{int(p.min())}, {int(p.max())}]")
+
+
+def check_frame_shape(T: int, sensor_size: tuple[int, int], samples: int = 1, hint: str | None = None) -> None:
+    """The one check every frame-producing path makes before allocating: ``T >= 1``, a sensor of
+    at least 1x1, and ``samples`` frame arrays ``[T, 2, H, W]`` (with the int64 counts they are
+    integrated from: 12 bytes per element) within the memory available."""
+    h, w = int(sensor_size[0]), int(sensor_size[1])
+    if T < 1:
+        raise ValueError(f"T must be >= 1, got {T}")
+    if h < 1 or w < 1:
+        raise ValueError(f"sensor size (H, W) = ({h}, {w}): both must be >= 1 (--sensor H,W)")
+    shape = [T, 2, h, w] if samples == 1 else [samples, T, 2, h, w]
+    check_fits_memory(int(np.prod(shape, dtype=object)) * 12, f"frames {shape} (float32, integrated from int64 counts)",
+                      hint or "lower --T (or --sensor H,W)")
+
+
 def events_to_frames(events: np.ndarray, T: int, sensor_size: tuple[int, int], split: str = "count") -> np.ndarray:
     """Integrate structured events ``[N]`` (fields t, x, y, p) into float32 frames ``[T, 2, H, W]``.
 
@@ -46,16 +76,14 @@ def events_to_frames(events: np.ndarray, T: int, sensor_size: tuple[int, int], s
     ``sensor_size = (H, W)`` are an error, not silently dropped.
     """
     h, w = int(sensor_size[0]), int(sensor_size[1])
+    check_frame_shape(T, (h, w))
     j = slice_index(events, T, split)
     if len(events) == 0:
         return np.zeros((T, 2, h, w), dtype=np.float32)
+    check_coordinates(events, (h, w))
     x = events["x"].astype(np.int64)
     y = events["y"].astype(np.int64)
     p = events["p"].astype(np.int64)
-    if x.max() >= w or y.max() >= h or x.min() < 0 or y.min() < 0:
-        raise ValueError(f"event coordinates up to x={x.max()}, y={y.max()} do not fit sensor (H, W) = ({h}, {w})")
-    if p.min() < 0 or p.max() > 1:
-        raise ValueError(f"polarity values must be 0 or 1, found range [{p.min()}, {p.max()}]")
     flat = ((j * 2 + p) * h + y) * w + x
     counts = np.bincount(flat, minlength=T * 2 * h * w)
     return counts.astype(np.float32).reshape(T, 2, h, w)

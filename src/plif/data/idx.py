@@ -12,6 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .memory import check_fits_memory
+
 __all__ = ["read_idx", "IDX_TYPES"]
 
 # type byte -> big-endian numpy dtype
@@ -27,15 +29,48 @@ IDX_TYPES = {
 GZIP_MAGIC = b"\x1f\x8b"
 
 
+def _declared_bytes(head: bytes) -> int | None:
+    """Total size (header + payload) an IDX header declares, or None when ``head`` is no IDX header."""
+    if len(head) < 4 or head[:2] != b"\x00\x00" or head[2] not in IDX_TYPES or head[3] == 0:
+        return None
+    ndim = head[3]
+    if len(head) < 4 + 4 * ndim:
+        return None
+    sizes = np.frombuffer(head, dtype=">u4", count=ndim, offset=4)
+    return 4 + 4 * ndim + int(np.prod(sizes.astype(object))) * IDX_TYPES[head[2]].itemsize
+
+
 def _read_bytes(path: Path) -> tuple[bytes, str]:
-    """Return the (decompressed) content and a word for error messages saying which offsets apply."""
-    raw = path.read_bytes()
-    if raw[:2] != GZIP_MAGIC:  # by content, not by extension: renamed files are common
-        return raw, "byte offset"
+    """Return the (decompressed) content and a word for error messages saying which offsets apply.
+
+    A gzip stream is decompressed only up to the size its IDX header declares (checked against the
+    memory available first): a small ``.gz`` that expands to gigabytes is refused after reading
+    one byte more than declared, not decompressed whole.
+    """
+    if not path.is_file():  # a directory, pipe or device: never read (a FIFO would block forever)
+        raise ValueError(f"{path}: not a regular file") if path.exists() else FileNotFoundError(
+            f"{path}: no such file")
+    with open(path, "rb") as f:
+        magic = f.read(2)
+    if magic != GZIP_MAGIC:  # by content, not by extension: renamed files are common
+        return path.read_bytes(), "byte offset"
     try:
-        return gzip.decompress(raw), "decompressed byte offset"
+        with gzip.open(path, "rb") as f:
+            head = f.read(4)
+            if len(head) == 4:
+                head += f.read(4 * head[3])
+            total = _declared_bytes(head)
+            if total is None:  # not IDX: read_idx reports the header; nothing more is needed
+                return head, "decompressed byte offset"
+            check_fits_memory(total, f"{path}: the IDX data its header declares ({total} bytes decompressed)",
+                              "is this the right file?")
+            data = head + f.read(total - len(head) + 1)
     except (EOFError, OSError, zlib.error) as e:
         raise ValueError(f"{path}: corrupt or truncated gzip stream ({e})") from None
+    if len(data) > total:
+        raise ValueError(f"{path}: the gzip stream decompresses to more than the {total} bytes its IDX header "
+                         f"declares (stopped reading at decompressed byte offset {total}): not an intact IDX file")
+    return data, "decompressed byte offset"
 
 
 def read_idx(path: str | Path, expect_type: int | None = None, expect_ndim: int | None = None) -> np.ndarray:

@@ -84,10 +84,10 @@ class Split:
         return replace(self, device=torch.device(device))
 
     def limit(self, n: int | None) -> "Split":
-        if n is None or n >= len(self):
-            return self
-        rows = torch.arange(n) if self.rows is None else self.rows[:n]
-        return replace(self, y=self.y[:n], rows=rows)
+        """At most ``n`` samples: a fixed-seed class-stratified subset (the same one in every run)."""
+        from ..data.split import stratified_subset
+
+        return self if n is None or n >= len(self) else self.subset(stratified_subset(self.y.cpu(), n, seed=0))
 
     def subset(self, idx: torch.Tensor) -> "Split":
         return replace(self, y=self.y[idx], rows=idx if self.rows is None else self.rows[idx])

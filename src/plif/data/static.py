@@ -125,6 +125,9 @@ def _find_cifar(entry: StaticDataset, root: Path) -> tuple[str, Path] | None:
     return None
 
 
+CIFAR_BATCH_MAX = 64 << 20  # bytes; one python batch of 10000 images is 31,035,704
+
+
 def _read_cifar_tar(path: Path, batches: tuple[str, ...]) -> list[tuple[np.ndarray, np.ndarray]]:
     parts = []
     try:
@@ -137,6 +140,10 @@ def _read_cifar_tar(path: Path, batches: tuple[str, ...]) -> list[tuple[np.ndarr
                     f = None
                 if f is None:
                     raise ValueError(f"{path}: archive has no file {member}")
+                size = tar.getmember(member).size
+                if size > CIFAR_BATCH_MAX:  # a batch is ~31 MB; a bomb of zeros would be read whole
+                    raise ValueError(f"{path}: {member} claims {size} bytes, more than a CIFAR-10 batch "
+                                     f"(at most {CIFAR_BATCH_MAX}): not the CIFAR-10 archive")
                 parts.append(_parse_cifar_batch(f.read(), f"{path}:{member}"))
     except (tarfile.TarError, EOFError, OSError) as e:
         raise ValueError(f"{path}: corrupt or truncated archive ({e})") from None

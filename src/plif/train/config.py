@@ -62,10 +62,13 @@ class TrainConfig:
     data_dir: str | None = field(default=None, metadata={
         "help": "folder with the dataset files (Fashion-MNIST is also found in /usr/share/datasets)"})
     max_train_samples: int | None = field(default=None, metadata={
-        "help": "use only the first N training samples (the pool --val-split then holds out its share from)"})
-    max_test_samples: int | None = field(default=None, metadata={"help": "use only the first N test samples"})
+        "help": "use N training samples: a fixed-seed, class-stratified subset (each class in its share); "
+                "--val-split then holds out its share of them"})
+    max_test_samples: int | None = field(default=None, metadata={
+        "help": "use N test samples: a fixed-seed, class-stratified subset (each class in its share)"})
     max_val_samples: int | None = field(default=None, metadata={
-        "help": "use only the first N validation samples (independent of --max-test-samples)"})
+        "help": "use N validation samples, class-stratified like --max-train-samples "
+                "(independent of --max-test-samples)"})
     val_split: float = field(default=0.0, metadata={
         "help": "hold out this fraction of each class for validation (protocol B; paper: 0.15)"})
     eval_batch_size: int = field(default=256, metadata={"help": "batch size of evaluation passes"})

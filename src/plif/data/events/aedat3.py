@@ -36,7 +36,7 @@ def parse_aedat31(data: bytes, path: str | Path = "<bytes>") -> tuple[np.ndarray
     """
     header, off = read_header_lines(data, path, MAGIC, END_HEADER)
     view = memoryview(data)
-    pieces, counts, overflows = [], [], []
+    pieces, counts, overflows, starts = [], [], [], []
     end = len(data)
     unpack = PACKET_HEADER.unpack_from
     while off < end:
@@ -45,6 +45,8 @@ def parse_aedat31(data: bytes, path: str | Path = "<bytes>") -> tuple[np.ndarray
         etype, _src, size, _tsoff, tsovf, _cap, number, _valid = unpack(data, off)
         if size <= 0 or number < 0:
             raise EventFormatError(path, off, f"bad packet header: event size {size}, event number {number}")
+        if tsovf < 0:
+            raise EventFormatError(path, off + 12, f"negative timestamp overflow counter {tsovf} in a packet header")
         payload = off + PACKET_HEADER.size
         nbytes = number * size
         if payload + nbytes > end:
@@ -57,11 +59,17 @@ def parse_aedat31(data: bytes, path: str | Path = "<bytes>") -> tuple[np.ndarray
             pieces.append(view[payload:payload + nbytes])
             counts.append(number)
             overflows.append(tsovf)
+            starts.append(payload)
         off = payload + nbytes
     ev = np.frombuffer(b"".join(pieces), dtype=_POLARITY_DTYPE)
     keep = (ev["data"] & 1).astype(bool)
     d = ev["data"][keep]
     t = ev["ts"][keep].astype(np.int64)
+    if len(t) and t.min() < 0:
+        raw = int(np.flatnonzero(keep)[int(np.argmax(t < 0))])  # index among all events of the file
+        k = int(np.searchsorted(np.cumsum(counts), raw, side="right"))
+        at = starts[k] + 8 * (raw - int(sum(counts[:k])))
+        raise EventFormatError(path, at + 4, f"negative timestamp {int(ev['ts'][raw])} us (event {raw})")
     if any(overflows):
         t |= np.repeat(np.asarray(overflows, dtype=np.int64), counts)[keep] << 31
     return make_events(t, (d >> 17) & 0x7FFF, (d >> 2) & 0x7FFF, (d >> 1) & 1), header

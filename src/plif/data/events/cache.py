@@ -32,6 +32,7 @@ import shutil
 import sys
 import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -40,7 +41,7 @@ from ...atomic import atomic_save_npy, atomic_write_bytes
 from ...progress import work_bar
 from .datasets import EventSample
 from .detect import read_events
-from ..frames import events_to_frames
+from ..frames import check_frame_shape, events_to_frames
 from .fingerprint import file_hash, file_stat, fingerprint, same_content
 from .gesture import cut_events
 
@@ -75,6 +76,16 @@ def cache_key(params: dict, samples: list[EventSample]) -> str:
     for s in samples:
         h.update(json.dumps([os.path.abspath(s.path), s.label, s.start, s.end]).encode())
     return h.hexdigest()
+
+@contextmanager
+def writing(path) -> None:
+    """An ``OSError`` while writing ``path`` (a full disk: ``No space left on device``) becomes a
+    :class:`CacheError` that names the file; what was written before stays (chunks resume)."""
+    try:
+        yield
+    except OSError as e:
+        raise CacheError(f"{path}: {e.strerror or e}; nothing half-written was kept (finished chunks stay), "
+                         "free some space or use another --cache-dir, then run again") from None
 
 # ------------------------------------------------------------------ workers
 
@@ -125,9 +136,10 @@ def _build_chunk(samples: list[EventSample], out: str, T: int, split: str, senso
     buf = io.BytesIO()
     np.save(buf, arr)
     data = buf.getvalue()
-    atomic_write_bytes(out, data)
     side = {"n": len(samples), "checksum": hashlib.blake2b(data, digest_size=16).hexdigest(), "sources": sources}
-    atomic_write_bytes(out + ".json", json.dumps(side).encode())
+    with writing(out):
+        atomic_write_bytes(out, data)
+        atomic_write_bytes(out + ".json", json.dumps(side).encode())
     return len(samples)
 
 
@@ -246,6 +258,7 @@ def build_frames_cache(samples: list[EventSample], folder: str | Path, T: int, s
     folder = Path(folder)
     if not samples:
         raise ValueError(f"{folder}: no samples to build a frame cache from")
+    check_frame_shape(T, sensor_size, samples=min(chunk_size, len(samples)), hint="lower --T")  # one chunk in memory
     if _finished(folder, T, split, len(samples), sensor_size):
         return folder
     folder.mkdir(parents=True, exist_ok=True)
@@ -265,7 +278,10 @@ def build_frames_cache(samples: list[EventSample], folder: str | Path, T: int, s
             return _build(samples, folder, T, split, sensor_size, dict(reader_opts or {}), params or {}, workers,
                           chunk_size, progress, allow_empty)
         except Exception as e:  # the processes waiting on this build fail with the same line
-            atomic_write_bytes(failed, (" ".join(str(e).split()) or type(e).__name__).encode())
+            try:
+                atomic_write_bytes(failed, (" ".join(str(e).split()) or type(e).__name__).encode())
+            except OSError:  # a full disk may refuse the note too: the builder's own error still counts
+                pass
             raise
 
 
@@ -293,7 +309,8 @@ def _build(samples, folder: Path, T, split, sensor_size, reader_opts, params, wo
         raise CacheError(f"{bad[0]}: chunk changed during the build ({len(bad)} such); run the build again")
     frames_info = _join_chunks([paths[i] for i, _ in chunks], sides, folder / "frames.npy", len(samples))
     labels = np.array([s.label for s in samples], dtype=np.int64)
-    atomic_save_npy(folder / "labels.npy", labels)
+    with writing(folder / "labels.npy"):
+        atomic_save_npy(folder / "labels.npy", labels)
     sources = {}
     for s in sides:
         sources.update(s["sources"])
@@ -302,7 +319,8 @@ def _build(samples, folder: Path, T, split, sensor_size, reader_opts, params, wo
             "files": {"frames.npy": frames_info, "labels.npy": _file_info(folder / "labels.npy", labels)}}
     if file_hash(folder / "frames.npy") != frames_info["checksum"]:  # read back what was written
         raise CacheError(f"{folder / 'frames.npy'}: checksum differs from the data written; disk error?")
-    atomic_write_bytes(folder / "meta.json", json.dumps(meta, indent=1).encode())
+    with writing(folder / "meta.json"):
+        atomic_write_bytes(folder / "meta.json", json.dumps(meta, indent=1).encode())
     shutil.rmtree(chunk_dir, ignore_errors=True)
     return folder
 
@@ -381,20 +399,43 @@ def _join_chunks(chunk_paths: list[Path], sides: list[dict], out: Path, n: int) 
 # ------------------------------------------------------------------ checks and loading
 
 
+_META_KEYS = {"T": int, "split": str, "sensor_size": list, "samples": int, "sources": dict, "files": dict}
+_FILE_KEYS = {"shape": list, "dtype": str, "bytes": int, "checksum": str, "stat": list}
+
+
 def _read_meta(folder: Path) -> dict:
+    """``meta.json`` with every key the checks use, of the right type, or a :class:`CacheError`
+    naming the missing or wrong key (a hand-edited or foreign file is reported, never a KeyError)."""
     path = folder / "meta.json"
     try:
         meta = json.loads(path.read_text())
-        if meta.get("version") != CACHE_VERSION:
-            raise CacheError(f"{path}: cache version {meta.get('version')}, this plif writes {CACHE_VERSION}")
-        meta["files"]["frames.npy"], meta["files"]["labels.npy"]
-        return meta
     except FileNotFoundError:
         raise CacheError(f"{path}: missing: not a finished frame cache") from None
-    except (ValueError, KeyError, TypeError) as e:
-        if isinstance(e, CacheError):
-            raise
+    except (OSError, ValueError) as e:
         raise CacheError(f"{path}: unreadable cache metadata ({type(e).__name__}: {e})") from None
+    if not isinstance(meta, dict):
+        raise CacheError(f"{path}: holds a JSON {type(meta).__name__}, not an object")
+    if meta.get("version") != CACHE_VERSION:
+        raise CacheError(f"{path}: cache version {meta.get('version')}, this plif writes {CACHE_VERSION}")
+
+    def need(obj: dict, keys: dict, where: str) -> None:
+        for k, typ in keys.items():
+            if k not in obj:
+                raise CacheError(f"{path}: {where}key {k!r} is missing")
+            if not isinstance(obj[k], typ) or isinstance(obj[k], bool):
+                raise CacheError(f"{path}: {where}{k!r} is {obj[k]!r}, expected a JSON {typ.__name__}")
+
+    need(meta, _META_KEYS, "")
+    for name in ("frames.npy", "labels.npy"):
+        if not isinstance(meta["files"].get(name), dict):
+            raise CacheError(f"{path}: files: no entry for {name!r}")
+        need(meta["files"][name], _FILE_KEYS, f"files[{name!r}]: ")
+    for src, fp in meta["sources"].items():
+        if not (isinstance(fp, dict) and isinstance(fp.get("stat"), list) and isinstance(fp.get("hash"), str)):
+            raise CacheError(f"{path}: sources[{src!r}] needs a stat list and a hash")
+    if len(meta["sensor_size"]) != 2:
+        raise CacheError(f"{path}: sensor_size {meta['sensor_size']!r}, expected [H, W]")
+    return meta
 
 
 def _check_file(folder: Path, name: str, info: dict, deep: bool) -> bool:
@@ -429,8 +470,9 @@ def check_cache(folder: str | Path, deep: bool = False, sources: bool = False) -
     the bad file and saying how to rebuild.
 
     Always: metadata, file sizes, npy headers, shapes against T / N / sensor, the labels'
-    checksum.  ``deep``: the frames' checksum too.  ``sources``: every recording's fingerprint
-    (its stat, and its hash where the stat changed).
+    checksum.  ``deep``: the frames' checksum too.  ``sources``: every recording's fingerprint:
+    its stat, and its hash where the stat changed, or always with ``deep`` (``plif data verify``
+    hashes every recording, so an edit that kept size, mtime and inode is found too).
     """
     folder = Path(folder)
     meta = _read_meta(folder)
@@ -447,7 +489,7 @@ def check_cache(folder: str | Path, deep: bool = False, sources: bool = False) -
         if sources:
             for p, fp in meta["sources"].items():
                 old = list(fp["stat"])
-                if not same_content(p, fp):
+                if not same_content(p, fp, always_hash=deep):
                     raise CacheError(f"{p}: recording changed or missing since the cache {folder.name} was built")
                 refreshed |= fp["stat"] != old
     except CacheError as e:

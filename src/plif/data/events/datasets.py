@@ -5,7 +5,9 @@ reads events; :mod:`.cache` turns samples into frames.
 """
 from __future__ import annotations
 
+import os
 import re
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,11 +32,51 @@ EVENT_DATASETS: dict[str, DatasetSpec] = {n: d for n, d in DATASETS.items() if d
 
 
 def _number(p: Path) -> int:
-    """The last integer in a file name (``cifar10_cat_417.aedat`` -> 417): the paper's file order."""
-    found = re.findall(r"\d+", p.stem)
+    """The integer that ends a file name (``cifar10_cat_417.aedat`` -> 417): the paper's file order.
+    Only a trailing number counts: ``cifar10_cat_x.aedat`` has none (the 10 of "cifar10" is not one)."""
+    found = re.search(r"(\d+)$", p.stem)
     if not found:
-        raise ValueError(f"{p}: file name has no number to order the split by")
-    return int(found[-1])
+        raise ValueError(f"{p}: file name does not end in a number (like cifar10_cat_417.aedat) to order the "
+                         "split by")
+    return int(found.group(1))
+
+
+def _class_files(d: Path, suffixes: tuple[str, ...], name: str, number) -> list[Path]:
+    """The recordings of one class folder in file-number order: the one rule for every dataset
+    with a folder per class.  A missing or empty class folder, and two files with the same number
+    (``cat_01`` beside ``cat_1``, or ``cat_1.aedat`` beside ``cat_1.aedat4``), are refused."""
+    what = "/".join(f"*{x}" for x in suffixes)
+    if not d.is_dir():
+        raise FileNotFoundError(f"{name}: missing class folder {d} (expected {what} files in it)")
+    files = [f for f in d.iterdir() if f.suffix in suffixes]
+    odd = next((f for f in files if not f.is_file()), None)
+    if odd is not None:  # a folder, a dangling link, a pipe: never silently skipped
+        kind = "a dangling link" if odd.is_symlink() and not odd.exists() else "not a regular file"
+        raise ValueError(f"{name}: {odd} is {kind}; a class folder holds recordings only")
+    if not files:
+        raise FileNotFoundError(f"{name}: no {what} files in class folder {d}: an empty class is refused")
+    seen: dict[int, Path] = {}
+    for f in files:
+        k = number(f)
+        if k in seen:
+            a, b = sorted([seen[k].name, f.name])
+            k = k if isinstance(k, int) else k[1]
+            raise ValueError(f"{name}: {d} holds {a} and {b}, both number {k}: a duplicate recording? "
+                             "keep one")
+        seen[k] = f
+    return [seen[k] for k in sorted(seen)]
+
+
+def _refuse_shared(name: str, these: list[Path], others: list[Path], what: str) -> None:
+    """Refuse a recording listed twice in one split, or in both splits (a train/test leak)."""
+    real = [os.path.realpath(p) for p in these]
+    twice = next((p for p, n in Counter(real).items() if n > 1), None)
+    if twice:
+        raise ValueError(f"{name}: {twice} is listed twice in {what}: every recording is one sample source once")
+    leak = set(real) & {os.path.realpath(p) for p in others}
+    if leak:
+        raise ValueError(f"{name}: {sorted(leak)[0]} is in both the train and the test split ({len(leak)} such): "
+                         "a train/test leak")
 
 
 def _first_dir(root: Path, d: DatasetSpec, must_have: str) -> Path:
@@ -48,22 +90,23 @@ def _first_dir(root: Path, d: DatasetSpec, must_have: str) -> Path:
                             f"{d.layout}, and pass --data-dir (or --root for plif data prepare).")
 
 
-def _files(folder: Path, d: DatasetSpec) -> list[Path]:
-    return [f for f in folder.iterdir() if f.is_file() and f.suffix in d.suffixes] if folder.is_dir() else []
+def _file_number(p: Path) -> tuple:
+    """Numbered files (N-MNIST's ``00017.bin``) by number, then any other name by name."""
+    return (0, int(p.stem), "") if p.stem.isdigit() else (1, 0, p.stem)
 
 
 def _split_folders(d: DatasetSpec, root: Path, train: bool) -> list[EventSample]:
     """``Train/<class>/`` and ``Test/<class>/`` (N-MNIST): the official split."""
-    split = "Train" if train else "Test"
+    split, other = ("Train", "Test") if train else ("Test", "Train")
     base = _first_dir(root, d, split)
-    samples = []
+    samples, files = [], []
     for label, cls in enumerate(d.classes):
-        files = _files(base / split / cls, d)
-        if not files:
-            raise FileNotFoundError(f"{d.name}: no {'/'.join(d.suffixes)} files in class folder {base / split / cls} "
-                                    f"(expected {split}/<class>/ for the classes {', '.join(d.classes[:3])}, ...)")
-        files.sort(key=lambda p: (len(p.stem), p.stem))
-        samples += [EventSample(str(f), label) for f in files]
+        chosen = _class_files(base / split / cls, d.suffixes, d.name, _file_number)
+        files += chosen
+        samples += [EventSample(str(f), label) for f in chosen]
+    # a Test class folder that is a link to (or holds links into) Train leaks the test set
+    others = [f for f in (base / other).glob("*/*") if f.suffix in d.suffixes] if (base / other).is_dir() else []
+    _refuse_shared(d.name, files, others, f"{base / split}")
     return samples
 
 
@@ -74,11 +117,8 @@ def _class_folders(d: DatasetSpec, root: Path, train: bool, train_fraction: floa
     base = _first_dir(root, d, d.classes[0])
     samples = []
     for label, cls in enumerate(d.classes):
-        files = _files(base / cls, d)
-        if not files:
-            raise FileNotFoundError(f"{d.name}: no {'/'.join(d.suffixes)} files in class folder {base / cls}")
-        files.sort(key=_number)
-        n_train = int(round(fraction * len(files)))  # CIFAR10-DVS: 900 of 1000
+        files = _class_files(base / cls, d.suffixes, d.name, _number)
+        n_train = int(round(fraction * len(files)))  # CIFAR10-DVS: 900 of 1000, the paper's split
         chosen = files[:n_train] if train else files[n_train:]
         samples += [EventSample(str(f), label) for f in chosen]
     return samples
@@ -87,17 +127,35 @@ def _class_folders(d: DatasetSpec, root: Path, train: bool, train_fraction: floa
 def _gesture_trials(d: DatasetSpec, root: Path, train: bool) -> list[EventSample]:
     """DVS128 Gesture: the trials listed in ``trials_to_train.txt`` / ``trials_to_test.txt``, each cut
     into one sample per gesture by its ``_labels.csv``."""
-    lst = "trials_to_train.txt" if train else "trials_to_test.txt"
+    lst, other = ("trials_to_train.txt", "trials_to_test.txt") if train else ("trials_to_test.txt", "trials_to_train.txt")
     base = _first_dir(root, d, lst)
+    recs = read_trials(base / lst)
+    others = read_trials(base / other) if (base / other).is_file() else []
+    _refuse_shared(d.name, [base / r for r in recs], [base / r for r in others], str(base / lst))
     samples = []
-    for rec in read_trials(base / lst):
+    for rec in recs:
         path = base / rec
         labels_csv = base / (path.stem + "_labels.csv")
         if not path.is_file():
             raise FileNotFoundError(f"{d.name}: {base / lst} lists {rec}, but {path} is missing")
+        if not labels_csv.is_file():
+            raise FileNotFoundError(f"{d.name}: {base / lst} lists {rec}, but its label file {labels_csv} "
+                                    "is missing")
+        _check_version(path, b"#!AER-DAT3.1", f"{d.name} recordings are AEDAT 3.1")
         for row in read_gesture_labels(labels_csv):
             samples.append(EventSample(str(path), int(row["cls"]) - 1, int(row["start"]), int(row["end"])))
     return samples
+
+
+def _check_version(path: Path, magic: bytes, what: str) -> None:
+    """Refuse a recording of another format by its first line, before any event is read (an
+    AEDAT 2.0 file given as a Gesture recording was read as an 'empty' one)."""
+    with open(path, "rb") as f:
+        head = f.read(64)
+    if not head.startswith(magic):
+        first = head.split(b"\n", 1)[0].strip().decode("latin-1", "replace")[:40]
+        found = f"its first line is {first!r}" if first.startswith("#!AER-DAT") else "it has no AEDAT version line"
+        raise ValueError(f"{path}: {what} (a '{magic.decode()}' first line); {found}")
 
 
 # DatasetSpec.loader -> lister: a dataset laid out like another needs only its record
@@ -114,4 +172,7 @@ def list_samples(name: str, root: str | Path, train: bool, **options) -> list[Ev
     if name not in EVENT_DATASETS:
         raise ValueError(f"unknown event dataset {name!r}; known: {sorted(EVENT_DATASETS)}")
     d = EVENT_DATASETS[name]
-    return LISTERS[d.loader](d, Path(root).expanduser(), train, **options)
+    samples = LISTERS[d.loader](d, Path(root).expanduser(), train, **options)
+    if not samples:
+        raise ValueError(f"{name}: no {'train' if train else 'test'} samples under {root} ({d.layout})")
+    return samples

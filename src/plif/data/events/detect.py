@@ -8,7 +8,7 @@ import numpy as np
 from . import aedat2, aedat3, aedat4, nmnist
 from .types import EventFormatError, read_file_bytes
 
-__all__ = ["detect_format", "read_events", "event_info", "FORMATS"]
+__all__ = ["detect_format", "read_events", "read_with_sensor", "event_info", "time_warnings", "FORMATS"]
 
 FORMATS = ("nmnist", "aedat2", "aedat3.1", "aedat4")
 
@@ -70,27 +70,64 @@ def _sensor_from_header(lines: list[str]) -> tuple[int, int] | None:
     return None
 
 
-def event_info(path: str | Path) -> dict:
-    """Summary of one file: format, event count, first/last time and duration (us), sensor size
-    ``(H, W)`` when the format or header states it, and the extent actually observed."""
+def read_with_sensor(path: str | Path, flip_x: bool = True, atis_sensor: tuple[int, int] | None = None
+                     ) -> tuple[np.ndarray, tuple[int, int] | None, str, int]:
+    """``(events, sensor_size, format, file bytes)`` of one file, read once: the sensor ``(H, W)``
+    the format or header states (N-MNIST 34x34, AEDAT 2 / 3.1 from the header or DVS128, AEDAT 4
+    from its stream description).  ``atis_sensor``: a headerless ATIS ``.bin`` is read up to this
+    size (as :func:`read_events`' ``sensor_size``) and reported with it."""
     data = read_file_bytes(path)
-    fmt = _format_of(data[:64], path)
-    sensor = None
+    fmt = _format_of(data[:64], path, atis=atis_sensor is not None)
     if fmt == "aedat4":
         ev, sensor = aedat4.read_aedat4(path, with_sensor=True)
     elif fmt == "aedat3.1":
         ev, lines = aedat3.parse_aedat31(data, path)
         sensor = _sensor_from_header(lines) or aedat2.DVS128_SENSOR
     elif fmt == "aedat2":
-        ev, lines = aedat2.parse_aedat2(data, path)
+        ev, lines = aedat2.parse_aedat2(data, path, flip_x)
         sensor = _sensor_from_header(lines) or aedat2.DVS128_SENSOR
     else:
-        ev, sensor = nmnist.parse_nmnist(data, path), nmnist.NMNIST_SENSOR
+        ev, sensor = nmnist.parse_nmnist(data, path, atis_sensor), atis_sensor or nmnist.NMNIST_SENSOR
+    return ev, sensor, fmt, len(data)
+
+
+def backward_steps(t: np.ndarray) -> int:
+    """How many events are earlier than the event before them (0 for a time-ordered stream)."""
+    return int(np.count_nonzero(t[1:] < t[:-1])) if len(t) > 1 else 0
+
+
+def time_warnings(events: np.ndarray) -> list[str]:
+    """What a user should hear about a stream's timestamps: going backwards (cameras can write a
+    few such events; ``count`` slicing then follows file order, ``time`` slicing the timestamps)."""
+    back = backward_steps(events["t"])
+    if not back:
+        return []
+    i = int(np.argmax(events["t"][1:] < events["t"][:-1])) + 1
+    return [f"timestamps go backwards at {back} event(s), first at event {i} ({int(events['t'][i])} us after "
+            f"{int(events['t'][i - 1])} us); --split count follows file order, --split time the timestamps"]
+
+
+def event_info(path: str | Path, sensor_size: tuple[int, int] | None = None) -> dict:
+    """Summary of one file: format, event count, first/last time and duration (us), sensor size
+    ``(H, W)`` when the format or header states it (or ``sensor_size`` when given), and the extent
+    actually observed.  Events outside the sensor are an error, by the same rule as for frames."""
+    from ..frames import check_coordinates
+
+    ev, sensor, fmt, nbytes = read_with_sensor(path)
+    if sensor_size is not None:
+        sensor = tuple(sensor_size)
+    if sensor is not None:
+        try:
+            check_coordinates(ev, sensor)
+        except ValueError as e:
+            raise ValueError(f"{path}: {e}") from None
     n = len(ev)
-    info = {"path": str(path), "format": fmt, "events": n, "bytes": len(data), "sensor_size": sensor,
+    warnings = [] if n else ["no events: an empty recording (datasets refuse it unless allow_empty=True)"]
+    info = {"path": str(path), "format": fmt, "events": n, "bytes": nbytes, "sensor_size": sensor,
             "t_first_us": int(ev["t"][0]) if n else None, "t_last_us": int(ev["t"][-1]) if n else None,
             "duration_us": int(ev["t"].max() - ev["t"].min()) if n else 0,
             "observed_size": (int(ev["y"].max()) + 1, int(ev["x"].max()) + 1) if n else None,
             "on_fraction": float(ev["p"].mean()) if n else None,
-            "warnings": [] if n else ["no events: an empty recording (datasets refuse it unless allow_empty=True)"]}
+            "backward_steps": backward_steps(ev["t"]),
+            "warnings": warnings + time_warnings(ev)}
     return info

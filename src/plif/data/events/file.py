@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
-from ..frames import events_to_frames
-from .detect import event_info, read_events
+from ..frames import check_frame_shape, events_to_frames
+from .detect import read_with_sensor, time_warnings
 from .gesture import cut_events
 from .nmnist import ATIS_SENSOR
 
@@ -22,21 +23,38 @@ def frames_of_events(events: np.ndarray, T: int, sensor_size: tuple[int, int], s
 
 
 def file_to_frames(path: str | Path, T: int, split: str = "count", sensor_size: tuple[int, int] | None = None,
-                   flip_x: bool = True, start: int | None = None, end: int | None = None) -> np.ndarray:
+                   flip_x: bool = True, start: int | None = None, end: int | None = None,
+                   allow_empty: bool = False, warn: Callable[[str], None] | None = None) -> np.ndarray:
     """Frames ``[T, 2, H, W]`` float32 of one event file (optionally its ``[start, end)`` µs cut).
 
     ``sensor_size=None`` takes the size the format or header states (N-MNIST 34x34, DVS128
-    128x128, AEDAT 4 from the file); an N-Caltech101 ``.bin`` needs it given (180x240).
+    128x128, AEDAT 4 from the file); an N-Caltech101 ``.bin`` needs it given (180x240).  A
+    recording, or a cut, without events is an error unless ``allow_empty`` (all-zero frames then);
+    ``warn`` hears about timestamps going backwards.
     """
-    given = sensor_size is not None
-    if sensor_size is None:
-        sensor_size = event_info(path)["sensor_size"]
-        if sensor_size is None:
-            raise ValueError(f"{path}: the file does not state its sensor size; give it (--sensor H,W)")
+    if start is not None and end is not None and start >= end:
+        raise ValueError(f"--start {start} must be less than --end {end} (the cut is [start, end) us)")
+    if sensor_size is not None:
+        check_frame_shape(T, sensor_size)  # a hopeless --T / --sensor is refused before the file is read
     # a given sensor may be an ATIS recording's (N-Caltech101): read .bin files up to the whole ATIS
     # sensor, and let the frames say which events do not fit the size given
-    events = read_events(path, flip_x=flip_x, sensor_size=ATIS_SENSOR if given else None)
+    events, stated, _, _ = read_with_sensor(path, flip_x, ATIS_SENSOR if sensor_size is not None else None)
+    if sensor_size is None:
+        sensor_size = stated
+        if sensor_size is None:
+            raise ValueError(f"{path}: the file does not state its sensor size; give it (--sensor H,W)")
+    if warn is not None:
+        for w in time_warnings(events):
+            warn(w)
+    whole = events
     if start is not None or end is not None:
         events = cut_events(events, start if start is not None else np.iinfo(np.int64).min,
                             end if end is not None else np.iinfo(np.int64).max)
+    if len(events) == 0 and not allow_empty:
+        if len(whole):
+            span = f"the recording spans {int(whole['t'].min())}..{int(whole['t'].max())} us"
+            cut = f"[{'-inf' if start is None else start}, {'inf' if end is None else end})"
+            raise ValueError(f"{path}: no events in the cut {cut} us ({span}); "
+                             "--allow-empty writes all-zero frames")
+        raise ValueError(f"{path}: no events: an empty recording; --allow-empty writes all-zero frames")
     return frames_of_events(events, T, sensor_size, split, path)

@@ -1,6 +1,7 @@
 """``load_event_frames``: the one call training makes for an event dataset."""
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -34,8 +35,26 @@ def prepare_event_frames(name: str, root: str | Path | None, T: int, train: bool
     key = cache_key(params, samples)
     base = Path(cache_dir) if cache_dir is not None else default_root() / "frames"
     folder = base / f"{name}-{'train' if train else 'test'}-T{T}-{split}-{key[:16]}"
-    return build_frames_cache(samples, folder, T, split, info.sensor_size, reader_opts, params,
-                              workers=workers, progress=progress, allow_empty=allow_empty)
+    fresh = not (folder / "meta.json").is_file()
+    folder = build_frames_cache(samples, folder, T, split, info.sensor_size, reader_opts, params,
+                                workers=workers, progress=progress, allow_empty=allow_empty)
+    if fresh:
+        _say_older(base, folder)
+    return folder
+
+
+def _say_older(base: Path, folder: Path) -> None:
+    """After a new build: name the older caches of the same dataset, split, T and slicing (they
+    pile up silently otherwise) and how to remove them."""
+    from .clean import older_caches
+    from ..memory import format_bytes
+
+    group = folder.name.rsplit("-", 1)[0]
+    old = [c for c in older_caches(base, keep=folder) if c.path.name.rsplit("-", 1)[0] == group]
+    if old:
+        print(f"plif: note: {len(old)} older frame cache(s) of {group} take {format_bytes(sum(c.nbytes for c in old))} "
+              f"under {base} (e.g. {old[0].path.name}); plif data clean --cache-dir {base} removes them",
+              file=sys.stderr)
 
 
 def load_event_frames(name: str, root: str | Path | None, T: int, train: bool, split: str = "count",

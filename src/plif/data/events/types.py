@@ -26,6 +26,8 @@ def read_file_bytes(path: str | Path) -> bytes:
     p = Path(path)
     if p.is_dir():
         raise EventFormatError(path, 0, "is a directory, not an event file")
+    if p.exists() and not p.is_file():  # a FIFO would block forever, /dev/zero never end
+        raise EventFormatError(path, 0, "is not a regular file (a pipe, device or socket), not an event file")
     try:
         return p.read_bytes()
     except FileNotFoundError:
