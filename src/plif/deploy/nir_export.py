@@ -67,7 +67,7 @@ from .bn_folding import fold_batchnorm, inner, is_batchnorm
 from .nir_import import _meta, from_nir, rate_from_tau, threshold_to_nir
 from .nir_targets import check_target, target_dt
 from ..atomic import atomic_path
-from .spike_inference import keeps_binary
+from ..models.structure import spike_inputs
 
 __all__ = ["to_nir", "write_nir", "verify_nir", "export_nir", "tau_for_rate", "NIRExportError", "InexactLeakWarning"]
 
@@ -202,9 +202,10 @@ def to_nir(net: SpikingNetwork, dt: float | None = None, target: str = "generic"
         raise NIRExportError(str(e)) from None
     folded = fold_batchnorm(net)
     nodes = {"input": nir.Input(input_type={"input": np.array(folded.input_shape)})}
-    shape, binary = tuple(folded.input_shape), False
+    shape = tuple(folded.input_shape)
+    fed_spikes = spike_inputs(folded.layers)
     scale_next = None  # 1/(kh kw) of a sum-pool still to be folded into the next conv/linear
-    for i, (layer, info) in enumerate(zip(folded.layers, folded.info)):
+    for i, (layer, info, binary) in enumerate(zip(folded.layers, folded.info, fed_spikes)):
         m = inner(layer)
         where = f"layer {i} ({info.token})"
         if is_batchnorm(layer):
@@ -252,7 +253,6 @@ def to_nir(net: SpikingNetwork, dt: float | None = None, target: str = "generic"
             nodes[f"{i}_{type(m).__name__.lower()}"] = _neuron_node(nir, m, info.out_shape, where, dt)
         else:
             raise NIRExportError(f"{where}: no NIR mapping for {type(m).__name__}")
-        binary = isinstance(layer, SpikingNeuron) or (binary and keeps_binary(layer))
         shape = tuple(info.out_shape)
     nodes["output"] = nir.Output(output_type={"output": np.array(shape)})
     names = list(nodes)
