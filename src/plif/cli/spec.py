@@ -3,11 +3,23 @@ from __future__ import annotations
 
 
 def _shape(text: str) -> tuple:
+    from ..models.notation import MAX_INT
+
     try:
         shape = tuple(int(v) for v in text.split(","))
     except ValueError:
         raise ValueError(f"--input must be comma-separated integers like 1,28,28, got {text!r}") from None
+    if len(shape) not in (1, 3) or not all(1 <= v <= MAX_INT for v in shape):
+        raise ValueError(f"--input must be C,H,W or N with each between 1 and {MAX_INT} (2^31-1), got {text!r}")
     return shape
+
+
+def _positive(name: str, value: int) -> int:
+    from ..models.notation import MAX_INT
+
+    if not 1 <= value <= MAX_INT:
+        raise ValueError(f"{name} must be between 1 and {MAX_INT} (2^31-1), got {value}")
+    return value
 
 
 def run_spec(args) -> int:
@@ -17,7 +29,8 @@ def run_spec(args) -> int:
 
     # shapes and parameter counts need no weights: meta tensors have sizes but no storage
     with torch.device("meta"):
-        net = build_network(args.network, _shape(args.input), args.T, neuron=args.neuron, tau0=args.tau0)
+        net = build_network(args.network, _shape(args.input), _positive("--T", args.T), neuron=args.neuron,
+                            tau0=args.tau0)
     print(layer_table(net))
     return 0
 

@@ -22,13 +22,13 @@ import torch
 
 from ..models import build_network
 from ..progress import sample_bar
-from .checkpoint import load_checkpoint, save_checkpoint
-from .config import TrainConfig, config_diff, pick_device, resolve_config
+from .checkpoint import check_finite, load_checkpoint, save_checkpoint
+from .config import TrainConfig, check_network, check_outputs, config_diff, pick_device, resolve_config
 from .data import epoch_generator, load_train_data
 from .distributed import all_reduce_sum, init_distributed, shutdown
 from .graph import GraphTrainer, autocast_context, check_graph_options, graph_adam
 from .loop import Diverged, adam, evaluate, nonfinite_count, train_epoch
-from .run_folder import CHECKPOINTS, RunFolder, prepare_out, read_metrics
+from .run_folder import CHECKPOINT_DIR, CHECKPOINTS, RunFolder, prepare_out, read_metrics
 
 __all__ = ["train", "default_run_dir", "read_metrics"]
 
@@ -62,42 +62,55 @@ class _Session:
 
 # --- set-up steps ------------------------------------------------------------------------------
 
-def setup_run_folder(cfg: TrainConfig, resume: bool, main: bool, log) -> tuple[RunFolder, bool]:
+def setup_run_folder(cfg: TrainConfig, resume: bool, main: bool, log,
+                     restart: bool = False) -> tuple[RunFolder, bool, list]:
     """Check ``--out`` can be written, lock it, clean what a killed run left, decide fresh or resume.
 
-    Returns ``(locked folder, resume)``; ``resume`` is False when the folder has no finished epoch
-    (such a run starts again, with or without ``--resume``).
+    Returns ``(locked folder, resume, folders created)``; ``resume`` is False when the folder has
+    no finished epoch (such a run starts again, with or without ``--resume``).  A folder recording
+    finished epochs is never cleared without ``restart``: it is resumed from ``last.pt`` or refused
+    with a message naming what is missing.
     """
     folder = RunFolder(cfg.out or default_run_dir(cfg))
     if not main:
-        return folder, resume and folder.has_finished_epoch()
-    prepare_out(folder.path)
+        return folder, resume and folder.has_finished_epoch(), []
+    if restart and resume:
+        raise ValueError("--restart deletes the run in --out and --resume continues it: give one of them")
+    created = prepare_out(folder.path)
+    folder.refuse_links()
     folder.lock()
     try:
-        finished = folder.has_finished_epoch()  # only now: another run may have finished meanwhile
+        folder.refuse_links()  # again under the lock: the state is only read now
         folder.clean_stale_temporaries()
-        if resume and not finished and not folder.has_config():
+        if restart:
+            gone = folder.delete_run()
+            if gone:
+                log(f"--restart: deleted {', '.join(gone)} in {folder.path}")
+        records, finished = folder.epoch_records(), folder.has_finished_epoch()
+        if resume and not records and not folder.has_config():
             raise FileNotFoundError(f"--resume: {folder.path} holds no run (no config.json)")
+        if records and not finished:
+            raise ValueError(f"{folder.path}: {', '.join(records)} record finished epochs, but "
+                             f"{CHECKPOINT_DIR}/{CHECKPOINTS['last']} (what a run continues from) is missing; nothing "
+                             "was changed; put it back to --resume, pass --restart to delete this run and train "
+                             "from scratch, or choose another --out")
         if not resume and finished:
-            raise ValueError(f"{folder.path} already holds a run; pass --resume to continue it or choose another --out")
+            raise ValueError(f"{folder.path} already holds a run; pass --resume to continue it, --restart to delete "
+                             "it and train from scratch, or choose another --out")
         if not finished and folder.has_config():
             log(f"{folder.path}: the run there finished no epoch; starting it again")
             folder.clear_unfinished()
     except BaseException:
         folder.unlock()
         raise
-    return folder, resume and finished
+    return folder, resume and finished, created
 
 
 def setup_model(cfg: TrainConfig, device: torch.device) -> torch.nn.Module:
     """The network, seeded, on ``device``; its output width must equal the dataset's classes."""
     torch.manual_seed(cfg.seed)
     model = build_network(cfg.network, cfg.input_shape, cfg.T, **cfg.network_kwargs())
-    out = model.info[-1].out_shape if model.info else tuple(cfg.input_shape)
-    if tuple(out) != (cfg.num_classes,):
-        raise ValueError(f"--network {cfg.network!r}: gives outputs of shape {tuple(out)} per sample, but "
-                         f"{cfg.dataset} has {cfg.num_classes} classes; end the network with "
-                         f"{cfg.num_classes} outputs (e.g. ...-FC{cfg.num_classes * 10}-PLIF-APk10s10)")
+    check_outputs(model, cfg)
     model.set_memory(cfg.memory_options())  # --memory / --checkpoint-blocks: what backward keeps
     return model.to(device)
 
@@ -113,6 +126,9 @@ def setup_optimizer(model, cfg: TrainConfig, device: torch.device):
 def restore(s: _Session, log) -> None:
     """Load ``last.pt`` into the model, optimiser and schedule; refuse a different config."""
     state = load_checkpoint(s.folder.checkpoint("last"), map_location=s.device)
+    check_finite(state, s.folder.checkpoint("last"))  # a NaN last.pt is nothing to continue from
+    if not isinstance(state.get("epoch"), int) or state["epoch"] < 1:
+        raise ValueError(f"{s.folder.checkpoint('last')}: not a plif resume checkpoint (no finished epoch in it)")
     diffs = config_diff(state["config"], s.cfg_dict)
     if diffs:
         raise ValueError(f"--resume: {s.folder.path} was started with a different config:\n" + "\n".join(diffs))
@@ -120,9 +136,31 @@ def restore(s: _Session, log) -> None:
     s.optimizer.load_state_dict(state["optimizer"])
     s.scheduler.load_state_dict(state["scheduler"])
     s.start_epoch = state["epoch"]
-    s.metrics = [m for m in read_metrics(s.folder.path) if m["epoch"] <= s.start_epoch]
+    s.metrics = _resumed_metrics(s, state, log)
     if s.main:
         log(f"resuming {s.folder.path} after epoch {s.start_epoch}")
+
+
+def _resumed_metrics(s: _Session, state: dict, log) -> list[dict]:
+    """The rows of epochs 1..E of a resume after epoch E: from ``metrics.jsonl``, or, when that is
+    damaged or short, from the copy ``last.pt`` keeps (and ``metrics.jsonl`` is rewritten); refused
+    naming the file when neither has them all."""
+    last, notes = s.folder.checkpoint("last"), []
+    want = list(range(1, s.start_epoch + 1))
+    rows = [m for m in read_metrics(s.folder.path, notes) if isinstance(m.get("epoch"), int) and m["epoch"] <= s.start_epoch]
+    if [m["epoch"] for m in rows] == want:
+        return rows
+    saved = state.get("metrics")
+    if isinstance(saved, list) and [m.get("epoch") if isinstance(m, dict) else None for m in saved] == want:
+        if s.main:
+            s.folder.write_metrics(saved)
+            log(f"{s.folder.metrics} was damaged or short ({'; '.join(notes) or f'{len(rows)} of {len(want)} epochs'}); "
+                f"rewrote it from the copy in {last}")
+        return list(saved)
+    raise ValueError(f"--resume: {s.folder.metrics} records epochs {[m['epoch'] for m in rows]} but {last} is after "
+                     f"epoch {s.start_epoch}" + (f" ({'; '.join(notes)})" if notes else "")
+                     + "; nothing was changed; put metrics.jsonl back, or pass --restart to delete this run and "
+                     "train from scratch")
 
 
 def setup_parallel(s: _Session) -> torch.nn.Module:
@@ -140,8 +178,9 @@ def setup_parallel(s: _Session) -> torch.nn.Module:
     return net
 
 
-def _setup(cfg: TrainConfig, resume: bool, log) -> _Session:
+def _setup(cfg: TrainConfig, resume: bool, log, restart: bool = False) -> _Session:
     cfg = resolve_config(cfg)
+    check_network(cfg)  # built on the meta device: a bad network is refused before the folder is touched
     device = pick_device(cfg.device)
     dist = init_distributed(device.type)
     if dist.world > 1 and device.type == "cuda":
@@ -152,9 +191,10 @@ def _setup(cfg: TrainConfig, resume: bool, log) -> _Session:
         from .tb_log import summary_writer_class
 
         summary_writer_class()  # missing package: refused before the run folder is touched
-    folder, resume = setup_run_folder(cfg, resume, dist.is_main, log)
+    folder, resume, created = setup_run_folder(cfg, resume, dist.is_main, log, restart)
     s = _Session(cfg, {**cfg.to_dict(), "out": str(folder.path)}, folder, device, dist, dist.is_main, resume,
                  metrics=[])
+    new_tensorboard = not folder.tensorboard.exists()
     try:
         if s.main and not resume:
             folder.write_config(s.cfg_dict)  # before the data loads: a full disk fails now
@@ -178,6 +218,10 @@ def _setup(cfg: TrainConfig, resume: bool, log) -> _Session:
         if cfg.cuda_graph:  # captured lazily, after any resume has loaded the state it replays on
             s.trainer = GraphTrainer(s.model, s.optimizer, cfg.num_classes, device, amp=cfg.amp)
     except BaseException:
+        if s.tb is not None:
+            s.tb.close()
+        if s.main and not resume:  # a refused fresh run leaves no stub run folder behind
+            folder.discard_new(created, new_tensorboard)
         folder.unlock()
         raise
     return s
@@ -185,13 +229,15 @@ def _setup(cfg: TrainConfig, resume: bool, log) -> _Session:
 
 # --- the loop ----------------------------------------------------------------------------------
 
-def train(cfg: TrainConfig, resume: bool = False, log=print) -> Path:
+def train(cfg: TrainConfig, resume: bool = False, log=print, restart: bool = False) -> Path:
     """Train with ``cfg`` (validated and resolved here); returns the run folder.
 
     resume: continue the run in ``cfg.out`` from its ``last.pt``; refuses when the stored config
     differs in anything but the number of epochs, the device or logging.
+    restart: delete the run already in ``cfg.out`` (config, metrics, summary, checkpoints,
+    TensorBoard logs) and train from scratch; without it a finished epoch is never deleted.
     """
-    s = _setup(cfg, resume, log)
+    s = _setup(cfg, resume, log, restart)
     cfg, folder = s.cfg, s.folder
     reduce = all_reduce_sum if s.dist.world > 1 else None
     steps = s.data.steps_per_epoch(cfg.batch_size, s.dist.world)
@@ -205,9 +251,11 @@ def train(cfg: TrainConfig, resume: bool = False, log=print) -> Path:
         for epoch in range(s.start_epoch, cfg.epochs):
             row, rates = _run_epoch(s, epoch, steps, reduce)
             s.scheduler.step()
-            s.metrics.append(row)
             if s.main:
-                _save_epoch(s, row)
+                _save_epoch(s, row)  # appends the row once everything of the epoch is written
+            else:
+                s.metrics.append(row)
+            if s.main:
                 if s.tb is not None:
                     s.tb.epoch(row, rates)
                 log(_epoch_line(row, cfg))
@@ -217,9 +265,16 @@ def train(cfg: TrainConfig, resume: bool = False, log=print) -> Path:
             log(f"\ninterrupted; the last complete epoch is saved in {folder.checkpoint('last')} "
                 f"(continue with --resume --out {folder.path})")
         raise
+    except BaseException:
+        finished = False
+        raise
     finally:
         if s.main and s.metrics:
-            folder.write_summary(_summary(s.metrics, cfg, folder.path, finished and len(s.metrics) == cfg.epochs))
+            try:
+                folder.write_summary(_summary(s.metrics, cfg, folder.path, finished and len(s.metrics) == cfg.epochs))
+            except OSError:
+                if finished:
+                    raise  # otherwise the error already on its way (e.g. the same full disk) is the one to report
         if s.tb is not None:
             s.tb.close()
         folder.unlock()
@@ -231,8 +286,12 @@ def train(cfg: TrainConfig, resume: bool = False, log=print) -> Path:
 
 def _diverged(s: _Session, epoch: int) -> FloatingPointError:
     last = s.folder.checkpoint("last")
-    good = (f"the last good checkpoint is {last} (epoch {epoch}); lower --lr and --resume, or start again"
-            if epoch > 0 else "no epoch finished, so no checkpoint was written; lower --lr and start again")
+    if epoch > 0 and last.is_file():  # a resume refuses a non-finite last.pt, so this one is good
+        good = f"the last good checkpoint is {last} (epoch {epoch}); lower --lr and --resume, or start again"
+    elif epoch > 0:
+        good = f"{last} is missing, so there is nothing to resume; lower --lr and start again (--restart)"
+    else:
+        good = "no epoch finished, so no checkpoint was written; lower --lr and start again"
     return Diverged(f"training diverged in epoch {epoch + 1}: the loss or the weights became NaN or infinite; "
                     f"stopped without saving them; {good}")
 
@@ -293,21 +352,28 @@ def _neuron_label(cfg: TrainConfig) -> str:
     return f"{cfg.neuron.upper()} (tau{'0' if cfg.neuron == 'plif' else ''} = {cfg.tau0:g})"
 
 
-def _resume_state(s: _Session, epoch: int) -> dict:
+def _resume_state(s: _Session, epoch: int, metrics: list[dict]) -> dict:
+    """``last.pt``: everything a resume needs, with a copy of the metrics (metrics.jsonl can be
+    rebuilt from it when damaged)."""
     return {"model": s.model.state_dict(), "optimizer": s.optimizer.state_dict(),
-            "scheduler": s.scheduler.state_dict(), "epoch": epoch, "config": s.cfg_dict, "best": {}}
+            "scheduler": s.scheduler.state_dict(), "epoch": epoch, "config": s.cfg_dict, "best": {},
+            "metrics": metrics}
 
 
 def _save_epoch(s: _Session, row: dict) -> None:
-    metrics, folder = s.metrics, s.folder
+    """Write the epoch's checkpoints, metrics and summary, then record ``row`` in ``s.metrics``:
+    if a write fails (a full disk), the summary written on the way out names no epoch whose files
+    were not all written."""
+    metrics, folder = [*s.metrics, row], s.folder
     weights = {"model": s.model.state_dict(), "epoch": row["epoch"], "config": s.cfg_dict}
     if row["test_acc"] > max((m["test_acc"] for m in metrics[:-1]), default=-1.0):
         save_checkpoint(folder.checkpoint("best_test"), {**weights, "test_acc": row["test_acc"]})
     if "val_acc" in row and row["val_acc"] > max((m["val_acc"] for m in metrics[:-1]), default=-1.0):
         save_checkpoint(folder.checkpoint("best_val"), {**weights, "val_acc": row["val_acc"], "test_acc": row["test_acc"]})
     folder.write_metrics(metrics)
-    save_checkpoint(folder.checkpoint("last"), _resume_state(s, row["epoch"]))
+    save_checkpoint(folder.checkpoint("last"), _resume_state(s, row["epoch"], metrics))
     folder.write_summary(_summary(metrics, s.cfg, folder.path, finished=False))
+    s.metrics.append(row)
 
 
 def _summary(metrics: list[dict], cfg: TrainConfig, run_dir: Path, finished: bool) -> dict:
@@ -316,7 +382,7 @@ def _summary(metrics: list[dict], cfg: TrainConfig, run_dir: Path, finished: boo
         "dataset": cfg.dataset, "preset": cfg.preset, "epochs_run": len(metrics), "epochs": cfg.epochs,
         "finished": finished,
         "accuracy_A": {"test_acc": best_a["test_acc"], "epoch": best_a["epoch"],
-                       "checkpoint": str(Path("checkpoints") / CHECKPOINTS["best_test"])},
+                       "checkpoint": _written(run_dir, "best_test")},
         "taus": metrics[-1]["taus"],
         "wall_time_s": sum(m["epoch_time_s"] for m in metrics),
     }
@@ -324,8 +390,14 @@ def _summary(metrics: list[dict], cfg: TrainConfig, run_dir: Path, finished: boo
         best_b = max(metrics, key=lambda m: (m["val_acc"], -m["epoch"]))
         out["accuracy_B"] = {"test_acc": best_b["test_acc"], "val_acc": best_b["val_acc"],
                              "epoch": best_b["epoch"],
-                             "checkpoint": str(Path("checkpoints") / CHECKPOINTS["best_val"])}
+                             "checkpoint": _written(run_dir, "best_val")}
     return out
+
+
+def _written(run_dir: Path, which: str) -> str | None:
+    """The checkpoint's path relative to the run, or None when it was never written (or deleted)."""
+    rel = Path(CHECKPOINT_DIR) / CHECKPOINTS[which]
+    return str(rel) if (Path(run_dir) / rel).is_file() else None
 
 
 def _epoch_line(row: dict, cfg: TrainConfig) -> str:
