@@ -14,12 +14,6 @@ def _shape(text: str) -> tuple:
     return shape
 
 
-def _positive(name: str, value: int) -> int:
-    from ..models.notation import MAX_INT
-
-    if not 1 <= value <= MAX_INT:
-        raise ValueError(f"{name} must be between 1 and {MAX_INT} (2^31-1), got {value}")
-    return value
 
 
 def run_spec(args) -> int:
@@ -29,7 +23,7 @@ def run_spec(args) -> int:
 
     # shapes and parameter counts need no weights: meta tensors have sizes but no storage
     with torch.device("meta"):
-        net = build_network(args.network, _shape(args.input), _positive("--T", args.T), neuron=args.neuron,
+        net = build_network(args.network, _shape(args.input), args.T, neuron=args.neuron,
                             tau0=args.tau0)
     print(layer_table(net))
     return 0
@@ -53,10 +47,12 @@ def run_zoo(args) -> int:
 
 
 def register(sub) -> None:
+    from .checks import MAX_INT, int_in
+
     p = sub.add_parser("spec", help="print the layer table of a network written in the paper's notation")
     p.add_argument("network", help='e.g. "{c128k3s1-BN-PLIF-MPk2s2}*2-DP-FC2048-PLIF-DP-FC100-PLIF-APk10s10"')
     p.add_argument("--input", default="1,28,28", help="per-sample input shape C,H,W (or N) [1,28,28]")
-    p.add_argument("--T", type=int, default=8, help="time-steps [8]")
+    p.add_argument("--T", type=int_in(1, MAX_INT), default=8, help="time-steps [8]")
     p.add_argument("--neuron", choices=["PLIF", "LIF", "IF"], help="replace every neuron token")
     p.add_argument("--tau0", type=float, default=2.0, help="initial tau of PLIF / tau of LIF [2]")
     p.set_defaults(func=run_spec)

@@ -19,7 +19,7 @@ from ..models.notation import MAX_INT
 from ..surrogate import SURROGATES
 
 __all__ = ["TrainConfig", "PRESETS", "resolve_config", "config_diff", "field_kind", "flag_name", "pick_device",
-           "check_network", "check_outputs", "STATIC", "EVENT", "MAX_SEED", "MAX_TAU0"]
+           "check_network", "check_outputs", "check_stored", "STATIC", "EVENT", "MAX_SEED", "MAX_TAU0"]
 
 NEURON_NAMES = ("plif", "lif", "if")
 MAX_SEED = 2**32 - 1  # every generator seeded from it stays inside torch's 64-bit seeds
@@ -208,6 +208,26 @@ def resolve_config(cfg: TrainConfig) -> TrainConfig:
     _check_values(resolved)
     return dataclasses.replace(resolved, neuron=cfg.neuron.lower(), input_shape=tuple(entry.input_shape),
                                num_classes=entry.num_classes)
+
+
+def check_stored(cfg: TrainConfig, d: dict, source: str) -> None:
+    """A run's stored config (``config.json``) holds only values ``plif train`` accepts, and the
+    derived ones (classes, network keywords) agree with them; errors name ``source``.
+
+    The data folder is not checked: a run may be evaluated elsewhere (``--data-dir``)."""
+    try:
+        resolved = resolve_config(dataclasses.replace(cfg, data_dir=None))
+        if "num_classes" in d and cfg.num_classes != resolved.num_classes:  # the input shape build_network checks
+            raise ValueError(f"num_classes is {cfg.num_classes!r} but {cfg.dataset} has {resolved.num_classes}")
+        kwargs = d.get("network_kwargs", {})
+        if not isinstance(kwargs, dict):
+            raise ValueError(f"network_kwargs must be an object, got {kwargs!r}")
+        unknown = sorted(set(kwargs) - set(resolved.network_kwargs()))
+        if unknown:
+            raise ValueError(f"network_kwargs has unknown keys {', '.join(map(repr, unknown))}; "
+                             f"valid: {', '.join(resolved.network_kwargs())}")
+    except ValueError as e:
+        raise ValueError(f"{source}: {e}") from None
 
 
 def flag_name(name: str) -> str:

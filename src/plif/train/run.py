@@ -58,6 +58,7 @@ class _Session:
     metrics: list = None
     tb: object = None
     trainer: GraphTrainer | None = None  # --cuda-graph: the captured step and evaluation
+    undo: object = None  # a fresh run's clean-up while it has finished no epoch: no stub folder stays
 
 
 # --- set-up steps ------------------------------------------------------------------------------
@@ -195,6 +196,8 @@ def _setup(cfg: TrainConfig, resume: bool, log, restart: bool = False) -> _Sessi
     s = _Session(cfg, {**cfg.to_dict(), "out": str(folder.path)}, folder, device, dist, dist.is_main, resume,
                  metrics=[])
     new_tensorboard = not folder.tensorboard.exists()
+    if s.main and not resume:
+        s.undo = lambda: folder.discard_new(created, new_tensorboard)
     try:
         if s.main and not resume:
             folder.write_config(s.cfg_dict)  # before the data loads: a full disk fails now
@@ -220,8 +223,8 @@ def _setup(cfg: TrainConfig, resume: bool, log, restart: bool = False) -> _Sessi
     except BaseException:
         if s.tb is not None:
             s.tb.close()
-        if s.main and not resume:  # a refused fresh run leaves no stub run folder behind
-            folder.discard_new(created, new_tensorboard)
+        if s.undo is not None:  # a refused fresh run leaves no stub run folder behind
+            s.undo()
         folder.unlock()
         raise
     return s
@@ -261,22 +264,27 @@ def train(cfg: TrainConfig, resume: bool = False, log=print, restart: bool = Fal
                 log(_epoch_line(row, cfg))
     except KeyboardInterrupt:
         finished = False
-        if s.main:
+        if s.main and s.metrics:
             log(f"\ninterrupted; the last complete epoch is saved in {folder.checkpoint('last')} "
                 f"(continue with --resume --out {folder.path})")
+        elif s.main:
+            log("\ninterrupted before the first epoch finished; nothing was kept")
         raise
     except BaseException:
         finished = False
         raise
     finally:
+        if s.tb is not None:
+            s.tb.close()
+            s.tb = None
+        if s.main and not s.metrics and s.undo is not None and not finished:
+            s.undo()  # a fresh run that finished no epoch (diverged, interrupted) leaves no stub
         if s.main and s.metrics:
             try:
                 folder.write_summary(_summary(s.metrics, cfg, folder.path, finished and len(s.metrics) == cfg.epochs))
             except OSError:
                 if finished:
                     raise  # otherwise the error already on its way (e.g. the same full disk) is the one to report
-        if s.tb is not None:
-            s.tb.close()
         folder.unlock()
         shutdown()
     if s.main:

@@ -202,9 +202,11 @@ class RunFolder:
         return d
 
     def _train_config(self, d: dict):
-        from .config import TrainConfig
+        from .config import TrainConfig, check_stored
 
-        return TrainConfig.from_dict(d, source=str(self.config))
+        cfg = TrainConfig.from_dict(d, source=str(self.config))
+        check_stored(cfg, d, str(self.config))  # every value as train accepts it: no traceback later
+        return cfg
 
     def write_config(self, cfg_dict: dict) -> None:
         write_json(self.config, cfg_dict)
@@ -300,7 +302,11 @@ class RunFolder:
     def discard_new(self, created: list[Path], new_tensorboard: bool) -> None:
         """Undo a fresh run that failed before its first epoch: remove what it wrote (config,
         metrics, an empty checkpoints/, the tensorboard/ it made) and the folders it created, so a
-        refusal leaves no stub behind.  Called with the lock held; releases it."""
+        refusal leaves no stub behind.  Called with the lock held; releases it.  A folder that
+        records a finished epoch after all (a write that failed half-way) is left as it is."""
+        if self.epoch_records():
+            self.unlock()
+            return
         for p in (self.config, self.metrics):
             p.unlink(missing_ok=True)
         if new_tensorboard and self.tensorboard.is_dir() and not self.tensorboard.is_symlink():
