@@ -312,8 +312,7 @@ class RunFolder:
         if new_tensorboard and self.tensorboard.is_dir() and not self.tensorboard.is_symlink():
             shutil.rmtree(self.tensorboard, ignore_errors=True)
         _rmdir_if_empty(self.path / CHECKPOINT_DIR)
-        if created:
-            (self.path / LOCK).unlink(missing_ok=True)
+        (self.path / LOCK).unlink(missing_ok=True)  # the next run makes its own
         self.unlock()
         for d in reversed(created):
             if not _rmdir_if_empty(d):
