@@ -284,6 +284,9 @@ def _check_values(cfg: TrainConfig) -> None:
         raise ValueError(f"--seed must be between 0 and {MAX_SEED} (2^32-1), got {cfg.seed}")
     if cfg.network is not None and not cfg.network.strip():
         raise ValueError("--network must not be empty")
+    for name in ("out", "data_dir"):
+        if getattr(cfg, name) is not None and not getattr(cfg, name).strip():
+            raise ValueError(f"{flag_name(name)} must not be empty (leave it out for the default)")
     if cfg.data_dir is not None and not os.path.isdir(cfg.data_dir):
         raise ValueError(f"--data-dir {cfg.data_dir}: no such folder")
     if cfg.backend != "auto":
@@ -359,6 +362,8 @@ def pick_device(name: str = "auto", check: bool = True):
         dev = torch.device(name)
     except (RuntimeError, TypeError):
         raise ValueError(f"--device {name!r}: not a device; use auto, cpu, cuda or cuda:N") from None
+    if dev.type not in ("cpu", "cuda"):
+        raise ValueError(f"--device {name!r}: plif runs on cpu or cuda only; use auto, cpu, cuda or cuda:N")
     if check and dev.type == "cuda" and not torch.cuda.is_available():
         raise ValueError(f"--device {name}: CUDA is not available on this machine; use --device cpu")
     return dev
