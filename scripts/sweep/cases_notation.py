@@ -19,7 +19,7 @@ _BAD_SPECS = {
     "int32-conv": "c2147483647k3s1-FC10",
     "int32-kernel": "c8k2147483647s1-FC10",
     "int32-padding": "c8k3s1p2147483647-FC10",
-    "weights-over-2^40": "c65536k4096s1-FC10",
+    "weights-over-2^40": "c131072k4096s1-FC10",
     "huge-dropout-digits": "c8k3s1-DP0.99999999999999999999999-FC10",
     "dropout-one": "c8k3s1-DP1-FC10",
     "dropout-exponent": "c8k3s1-DP1e-3-FC10",
