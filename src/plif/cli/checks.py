@@ -19,6 +19,8 @@ def int_in(lo: int, hi: int):
     """An argparse ``type``: an integer in ``[lo, hi]``."""
     def parse(text: str) -> int:
         try:
+            if not text.isascii():  # as the notation: digits 0-9 only
+                raise ValueError(text)
             value = int(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}") from None

@@ -6,6 +6,8 @@ def _shape(text: str) -> tuple:
     from ..models.notation import MAX_INT
 
     try:
+        if not text.isascii():  # int() takes any script's digits; the notation only ASCII ones
+            raise ValueError(text)
         shape = tuple(int(v) for v in text.split(","))
     except ValueError:
         raise ValueError(f"--input must be comma-separated integers like 1,28,28, got {text!r}") from None

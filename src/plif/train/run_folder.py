@@ -300,14 +300,12 @@ class RunFolder:
         return gone
 
     def discard_new(self, created: list[Path], new_tensorboard: bool) -> None:
-        """Undo a fresh run that failed before its first epoch: remove what it wrote (config,
-        metrics, an empty checkpoints/, the tensorboard/ it made) and the folders it created, so a
-        refusal leaves no stub behind.  Called with the lock held; releases it.  A folder that
-        records a finished epoch after all (a write that failed half-way) is left as it is."""
-        if self.epoch_records():
-            self.unlock()
-            return
-        for p in (self.config, self.metrics):
+        """Undo a fresh run that failed before finishing its first epoch: remove what it wrote
+        (config, metrics, summary, checkpoints of the unfinished epoch, the tensorboard/ it made)
+        and the folders it created, so a refusal or a failed start leaves no stub behind.  Only
+        for a fresh run: the folder recorded no epoch when it started (the set-up refuses one that
+        does), so everything of the format in it is this process's.  Lock held; releases it."""
+        for p in (self.config, self.metrics, self.summary, *(self.checkpoint(w) for w in CHECKPOINTS)):
             p.unlink(missing_ok=True)
         if new_tensorboard and self.tensorboard.is_dir() and not self.tensorboard.is_symlink():
             shutil.rmtree(self.tensorboard, ignore_errors=True)
