@@ -35,6 +35,7 @@ def test_spec_refuses_T_out_of_range(T, capsys):
     (["FC2147483647"], "FC2147483647: its weight count would be 1,683,627,179,248, more than 1,099,511,627,776"),
     (["c8k3s1p2147483647-FC10"], "its output per sample would be"),
     (["FC10", "--input", "1,99999999999999999999,28"], "--input must be C,H,W or N with each between 1 and 2147483647"),
+    (["FC10", "--input", "１,28,28"], "--input must be comma-separated integers like 1,28,28, got '１,28,28'"),
     (["FC10-PLIF", "--tau0", "nan"], "a membrane time constant must be a finite number > 1"),
     (["FC10-PLIF", "--tau0", "inf", "--neuron", "LIF"], "LIF needs a finite tau > 1, got inf"),
 ])

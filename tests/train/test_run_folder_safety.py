@@ -208,3 +208,32 @@ def test_plain_run_on_a_finished_folder_points_at_resume_and_restart(finished, t
     with pytest.raises(ValueError, match="already holds a run; pass --resume to continue it, --restart"):
         train(tiny_train_config(tiny_fashion, out), log=quiet)
     assert RunFolder(out).has_finished_epoch()
+
+
+def test_a_full_disk_in_the_first_epoch_leaves_no_dead_end(tiny_fashion, tmp_path, monkeypatch):
+    real = run_mod.save_checkpoint
+
+    def fail_last(path, state):
+        if path.name == "last.pt":
+            raise OSError(errno.ENOSPC, "No space left on device", str(path))
+        return real(path, state)
+
+    monkeypatch.setattr(run_mod, "save_checkpoint", fail_last)
+    with pytest.raises(OSError, match="last.pt"):
+        train(tiny_train_config(tiny_fashion, tmp_path / "r", epochs=1), log=quiet)
+    assert not (tmp_path / "r").exists()  # best_test.pt and the metrics row of the unfinished epoch too
+    monkeypatch.undo()
+    train(tiny_train_config(tiny_fashion, tmp_path / "r", epochs=1), log=quiet)  # no --restart needed
+
+
+def test_tensorboard_os_errors_name_its_folder(tmp_path, monkeypatch):
+    pytest.importorskip("tensorboard")
+    from plif.train.tb_log import TensorBoardLog
+
+    log = TensorBoardLog(tmp_path / "tb")
+    monkeypatch.setattr(log.writer, "flush", lambda: (_ for _ in ()).throw(OSError(errno.ENOSPC, "No space left")))
+    with pytest.raises(OSError) as e:
+        log.epoch({"epoch": 1, "train_loss": 0.5})
+    assert e.value.filename == str(tmp_path / "tb")
+    monkeypatch.undo()
+    log.close()
