@@ -52,8 +52,8 @@ def _temporary(path: Path):
         os.replace(tmp, path)
     except BaseException as e:
         Path(tmp).unlink(missing_ok=True)
-        if isinstance(e, OSError):
-            raise named_os_error(e, path) from None
+        if isinstance(e, OSError) and e.filename in (None, tmp) and e.errno is not None:
+            raise type(e)(e.errno, e.strerror or os.strerror(e.errno), str(path)) from None  # not the temp name
         raise
     finally:
         try:
