@@ -237,3 +237,16 @@ def test_tensorboard_os_errors_name_its_folder(tmp_path, monkeypatch):
     assert e.value.filename == str(tmp_path / "tb")
     monkeypatch.undo()
     log.close()
+
+
+@pytest.mark.parametrize("key,value", [("optimizer", None), ("epoch", "two"), ("epoch", 0)])
+def test_a_last_pt_missing_what_a_resume_needs_is_refused_naming_it(key, value, finished, tiny_fashion, tmp_path):
+    out = _copy(finished, tmp_path)
+    last = out / "checkpoints" / "last.pt"
+    state = torch.load(last, weights_only=True)
+    state.pop(key) if value is None else state.__setitem__(key, value)
+    torch.save(state, last)
+    before = _snapshot(out)
+    with pytest.raises(ValueError, match=r"last.pt: not a plif resume checkpoint .*nothing was changed"):
+        _resume(tiny_fashion, out)
+    assert _snapshot(out) == before

@@ -128,8 +128,10 @@ def restore(s: _Session, log) -> None:
     """Load ``last.pt`` into the model, optimiser and schedule; refuse a different config."""
     state = load_checkpoint(s.folder.checkpoint("last"), map_location=s.device)
     check_finite(state, s.folder.checkpoint("last"))  # a NaN last.pt is nothing to continue from
-    if not isinstance(state.get("epoch"), int) or state["epoch"] < 1:
-        raise ValueError(f"{s.folder.checkpoint('last')}: not a plif resume checkpoint (no finished epoch in it)")
+    missing = [k for k in ("optimizer", "scheduler", "epoch") if not isinstance(state.get(k), dict if k != "epoch" else int)]
+    if missing or isinstance(state["epoch"], bool) or state["epoch"] < 1:
+        raise ValueError(f"{s.folder.checkpoint('last')}: not a plif resume checkpoint "
+                         f"({', '.join(missing) or 'epoch'} missing or malformed; nothing was changed)")
     diffs = config_diff(state["config"], s.cfg_dict)
     if diffs:
         raise ValueError(f"--resume: {s.folder.path} was started with a different config:\n" + "\n".join(diffs))
