@@ -226,6 +226,8 @@ def check_stored(cfg: TrainConfig, d: dict, source: str) -> None:
         if unknown:
             raise ValueError(f"network_kwargs has unknown keys {', '.join(map(repr, unknown))}; "
                              f"valid: {', '.join(resolved.network_kwargs())}")
+        # the network string and its sizes (the loaded weights check the rest)
+        _meta_network(dataclasses.replace(resolved, input_shape=cfg.input_shape or resolved.input_shape), outputs=False)
     except ValueError as e:
         raise ValueError(f"{source}: {e}") from None
 
@@ -306,17 +308,24 @@ def check_outputs(model, cfg: TrainConfig) -> None:
                          f"{cfg.num_classes} outputs (e.g. ...-FC{cfg.num_classes * 10}-PLIF-APk10s10)")
 
 
-def check_network(cfg: TrainConfig) -> None:
-    """Build ``cfg``'s network on the meta device (shapes, no storage) and refuse, before anything is
-    written, a network that cannot be built, has the wrong output width, or whose weights with
-    Adam's state, or one batch of input, alone exceed the memory of the machine or device."""
+def _meta_network(cfg: TrainConfig, outputs: bool = True):
+    """``cfg``'s network built on the meta device (shapes, no storage), its output width checked."""
     import torch
 
     from ..models import build_network
 
     with torch.device("meta"):
         model = build_network(cfg.network, cfg.input_shape, cfg.T, **cfg.network_kwargs())
-    check_outputs(model, cfg)
+    if outputs:
+        check_outputs(model, cfg)
+    return model
+
+
+def check_network(cfg: TrainConfig) -> None:
+    """Build ``cfg``'s network on the meta device (shapes, no storage) and refuse, before anything is
+    written, a network that cannot be built, has the wrong output width, or whose weights with
+    Adam's state, or one batch of input, alone exceed the memory of the machine or device."""
+    model = _meta_network(cfg)
     limit, where = _memory_size(cfg.device)
     if not limit:
         return
