@@ -253,7 +253,8 @@ def _concurrent(second: str):
     def run(env) -> Result:
         need(FMNIST)
         out = str(env.tmp / "run")
-        first = env.plif("train", *SMALL, "--epochs", "3", "--out", out, wait=False)
+        # long enough (20,000 samples an epoch) that the second process starts while it trains
+        first = env.plif("train", *SMALL, "--epochs", "3", "--max-train-samples", "20000", "--out", out, wait=False)
         deadline = time.time() + 60
         while not (env.tmp / "run" / ".lock").exists() and time.time() < deadline:
             time.sleep(0.05)
@@ -292,6 +293,13 @@ def _full_disk(what: str, size: str):
                 return env.plif("train", *SMALL, "--epochs", "1", "--log", "tensorboard", "--out", str(disk / "run"),
                                 timeout=180)
             finished_run(env.tmp / "run")
+            try:  # fill the disk: the small JSON or NIR file must meet a full one
+                with open(disk / "filler", "wb") as f:
+                    while True:
+                        f.write(b"\0" * 1024)
+                        f.flush()
+            except OSError:
+                pass
             if what == "stats-json":
                 return env.plif("stats", str(env.tmp / "run"), "--random", "--samples", "8", "--json",
                                 str(disk / "s.json"), timeout=180)
