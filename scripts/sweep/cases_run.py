@@ -254,12 +254,13 @@ def _concurrent(second: str):
         need(FMNIST)
         out = str(env.tmp / "run")
         # long enough (20,000 samples an epoch) that the second process starts while it trains
-        first = env.plif("train", *SMALL, "--epochs", "3", "--max-train-samples", "20000", "--out", out, wait=False)
+        first = env.plif("train", *SMALL, "--epochs", "3", "--max-train-samples", "20000", "--network",
+                         "c16k3s1-BN-PLIF-MPk2s2-FC10", "--out", out, wait=False)
         deadline = time.time() + 60
         while not (env.tmp / "run" / ".lock").exists() and time.time() < deadline:
             time.sleep(0.05)
         time.sleep(0.5)
-        extra = {"train": ["train", *SMALL, "--epochs", "3", "--out", out],
+        extra = {"train": ["train", *SMALL, "--epochs", "3", "--network", "c16k3s1-BN-PLIF-MPk2s2-FC10", "--out", out],
                  "resume": ["train", "--resume", out],
                  "restart": ["train", *SMALL, "--epochs", "1", "--restart", "--out", out]}[second]
         r = env.plif(*extra, timeout=120)
