@@ -3,6 +3,11 @@
 Every writer in the project goes through :func:`atomic_path`: the data is written to a temporary
 file beside the target (so the final ``os.replace`` never crosses file systems, where it would
 stop being atomic), given a normal file's permissions, then renamed over the target.
+
+The temporary file is created with ``O_EXCL`` (never through an existing name or symbolic link)
+and :func:`atomic_write_bytes` writes through that same descriptor, so a link planted beside the
+target cannot redirect the data.  An OS error (a full disk, a read-only folder) names the target:
+``No space left on device`` alone would not say which of a run's files failed.
 """
 from __future__ import annotations
 
@@ -17,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 __all__ = ["atomic_path", "atomic_write_bytes", "atomic_write_text", "atomic_write_json", "atomic_save_npy",
-           "strict_json"]
+           "strict_json", "named_os_error"]
 
 
 def _umask() -> int:
@@ -26,29 +31,52 @@ def _umask() -> int:
     return mask
 
 
+def named_os_error(e: OSError, path) -> OSError:
+    """``e`` with ``path`` as its file name when it has none (``os.write`` errors carry no path)."""
+    if e.filename is None and e.errno is not None:
+        return type(e)(e.errno, e.strerror or os.strerror(e.errno), str(path))
+    return e
+
+
 @contextmanager
-def atomic_path(path: str | Path):
-    """Yield a temporary path beside ``path``; on normal exit it replaces ``path``, on error it is removed."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
+def _temporary(path: Path):
+    """``(fd, tmp)`` of a new temporary file beside ``path``; renamed over it on success, removed on error."""
     try:
-        yield Path(tmp)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as e:
+        raise named_os_error(e, path) from None
+    try:
+        yield fd, tmp
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the file a normal file's mode
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(e, OSError) and e.filename in (None, tmp) and e.errno is not None:
+            raise type(e)(e.errno, e.strerror or os.strerror(e.errno), str(path)) from None  # not the temp name
         raise
+    finally:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+
+
+@contextmanager
+def atomic_path(path: str | Path):
+    """Yield a temporary path beside ``path`` for a writer that opens files by name (h5py, a
+    compiler); on normal exit it replaces ``path``, on error it is removed."""
+    with _temporary(Path(path)) as (_, tmp):
+        yield Path(tmp)
 
 
 def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
     """Write ``data`` to ``path`` atomically (flushed to disk before the rename)."""
-    with atomic_path(path) as tmp:
-        with open(tmp, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
+    with _temporary(Path(path)) as (fd, _):
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.fsync(fd)
     return Path(path)
 
 

@@ -19,6 +19,8 @@ def pick_device(name: str | None = "auto", check: bool = True):
         dev = torch.device(name)
     except (RuntimeError, TypeError):
         raise ValueError(f"--device {name!r}: not a device; use auto, cpu, cuda or cuda:N") from None
+    if dev.type not in ("cpu", "cuda"):
+        raise ValueError(f"--device {name!r}: plif runs on cpu or cuda only; use auto, cpu, cuda or cuda:N")
     if check and dev.type == "cuda" and not torch.cuda.is_available():
         raise ValueError(f"--device {name}: CUDA is not available on this machine; use --device cpu")
     return dev

@@ -21,7 +21,25 @@ def test_spec_allocates_no_weights(monkeypatch, capsys):
     assert "784,900,001" in out and "78,400,000" in out
 
 
-@pytest.mark.parametrize("T", ["0", "-3"])
-def test_spec_refuses_non_positive_T(T, capsys):
-    assert main(["spec", "FC10", "--input", "10", "--T", T]) == 2
-    assert f"T must be >= 1, got {T}" in capsys.readouterr().err
+@pytest.mark.parametrize("T", ["0", "-3", "99999999999999999999"])
+def test_spec_refuses_T_out_of_range(T, capsys):
+    with pytest.raises(SystemExit) as e:  # refused while parsing the command line
+        main(["spec", "FC10", "--input", "10", "--T", T])
+    assert e.value.code == 2
+    assert f"argument --T: must be between 1 and 2147483647, got {T}" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["FC99999999999999999999"], "out=99999999999999999999 in 'FC99999999999999999999' is more than 2147483647"),
+    (["c99999999999999999999k3s1-FC10"], "out=99999999999999999999 in 'c99999999999999999999k3s1' is more than"),
+    (["FC2147483647"], "FC2147483647: its weight count would be 1,683,627,179,248, more than 1,099,511,627,776"),
+    (["c8k3s1p2147483647-FC10"], "its output per sample would be"),
+    (["FC10", "--input", "1,99999999999999999999,28"], "--input must be C,H,W or N with each between 1 and 2147483647"),
+    (["FC10", "--input", "１,28,28"], "--input must be comma-separated integers like 1,28,28, got '１,28,28'"),
+    (["FC10-PLIF", "--tau0", "nan"], "a membrane time constant must be a finite number > 1"),
+    (["FC10-PLIF", "--tau0", "inf", "--neuron", "LIF"], "LIF needs a finite tau > 1, got inf"),
+])
+def test_integers_too_large_for_torch_and_non_finite_tau_are_one_line(argv, message, capsys):
+    assert main(["spec", *argv]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err and "frame #0" not in err

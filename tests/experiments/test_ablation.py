@@ -70,7 +70,8 @@ def test_sweep_status_of_folders(tmp_path):
     (run / "checkpoints").mkdir(parents=True)
     (run / "config.json").write_text("{}")
     (run / "checkpoints" / "last.pt").write_bytes(b"x")
-    assert sweep_status(run, 2) == "new"  # no finished epoch recorded: it starts again
+    # last.pt without metrics: resumed (metrics rebuilt from last.pt, or refused), never wiped (issue #22)
+    assert sweep_status(run, 2) == "partial"
     (run / "metrics.jsonl").write_text(json.dumps({"epoch": 1}) + "\n")
     (run / "summary.json").write_text(json.dumps({"finished": True, "epochs_run": 2}))
     assert sweep_status(run, 2) == "finished"

@@ -116,31 +116,27 @@ def test_the_lock_is_released_after_a_run(tiny_fashion, tmp_path):
         pass
 
 
-def test_a_run_with_no_finished_epoch_starts_again(tiny_fashion, tmp_path, monkeypatch):
+def _killed_before_its_first_epoch(out):
+    """What a kill -9 during data loading leaves: config.json and an empty metrics.jsonl."""
+    out.mkdir(parents=True)
+    (out / "config.json").write_text("{}")
+    (out / "metrics.jsonl").write_text("")
+
+
+def test_a_run_with_no_finished_epoch_starts_again(tiny_fashion, tmp_path):
     out = tmp_path / "run"
-
-    def crash(*a, **k):
-        raise OSError(28, "No space left on device")
-
-    monkeypatch.setattr(run_mod, "load_train_data", crash)
-    with pytest.raises(OSError):
-        train(_cfg(tiny_fashion, out), log=_quiet)
-    assert (out / "config.json").is_file()  # the dead end of the issue: config, no checkpoint
+    _killed_before_its_first_epoch(out)
     ckpt = out / "checkpoints"
     ckpt.mkdir()
     (ckpt / ".last.pt.abc123.tmp").write_bytes(b"x" * 1000)  # a kill during a checkpoint write
-    monkeypatch.undo()
     assert train(_cfg(tiny_fashion, out), log=_quiet) == out  # a fresh start is accepted...
     assert not list(ckpt.glob(".*.tmp"))
     assert [m["epoch"] for m in read_metrics(out)] == [1]
 
 
-def test_resume_of_a_run_with_no_finished_epoch_starts_it(tiny_fashion, tmp_path, monkeypatch):
+def test_resume_of_a_run_with_no_finished_epoch_starts_it(tiny_fashion, tmp_path):
     out = tmp_path / "run"
-    monkeypatch.setattr(run_mod, "load_train_data", lambda *a: (_ for _ in ()).throw(KeyboardInterrupt))
-    with pytest.raises(KeyboardInterrupt):
-        train(_cfg(tiny_fashion, out), log=_quiet)
-    monkeypatch.undo()
+    _killed_before_its_first_epoch(out)
     lines = []
     train(_cfg(tiny_fashion, out), resume=True, log=lines.append)  # ...and so is --resume
     assert any("finished no epoch; starting it again" in str(x) for x in lines)
@@ -153,7 +149,13 @@ def test_resume_of_a_run_with_no_finished_epoch_starts_it(tiny_fashion, tmp_path
     (dict(max_test_samples=0), "--max-test-samples must be at least 1"),
     (dict(tau0=float("nan")), "--tau0 must be a finite number"), (dict(tau0=float("inf")), "--tau0 must be a finite"),
     (dict(tau0=1.0), "--tau0 must be greater than 1"), (dict(lr=float("inf")), "--lr must be a finite number"),
-    (dict(lr=0.0), "--lr must be positive"), (dict(seed=-1), "--seed must be non-negative"),
+    (dict(lr=0.0), "--lr must be positive"), (dict(seed=-1), "--seed must be between 0 and 4294967295"),
+    (dict(seed=2**70), r"--seed must be between 0 and 4294967295 \(2\^32-1\), got 1180591620717411303424"),
+    (dict(tau0=1.0, neuron="lif"), "--tau0 must be greater than 1"), (dict(tau0=1e308), "at most 1e"),
+    (dict(T=99_999_999_999), r"--T must be at most 2147483647 \(2\^31-1\), got 99999999999"),
+    (dict(T=2**31 - 1), "--T 2147483647 with --batch-size 20: one batch of input alone is"),
+    (dict(network="FC99999999999999999999"), r"out=99999999999999999999 in 'FC99999999999999999999' is more than"),
+    (dict(network="FC1000000000-FC10"), "794,000,000,000 weights need"),
     (dict(surrogate="relu"), "--surrogate 'relu': unknown; valid: atan"), (dict(device="gpu"), "--device 'gpu'"),
     (dict(backend="nope"), "--backend 'nope': unknown; available: auto, reference, bptt"),
     (dict(data_dir="/nonexistent/plif-data"), "--data-dir /nonexistent/plif-data: no such folder"),
@@ -164,6 +166,7 @@ def test_bad_values_are_refused_before_any_work(kw, message, tiny_fashion, tmp_p
     monkeypatch.setattr(run_mod, "load_train_data", lambda *a: pytest.fail("data loaded before validation"))
     with pytest.raises(ValueError, match=message):
         train(_cfg(tiny_fashion, tmp_path / "r", **kw), log=_quiet)
+    assert not (tmp_path / "r").exists()  # nothing written: no stub run folder
 
 
 def test_cpu_preset_cosine_period_follows_epochs():

@@ -40,7 +40,7 @@ def test_tiny_run_writes_a_complete_run_folder(tiny_fashion, tmp_path):
     assert max(m["train_acc"] for m in metrics) > 0.3  # learns the bars (chance is 0.1)
 
 
-def test_protocol_b_bookkeeping():
+def test_protocol_b_bookkeeping(tmp_path):
     rows = [
         {"epoch": 1, "test_acc": 0.50, "val_acc": 0.40, "taus": [2.0], "epoch_time_s": 1.0},
         {"epoch": 2, "test_acc": 0.70, "val_acc": 0.65, "taus": [2.0], "epoch_time_s": 1.0},
@@ -48,11 +48,14 @@ def test_protocol_b_bookkeeping():
         {"epoch": 4, "test_acc": 0.72, "val_acc": 0.65, "taus": [2.0], "epoch_time_s": 1.0},
     ]
     cfg = TrainConfig(val_split=0.15, epochs=4)
-    s = _summary(rows, cfg, None, True)
+    (tmp_path / "checkpoints").mkdir()
+    (tmp_path / "checkpoints" / "best_test.pt").write_bytes(b"")
+    s = _summary(rows, cfg, tmp_path, True)
     assert s["accuracy_A"] == {"test_acc": 0.75, "epoch": 3, "checkpoint": "checkpoints/best_test.pt"}
+    assert s["accuracy_B"]["checkpoint"] is None  # never points at a checkpoint that was not written
     # ties in validation accuracy go to the earliest epoch, as the checkpoint on disk does
     assert s["accuracy_B"]["epoch"] == 2 and s["accuracy_B"]["test_acc"] == 0.70
-    assert "accuracy_B" not in _summary(rows, TrainConfig(epochs=4), None, True)
+    assert "accuracy_B" not in _summary(rows, TrainConfig(epochs=4), tmp_path, True)
 
 
 def _strip(rows):

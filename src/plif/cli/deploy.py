@@ -46,14 +46,17 @@ def run_export(args) -> int:
 
 
 def register(sub) -> None:
+    from .checks import MAX_INT, MAX_SEED, existing_folder, int_in
+
     p = sub.add_parser("stats", help="per-layer firing rates, synaptic operations and energy estimate of a trained run")
     p.add_argument("run", help="run folder (config.json + checkpoints/)")
     p.add_argument("--which", default="best", help="checkpoint name under checkpoints/ or a .pt path [best]")
-    p.add_argument("--samples", type=int, default=1000, help="test samples to run [1000]")
-    p.add_argument("--batch-size", type=int, default=64, help="batch size [64]")
-    p.add_argument("--data-dir", help="dataset root (default: the data package's default location)")
+    p.add_argument("--samples", type=int_in(1, MAX_INT), default=1000, help="test samples to run [1000]")
+    p.add_argument("--batch-size", type=int_in(1, MAX_INT), default=64, help="batch size [64]")
+    p.add_argument("--data-dir", type=existing_folder,
+                   help="dataset root (default: the data package's default location)")
     p.add_argument("--random", action="store_true", help="use random normal input instead of the test set")
-    p.add_argument("--seed", type=int, default=0, help="seed of --random input [0]")
+    p.add_argument("--seed", type=int_in(0, MAX_SEED), default=0, help="seed of --random input (0 to 2^32-1) [0]")
     p.add_argument("--json", help="also write the statistics as JSON to this file")
     p.set_defaults(func=run_stats)
 

@@ -3,11 +3,19 @@ from __future__ import annotations
 
 
 def _shape(text: str) -> tuple:
+    from ..models.notation import MAX_INT
+
     try:
+        if not text.isascii():  # int() takes any script's digits; the notation only ASCII ones
+            raise ValueError(text)
         shape = tuple(int(v) for v in text.split(","))
     except ValueError:
         raise ValueError(f"--input must be comma-separated integers like 1,28,28, got {text!r}") from None
+    if len(shape) not in (1, 3) or not all(1 <= v <= MAX_INT for v in shape):
+        raise ValueError(f"--input must be C,H,W or N with each between 1 and {MAX_INT} (2^31-1), got {text!r}")
     return shape
+
+
 
 
 def run_spec(args) -> int:
@@ -17,7 +25,8 @@ def run_spec(args) -> int:
 
     # shapes and parameter counts need no weights: meta tensors have sizes but no storage
     with torch.device("meta"):
-        net = build_network(args.network, _shape(args.input), args.T, neuron=args.neuron, tau0=args.tau0)
+        net = build_network(args.network, _shape(args.input), args.T, neuron=args.neuron,
+                            tau0=args.tau0)
     print(layer_table(net))
     return 0
 
@@ -40,10 +49,12 @@ def run_zoo(args) -> int:
 
 
 def register(sub) -> None:
+    from .checks import MAX_INT, int_in
+
     p = sub.add_parser("spec", help="print the layer table of a network written in the paper's notation")
     p.add_argument("network", help='e.g. "{c128k3s1-BN-PLIF-MPk2s2}*2-DP-FC2048-PLIF-DP-FC100-PLIF-APk10s10"')
     p.add_argument("--input", default="1,28,28", help="per-sample input shape C,H,W (or N) [1,28,28]")
-    p.add_argument("--T", type=int, default=8, help="time-steps [8]")
+    p.add_argument("--T", type=int_in(1, MAX_INT), default=8, help="time-steps [8]")
     p.add_argument("--neuron", choices=["PLIF", "LIF", "IF"], help="replace every neuron token")
     p.add_argument("--tau0", type=float, default=2.0, help="initial tau of PLIF / tau of LIF [2]")
     p.set_defaults(func=run_spec)

@@ -10,8 +10,8 @@ def run_train(args) -> int:
     from ..train.run_folder import RunFolder
     from .config_flags import given_settings
 
-    def train(cfg, resume=False) -> int:  # stopped by --time-limit or SIGTERM/SIGUSR1: a distinct status
-        return EXIT_STOPPED if train_status(cfg, resume)[1] else 0
+    def train(cfg, resume=False, restart=False) -> int:  # stopped by --time-limit or SIGTERM/SIGUSR1: exit 75
+        return EXIT_STOPPED if train_status(cfg, resume, restart=restart)[1] else 0
 
     given = given_settings(args)
     if not args.resume:
@@ -20,13 +20,15 @@ def run_train(args) -> int:
         cfg = TrainConfig(**given)
         if args.download:
             _download(cfg)
-        return train(cfg)
+        return train(cfg, restart=args.restart)
+    if args.restart:
+        raise ValueError("--restart deletes the run in --out and --resume continues it: give one of them")
     run = Path(args.resume if args.resume is not True else given.get("out") or "")
     if not str(run):
         raise ValueError("--resume needs a run folder (--resume RUN or --out RUN)")
     # Continue with the run's own settings; anything given explicitly must agree with them
     # (train() refuses and lists the differences), except what a resume may change (--epochs, --device).
-    stored = RunFolder(run).read_train_config()
+    stored = _stored_config(RunFolder(run))
     cfg = dataclasses.replace(stored, **{**given, "out": str(run)})
     if args.download:
         _download(cfg)
@@ -48,6 +50,26 @@ def _download(cfg) -> None:
     download_event_dataset(cfg.dataset, cfg.data_dir)
 
 
+def _stored_config(folder):
+    """The run's config: ``config.json``, or when that is missing or damaged the copy in ``last.pt``
+    (the resume rewrites config.json); the config.json error when neither can be had."""
+    from ..train.checkpoint import load_checkpoint
+    from ..train.config import TrainConfig
+
+    try:
+        return folder.read_train_config()
+    except (OSError, ValueError) as e:
+        last = folder.checkpoint("last")
+        if not folder.path.is_dir() or not last.is_file():
+            raise
+        try:
+            stored = TrainConfig.from_dict(load_checkpoint(last)["config"], source=str(last))
+        except (OSError, ValueError):
+            raise e from None
+        print(f"{e}; using the copy of the config in {last}", flush=True)
+        return stored
+
+
 def run_eval(args) -> int:
     from ..progress import sample_bar
     from ..train import load_run_model
@@ -63,11 +85,16 @@ def run_eval(args) -> int:
     if not present:
         raise FileNotFoundError(f"{folder.path}: no best_test.pt or best_val.pt under checkpoints/ "
                                 "(the run finished no epoch)")
+    import os
+
+    data_dir = args.data_dir or cfg.data_dir
+    if data_dir and not os.path.isdir(data_dir):  # never created: it is an input
+        raise ValueError(f"{folder.config}: data_dir {data_dir}: no such folder (moved?); pass --data-dir")
     results, test = {}, None
     for which in present:
         net, _ = load_run_model(folder.path, which)
         if test is None:
-            test = load_test_split(cfg.dataset, args.data_dir or cfg.data_dir, cfg.T, cfg.max_test_samples, device)
+            test = load_test_split(cfg.dataset, data_dir, cfg.T, cfg.max_test_samples, device)
         split, prepare = test
         with sample_bar(len(split), f"eval {which}") as bar:
             _, acc, n = evaluate(net.to(device), eval_batches(split, prepare, cfg.eval_batch_size), cfg.num_classes,
@@ -95,12 +122,17 @@ def register(sub) -> None:
     p.add_argument("--download", action="store_true",
                    help="event datasets: fetch, check and unpack the dataset into --data-dir first "
                         "(N-MNIST, CIFAR10-DVS; DVS128 Gesture prints the manual steps)")
+    p.add_argument("--restart", action="store_true",
+                   help="delete the run already in --out (config, metrics, summary, checkpoints, TensorBoard logs) "
+                        "and train from scratch; without it plif never deletes a finished epoch")
     p.add_argument("--debug", action="store_true", help="show tracebacks")
     p.set_defaults(func=run_train)
 
+    from .checks import existing_folder
+
     e = sub.add_parser("eval", help="re-evaluate a run's best checkpoints on the test set (accuracy A and B)")
     e.add_argument("run", help="run folder")
-    e.add_argument("--data-dir", help="dataset folder if not the run's")
+    e.add_argument("--data-dir", type=existing_folder, help="dataset folder if not the run's")
     e.add_argument("--device", default="auto", help="auto (cuda if available), cpu, cuda, ... [auto]")
     e.add_argument("--debug", action="store_true", help="show tracebacks")
     e.set_defaults(func=run_eval)

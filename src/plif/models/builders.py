@@ -3,7 +3,9 @@
 :data:`BUILDERS` is the registry :func:`plif.models.build_network` walks; a token kind added to
 :data:`plif.models.notation.TOKENS` needs one function here.  A builder raises
 :class:`BuildError` with a message about the token; the caller adds the position in the string.
-Shapes are per sample and per time-step: ``(C, H, W)`` or ``(N,)``.
+Shapes are per sample and per time-step: ``(C, H, W)`` or ``(N,)``.  No layer may hold more than
+:data:`MAX_SIZE` weights or values per sample (2^40, 4 TiB of float32): beyond that torch's sizes
+overflow before any memory is asked for, and no machine could hold it anyway.
 """
 from __future__ import annotations
 
@@ -17,7 +19,9 @@ from ..layers import PerStepBatchNorm, TimeFolded, TimeInvariantDropout, Voting
 from ..neurons import make_neuron
 from .notation import Token
 
-__all__ = ["BuildOptions", "BuildError", "BUILDERS", "Built"]
+__all__ = ["BuildOptions", "BuildError", "BUILDERS", "Built", "MAX_SIZE"]
+
+MAX_SIZE = 2**40
 
 
 class BuildError(ValueError):
@@ -44,6 +48,11 @@ class Built:
     modules: tuple  # ((label, kind, module, out_shape), ...)
 
 
+def _check_size(what: str, n: int) -> None:
+    if n > MAX_SIZE:
+        raise BuildError(f"{what} would be {n:,}, more than {MAX_SIZE:,} (2^40)")
+
+
 def _one(tok: Token, module: nn.Module, shape, label: str | None = None) -> Built:
     return Built(((label or tok.text, tok.kind, module, tuple(shape)),))
 
@@ -60,6 +69,8 @@ def build_conv(tok: Token, shape: tuple, o: BuildOptions) -> Built:
     h, w = _window(shape[1], a["k"], a["s"], pad), _window(shape[2], a["k"], a["s"], pad)
     if h <= 0 or w <= 0:
         raise BuildError("the kernel is larger than the padded input")
+    _check_size("its weight count", a["out"] * shape[0] * a["k"] ** 2)
+    _check_size("its output per sample", a["out"] * h * w)
     conv = nn.Conv2d(shape[0], a["out"], a["k"], a["s"], pad, bias=False)
     return _one(tok, TimeFolded(conv), (a["out"], h, w))
 
@@ -101,6 +112,7 @@ def build_dropout(tok: Token, shape: tuple, o: BuildOptions) -> Built:
 def build_fc(tok: Token, shape: tuple, o: BuildOptions) -> Built:
     out = tok.args["out"]
     flat = (int(math.prod(shape)),)
+    _check_size("its weight count", flat[0] * out)
     fc = (tok.text, tok.kind, TimeFolded(nn.Linear(flat[0], out, bias=False)), (out,))
     if len(shape) == 3:
         return Built((("flatten", "flatten", TimeFolded(nn.Flatten()), flat), fc))

@@ -17,7 +17,7 @@ from torch import nn
 from ..neurons import SpikingNeuron
 from .memory import MemoryOptions, make_plan
 from .builders import BUILDERS, BuildError, BuildOptions
-from .notation import NotationError, parse
+from .notation import MAX_INT, NotationError, parse
 from .structure import hoists_first_layer
 
 __all__ = ["LayerInfo", "SpikingNetwork", "build_network"]
@@ -121,6 +121,8 @@ def _check_int(name: str, value, minimum: int) -> int:
         raise TypeError(f"{name} must be an integer, got {value!r} ({type(value).__name__})")
     if value < minimum:
         raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    if value > MAX_INT:  # torch sizes are 64-bit and their products must stay so
+        raise ValueError(f"{name} must be at most {MAX_INT} (2^31-1), got {value}")
     return int(value)
 
 

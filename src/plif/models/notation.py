@@ -14,8 +14,9 @@ Tokens (a registry: :data:`TOKENS`):
     DP DP0.3      time-invariant dropout (p = 0.5 unless given; DP0 keeps every unit)
     FC2048        Linear, 2048 out features
 
-Numbers are ASCII digits.  To keep a typo from allocating the machine away, a repeat count is at
-most :data:`MAX_REPEAT`, the expanded network at most :data:`MAX_LAYERS` tokens and braces nest at
+Numbers are ASCII digits, each at most :data:`MAX_INT` (2^31-1, what every size in torch
+holds).  To keep a typo from allocating the machine away, a repeat count is at most
+:data:`MAX_REPEAT`, the expanded network at most :data:`MAX_LAYERS` tokens and braces nest at
 most :data:`MAX_DEPTH` deep; each limit's error points at the token that crosses it.
 
 The result is a flat list of :class:`Token` in order, each remembering where it was written, so
@@ -26,8 +27,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-__all__ = ["Token", "NotationError", "parse", "TOKENS", "MAX_REPEAT", "MAX_LAYERS", "MAX_DEPTH"]
+__all__ = ["Token", "NotationError", "parse", "TOKENS", "MAX_REPEAT", "MAX_LAYERS", "MAX_DEPTH", "MAX_INT"]
 
+MAX_INT = 2**31 - 1
 MAX_REPEAT = 1000
 MAX_LAYERS = 10_000
 MAX_DEPTH = 32
@@ -91,6 +93,9 @@ def _token(text: str, word: str, pos: int) -> Token:
                     continue  # padding 0 is a valid override
                 if isinstance(value, int) and value <= 0:
                     raise NotationError(text, pos, len(word), f"{name}={value} in {word!r} must be positive")
+                if isinstance(value, int) and value > MAX_INT:
+                    raise NotationError(text, pos, len(word), f"{name}={value} in {word!r} is more than "
+                                                              f"{MAX_INT} (2^31-1)")
             if kind == "dropout" and not 0.0 <= args["p"] < 1.0:
                 raise NotationError(text, pos, len(word), f"dropout probability {args['p']:g} in {word!r} "
                                                           "must be in [0, 1)")

@@ -27,8 +27,8 @@ __all__ = ["SpikingNeuron", "IF", "LIF", "PLIF", "NEURONS", "make_neuron", "tau_
 
 def tau_to_w(tau: float) -> float:
     """``w0 = -log(τ0 - 1)`` so that ``1/sigmoid(w0) = τ0`` (τ0 = 2 gives 0)."""
-    if tau <= 1:
-        raise ValueError(f"a membrane time constant must be > 1 time-step, got tau={tau}")
+    if not 1 < tau < math.inf:  # NaN fails every comparison, so it is refused here too
+        raise ValueError(f"a membrane time constant must be a finite number > 1 time-step, got tau={tau}")
     return -math.log(tau - 1)
 
 
@@ -77,8 +77,8 @@ class LIF(SpikingNeuron):
 
     def __init__(self, tau: float = 2.0, **kwargs):
         super().__init__(**kwargs)
-        if tau <= 1:
-            raise ValueError(f"LIF needs tau > 1, got {tau}")
+        if not 1 < tau < math.inf:
+            raise ValueError(f"LIF needs a finite tau > 1, got {tau}")
         self.tau = float(tau)
 
     def k(self, x):

@@ -32,7 +32,8 @@ def load_checkpoint(path: Path, map_location="cpu") -> dict:
     try:
         state = torch.load(path, map_location=map_location, weights_only=True)
     except Exception as e:  # torch raises several types for corrupt archives
-        raise ValueError(f"{path}: not a readable plif checkpoint ({type(e).__name__}: {e})") from None
+        first = (str(e).strip().splitlines() or [""])[0][:200]  # torch's messages run to many lines
+        raise ValueError(f"{path}: not a readable plif checkpoint ({type(e).__name__}: {first})") from None
     if not isinstance(state, dict) or "model" not in state or "config" not in state:
         raise ValueError(f"{path}: not a plif checkpoint (expected a dict with 'model' and 'config')")
     return state

@@ -16,11 +16,15 @@ from dataclasses import dataclass, field
 from ..data.catalog import EVENT, STATIC
 from ..device import pick_device
 from ..models import get_entry
+from ..models.notation import MAX_INT
 from ..surrogate import SURROGATES
 
-__all__ = ["TrainConfig", "PRESETS", "resolve_config", "config_diff", "field_kind", "flag_name", "pick_device", "STATIC", "EVENT"]
+__all__ = ["TrainConfig", "PRESETS", "resolve_config", "config_diff", "field_kind", "flag_name", "pick_device",
+           "check_network", "check_outputs", "check_stored", "STATIC", "EVENT", "MAX_SEED", "MAX_TAU0"]
 
 NEURON_NAMES = ("plif", "lif", "if")
+MAX_SEED = 2**32 - 1  # every generator seeded from it stays inside torch's 64-bit seeds
+MAX_TAU0 = 1e30  # 1/tau0 stays a normal float32 (and PLIF's sigmoid(w) with it); 1e30 steps is no leak at all
 
 
 @dataclass(frozen=True)
@@ -46,7 +50,7 @@ class TrainConfig:
         "help": "CosineAnnealingLR period in epochs [paper 64; cpu: --epochs]"})
     neuron: str = field(default="plif", metadata={
         "help": "replace every neuron of the network", "choices": NEURON_NAMES})
-    tau0: float = field(default=2.0, metadata={"help": "initial tau of PLIF, the fixed tau of LIF (> 1)"})
+    tau0: float = field(default=2.0, metadata={"help": "initial tau of PLIF, the fixed tau of LIF (> 1, at most 1e30)"})
     pool: str | None = field(default=None, metadata={
         "help": "replace every spatial pooling [as the network string says]", "choices": ("max", "avg")})
     per_channel_tau: bool = field(default=False, metadata={"help": "one learnable tau per channel instead of per layer"})
@@ -58,7 +62,8 @@ class TrainConfig:
     detach_reset: bool = field(default=True, metadata={
         "help": "detach the reset from the graph (the authors' code does)"})
     device: str = field(default="auto", metadata={"help": "auto (cuda if available), cpu, cuda, cuda:1, ..."})
-    seed: int = field(default=0, metadata={"help": "seed of weights, shuffling, augmentation and dropout"})
+    seed: int = field(default=0, metadata={
+        "help": "seed of weights, shuffling, augmentation and dropout (0 to 2^32-1)"})
     data_dir: str | None = field(default=None, metadata={
         "help": "folder with the dataset files (Fashion-MNIST is also found in /usr/share/datasets)"})
     max_train_samples: int | None = field(default=None, metadata={
@@ -219,6 +224,29 @@ def resolve_config(cfg: TrainConfig) -> TrainConfig:
                                num_classes=entry.num_classes)
 
 
+def check_stored(cfg: TrainConfig, d: dict, source: str) -> None:
+    """A run's stored config (``config.json``) holds only values ``plif train`` accepts, and the
+    derived ones (classes, network keywords) agree with them; errors name ``source``.
+
+    The data folder is not checked: a run may be evaluated elsewhere (``--data-dir``)."""
+    try:
+        resolved = resolve_config(dataclasses.replace(cfg, data_dir=None))
+        if "num_classes" in d and cfg.num_classes != resolved.num_classes:  # the input shape build_network checks
+            raise ValueError(f"num_classes is {cfg.num_classes!r} but {cfg.dataset} has {resolved.num_classes}")
+        kwargs = d.get("network_kwargs", {})
+        if not isinstance(kwargs, dict):
+            raise ValueError(f"network_kwargs must be an object, got {kwargs!r}")
+        # runs made before the backend left the network kept it among these keywords: it is ignored
+        unknown = sorted(set(kwargs) - set(resolved.network_kwargs()) - {"backend"})
+        if unknown:
+            raise ValueError(f"network_kwargs has unknown keys {', '.join(map(repr, unknown))}; "
+                             f"valid: {', '.join(resolved.network_kwargs())}")
+        # the network string and its sizes (the loaded weights check the rest)
+        _meta_network(dataclasses.replace(resolved, input_shape=cfg.input_shape or resolved.input_shape), outputs=False)
+    except ValueError as e:
+        raise ValueError(f"{source}: {e}") from None
+
+
 def flag_name(name: str) -> str:
     """The command-line flag of a config field: ``max_train_samples`` -> ``--max-train-samples``."""
     return "--" + name.replace("_", "-")
@@ -254,6 +282,9 @@ def _check_values(cfg: TrainConfig) -> None:
     for name in ("T", "epochs", "batch_size", "t_max", "eval_batch_size"):
         if getattr(cfg, name) < 1:
             raise ValueError(f"{flag_name(name)} must be at least 1, got {getattr(cfg, name)}")
+    for name in ("T", "batch_size", "eval_batch_size"):  # sizes of tensors: torch's limit
+        if getattr(cfg, name) > MAX_INT:
+            raise ValueError(f"{flag_name(name)} must be at most {MAX_INT} (2^31-1), got {getattr(cfg, name)}")
     for name in ("max_train_samples", "max_test_samples", "max_val_samples"):
         value = getattr(cfg, name)
         if value is not None and value < 1:
@@ -267,15 +298,18 @@ def _check_values(cfg: TrainConfig) -> None:
     if cfg.lr <= 0:
         raise ValueError(f"--lr must be positive, got {cfg.lr:g}")
     neuron = cfg.neuron.lower()
-    if (neuron == "plif" and not cfg.tau0 > 1) or (neuron == "lif" and not cfg.tau0 >= 1):
-        raise ValueError(f"--tau0 must be {'greater than' if neuron == 'plif' else 'at least'} 1 for {neuron.upper()} "
-                         f"(the membrane keeps 1 - 1/tau of its potential each step), got {cfg.tau0:g}")
+    if neuron != "if" and not 1 < cfg.tau0 <= MAX_TAU0:  # also every neuron token of the network string
+        raise ValueError(f"--tau0 must be greater than 1 and at most {MAX_TAU0:g} (the membrane keeps 1 - 1/tau of "
+                         f"its potential each step), got {cfg.tau0:g}")
     if not 0.0 <= cfg.val_split < 1.0:
         raise ValueError(f"--val-split must be in [0, 1), got {cfg.val_split}")
-    if cfg.seed < 0:
-        raise ValueError(f"--seed must be non-negative, got {cfg.seed}")
+    if not 0 <= cfg.seed <= MAX_SEED:
+        raise ValueError(f"--seed must be between 0 and {MAX_SEED} (2^32-1), got {cfg.seed}")
     if cfg.network is not None and not cfg.network.strip():
         raise ValueError("--network must not be empty")
+    for name in ("out", "data_dir"):
+        if getattr(cfg, name) is not None and not getattr(cfg, name).strip():
+            raise ValueError(f"{flag_name(name)} must not be empty (leave it out for the default)")
     if cfg.data_dir is not None and not os.path.isdir(cfg.data_dir):
         raise ValueError(f"--data-dir {cfg.data_dir}: no such folder")
     if cfg.backend != "auto":
@@ -284,6 +318,64 @@ def _check_values(cfg: TrainConfig) -> None:
         if cfg.backend not in available_backends():
             raise ValueError(f"--backend {cfg.backend!r}: unknown; available: auto, {', '.join(available_backends())}")
     pick_device(cfg.device, check=False)
+
+
+def check_outputs(model, cfg: TrainConfig) -> None:
+    """The network's output per sample must be one value per class of the dataset."""
+    out = model.info[-1].out_shape if model.info else tuple(cfg.input_shape)
+    if tuple(out) != (cfg.num_classes,):
+        raise ValueError(f"--network {cfg.network!r}: gives outputs of shape {tuple(out)} per sample, but "
+                         f"{cfg.dataset} has {cfg.num_classes} classes; end the network with "
+                         f"{cfg.num_classes} outputs (e.g. ...-FC{cfg.num_classes * 10}-PLIF-APk10s10)")
+
+
+def _meta_network(cfg: TrainConfig, outputs: bool = True):
+    """``cfg``'s network built on the meta device (shapes, no storage), its output width checked."""
+    import torch
+
+    from ..models import build_network
+
+    with torch.device("meta"):
+        model = build_network(cfg.network, cfg.input_shape, cfg.T, **cfg.network_kwargs())
+    if outputs:
+        check_outputs(model, cfg)
+    return model
+
+
+def check_network(cfg: TrainConfig) -> None:
+    """Build ``cfg``'s network on the meta device (shapes, no storage) and refuse, before anything is
+    written, a network that cannot be built, has the wrong output width, or whose weights with
+    Adam's state, or one batch of input, alone exceed the memory of the machine or device."""
+    model = _meta_network(cfg)
+    limit, where = _memory_size(cfg.device)
+    if not limit:
+        return
+    params = sum(p.numel() for p in model.parameters())
+    need = 4 * 4 * params  # fp32 weights, gradients and Adam's two moments
+    if need > limit:
+        raise ValueError(f"--network {cfg.network!r}: {params:,} weights need {_gib(need)} with their gradients and "
+                         f"Adam's state, more than the {_gib(limit)} of {where}")
+    batch = 4 * cfg.T * cfg.batch_size * math.prod(cfg.input_shape)
+    if batch > limit:
+        raise ValueError(f"--T {cfg.T} with --batch-size {cfg.batch_size}: one batch of input alone is {_gib(batch)}, "
+                         f"more than the {_gib(limit)} of {where}")
+
+
+def _gib(n: int) -> str:
+    return f"{n / 2**30:,.1f} GiB"
+
+
+def _memory_size(device: str) -> tuple[int, str]:
+    """``(bytes, description)`` of the memory a run on ``device`` has; (0, "") when unknown."""
+    import torch
+
+    dev = pick_device(device, check=False)
+    if dev.type == "cuda" and torch.cuda.is_available():
+        return torch.cuda.get_device_properties(dev.index or 0).total_memory, f"{dev}"
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"), "this machine's memory"
+    except (OSError, ValueError):
+        return 0, ""
 
 
 # Settings that may change when a run is resumed without changing what it computes.

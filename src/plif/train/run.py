@@ -25,14 +25,14 @@ import torch
 
 from ..models import build_network
 from ..progress import sample_bar
-from .checkpoint import load_checkpoint, save_checkpoint
+from .checkpoint import check_finite, load_checkpoint, save_checkpoint
 from ..data.pipeline import epoch_generator, load_train_data, planned_train_samples
-from .config import STATIC, TrainConfig, config_diff, pick_device, resolve_config
+from .config import STATIC, TrainConfig, check_network, check_outputs, config_diff, pick_device, resolve_config
 from .distributed import (all_gather_object, all_reduce_sum, any_rank, broadcast_object, init_distributed,
                           restart_count, shutdown)
 from .graph import GraphTrainer, autocast_context, check_graph_options, graph_adam
 from .loop import Diverged, EpochTotals, adam, evaluate, nonfinite_count, train_epoch
-from .run_folder import CHECKPOINTS, RunFolder, prepare_out, read_metrics
+from .run_folder import CHECKPOINT_DIR, CHECKPOINTS, RunFolder, prepare_out, read_metrics
 from .stopping import EXIT_STOPPED, Stopper, parse_duration
 
 __all__ = ["train", "train_status", "default_run_dir", "read_metrics", "EXIT_STOPPED"]
@@ -65,35 +65,52 @@ class _Session:
     metrics: list = None
     tb: object = None
     trainer: GraphTrainer | None = None  # --cuda-graph: the captured step and evaluation
+    undo: object = None  # a fresh run's clean-up while it has finished no epoch: no stub folder stays
 
 
 # --- set-up steps ------------------------------------------------------------------------------
 
-def setup_run_folder(cfg: TrainConfig, resume, log) -> tuple[RunFolder, bool]:
+def setup_run_folder(cfg: TrainConfig, resume, log, restart: bool = False) -> tuple[RunFolder, bool, list]:
     """Check ``--out`` can be written, lock it, clean what a killed run left, decide fresh or resume.
 
     resume: True (``--resume``), False, or ``"auto"`` (``--time-limit``, a torchrun restart):
     continue the run there if it has a checkpoint, else start it.  Returns ``(locked folder,
-    resume)``; ``resume`` is False when the folder has no checkpoint (such a run starts again).
-    Only rank 0 calls this (the others never write the folder).
+    resume, folders created)``; ``resume`` is False when the folder has no checkpoint (such a run
+    starts again).  A folder recording finished epochs is never cleared without ``restart``: it is
+    resumed from ``last.pt`` or refused with a message naming what is missing.  Only rank 0 calls
+    this (the others never write the folder).
     """
     folder = RunFolder(cfg.out or default_run_dir(cfg))
-    prepare_out(folder.path)
+    if restart and resume is True:
+        raise ValueError("--restart deletes the run in --out and --resume continues it: give one of them")
+    created = prepare_out(folder.path)
+    folder.refuse_links()
     folder.lock()
     try:
-        finished = _resumable(folder)  # only now: another run may have finished meanwhile
+        folder.refuse_links()  # again under the lock: the state is only read now
         folder.clean_stale_temporaries()
-        if resume is True and not finished and not folder.has_config():
+        if restart:
+            gone = folder.delete_run()
+            if gone:
+                log(f"--restart: deleted {', '.join(gone)} in {folder.path}")
+        records, finished = folder.epoch_records(), _resumable(folder)  # only now: another run may have finished
+        if resume is True and not records and not folder.has_config():
             raise FileNotFoundError(f"--resume: {folder.path} holds no run (no config.json)")
+        if records and not finished:
+            raise ValueError(f"{folder.path}: {', '.join(records)} record finished epochs, but "
+                             f"{CHECKPOINT_DIR}/{CHECKPOINTS['last']} (what a run continues from) is missing; nothing "
+                             "was changed; put it back to --resume, pass --restart to delete this run and train "
+                             "from scratch, or choose another --out")
         if not resume and finished:
-            raise ValueError(f"{folder.path} already holds a run; pass --resume to continue it or choose another --out")
+            raise ValueError(f"{folder.path} already holds a run; pass --resume to continue it, --restart to delete "
+                             "it and train from scratch, or choose another --out")
         if not finished and folder.has_config():
             log(f"{folder.path}: the run there finished no epoch; starting it again")
             folder.clear_unfinished()
     except BaseException:
         folder.unlock()
         raise
-    return folder, bool(resume) and finished
+    return folder, bool(resume) and finished, created
 
 
 def _resumable(folder: RunFolder) -> bool:
@@ -101,7 +118,7 @@ def _resumable(folder: RunFolder) -> bool:
     return folder.has_finished_epoch() or folder.checkpoint("last").is_file()
 
 
-def _agree_on_folder(cfg: TrainConfig, resume, dist, log) -> tuple[RunFolder, bool]:
+def _agree_on_folder(cfg: TrainConfig, resume, dist, log, restart: bool = False) -> tuple[RunFolder, bool, list]:
     """Rank 0 names, locks and judges the run folder; every rank gets its path and the verdict (or
     rank 0's error, raised on every rank with the same message)."""
     if dist.world > 1:
@@ -110,14 +127,14 @@ def _agree_on_folder(cfg: TrainConfig, resume, dist, log) -> tuple[RunFolder, bo
         verdict = broadcast_object(None, dist.world)
         if verdict[0] == "error":
             raise ValueError(verdict[1])
-        return RunFolder(cfg.out), verdict[1]
+        return RunFolder(cfg.out), verdict[1], []
     try:
-        folder, resume = setup_run_folder(cfg, resume, log)
+        folder, resume, created = setup_run_folder(cfg, resume, log, restart)
     except Exception as e:
         broadcast_object(("error", str(e)), dist.world)
         raise
     broadcast_object(("ok", resume), dist.world)
-    return folder, resume
+    return folder, resume, created
 
 
 def check_backend_device(backend: str, device: torch.device) -> None:
@@ -134,11 +151,7 @@ def setup_model(cfg: TrainConfig, device: torch.device) -> torch.nn.Module:
     """The network, seeded, on ``device``; its output width must equal the dataset's classes."""
     torch.manual_seed(cfg.seed)
     model = build_network(cfg.network, cfg.input_shape, cfg.T, **cfg.network_kwargs())
-    out = model.info[-1].out_shape if model.info else tuple(cfg.input_shape)
-    if tuple(out) != (cfg.num_classes,):
-        raise ValueError(f"--network {cfg.network!r}: gives outputs of shape {tuple(out)} per sample, but "
-                         f"{cfg.dataset} has {cfg.num_classes} classes; end the network with "
-                         f"{cfg.num_classes} outputs (e.g. ...-FC{cfg.num_classes * 10}-PLIF-APk10s10)")
+    check_outputs(model, cfg)
     model.set_memory(cfg.memory_options())  # --memory / --checkpoint-blocks: what backward keeps
     model.set_backend(cfg.backend)  # how the neurons run here (a resume may change it)
     return model.to(device)
@@ -155,10 +168,16 @@ def setup_optimizer(model, cfg: TrainConfig, device: torch.device):
 def restore(s: _Session, log) -> None:
     """Load ``last.pt`` into the model, optimiser and schedule; refuse a different config."""
     state = load_checkpoint(s.folder.checkpoint("last"), map_location=s.device)
+    check_finite(state, s.folder.checkpoint("last"))  # a NaN last.pt is nothing to continue from
+    missing = [k for k in ("optimizer", "scheduler", "epoch") if not isinstance(state.get(k), dict if k != "epoch" else int)]
+    step = state.get("step", 0)  # a --checkpoint-every checkpoint: steps done of epoch "epoch" + 1
+    if missing or isinstance(state["epoch"], bool) or state["epoch"] < (0 if step else 1):
+        raise ValueError(f"{s.folder.checkpoint('last')}: not a plif resume checkpoint "
+                         f"({', '.join(missing) or 'epoch'} missing or malformed; nothing was changed)")
     diffs = config_diff(state["config"], s.cfg_dict)
     if diffs:
         raise ValueError(f"--resume: {s.folder.path} was started with a different config:\n" + "\n".join(diffs))
-    step, ranks = state.get("step", 0), state.get("ranks")
+    ranks = state.get("ranks")
     if step and (not isinstance(ranks, list) or len(ranks) != s.dist.world):
         raise ValueError(f"--resume: {s.folder.checkpoint('last')} was saved in the middle of epoch "
                          f"{state['epoch'] + 1} by {len(ranks or ())} processes; resume it with as many "
@@ -168,10 +187,32 @@ def restore(s: _Session, log) -> None:
     s.scheduler.load_state_dict(state["scheduler"])
     s.start_epoch, s.start_step = state["epoch"], step
     s.rank_state = ranks[s.dist.rank] if step else None
-    s.metrics = [m for m in read_metrics(s.folder.path) if m["epoch"] <= s.start_epoch]
+    s.metrics = _resumed_metrics(s, state, log)
     if s.main:
         where = f"at step {step} of epoch {s.start_epoch + 1}" if step else f"after epoch {s.start_epoch}"
         log(f"resuming {s.folder.path} {where}")
+
+
+def _resumed_metrics(s: _Session, state: dict, log) -> list[dict]:
+    """The rows of epochs 1..E of a resume after epoch E: from ``metrics.jsonl``, or, when that is
+    damaged or short, from the copy ``last.pt`` keeps (and ``metrics.jsonl`` is rewritten); refused
+    naming the file when neither has them all."""
+    last, notes = s.folder.checkpoint("last"), []
+    want = list(range(1, s.start_epoch + 1))
+    rows = [m for m in read_metrics(s.folder.path, notes) if isinstance(m.get("epoch"), int) and m["epoch"] <= s.start_epoch]
+    if [m["epoch"] for m in rows] == want:
+        return rows
+    saved = state.get("metrics")
+    if isinstance(saved, list) and [m.get("epoch") if isinstance(m, dict) else None for m in saved] == want:
+        if s.main:
+            s.folder.write_metrics(saved)
+            log(f"{s.folder.metrics} was damaged or short ({'; '.join(notes) or f'{len(rows)} of {len(want)} epochs'}); "
+                f"rewrote it from the copy in {last}")
+        return list(saved)
+    raise ValueError(f"--resume: {s.folder.metrics} records epochs {[m['epoch'] for m in rows]} but {last} is after "
+                     f"epoch {s.start_epoch}" + (f" ({'; '.join(notes)})" if notes else "")
+                     + "; nothing was changed; put metrics.jsonl back, or pass --restart to delete this run and "
+                     "train from scratch")
 
 
 def setup_parallel(s: _Session) -> torch.nn.Module:
@@ -197,8 +238,9 @@ def _check_batch_fits(cfg: TrainConfig, n_train: int | None, world: int) -> None
                          + "; lower --batch-size" + (" or --val-split" if cfg.val_split else ""))
 
 
-def _setup(cfg: TrainConfig, resume, log) -> _Session:
+def _setup(cfg: TrainConfig, resume, log, restart: bool = False) -> _Session:
     cfg = resolve_config(cfg)
+    check_network(cfg)  # built on the meta device: a bad network is refused before the folder is touched
     device = pick_device(cfg.device)
     dist = init_distributed(device.type)
     restarted = any(all_gather_object(restart_count() > 0, dist.world))  # one machine's agent may not count it
@@ -221,9 +263,12 @@ def _setup(cfg: TrainConfig, resume, log) -> _Session:
         summary_writer_class()  # missing package: refused before the run folder is touched
     # event datasets: the file list gives the training size before any frame cache is built
     _check_batch_fits(cfg, planned_train_samples(cfg), dist.world)
-    folder, resume = _agree_on_folder(cfg, resume, dist, log)
+    folder, resume, created = _agree_on_folder(cfg, resume, dist, log, restart)
     s = _Session(cfg, {**cfg.to_dict(), "out": str(folder.path)}, folder, device, dist, dist.is_main, resume,
                  metrics=[])
+    new_tensorboard = not folder.tensorboard.exists()
+    if s.main and not resume:
+        s.undo = lambda: folder.discard_new(created, new_tensorboard)
     try:
         if s.main and not resume:
             folder.write_config(s.cfg_dict)  # before the data loads: a full disk fails now
@@ -244,6 +289,10 @@ def _setup(cfg: TrainConfig, resume, log) -> _Session:
         if cfg.cuda_graph:  # captured lazily, after any resume has loaded the state it replays on
             s.trainer = GraphTrainer(s.model, s.optimizer, cfg.num_classes, device, amp=cfg.amp)
     except BaseException:
+        if s.tb is not None:
+            s.tb.close()
+        if s.undo is not None:  # a refused fresh run leaves no stub run folder behind
+            s.undo()
         folder.unlock()
         raise
     return s
@@ -251,28 +300,30 @@ def _setup(cfg: TrainConfig, resume, log) -> _Session:
 
 # --- the loop ----------------------------------------------------------------------------------
 
-def train(cfg: TrainConfig, resume=False, log=print) -> Path:
+def train(cfg: TrainConfig, resume=False, log=print, restart: bool = False) -> Path:
     """Train with ``cfg`` (validated and resolved here); returns the run folder.
 
     resume: continue the run in ``cfg.out`` from its ``last.pt``; refuses when the stored config
     differs in anything but the number of epochs, the device or logging.  ``"auto"`` (also what
     ``--time-limit`` and a torchrun restart imply): continue it if it has a checkpoint, else start.
+    restart: delete the run already in ``cfg.out`` (config, metrics, summary, checkpoints,
+    TensorBoard logs) and train from scratch; without it a finished epoch is never deleted.
     """
-    return train_status(cfg, resume, log)[0]
+    return train_status(cfg, resume, log, restart)[0]
 
 
 class _StopNow(Exception):
     """Raised after a mid-epoch checkpoint when the run should stop there."""
 
 
-def train_status(cfg: TrainConfig, resume=False, log=print) -> tuple[Path, str | None]:
+def train_status(cfg: TrainConfig, resume=False, log=print, restart: bool = False) -> tuple[Path, str | None]:
     """:func:`train`, also returning why the run stopped before its last epoch (``"time limit"``,
     ``"SIGTERM"``, ``"SIGUSR1"``) or None when it ran to the end (``plif train`` exits with
     :data:`EXIT_STOPPED` then)."""
     limit = None if cfg.time_limit is None else parse_duration(cfg.time_limit)
     stopper = Stopper(limit, signals=int(os.environ.get("WORLD_SIZE", "1")) <= 1, log=log)
     with stopper:  # signals are handled from the start; torchrun's workers leave them to the agent
-        s = _setup(cfg, resume, log)
+        s = _setup(cfg, resume, log, restart)
         return _loop(s, stopper, log)
 
 
@@ -298,9 +349,11 @@ def _loop(s: _Session, stopper: Stopper, log) -> tuple[Path, str | None]:
                 stopped = str(e)
                 break
             s.scheduler.step()
-            s.metrics.append(row)
             if s.main:
-                _save_epoch(s, row)
+                _save_epoch(s, row)  # appends the row once everything of the epoch is written
+            else:
+                s.metrics.append(row)
+            if s.main:
                 if s.tb is not None:
                     s.tb.epoch(row)
                 log(_epoch_line(row, cfg))
@@ -310,16 +363,28 @@ def _loop(s: _Session, stopper: Stopper, log) -> tuple[Path, str | None]:
                     break
     except KeyboardInterrupt:
         finished = False
-        if s.main:
+        if s.main and s.metrics:
             log(f"\ninterrupted; the last complete epoch is saved in {folder.checkpoint('last')} "
                 f"(continue with --resume --out {folder.path})")
+        elif s.main:
+            log("\ninterrupted before the first epoch finished; nothing was kept")
+        raise
+    except BaseException:
+        finished = False
         raise
     finally:
-        if s.main and s.metrics:
-            summary = _summary(s.metrics, cfg, folder.path, finished and len(s.metrics) == cfg.epochs)
-            folder.write_summary({**summary, "stopped": stopped} if stopped else summary)
         if s.tb is not None:
             s.tb.close()
+            s.tb = None
+        if s.main and not s.metrics and s.undo is not None and not finished and not _resumable(folder):
+            s.undo()  # a fresh run that finished no epoch (diverged, interrupted) leaves no stub
+        if s.main and s.metrics:
+            try:
+                summary = _summary(s.metrics, cfg, folder.path, finished and len(s.metrics) == cfg.epochs)
+                folder.write_summary({**summary, "stopped": stopped} if stopped else summary)
+            except OSError:
+                if finished:
+                    raise  # otherwise the error already on its way (e.g. the same full disk) is the one to report
         folder.unlock()
         shutdown()
     if s.main:
@@ -353,8 +418,12 @@ def _stop_reason(s: _Session, stopper: Stopper) -> str | None:
 
 def _diverged(s: _Session, epoch: int) -> FloatingPointError:
     last = s.folder.checkpoint("last")
-    good = (f"the last good checkpoint is {last} (epoch {epoch}); lower --lr and --resume, or start again"
-            if epoch > 0 else "no epoch finished, so no checkpoint was written; lower --lr and start again")
+    if epoch > 0 and last.is_file():  # a resume refuses a non-finite last.pt, so this one is good
+        good = f"the last good checkpoint is {last} (epoch {epoch}); lower --lr and --resume, or start again"
+    elif epoch > 0:
+        good = f"{last} is missing, so there is nothing to resume; lower --lr and start again (--restart)"
+    else:
+        good = "no epoch finished, so no checkpoint was written; lower --lr and start again"
     return Diverged(f"training diverged in epoch {epoch + 1}: the loss or the weights became NaN or infinite; "
                     f"stopped without saving them; {good}")
 
@@ -422,7 +491,7 @@ def _step_checkpoints(s: _Session, epoch: int, steps: int, stopper: Stopper):
             raise Diverged(f"the loss or a parameter became NaN or infinite (seen at step {t.steps})")
         ranks = all_gather_object({"rng": _rng_state(s.device), "totals": t.state_dict()}, s.dist.world)
         if s.main:
-            save_checkpoint(s.folder.checkpoint("last"), {**_resume_state(s, epoch), "step": t.steps, "ranks": ranks})
+            save_checkpoint(s.folder.checkpoint("last"), {**_resume_state(s, epoch, s.metrics), "step": t.steps, "ranks": ranks})
         reason = _stop_reason(s, stopper)
         if reason:
             raise _StopNow(reason)
@@ -463,21 +532,28 @@ def _neuron_label(cfg: TrainConfig) -> str:
     return f"{cfg.neuron.upper()} (tau{'0' if cfg.neuron == 'plif' else ''} = {cfg.tau0:g})"
 
 
-def _resume_state(s: _Session, epoch: int) -> dict:
+def _resume_state(s: _Session, epoch: int, metrics: list[dict]) -> dict:
+    """``last.pt``: everything a resume needs, with a copy of the metrics (metrics.jsonl can be
+    rebuilt from it when damaged)."""
     return {"model": s.model.state_dict(), "optimizer": s.optimizer.state_dict(),
-            "scheduler": s.scheduler.state_dict(), "epoch": epoch, "config": s.cfg_dict, "best": {}}
+            "scheduler": s.scheduler.state_dict(), "epoch": epoch, "config": s.cfg_dict, "best": {},
+            "metrics": metrics}
 
 
 def _save_epoch(s: _Session, row: dict) -> None:
-    metrics, folder = s.metrics, s.folder
+    """Write the epoch's checkpoints, metrics and summary, then record ``row`` in ``s.metrics``:
+    if a write fails (a full disk), the summary written on the way out names no epoch whose files
+    were not all written."""
+    metrics, folder = [*s.metrics, row], s.folder
     weights = {"model": s.model.state_dict(), "epoch": row["epoch"], "config": s.cfg_dict}
     if row["test_acc"] > max((m["test_acc"] for m in metrics[:-1]), default=-1.0):
         save_checkpoint(folder.checkpoint("best_test"), {**weights, "test_acc": row["test_acc"]})
     if "val_acc" in row and row["val_acc"] > max((m["val_acc"] for m in metrics[:-1]), default=-1.0):
         save_checkpoint(folder.checkpoint("best_val"), {**weights, "val_acc": row["val_acc"], "test_acc": row["test_acc"]})
     folder.write_metrics(metrics)
-    save_checkpoint(folder.checkpoint("last"), _resume_state(s, row["epoch"]))
+    save_checkpoint(folder.checkpoint("last"), _resume_state(s, row["epoch"], metrics))
     folder.write_summary(_summary(metrics, s.cfg, folder.path, finished=False))
+    s.metrics.append(row)
 
 
 def _summary(metrics: list[dict], cfg: TrainConfig, run_dir: Path, finished: bool) -> dict:
@@ -486,7 +562,7 @@ def _summary(metrics: list[dict], cfg: TrainConfig, run_dir: Path, finished: boo
         "dataset": cfg.dataset, "preset": cfg.preset, "epochs_run": len(metrics), "epochs": cfg.epochs,
         "finished": finished,
         "accuracy_A": {"test_acc": best_a["test_acc"], "epoch": best_a["epoch"],
-                       "checkpoint": str(Path("checkpoints") / CHECKPOINTS["best_test"])},
+                       "checkpoint": _written(run_dir, "best_test")},
         "taus": metrics[-1]["taus"],
         "wall_time_s": sum(m["epoch_time_s"] for m in metrics),
     }
@@ -494,8 +570,14 @@ def _summary(metrics: list[dict], cfg: TrainConfig, run_dir: Path, finished: boo
         best_b = max(metrics, key=lambda m: (m["val_acc"], -m["epoch"]))
         out["accuracy_B"] = {"test_acc": best_b["test_acc"], "val_acc": best_b["val_acc"],
                              "epoch": best_b["epoch"],
-                             "checkpoint": str(Path("checkpoints") / CHECKPOINTS["best_val"])}
+                             "checkpoint": _written(run_dir, "best_val")}
     return out
+
+
+def _written(run_dir: Path, which: str) -> str | None:
+    """The checkpoint's path relative to the run, or None when it was never written (or deleted)."""
+    rel = Path(CHECKPOINT_DIR) / CHECKPOINTS[which]
+    return str(rel) if (Path(run_dir) / rel).is_file() else None
 
 
 def _epoch_line(row: dict, cfg: TrainConfig) -> str:

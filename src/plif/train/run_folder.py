@@ -11,6 +11,12 @@ Layout::
 
 Every writer goes through :mod:`plif.atomic`, whose temporary files are ``.<name>.*.tmp`` beside
 the target; the owner of the lock removes those left by a killed process.
+
+Nothing a finished epoch left is deleted without an explicit ``--restart``: a folder holding any
+checkpoint, a ``summary.json`` or recorded metrics is resumed from ``last.pt`` or refused with a
+message naming what is missing (:meth:`RunFolder.epoch_records`).  The folder's own entries must
+be plain files and folders: the lock is opened with ``O_NOFOLLOW`` and a symbolic link among them
+is refused (:meth:`RunFolder.refuse_links`), so nothing is written through a planted link.
 """
 from __future__ import annotations
 
@@ -18,6 +24,7 @@ import errno
 import fcntl
 import json
 import os
+import shutil
 from pathlib import Path
 
 from ..atomic import atomic_write_bytes, atomic_write_json as write_json, strict_json
@@ -86,18 +93,21 @@ def _os_error(path: Path, e: OSError, doing: str) -> ValueError:
     return ValueError(f"--out {path}: cannot {doing} ({reason})")
 
 
-def prepare_out(path) -> Path:
-    """Create the run folder (and parents) or report, as one line naming it, why it cannot be."""
+def prepare_out(path) -> list[Path]:
+    """Create the run folder (and parents) or report, as one line naming it, why it cannot be.
+
+    Returns the folders it created, outermost first (empty when the folder already existed)."""
     path = Path(path)
     if path.exists() and not path.is_dir():
         raise ValueError(f"--out {path}: exists and is not a folder")
+    created = [p for p in (*reversed(path.parents), path) if not os.path.lexists(p)]
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise _os_error(path, e, "create the run folder") from None
     if not os.access(path, os.W_OK | os.X_OK):
         raise ValueError(f"--out {path}: the folder is not writable")
-    return path
+    return created
 
 
 class RunFolder:
@@ -134,8 +144,33 @@ class RunFolder:
         return self.config.is_file()
 
     def has_finished_epoch(self) -> bool:
-        """At least one epoch is recorded and resumable (metrics are written before ``last.pt``)."""
-        return self.checkpoint("last").is_file() and bool(read_metrics(self.path))
+        """A finished epoch can be continued: ``last.pt`` (written at the end of every epoch) exists.
+
+        Whether it loads, and whether ``metrics.jsonl`` agrees with it, the resume checks."""
+        return self.checkpoint("last").is_file()
+
+    def epoch_records(self) -> list[str]:
+        """The entries that say an epoch finished here: any checkpoint, ``summary.json``, and a
+        ``metrics.jsonl`` holding anything (readable or not).  A folder with none of them holds no
+        work worth keeping; one with any is never cleared without ``--restart``."""
+        found = [f"{CHECKPOINT_DIR}/{CHECKPOINTS[w]}" for w in CHECKPOINTS if self.checkpoint(w).is_file()]
+        if self.summary.is_file():
+            found.append(SUMMARY)
+        if self.metrics.is_file() and self.metrics.read_bytes().strip():
+            found.append(METRICS)
+        return found
+
+    def entries(self) -> list[Path]:
+        """Every path of the run-folder format (files and the two sub-folders)."""
+        return [self.path / LOCK, self.config, self.metrics, self.summary, self.tensorboard,
+                self.path / CHECKPOINT_DIR, *(self.checkpoint(w) for w in CHECKPOINTS)]
+
+    def refuse_links(self) -> None:
+        """Raise ``ValueError`` naming the first entry of the format that is a symbolic link."""
+        for p in self.entries():
+            if p.is_symlink():
+                raise ValueError(f"{p}: is a symbolic link (to {os.readlink(p)}); a run folder's own files must "
+                                 "be plain files, plif does not write through links; remove the link")
 
     def require_run(self) -> None:
         """Raise ``FileNotFoundError`` saying "not a run folder" unless this is one."""
@@ -166,9 +201,11 @@ class RunFolder:
         return d
 
     def _train_config(self, d: dict):
-        from .config import TrainConfig
+        from .config import TrainConfig, check_stored
 
-        return TrainConfig.from_dict(d, source=str(self.config))
+        cfg = TrainConfig.from_dict(d, source=str(self.config))
+        check_stored(cfg, d, str(self.config))  # every value as train accepts it: no traceback later
+        return cfg
 
     def write_config(self, cfg_dict: dict) -> None:
         write_json(self.config, cfg_dict)
@@ -192,8 +229,11 @@ class RunFolder:
         """
         path = self.path / LOCK
         try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
         except OSError as e:
+            if e.errno == errno.ELOOP:
+                raise ValueError(f"{path}: is a symbolic link; plif does not write its lock through a link; "
+                                 "remove it") from None
             raise _os_error(self.path, e, "write in the run folder") from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -237,5 +277,48 @@ class RunFolder:
 
     def clear_unfinished(self) -> None:
         """Forget a run that never finished an epoch, so it can start again (lock held)."""
+        if self.epoch_records():
+            raise RuntimeError(f"{self.path}: holds finished epochs ({', '.join(self.epoch_records())}); "
+                               "not clearing it")
+        for p in (self.config, self.metrics):
+            p.unlink(missing_ok=True)
+
+    def delete_run(self) -> list[str]:
+        """``--restart``: delete the run's config, metrics, summary, checkpoints and TensorBoard
+        logs (only the format's own entries; lock held).  Returns what was deleted."""
+        if self._fd is None:
+            raise RuntimeError("delete_run needs the run folder's lock")
+        self.refuse_links()
+        gone = [str(p.relative_to(self.path)) for p in (self.config, self.metrics, self.summary,
+                                                         *(self.checkpoint(w) for w in CHECKPOINTS)) if p.is_file()]
         for p in (self.config, self.metrics, self.summary, *(self.checkpoint(w) for w in CHECKPOINTS)):
             p.unlink(missing_ok=True)
+        if self.tensorboard.is_dir():
+            shutil.rmtree(self.tensorboard)
+            gone.append(TENSORBOARD)
+        return gone
+
+    def discard_new(self, created: list[Path], new_tensorboard: bool) -> None:
+        """Undo a fresh run that failed before finishing its first epoch: remove what it wrote
+        (config, metrics, summary, checkpoints of the unfinished epoch, the tensorboard/ it made)
+        and the folders it created, so a refusal or a failed start leaves no stub behind.  Only
+        for a fresh run: the folder recorded no epoch when it started (the set-up refuses one that
+        does), so everything of the format in it is this process's.  Lock held; releases it."""
+        for p in (self.config, self.metrics, self.summary, *(self.checkpoint(w) for w in CHECKPOINTS)):
+            p.unlink(missing_ok=True)
+        if new_tensorboard and self.tensorboard.is_dir() and not self.tensorboard.is_symlink():
+            shutil.rmtree(self.tensorboard, ignore_errors=True)
+        _rmdir_if_empty(self.path / CHECKPOINT_DIR)
+        (self.path / LOCK).unlink(missing_ok=True)  # the next run makes its own
+        self.unlock()
+        for d in reversed(created):
+            if not _rmdir_if_empty(d):
+                break
+
+
+def _rmdir_if_empty(d: Path) -> bool:
+    try:
+        d.rmdir()
+        return True
+    except OSError:
+        return False

@@ -70,8 +70,24 @@ class TensorBoardLog:
     """One event file per run folder; :meth:`epoch` writes one row of metrics.jsonl."""
 
     def __init__(self, logdir: Path, model):
-        self.writer = summary_writer_class()(log_dir=str(logdir))
+        self.logdir = logdir
         self.tau_names = tau_names(model)
+        with self._named():
+            self.writer = summary_writer_class()(log_dir=str(logdir))
+
+    def _named(self):
+        """OS errors (a full disk) name the TensorBoard folder, as every other writer's do."""
+        from contextlib import contextmanager
+
+        from ..atomic import named_os_error
+
+        @contextmanager
+        def named():
+            try:
+                yield
+            except OSError as e:
+                raise named_os_error(e, self.logdir) from None
+        return named()
 
     def epoch(self, row: dict) -> None:
         step = row["epoch"]
@@ -87,7 +103,9 @@ class TensorBoardLog:
         for tag, value in scalars.items():
             if value is not None:
                 self.writer.add_scalar(tag, value, step)
-        self.writer.flush()
+        with self._named():
+            self.writer.flush()
 
     def close(self) -> None:
-        self.writer.close()
+        with self._named():
+            self.writer.close()

@@ -1,0 +1,40 @@
+"""Argument types that refuse a bad value while the command line is parsed, before any work.
+
+``type=int_in(1, MAX_INT)`` turns ``--batch-size 0`` into argparse's one-line
+``argument --batch-size: must be between 1 and 2147483647, got 0`` instead of an error deep inside
+the command; ``existing_folder`` refuses an input folder that does not exist (nothing is created).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+
+from ..models.notation import MAX_INT  # torch's sizes and the notation's numbers
+from ..train.config import MAX_SEED
+
+__all__ = ["int_in", "existing_folder", "MAX_INT", "MAX_SEED"]
+
+
+def int_in(lo: int, hi: int):
+    """An argparse ``type``: an integer in ``[lo, hi]``."""
+    def parse(text: str) -> int:
+        try:
+            if not text.isascii():  # as the notation: digits 0-9 only
+                raise ValueError(text)
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}") from None
+        if not lo <= value <= hi:
+            raise argparse.ArgumentTypeError(f"must be between {lo} and {hi}, got {value}")
+        return value
+
+    parse.__name__ = "int"  # argparse names the type in its messages
+    return parse
+
+
+def existing_folder(text: str) -> str:
+    """An argparse ``type``: a folder that exists (an input; plif creates nothing there)."""
+    if not os.path.isdir(text):
+        raise argparse.ArgumentTypeError(f"{text}: no such folder" if not os.path.exists(text)
+                                         else f"{text}: not a folder")
+    return text
