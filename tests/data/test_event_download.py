@@ -117,6 +117,6 @@ def test_train_download_checks_options_first_then_fetches(tmp_path, nmnist_serve
     assert main(["train", "--dataset", "nmnist", "--data-dir", str(tmp_path / "d"), "--lr", "-1", "--download"]) == 2
     assert "--lr must be positive" in capsys.readouterr().err and nmnist_server.requests == []
     seen = []
-    monkeypatch.setattr(plif.train.run, "train_status", lambda cfg, resume=False: (seen.append(cfg), None))
+    monkeypatch.setattr(plif.train.run, "train_status", lambda cfg, resume=False, **kw: (seen.append(cfg), None))
     assert main(["train", "--dataset", "nmnist", "--data-dir", str(tmp_path / "d"), "--download"]) == 0
     assert len(seen) == 1 and len(list_samples("nmnist", tmp_path / "d", train=True)) == 20
