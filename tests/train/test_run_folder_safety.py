@@ -184,8 +184,8 @@ def test_a_full_disk_names_the_file_that_could_not_be_written(tiny_fashion, tmp_
     assert not list((tmp_path / "r").rglob("*.tmp"))
 
 
-def test_summary_never_names_a_checkpoint_that_was_not_written(finished, tiny_fashion, tmp_path, monkeypatch):
-    out = _copy(finished, tmp_path)
+def _fail_saving_last(monkeypatch):
+    """Every write of ``last.pt`` fails as on a full disk; the other checkpoints are written."""
     real = run_mod.save_checkpoint
 
     def fail_last(path, state):
@@ -194,6 +194,11 @@ def test_summary_never_names_a_checkpoint_that_was_not_written(finished, tiny_fa
         return real(path, state)
 
     monkeypatch.setattr(run_mod, "save_checkpoint", fail_last)
+
+
+def test_summary_never_names_a_checkpoint_that_was_not_written(finished, tiny_fashion, tmp_path, monkeypatch):
+    out = _copy(finished, tmp_path)
+    _fail_saving_last(monkeypatch)
     with pytest.raises(OSError):
         _resume(tiny_fashion, out)
     summary = json.loads((out / "summary.json").read_text())
@@ -212,14 +217,7 @@ def test_plain_run_on_a_finished_folder_points_at_resume_and_restart(finished, t
 
 
 def test_a_full_disk_in_the_first_epoch_leaves_no_dead_end(tiny_fashion, tmp_path, monkeypatch):
-    real = run_mod.save_checkpoint
-
-    def fail_last(path, state):
-        if path.name == "last.pt":
-            raise OSError(errno.ENOSPC, "No space left on device", str(path))
-        return real(path, state)
-
-    monkeypatch.setattr(run_mod, "save_checkpoint", fail_last)
+    _fail_saving_last(monkeypatch)
     with pytest.raises(OSError, match="last.pt"):
         train(tiny_train_config(tiny_fashion, tmp_path / "r", epochs=1), log=quiet)
     assert not (tmp_path / "r").exists()  # best_test.pt and the metrics row of the unfinished epoch too
