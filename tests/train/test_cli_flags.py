@@ -99,3 +99,13 @@ def test_adam_falls_back_where_fused_is_missing():
 
     assert not fused_adam_supported("cpu", "2.3.1+cpu") and fused_adam_supported("cpu", "2.4.0")
     assert fused_adam_supported("cuda", "2.1.0")
+
+
+@pytest.mark.parametrize("flag,value", [("--epochs", "\u0661\u0662"), ("--batch-size", "\uff11\uff16"),
+                                        ("--lr", "\u0661.5"), ("--epochs", "3.5")])
+def test_numbers_are_ascii_digits_refused_in_one_line_while_parsing(flag, value, tmp_path, capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["train", flag, value, "--out", str(tmp_path / "r")])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and f"argument {flag}" in err and "ASCII digits" in err
+    assert not (tmp_path / "r").exists()

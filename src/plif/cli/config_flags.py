@@ -23,6 +23,21 @@ def _help(f: dataclasses.Field, kind) -> str:
     return text.replace("%", "%%")
 
 
+def _number(kind):
+    """An argparse ``type`` for an int or float flag written in ASCII (Python's ``int('١٢')`` is 12)."""
+    def parse(text: str):
+        try:
+            if not text.isascii():
+                raise ValueError(text)
+            return kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"must be {'an integer' if kind is int else 'a number'} in ASCII digits, got {text!r}") from None
+
+    parse.__name__ = kind.__name__  # argparse names the type in its messages
+    return parse
+
+
 def add_config_flags(parser: argparse.ArgumentParser, exclude=(), cls=None) -> list[str]:
     """Add one flag per field of ``cls`` (default TrainConfig) not in ``exclude``; returns the field names.
 
@@ -45,7 +60,8 @@ def add_config_flags(parser: argparse.ArgumentParser, exclude=(), cls=None) -> l
                                default=None, help=help_text)
         else:
             choices = f.metadata.get("choices")
-            group.add_argument(flag_name(f.name), dest=f.name, type=kind, default=None,
+            group.add_argument(flag_name(f.name), dest=f.name, type=_number(kind) if kind in (int, float) else kind,
+                               default=None,
                                choices=tuple(choices) if choices else None,
                                metavar=None if choices else kind.__name__.upper(), help=help_text)
         names.append(f.name)
