@@ -93,7 +93,7 @@ def setup_run_folder(cfg: TrainConfig, resume, log, restart: bool = False) -> tu
             gone = folder.delete_run()
             if gone:
                 log(f"--restart: deleted {', '.join(gone)} in {folder.path}")
-        records, finished = folder.epoch_records(), _resumable(folder)  # only now: another run may have finished
+        records, finished = folder.epoch_records(), folder.has_finished_epoch()  # only now: another run may have finished
         if resume is True and not records and not folder.has_config():
             raise FileNotFoundError(f"--resume: {folder.path} holds no run (no config.json)")
         if records and not finished:
@@ -111,11 +111,6 @@ def setup_run_folder(cfg: TrainConfig, resume, log, restart: bool = False) -> tu
         folder.unlock()
         raise
     return folder, bool(resume) and finished, created
-
-
-def _resumable(folder: RunFolder) -> bool:
-    """A finished epoch, or a mid-epoch checkpoint (``--checkpoint-every``) in the first one."""
-    return folder.has_finished_epoch() or folder.checkpoint("last").is_file()
 
 
 def _agree_on_folder(cfg: TrainConfig, resume, dist, log, restart: bool = False) -> tuple[RunFolder, bool, list]:
@@ -351,12 +346,11 @@ def _loop(s: _Session, stopper: Stopper, log) -> tuple[Path, str | None]:
             s.scheduler.step()
             if s.main:
                 _save_epoch(s, row)  # appends the row once everything of the epoch is written
-            else:
-                s.metrics.append(row)
-            if s.main:
                 if s.tb is not None:
                     s.tb.epoch(row)
                 log(_epoch_line(row, cfg))
+            else:
+                s.metrics.append(row)
             if epoch + 1 < cfg.epochs:
                 stopped = _stop_reason(s, stopper)
                 if stopped:
@@ -376,7 +370,7 @@ def _loop(s: _Session, stopper: Stopper, log) -> tuple[Path, str | None]:
         if s.tb is not None:
             s.tb.close()
             s.tb = None
-        if s.main and not s.metrics and s.undo is not None and not finished and not _resumable(folder):
+        if s.main and not s.metrics and s.undo is not None and not finished and not folder.has_finished_epoch():
             s.undo()  # a fresh run that finished no epoch (diverged, interrupted) leaves no stub
         if s.main and s.metrics:
             try:

@@ -144,7 +144,8 @@ class RunFolder:
         return self.config.is_file()
 
     def has_finished_epoch(self) -> bool:
-        """A finished epoch can be continued: ``last.pt`` (written at the end of every epoch) exists.
+        """A run can be continued: ``last.pt`` exists (written at the end of every epoch, and every
+        ``--checkpoint-every`` steps, so also in the middle of the first epoch).
 
         Whether it loads, and whether ``metrics.jsonl`` agrees with it, the resume checks."""
         return self.checkpoint("last").is_file()
