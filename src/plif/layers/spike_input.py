@@ -38,10 +38,24 @@ def _conv_args(conv: nn.Conv2d):
     return list(conv.stride), list(conv.padding), list(conv.dilation), conv.groups
 
 
-def _conv_backward(g, x, weight, args, mask):
+def _conv_backward(g, x_of, weight, args, mask):
+    """``(∂x, ∂weight)`` of a bias-free convolution, by the ATen call autograd makes, one gradient
+    at a time: the input ``x_of()`` is made (unpacked from one byte) only for the weight's gradient
+    and freed before the input's gradient is allocated (which needs only ``x``'s shape)."""
     stride, padding, dilation, groups = args
-    return torch.ops.aten.convolution_backward(g, x, weight, None, stride, padding, dilation, False, [0, 0],
-                                               groups, [mask[0], mask[1], False])[:2]
+    call = (stride, padding, dilation, False, [0, 0], groups)
+    g_x = g_w = None
+    if mask[1]:
+        x = x_of()
+        shape = x.shape
+        g_w = torch.ops.aten.convolution_backward(g, x, weight, None, *call, [False, True, False])[1]
+        del x
+    if mask[0]:
+        if not mask[1]:
+            shape = x_of().shape
+        like = weight.new_empty(1).expand(shape)  # shape only, as torch.nn.grad.conv2d_input passes it
+        g_x = torch.ops.aten.convolution_backward(g, like, weight, None, *call, [True, False, False])[0]
+    return g_x, g_w
 
 
 class _SpikeConv(torch.autograd.Function):
@@ -55,7 +69,8 @@ class _SpikeConv(torch.autograd.Function):
     @staticmethod
     def backward(ctx, g):
         packed, weight = ctx.saved_tensors
-        g_s, g_w = _conv_backward(g, _unpack(packed, None, ctx.dtype), weight, ctx.args, ctx.needs_input_grad[:2])
+        g_s, g_w = _conv_backward(g, lambda: _unpack(packed, None, ctx.dtype), weight, ctx.args,
+                                  ctx.needs_input_grad[:2])
         return g_s, g_w, None
 
 
@@ -103,11 +118,13 @@ class _ConvBN(torch.autograd.Function):
         stride, padding, dilation, groups = ctx.args
         x = _unpack(saved, None, ctx.dtype) if ctx.binary else saved
         y = F.conv2d(x, weight, None, stride, padding, dilation, groups)  # recomputed, not saved
+        del x  # unpacked again for the weight's gradient: one fewer input-sized tensor beside BN's backward
         need = ctx.needs_input_grad
         g_y, g_gamma, g_beta = torch.ops.aten.native_batch_norm_backward(
             g, y, bn_weight, None, None, mean, invstd, True, ctx.eps, [True, need[2], need[3]])
         del y
-        g_x, g_w = _conv_backward(g_y, x, weight, ctx.args, need[:2])
+        g_x, g_w = _conv_backward(g_y, lambda: _unpack(saved, None, ctx.dtype) if ctx.binary else saved, weight,
+                                  ctx.args, need[:2])
         return g_x, g_w, g_gamma, g_beta, None, None, None, None, None, None
 
 
