@@ -33,9 +33,8 @@ def run(net, x, seed=1):
     return out.detach(), grads, {n: b.clone() for n, b in net.named_buffers()}
 
 
-def pair(name, memory, static, backend="auto"):
+def pair(name, memory, static, backend="auto", T=3):
     spec, shape = narrow(name)
-    T = 3
     torch.manual_seed(0)
     base = build_network(spec, shape, T, backend=backend, v_threshold=THRESHOLD)
     torch.manual_seed(0)
@@ -66,6 +65,93 @@ def test_exact_savings_are_bit_identical(name, preset):
     for n in b0:
         assert torch.equal(b0[n], b1[n]), n
     assert o0.abs().sum() > 0 and all(g.abs().sum() > 0 for n, g in g0.items() if n.endswith("layer.weight"))
+
+
+EVENT_FORMS = ["dvs128-gesture", "cifar10-dvs", "nmnist"]
+
+
+@pytest.mark.parametrize("T", [3, 7])  # chunks of 1 step; chunks of 2, 2, 2 and 1
+@pytest.mark.parametrize("name", EVENT_FORMS)
+def test_time_chunked_first_block_matches_to_rounding(name, T):
+    """``low``: the first block runs chunk by chunk and is replayed in backward from the neuron's
+    saved states.  Spikes as the plain network's; gradients and running statistics to rounding (the
+    sums over T·B are added chunk by chunk); every later layer's gradient as ``exact``'s."""
+    from plif.layers.time_chunked import TimeChunkedBlock, chunk_length
+
+    base, net, x = pair(name, MEMORY_PRESETS["low"], False, T=T)
+    assert isinstance(net.plan()[0][2], TimeChunkedBlock) and chunk_length(T) == (1 if T == 3 else 2)
+    o0, g0, b0 = run(base, x)
+    o1, g1, b1 = run(net, x)
+    assert torch.equal(o0, o1)
+    for n in g0:
+        err = (g1[n] - g0[n]).norm() / g0[n].norm().clamp_min(1e-12)
+        assert err < 1e-4, (n, float(err))
+    for n in b0:
+        assert torch.allclose(b0[n].double(), b1[n].double(), rtol=1e-5, atol=1e-6), n
+    first = {n for n in g0 if n.startswith(("layers.0.", "layers.1.", "layers.2."))}
+    assert all(g.abs().sum() > 0 for g in g0.values()) and len(first) >= 3
+
+
+@pytest.mark.parametrize("name", ["fashion-mnist", "cifar10"])
+def test_time_chunked_block_leaves_static_input_to_the_plain_layers(name):
+    """A static image's first convolution runs once (hoisted), so ``low`` runs that block as
+    ``exact`` does: bit-identical."""
+    base, net, x = pair(name, MEMORY_PRESETS["low"], True)
+    o0, g0, b0 = run(base, x)
+    o1, g1, b1 = run(net, x)
+    assert torch.equal(o0, o1) and all(torch.equal(g0[n], g1[n]) for n in g0)
+    assert all(torch.equal(b0[n], b1[n]) for n in b0)
+
+
+def _live_peak(fn) -> int:
+    """The largest number of bytes held at once by tensors that ``fn``'s operators created."""
+    import weakref
+
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils._pytree import tree_flatten
+
+    class Live(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.refs, self.now, self.peak = {}, 0, 0
+
+        def _free(self, ptr):
+            self.refs[ptr][1] -= 1
+            if self.refs[ptr][1] == 0:
+                self.now -= self.refs.pop(ptr)[0]
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            for t in tree_flatten(out)[0]:
+                if isinstance(t, torch.Tensor):
+                    st = t.untyped_storage()
+                    entry = self.refs.setdefault(st.data_ptr(), [st.nbytes(), 0])
+                    if entry[1] == 0:
+                        self.now += entry[0]
+                    entry[1] += 1
+                    weakref.finalize(t, self._free, st.data_ptr())
+            self.peak = max(self.peak, self.now)
+            return out
+
+    mode = Live()
+    with mode:
+        fn()
+    return mode.peak
+
+
+def test_time_chunked_first_block_lowers_the_live_peak():
+    """The first block's full-size tensors (``[T·B, C, H, W]``) are never alive at once: the
+    step's live peak drops well below ``exact``'s on a wide first block."""
+    spec = "c32k3s1-BN-PLIF-MPk2s2-c8k3s1-BN-PLIF-MPk2s2-FC4-PLIF"
+    x = torch.poisson(torch.full((12, 2, 2, 32, 32), 0.3), generator=torch.Generator().manual_seed(0))
+
+    def peak(preset):
+        torch.manual_seed(0)
+        net = build_network(spec, (2, 32, 32), 12, memory=MEMORY_PRESETS[preset], v_threshold=THRESHOLD)
+        return _live_peak(lambda: net(x).sum().backward())
+
+    exact, low = peak("exact"), peak("low")
+    assert low < 0.6 * exact, (low, exact)
 
 
 @pytest.mark.parametrize("name", FORMS)
@@ -160,7 +246,7 @@ def test_compiles_fullgraph_with_changing_batch_size():
             assert torch.allclose(b0[n].double(), b1.get(n, b1.get("_orig_mod." + n)).double(), atol=1e-6), n
 
 
-@pytest.mark.parametrize("preset", ["exact", "exact+checkpoint"])
+@pytest.mark.parametrize("preset", ["exact", "exact+checkpoint", "low"])
 def test_replaced_layer_runs_and_learns(preset):
     """The plan follows the network: a conv swapped in after the build (outer wrapper or the
     wrapped layer itself) is the one that runs and gets a gradient; the old one gets none."""
@@ -187,7 +273,7 @@ def test_replaced_layer_runs_and_learns(preset):
         assert grads[n].abs().sum() > 0 and torch.allclose(grads[n], ref_grads[n], atol=1e-6)
 
 
-@pytest.mark.parametrize("preset", ["exact", "exact+checkpoint"])
+@pytest.mark.parametrize("preset", ["exact", "exact+checkpoint", "low"])
 def test_sync_bn_conversion_keeps_syncbatchnorm_running(preset):
     """``convert_sync_batchnorm`` after a build with savings: every SyncBatchNorm's forward runs
     (the fused conv + BN step would call ``native_batch_norm`` and never synchronise), again in a

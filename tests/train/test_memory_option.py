@@ -29,3 +29,5 @@ def test_unknown_memory_option_is_refused():
     with pytest.raises(ValueError, match="unknown --memory 'most'"):
         TrainConfig(memory="most").memory_options()
     assert TrainConfig(memory="all", checkpoint_blocks=True).memory_options().h_bf16
+    low = TrainConfig(memory="low").memory_options()
+    assert low.chunk_first_block and low.recompute_bn and not low.h_bf16

@@ -21,7 +21,8 @@ spikingjelly   the same network built from SpikingJelly 2.0 layers (:mod:`plif.b
 default        plif as it trains by default (fused neuron saving only ``H``)
 spikes         one-byte spikes and two-byte pool offsets only (exact, no recomputation)
 exact          ``--memory exact``: one-byte spikes and two-byte pool offsets, BN recomputed (bit-identical)
-all            ``--memory all``: exact + bf16 ``H``
+low            ``--memory low``: exact + the first block run in chunks of time-steps, replayed in backward
+all            ``--memory all``: low + bf16 ``H``
 all+checkpoint ``--memory all --checkpoint-blocks``
 
 The largest batch that fits a memory budget is *derived* from two measured batches: the peak
@@ -38,7 +39,7 @@ from dataclasses import asdict, dataclass
 
 __all__ = ["CONFIGS", "MemoryResult", "measure", "bench_memory", "fit_batches", "format_memory_table"]
 
-CONFIGS = ("naive", "spikingjelly", "default", "spikes", "exact", "all", "all+checkpoint")
+CONFIGS = ("naive", "spikingjelly", "default", "spikes", "exact", "low", "all", "all+checkpoint")
 
 
 @dataclass

@@ -145,13 +145,13 @@ def _run_memory(args: argparse.Namespace) -> int:
 
 
 def _add_memory(sub) -> None:
-    from ..bench.memory import LIVE_MMAP_THRESHOLD
+    from ..bench.memory import CONFIGS, LIVE_MMAP_THRESHOLD
 
     p = sub.add_parser("memory", help="peak memory and time of one training step per memory configuration",
                        description="Peak memory (a fresh process per configuration) and step time of forward + "
                                    "backward + Adam, for naive / SpikingJelly / plif default / plif with savings.")
     p.add_argument("--networks", default="dvs128-gesture,cifar10-dvs", help="comma-separated zoo entries")
-    p.add_argument("--configs", help="comma-separated, default all: naive, spikingjelly, default, spikes, exact, all, all+checkpoint")
+    p.add_argument("--configs", help="comma-separated, default all: " + ", ".join(CONFIGS))
     p.add_argument("--batches", default="1,2", help="comma-separated batch sizes; two or more give the derived "
                                                    "largest batch (default 1,2)")
     p.add_argument("--T", type=int, default=20, help="time-steps (default 20)")

@@ -10,6 +10,11 @@ recompute_bn      a conv followed by BatchNorm does not keep the conv's output (
                   backward recomputes it from the conv's input (one-byte spikes, or the network's
                   input for the first conv).  Exact.  Needs ``spike_storage``.
 h_bf16            neurons keep ``H`` in bf16.  Not exact (see :mod:`plif.layers.saved_dtype`).
+chunk_first_block the network's first block (conv, BatchNorm, neuron, max-pool) on ``[T, B, ...]``
+                  input runs a few time-steps at a time and keeps only its input and the neuron's
+                  state between chunks; backward replays the chunks
+                  (:mod:`plif.layers.time_chunked`).  Not bit-identical: BatchNorm's statistics
+                  and gradient sums and the conv's weight gradient add up chunk by chunk.
 checkpoint_blocks each convolutional block (the layers up to and including a spatial pooling)
                   keeps only its input; backward runs the block forward again.  Exact; BatchNorm's
                   running statistics are updated once.
@@ -23,7 +28,7 @@ block's backward, which ``exact`` lowers and bf16/checkpointing do not (``docs/s
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 
 import torch
 from torch import nn
@@ -33,6 +38,7 @@ from ..layers import PerStepBatchNorm, TimeFolded, TimeInvariantDropout
 from ..layers.saved_dtype import BF16SavedPotential
 from ..layers.spike_input import SpikeConv2d, SpikeConvBN, SpikeLinear
 from ..layers.spike_pool import SpikeMaxPool2d
+from ..layers.time_chunked import TimeChunkedBlock
 from ..neurons import SpikingNeuron
 
 __all__ = ["MemoryOptions", "make_plan", "MEMORY_PRESETS"]
@@ -46,6 +52,7 @@ class MemoryOptions:
     recompute_bn: bool = False
     h_bf16: bool = False
     checkpoint_blocks: bool = False
+    chunk_first_block: bool = False
 
     def __post_init__(self):
         for f in fields(self):
@@ -62,9 +69,11 @@ MEMORY_PRESETS: dict[str, MemoryOptions] = {
     "none": MemoryOptions(),
     "spikes": MemoryOptions(spike_storage=True),
     "exact": MemoryOptions(spike_storage=True, recompute_bn=True),
+    "low": MemoryOptions(spike_storage=True, recompute_bn=True, chunk_first_block=True),
     "checkpoint": MemoryOptions(checkpoint_blocks=True),
-    "all": MemoryOptions(spike_storage=True, recompute_bn=True, h_bf16=True),
-    "all+checkpoint": MemoryOptions(spike_storage=True, recompute_bn=True, h_bf16=True, checkpoint_blocks=True),
+    "all": MemoryOptions(spike_storage=True, recompute_bn=True, h_bf16=True, chunk_first_block=True),
+    "all+checkpoint": MemoryOptions(spike_storage=True, recompute_bn=True, h_bf16=True, checkpoint_blocks=True,
+                                    chunk_first_block=True),
 }
 
 
@@ -131,12 +140,32 @@ class _CheckpointedBlock:
         return checkpoint(self._run, x, start, calls, use_reentrant=False)
 
 
+def _first_block(layers: list[nn.Module]) -> int:
+    """How many layers the time-chunked first block takes: conv (no bias), exactly BatchNorm2d with
+    running statistics and a momentum, a neuron, and a max-pool if one follows; 0 if the network
+    does not start that way."""
+    if len(layers) < 3 or not (_is(layers[0], nn.Conv2d) and layers[0].layer.bias is None):
+        return 0
+    bn = layers[1]
+    if not (_is(bn, nn.BatchNorm2d) and type(bn.layer) is nn.BatchNorm2d and bn.layer.track_running_stats
+            and bn.layer.momentum is not None and isinstance(layers[2], SpikingNeuron)):
+        return 0
+    if len(layers) > 3 and _is(layers[3], nn.MaxPool2d):
+        return 4
+    return 3
+
+
 def make_plan(layers: list[nn.Module], opts: MemoryOptions) -> list[tuple[int, int, object]]:
     """``[(first layer, end layer, step)]``: the callables ``forward`` runs in order, each
     running the layers ``first .. end-1``.  With every option off, each layer is its own step."""
     steps: list[tuple[int, int, object]] = []
     binary = False  # the network's input is not assumed to be spikes
     i, n = 0, len(layers)
+    used = _first_block(layers) if opts.chunk_first_block else 0
+    if used:
+        plain = make_plan(layers[:used], replace(opts, chunk_first_block=False, checkpoint_blocks=False))
+        steps.append((0, used, TimeChunkedBlock(list(layers[:used]), plain)))
+        i, binary = used, True
     while i < n:
         m, step, used = layers[i], layers[i], 1
         nxt = layers[i + 1] if i + 1 < n else None
@@ -178,7 +207,7 @@ def _checkpoint_blocks(steps, layers):
         if pending is not None and (_is(m, (nn.Flatten, nn.Linear)) or isinstance(step, _DropoutLinear)):
             out.extend(pending)
             pending = None
-        if pending is None:
+        if pending is None or isinstance(step, TimeChunkedBlock):  # a chunked block already keeps little
             out.append((first, end, step))
             continue
         if isinstance(m, PerStepBatchNorm):

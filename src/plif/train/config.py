@@ -24,6 +24,7 @@ __all__ = ["TrainConfig", "PRESETS", "resolve_config", "config_diff", "field_kin
 
 NEURON_NAMES = ("plif", "lif", "if")
 MAX_SEED = 2**32 - 1  # every generator seeded from it stays inside torch's 64-bit seeds
+MEMORY_CHOICES = ("none", "exact", "low", "all")  # --memory: presets of plif.models.MEMORY_PRESETS
 MAX_TAU0 = 1e30  # 1/tau0 stays a normal float32 (and PLIF's sigmoid(w) with it); 1e30 steps is no leak at all
 
 
@@ -90,8 +91,10 @@ class TrainConfig:
         "help": "mixed precision: bf16 autocast with fp32 weights and neuron state (CUDA only)", "choices": ("bf16",)})
     memory: str = field(default="none", metadata={
         "help": "activation savings in training: none; exact (one-byte spikes, two-byte max-pool offsets, "
-                "BN recomputed; bit-identical gradients); all (exact + bf16 potentials)",
-        "choices": ("none", "exact", "all")})
+                "BN recomputed; bit-identical gradients); low (exact + the first conv block of event input "
+                "run a few time-steps at a time and replayed in backward; gradients equal to rounding, about "
+                "1/3 of the naive peak at T=20); all (low + bf16 potentials)",
+        "choices": MEMORY_CHOICES})
     checkpoint_blocks: bool = field(default=False, metadata={
         "help": "keep only each convolutional block's input for backward and recompute the block (exact)"})
     sync_bn: bool = field(default=False, metadata={"help": "SyncBatchNorm across processes (torchrun, CUDA)"})
@@ -121,8 +124,8 @@ class TrainConfig:
         """The :class:`plif.models.MemoryOptions` of ``memory`` and ``checkpoint_blocks``."""
         from ..models import MEMORY_PRESETS
 
-        if self.memory not in ("none", "exact", "all"):
-            raise ValueError(f"unknown --memory {self.memory!r}; valid: none, exact, all")
+        if self.memory not in MEMORY_CHOICES:
+            raise ValueError(f"unknown --memory {self.memory!r}; valid: {', '.join(MEMORY_CHOICES)}")
         return dataclasses.replace(MEMORY_PRESETS[self.memory], checkpoint_blocks=bool(self.checkpoint_blocks))
 
     def to_dict(self) -> dict:
