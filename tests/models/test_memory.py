@@ -92,6 +92,19 @@ def test_time_chunked_first_block_matches_to_rounding(name, T):
     assert all(g.abs().sum() > 0 for g in g0.values()) and len(first) >= 3
 
 
+def test_time_chunked_block_gives_its_input_a_gradient():
+    """When the network's input needs a gradient (input attributions), the chunks are replayed a
+    second time for it: as the plain network's, to rounding."""
+    base, net, x = pair("dvs128-gesture", MEMORY_PRESETS["low"], False, T=5)
+    grads = []
+    for m in (base, net):
+        xi = x.clone().requires_grad_(True)
+        run(m, xi)
+        grads.append(xi.grad)
+    assert grads[0].abs().sum() > 0
+    assert (grads[1] - grads[0]).norm() / grads[0].norm() < 1e-5
+
+
 @pytest.mark.parametrize("name", ["fashion-mnist", "cifar10"])
 def test_time_chunked_block_leaves_static_input_to_the_plain_layers(name):
     """A static image's first convolution runs once (hoisted), so ``low`` runs that block as

@@ -1,0 +1,65 @@
+"""Step time of the memory configurations, alternated in one process (the ratio is what counts).
+
+``plif bench memory`` times each configuration in its own process, one after the other, so other
+jobs' load moves its times by 2-4x.  Here one process builds every configuration of one zoo
+network and runs one training step of each in turn (``plif.train.loop.train_step``, the step of
+``plif train``), ``--rounds`` times after a warm-up round, and reports for each the median wall
+and CPU (process) seconds per step and the ratio to the first configuration.
+
+    python benchmarks/memory_step_time.py --network dvs128-gesture --configs default,exact,low --batch 1
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import torch
+
+from plif.models import MEMORY_PRESETS, build_zoo, get_entry
+from plif.train.loop import adam, train_step
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--network", default="dvs128-gesture")
+    p.add_argument("--configs", default="default,exact,low", help="'default' or --memory presets, comma-separated")
+    p.add_argument("--batch", type=int, default=1)
+    p.add_argument("--T", type=int, default=20)
+    p.add_argument("--rounds", type=int, default=3)
+    args = p.parse_args()
+    entry = get_entry(args.network)
+    configs = args.configs.split(",")
+    runs = {}
+    for c in configs:
+        torch.manual_seed(0)
+        net = build_zoo(args.network, T=args.T)
+        if c != "default":
+            net.set_memory(MEMORY_PRESETS[c])
+        net.train()
+        runs[c] = (net, adam(net.parameters(), 1e-3), list(net.parameters()))
+    g = torch.Generator().manual_seed(0)
+    x = torch.poisson(torch.full((args.T, args.batch, *entry.input_shape), 0.3), generator=g)
+    y = torch.randint(0, entry.num_classes, (args.batch,), generator=g)
+    wall = {c: [] for c in configs}
+    cpu = {c: [] for c in configs}
+    for r in range(args.rounds + 1):
+        for c in configs:
+            net, opt, params = runs[c]
+            t0, c0 = time.perf_counter(), time.process_time()
+            train_step(net, opt, x, y, entry.num_classes, params)
+            if r:  # the first round warms up
+                wall[c].append(time.perf_counter() - t0)
+                cpu[c].append(time.process_time() - c0)
+    ref_w, ref_c = statistics.median(wall[configs[0]]), statistics.median(cpu[configs[0]])
+    print(f"{args.network}, T={args.T}, B={args.batch}, {torch.get_num_threads()} threads, "
+          f"torch {torch.__version__}, median of {args.rounds} alternated rounds")
+    print("| configuration | wall s/step | CPU s/step | wall vs first | CPU vs first |")
+    print("|---|---|---|---|---|")
+    for c in configs:
+        w, u = statistics.median(wall[c]), statistics.median(cpu[c])
+        print(f"| {c} | {w:.2f} | {u:.2f} | {w / ref_w:.2f}x | {u / ref_c:.2f}x |")
+
+
+if __name__ == "__main__":
+    main()
