@@ -92,3 +92,19 @@ def test_an_extra_backend_comes_after_the_fused_ones_even_before_they_load(empty
     assert dispatch.auto_order()[-1] == "extra"
     if "cpu" in dispatch.available_backends():
         assert dispatch.select_backend(torch.randn(3, 2, 4), NeuronConfig()) == "cpu"
+
+
+@pytest.mark.parametrize("backend", ["bptt", "reference"])
+def test_pytorch_backends_keep_fp32_state_for_bf16_inputs(backend):
+    """As the fused kernels do (autocast, a custom surrogate, --backend bptt): bf16 in and out, fp32
+    potential, so spikes equal the fp32 reference on the same rounded values (before, a bf16
+    potential flipped spikes in most cases)."""
+    from dataclasses import asdict
+
+    from plif.kernels.check import Case, case_grid, run_case
+
+    for case in case_grid(quick=True)[::3]:
+        r = run_case(Case(**{**asdict(case), "dtype": "bfloat16"}), backend)
+        assert r["ok"], r
+    s, v = multi_step(torch.randn(3, 2, 4, dtype=torch.bfloat16), 0.5, backend=backend)
+    assert s.dtype == v.dtype == torch.bfloat16

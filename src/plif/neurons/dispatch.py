@@ -10,6 +10,10 @@ warning when ``auto`` has to fall back to ``bptt`` because of it.  A custom surr
 (:func:`plif.surrogate.register_surrogate`) is not in the fused kernels: ``auto`` runs it on ``bptt``
 with one notice per surrogate, and naming a fused backend for it is an error.  Nothing is swallowed
 silently.
+
+bf16 and fp16 inputs (autocast) keep an fp32 potential on every backend: the fused kernels read
+them as they are and keep fp32 state; ``bptt`` and ``reference`` run on an fp32 copy, and their
+spikes and ``V_{T-1}`` come back in the input's dtype, as the kernels' do.
 """
 from __future__ import annotations
 
@@ -29,6 +33,7 @@ __all__ = ["BACKENDS", "FUSED", "FusedBackend", "register_backend", "multi_step"
            "backend_status", "load_backends", "select_backend", "auto_order", "reset"]
 
 Backend = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, NeuronConfig], tuple]
+_HALF = (torch.bfloat16, torch.float16)  # inputs whose neuron state is fp32
 
 
 @dataclass(frozen=True)
@@ -176,5 +181,9 @@ def multi_step(x: torch.Tensor, k=None, v0: torch.Tensor | None = None,
     if backend in FUSED and not get_surrogate(cfg.surrogate).builtin:
         raise ValueError(f"the fused {backend!r} backend has only the built-in surrogates; custom surrogate "
                          f"{cfg.surrogate!r} runs on backend='bptt', 'reference' or 'auto'")
-    fn = _backend(select_backend(x, cfg) if backend == "auto" else backend)
+    name = select_backend(x, cfg) if backend == "auto" else backend
+    fn = _backend(name)
+    if x.dtype in _HALF and name not in FUSED:  # the PyTorch loops: fp32 state, as in the kernels
+        spikes, v_last = fn(x.float(), k.float(), v0.float(), cfg)
+        return spikes.to(x.dtype), v_last.to(x.dtype)
     return fn(x, k, v0, cfg)
