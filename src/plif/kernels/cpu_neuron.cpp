@@ -58,7 +58,9 @@ inline void store(double* p, double v) { *p = v; }
 inline void store(bf16* p, float v) {  // round to nearest even, NaN -> 0x7FC0: torch's fp32 -> bf16 cast
     uint32_t u;
     std::memcpy(&u, &v, sizeof u);
-    p->bits = std::isnan(v) ? uint16_t(0x7FC0) : uint16_t((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+    const uint32_t rounded = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
+    const uint32_t nan = 0u - uint32_t((u & 0x7FFFFFFFu) > 0x7F800000u);  // all ones for a NaN
+    p->bits = uint16_t((rounded & ~nan) | (0x7FC0u & nan));  // a mask, not a branch: the loops stay vectorizable
 }
 
 template <typename F>
@@ -145,7 +147,10 @@ void backward_impl(const X* g_s, const S* g_v_last, const S* h_seq, const S* v0,
         }
         for (int64_t t = T - 1; t >= 0; --t) {
             const S* ht = h_seq + t * N + n0;
-            const S* hp = t > 0 ? h_seq + (t - 1) * N + n0 : nullptr;
+            // V_{t-1}: reset(H_{t-1}), or V_{-1} at t = 0; read from one pointer and selected, not
+            // branched on, so the loop also vectorizes when it mixes bf16 and fp32
+            const bool first = t == 0;
+            const S* prev = first ? v0 + n0 : h_seq + (t - 1) * N + n0;
             const X* gst = g_s + t * N + n0;
             X* gxt = g_x + t * N + n0;
 #pragma omp simd
@@ -165,7 +170,8 @@ void backward_impl(const X* g_s, const S* g_v_last, const S* h_seq, const S* v0,
                 if constexpr (LEAK) {
                     store(gxt + j, g_h * kk[j]);
                     if constexpr (NEED_K) {
-                        S v_prev = hp ? reset<HARD>(hp[j], (hp[j] - v_th) >= S(0), v_th, v_reset) : v0[n0 + j];
+                        const S p = prev[j];
+                        const S v_prev = first ? p : reset<HARD>(p, (p - v_th) >= S(0), v_th, v_reset);
                         g_k[j] += g_h * ((h - v_prev) / kk[j]);
                     }
                     g_v[j] = g_h * (S(1) - kk[j]);
