@@ -11,6 +11,7 @@ each, to show where bf16 gains or loses (oneDNN's convolutions, BatchNorm, the n
 
     python benchmarks/bench_cpu_amp.py                      # 1 thread, 8 rounds
     python benchmarks/bench_cpu_amp.py --threads 2 --memory exact --profile
+    python benchmarks/bench_cpu_amp.py --network paper --batch 16 --T 8 --rounds 4
 """
 from __future__ import annotations
 
@@ -48,7 +49,7 @@ def profile(step, label: str, rows: int) -> None:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--dataset", default="fashion-mnist")
-    p.add_argument("--network", help="network string [the dataset's cpu preset network]")
+    p.add_argument("--network", help="network string, or 'paper' for the dataset's zoo network [its cpu preset network]")
     p.add_argument("--T", type=int, default=4)
     p.add_argument("--batch", type=int, default=64)
     p.add_argument("--memory", default="none", choices=sorted(MEMORY_PRESETS))
@@ -63,7 +64,7 @@ def main(argv=None) -> int:
     keep_freed_memory()  # as plif train does on the CPU
     clock = time.thread_time if args.threads == 1 else time.process_time
     entry = get_entry(args.dataset)
-    network = args.network or entry.cpu_network
+    network = {None: entry.cpu_network, "paper": entry.network}.get(args.network, args.network)
     g = torch.Generator().manual_seed(0)
     x = torch.rand(args.batch, *entry.input_shape, generator=g)
     y = torch.randint(0, entry.num_classes, (args.batch,), generator=g)
