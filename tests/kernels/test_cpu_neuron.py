@@ -90,3 +90,12 @@ def test_failed_build_falls_back_to_bptt(tmp_path):
     env = {**os.environ, "CXX": "false", "PLIF_CACHE_DIR": str(tmp_path)}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and "fallback-ok" in out.stdout, out.stderr
+
+
+def test_operator_refuses_state_in_another_dtype():
+    """The kernel would misread a bf16 v0 as fp32 (and write fp32 H into a bf16 buffer)."""
+    from plif.kernels.cpu_neuron import cpu_forward
+
+    x = torch.zeros(2, 3, dtype=torch.bfloat16)
+    with pytest.raises(ValueError, match="state in torch.float32: v0 and k must be torch.float32"):
+        cpu_forward(x, torch.tensor([0.5]), torch.zeros(3, dtype=torch.bfloat16), True, True, 1.0, 0.0, True, 0, 1.0, 1.0)

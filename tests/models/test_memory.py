@@ -216,7 +216,7 @@ def test_savings_under_bf16_autocast(name):
     """Under CPU bf16 autocast (``plif train --amp bf16``): ``exact`` stays bit-identical to the plain
     network under autocast (before, its one-byte layers mixed bf16 and fp32 in backward and
     failed), and ``all`` narrows the fused kernels' fp32 ``H`` too (before, bf16 inputs skipped it).
-    Measured under autocast: weights and BN within 1.7%, PLIF ``w`` within 12.1% (N-MNIST)."""
+    Measured under autocast: weights and BN within 1.7%, PLIF ``w`` within 11.8% (N-MNIST)."""
     static = name in ("mnist", "fashion-mnist", "cifar10")
     base, exact, x = pair(name, MEMORY_PRESETS["exact"], static)
     _, saving, _ = pair(name, MEMORY_PRESETS["all"], static)

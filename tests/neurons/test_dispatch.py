@@ -108,3 +108,20 @@ def test_pytorch_backends_keep_fp32_state_for_bf16_inputs(backend):
         assert r["ok"], r
     s, v = multi_step(torch.randn(3, 2, 4, dtype=torch.bfloat16), 0.5, backend=backend)
     assert s.dtype == v.dtype == torch.bfloat16
+
+
+@pytest.mark.parametrize("backend", ["auto", "bptt"])
+def test_bf16_inputs_use_the_fp32_time_constant(backend):
+    """Under autocast PLIF's ``k = sigmoid(w)`` and the potential stay fp32 (before, ``k`` was rounded
+    to bf16, up to 0.2% off, which flipped 2 of these 12,288 spikes): same spikes as fp32 on the same input."""
+    from plif.neurons import multi_step_reference
+
+    torch.manual_seed(0)
+    layer = PLIF(backend=backend)
+    with torch.no_grad():
+        layer.w.fill_(0.3)  # sigmoid(0.3) = 0.5744..., not a bf16 value
+    x = (torch.randn(6, 64, 32) * 1.5 + 0.6).bfloat16()
+    assert layer.k(x).dtype == torch.float32
+    s = layer(x)
+    s_ref, _ = multi_step_reference(x.float(), torch.sigmoid(layer.w.detach()), torch.zeros(64, 32), layer.cfg)
+    assert s.dtype == torch.bfloat16 and torch.equal(s.float(), s_ref)

@@ -31,6 +31,13 @@ def _state_dtype(dtype: torch.dtype) -> torch.dtype:
     return _WIDE.get(dtype, dtype)
 
 
+def _check_state(dtype: torch.dtype, v0: Tensor, k: Tensor) -> None:
+    """The kernel reads ``v0`` and ``k`` (and ``H``) as ``dtype``: anything else would be misread."""
+    if v0.dtype != dtype or k.dtype != dtype:
+        raise ValueError(f"the cpu kernel keeps its state in {dtype}: v0 and k must be {dtype}, "
+                         f"got {v0.dtype} and {k.dtype}")
+
+
 def _lib():
     lib = load_library()
     if lib is None:
@@ -44,7 +51,8 @@ def cpu_forward(x: Tensor, k: Tensor, v0: Tensor, leak: bool, hard: bool, v_th: 
                 detach: bool, sg_code: int, sg_a: float, sg_b: float) -> tuple[Tensor, Tensor, Tensor]:
     """``(spikes, H, V_{T-1})``; ``k`` holds 1 value or ``v0.numel()`` values (ignored without leak).
     ``detach`` and the surrogate arguments are only for the backward (see :func:`_setup`)."""
-    x, v0, k = x.contiguous(), v0.contiguous(), k.contiguous()  # v0 and k in the state dtype
+    _check_state(_state_dtype(x.dtype), v0, k)
+    x, v0, k = x.contiguous(), v0.contiguous(), k.contiguous()
     spikes, h_seq, v_last = torch.empty_like(x), torch.empty_like(x, dtype=v0.dtype), torch.empty_like(v0)
     getattr(_lib(), f"plif_forward_{_SUFFIX[x.dtype]}")(
         x.data_ptr(), (k if leak else v0).data_ptr(), v0.data_ptr(), spikes.data_ptr(), h_seq.data_ptr(),
@@ -64,6 +72,7 @@ def cpu_backward(g_s: Tensor, g_v_last: Tensor, h_seq: Tensor, v0: Tensor, k: Te
                  need_k: bool) -> tuple[Tensor, Tensor, Tensor]:
     """``(∂x, ∂V_{-1}, ∂k per neuron)`` (the last is zeros unless ``need_k``); ``∂x`` in ``g_s``'s
     dtype when that is bf16 over an fp32 ``H`` (the gradient of bf16 spikes), else in ``H``'s."""
+    _check_state(h_seq.dtype, v0, k)
     g_s = g_s.contiguous().to(_grad_dtype(g_s.dtype, h_seq.dtype))
     g_v_last = g_v_last.contiguous().to(h_seq.dtype)
     h_seq, v0, k = h_seq.contiguous(), v0.contiguous(), k.contiguous()
