@@ -6,14 +6,16 @@ import sys
 import pytest
 import torch
 
-from plif.kernels.check import Case, case_grid, run_case
+from plif.kernels.check import Case, case_grid, make_inputs, run_case
 from plif.kernels.cpu_build import load_library
 from plif.kernels.cpu_neuron import multi_step_cpu
 from plif.neurons import PLIF, NeuronConfig, multi_step_reference, select_backend
 
 pytestmark = pytest.mark.skipif(load_library() is None, reason="no C++ compiler: the cpu backend falls back to bptt")
 
-GRID = case_grid() + [Case(**{**c.__dict__, "dtype": "float64"}) for c in case_grid(quick=True)]
+GRID = (case_grid() + [Case(**{**c.__dict__, "dtype": "float64"}) for c in case_grid(quick=True)]
+        # bf16 inputs, fp32 state: against the fp32 reference on the same rounded values (the Triton tolerance)
+        + [Case(**{**c.__dict__, "dtype": "bfloat16"}) for c in case_grid(quick=True)])
 
 
 @pytest.mark.parametrize("case", GRID, ids=lambda c: c.name)
@@ -26,8 +28,26 @@ def test_auto_picks_cpu_for_cpu_float_tensors():
     cfg = NeuronConfig()
     assert select_backend(torch.zeros(2, 3), cfg) == "cpu"
     assert select_backend(torch.zeros(2, 3, dtype=torch.float64), cfg) == "cpu"
-    assert select_backend(torch.zeros(2, 3, dtype=torch.bfloat16), cfg) == "cpu"  # widened to fp32 state
+    assert select_backend(torch.zeros(2, 3, dtype=torch.bfloat16), cfg) == "cpu"  # fp32 state
     assert select_backend(torch.zeros(2, 3, dtype=torch.float16), cfg) == "bptt"
+
+
+def test_bf16_is_read_natively_and_equals_the_widened_fp32_sweep():
+    """bf16 x is read by the kernel (bf16 spikes and ∂x, fp32 H and V), and every value is exactly
+    what the fp32 sweep gives on ``x.float()`` with spikes and ∂x rounded to bf16 afterwards."""
+    case = Case((6, 2, 3, 5, 7), "PLIF", "channel", False, False, "sigmoid", "bfloat16")
+    x, k, v0, cfg, g_s, g_v = make_inputs(case)
+    out = {}
+    for name, xi, gi in (("bf16", x, g_s), ("fp32", x.float(), g_s.float())):
+        xi, ki, vi = xi.clone().requires_grad_(), k.float().requires_grad_(), v0.float().requires_grad_()
+        s, v = multi_step_cpu(xi, ki, vi, cfg)
+        out[name] = (s, v, *torch.autograd.grad([s, v], [xi, ki, vi], [gi, g_v.to(v.dtype)]))
+    s, v, g_x, g_k, g_v0 = out["bf16"]
+    assert s.dtype == v.dtype == g_x.dtype == torch.bfloat16 and g_k.dtype == g_v0.dtype == torch.float32
+    assert 0 < s.sum() < s.numel()
+    s2, v2, g_x2, g_k2, g_v02 = out["fp32"]
+    assert torch.equal(s.float(), s2) and torch.equal(v, v2.bfloat16()) and torch.equal(g_x, g_x2.bfloat16())
+    assert torch.equal(g_k, g_k2) and torch.equal(g_v0, g_v02)
 
 
 def test_plif_layer_trains_the_same_through_auto():
@@ -70,3 +90,12 @@ def test_failed_build_falls_back_to_bptt(tmp_path):
     env = {**os.environ, "CXX": "false", "PLIF_CACHE_DIR": str(tmp_path)}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and "fallback-ok" in out.stdout, out.stderr
+
+
+def test_operator_refuses_state_in_another_dtype():
+    """The kernel would misread a bf16 v0 as fp32 (and write fp32 H into a bf16 buffer)."""
+    from plif.kernels.cpu_neuron import cpu_forward
+
+    x = torch.zeros(2, 3, dtype=torch.bfloat16)
+    with pytest.raises(ValueError, match="state in torch.float32: v0 and k must be torch.float32"):
+        cpu_forward(x, torch.tensor([0.5]), torch.zeros(3, dtype=torch.bfloat16), True, True, 1.0, 0.0, True, 0, 1.0, 1.0)

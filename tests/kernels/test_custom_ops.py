@@ -41,6 +41,20 @@ def test_cpu_forward_passes_opcheck(k_numel, leak, hard, detach):
 
 
 @needs_lib
+def test_cpu_ops_pass_opcheck_with_bf16_inputs():
+    """bf16 x with fp32 k and state (CPU autocast): bf16 spikes and ∂x, fp32 H, V and ∂k."""
+    from plif.kernels.cpu_neuron import cpu_backward, cpu_forward
+
+    x, k, v0, *rest = _forward_args(24, True, False, False)
+    x = x.detach().bfloat16().requires_grad_()
+    opcheck(cpu_forward, (x, k, v0, *rest))
+    h = torch.randn(5, 3, 4) * 2
+    code, a, b = _sg("rect", 2.0)
+    opcheck(cpu_backward, (torch.randn(5, 3, 4).bfloat16(), torch.randn(3, 4), h, torch.zeros(3, 4),
+                           torch.tensor([0.5]), True, True, 1.0, 0.0, True, code, a, b, True))
+
+
+@needs_lib
 def test_cpu_backward_passes_opcheck():
     from plif.kernels.cpu_neuron import cpu_backward
 

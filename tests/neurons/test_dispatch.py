@@ -92,3 +92,36 @@ def test_an_extra_backend_comes_after_the_fused_ones_even_before_they_load(empty
     assert dispatch.auto_order()[-1] == "extra"
     if "cpu" in dispatch.available_backends():
         assert dispatch.select_backend(torch.randn(3, 2, 4), NeuronConfig()) == "cpu"
+
+
+@pytest.mark.parametrize("backend", ["bptt", "reference"])
+def test_pytorch_backends_keep_fp32_state_for_bf16_inputs(backend):
+    """As the fused kernels do (autocast, a custom surrogate, --backend bptt): bf16 in and out, fp32
+    potential, so spikes equal the fp32 reference on the same rounded values (before, a bf16
+    potential flipped spikes in most cases)."""
+    from dataclasses import asdict
+
+    from plif.kernels.check import Case, case_grid, run_case
+
+    for case in case_grid(quick=True)[::3]:
+        r = run_case(Case(**{**asdict(case), "dtype": "bfloat16"}), backend)
+        assert r["ok"], r
+    s, v = multi_step(torch.randn(3, 2, 4, dtype=torch.bfloat16), 0.5, backend=backend)
+    assert s.dtype == v.dtype == torch.bfloat16
+
+
+@pytest.mark.parametrize("backend", ["auto", "bptt"])
+def test_bf16_inputs_use_the_fp32_time_constant(backend):
+    """Under autocast PLIF's ``k = sigmoid(w)`` and the potential stay fp32 (before, ``k`` was rounded
+    to bf16, up to 0.2% off, which flipped 2 of these 12,288 spikes): same spikes as fp32 on the same input."""
+    from plif.neurons import multi_step_reference
+
+    torch.manual_seed(0)
+    layer = PLIF(backend=backend)
+    with torch.no_grad():
+        layer.w.fill_(0.3)  # sigmoid(0.3) = 0.5744..., not a bf16 value
+    x = (torch.randn(6, 64, 32) * 1.5 + 0.6).bfloat16()
+    assert layer.k(x).dtype == torch.float32
+    s = layer(x)
+    s_ref, _ = multi_step_reference(x.float(), torch.sigmoid(layer.w.detach()), torch.zeros(64, 32), layer.cfg)
+    assert s.dtype == torch.bfloat16 and torch.equal(s.float(), s_ref)

@@ -91,7 +91,6 @@ def test_capture_refuses_without_cuda():
 
 @pytest.mark.parametrize("kwargs,match", [
     ({"cuda_graph": True}, "--cuda-graph needs a CUDA device, but this run is on cpu"),
-    ({"amp": "bf16"}, "--amp bf16 needs a CUDA device"),
     ({"amp": "fp8"}, "--amp 'fp8': unknown; valid: bf16"),
 ])
 def test_cuda_only_options_refuse_on_cpu(kwargs, match, tmp_path):
@@ -99,6 +98,13 @@ def test_cuda_only_options_refuse_on_cpu(kwargs, match, tmp_path):
     with pytest.raises(ValueError, match=match):
         train(TrainConfig(device="cpu", out=str(out), **kwargs))
     assert not out.exists()  # refused before anything was written
+
+
+def test_amp_is_refused_where_autocast_is_not_validated():
+    with pytest.raises(ValueError, match="--amp bf16: autocast is validated on CUDA and the CPU only, but this run "
+                                         "is on meta"):
+        check_graph_options(torch.device("meta"), False, "bf16")
+    check_graph_options(torch.device("cpu"), False, "bf16")  # allowed since the CPU path was validated
 
 
 def test_graph_and_compile_or_torchrun_do_not_combine():
@@ -129,8 +135,8 @@ def test_a_float_lr_becomes_a_tensor_the_schedule_fills():
 
 
 def test_amp_step_logic_runs_eagerly():
-    """The bf16 autocast path of the step (refused by ``plif train`` on CPU) still runs here, so a
-    typo in it cannot hide until a GPU session; weights stay fp32."""
+    """The graph trainer's bf16 autocast path runs eagerly on the CPU, so a typo in it cannot hide
+    until a GPU session; weights stay fp32."""
     net = _net()
     trainer = GraphTrainer(net, graph_adam(net.parameters(), 1e-3, torch.device("cpu")), 10,
                            torch.device("cpu"), capture=False, amp="bf16")

@@ -5,6 +5,7 @@ Variants measured in one process so ratios are fair:
 - ``naive``: every neuron through the autograd reference loop (what a plain PyTorch SNN does);
 - ``bptt``: the closed-form backward in PyTorch;
 - ``auto``: the fastest registered neuron backend for the device (fused kernel where present);
+- ``auto+bf16``: ``auto`` under bf16 autocast (``plif train --amp bf16``; CPU or CUDA);
 - ``auto+graph`` (CUDA only): the whole step captured in one CUDA graph and replayed;
 - ``compile``: the ``auto`` network under ``torch.compile`` (Inductor; the fused kernels are custom ops);
 - ``cuda-graph`` / ``cuda-graph+bf16`` (CUDA only): the step of ``plif train --cuda-graph``
@@ -20,7 +21,7 @@ from dataclasses import dataclass
 import torch
 
 from ..models import build_network, get_entry
-from ..train.graph import capture_cuda_graph
+from ..train.graph import autocast_context, capture_cuda_graph
 from ..train.loop import adam, train_step
 from ..train.malloc import keep_freed_memory
 from .spikingjelly import INSTALL_HINT, spikingjelly_unavailable
@@ -28,7 +29,7 @@ from .twin import spikingjelly_twin
 
 __all__ = ["TrainBenchResult", "bench_train", "format_train_table", "VARIANTS", "CUDA_ONLY"]
 
-VARIANTS = ("naive", "bptt", "auto", "auto+graph", "compile", "cuda-graph", "cuda-graph+bf16", "spikingjelly")
+VARIANTS = ("naive", "bptt", "auto", "auto+bf16", "auto+graph", "compile", "cuda-graph", "cuda-graph+bf16", "spikingjelly")
 CUDA_ONLY = ("auto+graph", "cuda-graph", "cuda-graph+bf16")
 
 
@@ -60,14 +61,15 @@ def _time(step, device, warmup: int, iters: int) -> float:
     return (time.perf_counter() - t0) / iters
 
 
-def _step_fn(net, x, y, classes, capturable=False, after=None):
+def _step_fn(net, x, y, classes, capturable=False, after=None, amp=None):
     """``plif train``'s step (:func:`plif.train.loop.train_step`, finiteness flag included) on one
-    batch; ``after(net)`` runs after it (SpikingJelly's state reset)."""
+    batch; ``after(net)`` runs after it (SpikingJelly's state reset); ``amp``: ``--amp``'s value."""
     opt = adam(net.parameters(), 1e-3, capturable=capturable)
     params = list(net.parameters())
+    autocast = None if amp is None else (lambda: autocast_context(x.device, amp))
 
     def step():
-        train_step(net, opt, x, y, classes, params, set_to_none=not capturable)
+        train_step(net, opt, x, y, classes, params, set_to_none=not capturable, autocast=autocast)
         if after is not None:
             after(net)
     return step
@@ -119,7 +121,7 @@ def bench_train(dataset: str = "fashion-mnist", batches=(16,), device: str = "cp
                 backend = {"naive": "reference", "bptt": "bptt"}.get(v, "auto")
                 net = build_network(entry.network, entry.input_shape, T, backend=backend).to(dev)
                 step = _step_fn(torch.compile(net) if v == "compile" else net, x, y, entry.num_classes,
-                                capturable=v.endswith("graph"))
+                                capturable=v.endswith("graph"), amp="bf16" if v.endswith("bf16") else None)
                 if v.endswith("graph"):
                     step = capture_cuda_graph(step, dev)
             sec = _time(step, dev, warmup, iters)

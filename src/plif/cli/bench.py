@@ -102,7 +102,8 @@ def _add_train(sub) -> None:
                        description="Time forward + backward + Adam of a paper network (naive, bptt, fused, SpikingJelly).")
     p.add_argument("--dataset", default="fashion-mnist", help="zoo entry whose network is timed (default fashion-mnist)")
     p.add_argument("--batches", default="16", help="comma-separated batch sizes (default 16)")
-    p.add_argument("--variants", help="comma-separated: naive, bptt, auto, auto+graph (CUDA), compile, cuda-graph (CUDA), "
+    p.add_argument("--variants", help="comma-separated: naive, bptt, auto, auto+bf16 (bf16 autocast), auto+graph (CUDA), "
+                                      "compile, cuda-graph (CUDA), "
                                          "cuda-graph+bf16 (CUDA), spikingjelly")
     p.add_argument("--device", help="cpu or cuda (default: cuda when available)")
     p.add_argument("--warmup", type=int, default=2)

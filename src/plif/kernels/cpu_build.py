@@ -73,6 +73,7 @@ def load_library() -> ctypes.CDLL | None:
             if not SOURCE.exists():
                 raise RuntimeError(f"kernel source missing: {SOURCE}")
             lib = ctypes.CDLL(str(_build(cxx)))
+            lib.plif_forward_bf16.argtypes, lib.plif_backward_bf16.argtypes = _FORWARD_ARGS, _BACKWARD_ARGS
             for dtype in ("f32", "f64"):
                 getattr(lib, f"plif_forward_{dtype}").argtypes = _FORWARD_ARGS
                 getattr(lib, f"plif_backward_{dtype}").argtypes = _BACKWARD_ARGS

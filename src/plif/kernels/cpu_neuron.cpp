@@ -6,8 +6,14 @@
 // (forward), and H, dL/dS read once and dL/dX written once (backward).  Variants are template
 // flags; the exported functions only pick the instantiation.  Build with -ffp-contract=off: a
 // fused multiply-add would round H_t differently from the PyTorch reference and flip spikes.
+//
+// The input type X (x and spikes in forward, dL/dS and dL/dX in backward) is a template parameter
+// apart from the state type S (potential, H, k, V): bf16 inputs (CPU autocast) are read as bf16,
+// widened to fp32 in registers, and the spikes and dL/dX written back as bf16; H and the state
+// stay fp32.  For fp32 and fp64, X == S and load/store are plain reads and writes.
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 #if defined(__linux__)
 #include <sys/mman.h>
@@ -31,6 +37,30 @@ void advise_huge_pages(void* p, int64_t bytes) {
 #else
     (void)p; (void)bytes;
 #endif
+}
+
+// bf16 as torch stores it: the top 16 bits of an fp32.
+struct bf16 {
+    uint16_t bits;
+};
+
+inline float load(const float* p) { return *p; }
+inline double load(const double* p) { return *p; }
+inline float load(const bf16* p) {
+    uint32_t u = uint32_t(p->bits) << 16;
+    float f;
+    std::memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+inline void store(float* p, float v) { *p = v; }
+inline void store(double* p, double v) { *p = v; }
+inline void store(bf16* p, float v) {  // round to nearest even, NaN -> 0x7FC0: torch's fp32 -> bf16 cast
+    uint32_t u;
+    std::memcpy(&u, &v, sizeof u);
+    const uint32_t rounded = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
+    const uint32_t nan = 0u - uint32_t((u & 0x7FFFFFFFu) > 0x7F800000u);  // all ones for a NaN
+    p->bits = uint16_t((rounded & ~nan) | (0x7FC0u & nan));  // a mask, not a branch: the loops stay vectorizable
 }
 
 template <typename F>
@@ -71,8 +101,8 @@ inline S reset(S h, bool spike, S v_th, S v_reset) {
     else return spike ? h - v_th : h;
 }
 
-template <typename S, bool LEAK, bool HARD, bool K_FULL>
-void forward_impl(const S* x, const S* k, const S* v0, S* spikes, S* h_seq, S* v_last,
+template <typename X, typename S, bool LEAK, bool HARD, bool K_FULL>
+void forward_impl(const X* x, const S* k, const S* v0, X* spikes, S* h_seq, S* v_last,
                   int64_t T, int64_t N, S v_th, S v_reset, int threads) {
     const int64_t chunks = (N + kChunk - 1) / kChunk;
 #pragma omp parallel for schedule(static) num_threads(threads)
@@ -84,15 +114,16 @@ void forward_impl(const S* x, const S* k, const S* v0, S* spikes, S* h_seq, S* v
             kk[j] = K_FULL ? k[n0 + j] : k[0];
         }
         for (int64_t t = 0; t < T; ++t) {
-            const S* xt = x + t * N + n0;
-            S* st = spikes + t * N + n0;
+            const X* xt = x + t * N + n0;
+            X* st = spikes + t * N + n0;
             S* ht = h_seq + t * N + n0;
 #pragma omp simd
             for (int64_t j = 0; j < len; ++j) {
-                S h = LEAK ? v[j] + kk[j] * (xt[j] - (v[j] - v_reset)) : v[j] + xt[j];  // charge
+                const S xj = load(xt + j);
+                S h = LEAK ? v[j] + kk[j] * (xj - (v[j] - v_reset)) : v[j] + xj;  // charge
                 bool spike = (h - v_th) >= S(0);                                       // fire
                 v[j] = reset<HARD>(h, spike, v_th, v_reset);                          // reset
-                st[j] = spike ? S(1) : S(0);
+                store(st + j, spike ? S(1) : S(0));
                 ht[j] = h;
             }
         }
@@ -100,9 +131,9 @@ void forward_impl(const S* x, const S* k, const S* v0, S* spikes, S* h_seq, S* v
     }
 }
 
-template <typename S, bool LEAK, bool HARD, bool DETACH, int SG, bool K_FULL, bool NEED_K>
-void backward_impl(const S* g_s, const S* g_v_last, const S* h_seq, const S* v0, const S* k,
-                   S* g_x, S* g_v0, S* g_k_neuron, int64_t T, int64_t N, S v_th, S v_reset,
+template <typename X, typename S, bool LEAK, bool HARD, bool DETACH, int SG, bool K_FULL, bool NEED_K>
+void backward_impl(const X* g_s, const S* g_v_last, const S* h_seq, const S* v0, const S* k,
+                   X* g_x, S* g_v0, S* g_k_neuron, int64_t T, int64_t N, S v_th, S v_reset,
                    S sg_a, S sg_b, int threads) {
     const int64_t chunks = (N + kChunk - 1) / kChunk;
 #pragma omp parallel for schedule(static) num_threads(threads)
@@ -116,9 +147,12 @@ void backward_impl(const S* g_s, const S* g_v_last, const S* h_seq, const S* v0,
         }
         for (int64_t t = T - 1; t >= 0; --t) {
             const S* ht = h_seq + t * N + n0;
-            const S* hp = t > 0 ? h_seq + (t - 1) * N + n0 : nullptr;
-            const S* gst = g_s + t * N + n0;
-            S* gxt = g_x + t * N + n0;
+            // V_{t-1}: reset(H_{t-1}), or V_{-1} at t = 0; read from one pointer and selected, not
+            // branched on, so the loop also vectorizes when it mixes bf16 and fp32
+            const bool first = t == 0;
+            const S* prev = first ? v0 + n0 : h_seq + (t - 1) * N + n0;
+            const X* gst = g_s + t * N + n0;
+            X* gxt = g_x + t * N + n0;
 #pragma omp simd
             for (int64_t j = 0; j < len; ++j) {
                 const S h = ht[j], u = h - v_th;
@@ -132,16 +166,17 @@ void backward_impl(const S* g_s, const S* g_v_last, const S* h_seq, const S* v0,
                     dv_dh = S(1);
                     if constexpr (!DETACH) dv_dh -= v_th * sg;
                 }
-                const S g_h = gst[j] * sg + g_v[j] * dv_dh;
+                const S g_h = load(gst + j) * sg + g_v[j] * dv_dh;
                 if constexpr (LEAK) {
-                    gxt[j] = g_h * kk[j];
+                    store(gxt + j, g_h * kk[j]);
                     if constexpr (NEED_K) {
-                        S v_prev = hp ? reset<HARD>(hp[j], (hp[j] - v_th) >= S(0), v_th, v_reset) : v0[n0 + j];
+                        const S p = prev[j];
+                        const S v_prev = first ? p : reset<HARD>(p, (p - v_th) >= S(0), v_th, v_reset);
                         g_k[j] += g_h * ((h - v_prev) / kk[j]);
                     }
                     g_v[j] = g_h * (S(1) - kk[j]);
                 } else {
-                    gxt[j] = g_h;
+                    store(gxt + j, g_h);
                     g_v[j] = g_h;
                 }
             }
@@ -153,25 +188,25 @@ void backward_impl(const S* g_s, const S* g_v_last, const S* h_seq, const S* v0,
     }
 }
 
-template <typename S>
-void forward(const S* x, const S* k, const S* v0, S* spikes, S* h_seq, S* v_last, int64_t T, int64_t N,
+template <typename X, typename S>
+void forward(const X* x, const S* k, const S* v0, X* spikes, S* h_seq, S* v_last, int64_t T, int64_t N,
              int leak, int hard, int k_full, double v_th, double v_reset, int threads) {
-    advise_huge_pages(spikes, T * N * int64_t(sizeof(S)));
+    advise_huge_pages(spikes, T * N * int64_t(sizeof(X)));
     advise_huge_pages(h_seq, T * N * int64_t(sizeof(S)));
     with_bool(leak, [&](auto L) { with_bool(hard, [&](auto H) { with_bool(k_full, [&](auto KF) {
-        forward_impl<S, decltype(L)::value, decltype(H)::value, decltype(KF)::value>(
+        forward_impl<X, S, decltype(L)::value, decltype(H)::value, decltype(KF)::value>(
             x, k, v0, spikes, h_seq, v_last, T, N, S(v_th), S(v_reset), threads);
     }); }); });
 }
 
-template <typename S>
-void backward(const S* g_s, const S* g_v_last, const S* h_seq, const S* v0, const S* k, S* g_x, S* g_v0,
+template <typename X, typename S>
+void backward(const X* g_s, const S* g_v_last, const S* h_seq, const S* v0, const S* k, X* g_x, S* g_v0,
               S* g_k_neuron, int64_t T, int64_t N, int leak, int hard, int detach, int surrogate, int k_full,
               int need_k, double v_th, double v_reset, double sg_a, double sg_b, int threads) {
-    advise_huge_pages(g_x, T * N * int64_t(sizeof(S)));
+    advise_huge_pages(g_x, T * N * int64_t(sizeof(X)));
     with_bool(leak, [&](auto L) { with_bool(hard, [&](auto H) { with_bool(detach, [&](auto D) {
     with_surrogate(surrogate, [&](auto SG) { with_bool(k_full, [&](auto KF) { with_bool(need_k, [&](auto NK) {
-        backward_impl<S, decltype(L)::value, decltype(H)::value, decltype(D)::value, decltype(SG)::value,
+        backward_impl<X, S, decltype(L)::value, decltype(H)::value, decltype(D)::value, decltype(SG)::value,
                       decltype(KF)::value, decltype(NK)::value>(
             g_s, g_v_last, h_seq, v0, k, g_x, g_v0, g_k_neuron, T, N, S(v_th), S(v_reset), S(sg_a), S(sg_b),
             threads);
@@ -185,20 +220,20 @@ extern "C" {
 void plif_forward_f32(const float* x, const float* k, const float* v0, float* s, float* h, float* v_last,
                       int64_t T, int64_t N, int leak, int hard, int k_full, double v_th, double v_reset,
                       int threads) {
-    forward<float>(x, k, v0, s, h, v_last, T, N, leak, hard, k_full, v_th, v_reset, threads);
+    forward<float, float>(x, k, v0, s, h, v_last, T, N, leak, hard, k_full, v_th, v_reset, threads);
 }
 
 void plif_forward_f64(const double* x, const double* k, const double* v0, double* s, double* h, double* v_last,
                       int64_t T, int64_t N, int leak, int hard, int k_full, double v_th, double v_reset,
                       int threads) {
-    forward<double>(x, k, v0, s, h, v_last, T, N, leak, hard, k_full, v_th, v_reset, threads);
+    forward<double, double>(x, k, v0, s, h, v_last, T, N, leak, hard, k_full, v_th, v_reset, threads);
 }
 
 void plif_backward_f32(const float* g_s, const float* g_v_last, const float* h, const float* v0, const float* k,
                        float* g_x, float* g_v0, float* g_k, int64_t T, int64_t N, int leak, int hard, int detach,
                        int surrogate, int k_full, int need_k, double v_th, double v_reset, double sg_a,
                        double sg_b, int threads) {
-    backward<float>(g_s, g_v_last, h, v0, k, g_x, g_v0, g_k, T, N, leak, hard, detach, surrogate, k_full, need_k,
+    backward<float, float>(g_s, g_v_last, h, v0, k, g_x, g_v0, g_k, T, N, leak, hard, detach, surrogate, k_full, need_k,
                     v_th, v_reset, sg_a, sg_b, threads);
 }
 
@@ -206,8 +241,25 @@ void plif_backward_f64(const double* g_s, const double* g_v_last, const double* 
                        const double* k, double* g_x, double* g_v0, double* g_k, int64_t T, int64_t N, int leak,
                        int hard, int detach, int surrogate, int k_full, int need_k, double v_th, double v_reset,
                        double sg_a, double sg_b, int threads) {
-    backward<double>(g_s, g_v_last, h, v0, k, g_x, g_v0, g_k, T, N, leak, hard, detach, surrogate, k_full, need_k,
+    backward<double, double>(g_s, g_v_last, h, v0, k, g_x, g_v0, g_k, T, N, leak, hard, detach, surrogate, k_full, need_k,
                      v_th, v_reset, sg_a, sg_b, threads);
+}
+
+// bf16 x and spikes (dL/dS and dL/dX in backward), passed as their uint16 bits; fp32 k, state and H
+void plif_forward_bf16(const uint16_t* x, const float* k, const float* v0, uint16_t* s, float* h, float* v_last,
+                       int64_t T, int64_t N, int leak, int hard, int k_full, double v_th, double v_reset,
+                       int threads) {
+    forward<bf16, float>(reinterpret_cast<const bf16*>(x), k, v0, reinterpret_cast<bf16*>(s), h, v_last, T, N,
+                         leak, hard, k_full, v_th, v_reset, threads);
+}
+
+void plif_backward_bf16(const uint16_t* g_s, const float* g_v_last, const float* h, const float* v0,
+                        const float* k, uint16_t* g_x, float* g_v0, float* g_k, int64_t T, int64_t N, int leak,
+                        int hard, int detach, int surrogate, int k_full, int need_k, double v_th, double v_reset,
+                        double sg_a, double sg_b, int threads) {
+    backward<bf16, float>(reinterpret_cast<const bf16*>(g_s), g_v_last, h, v0, k, reinterpret_cast<bf16*>(g_x),
+                          g_v0, g_k, T, N, leak, hard, detach, surrogate, k_full, need_k, v_th, v_reset, sg_a,
+                          sg_b, threads);
 }
 
 }  // extern "C"

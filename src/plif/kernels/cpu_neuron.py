@@ -2,8 +2,9 @@
 
 Same contract and same saved state as :mod:`plif.neurons.bptt` (only ``H_t``), but each pass
 over time is one multithreaded sweep instead of ~10 PyTorch ops per step.  fp32 and fp64; bf16
-inputs (CPU autocast) are widened to fp32 as the sweep reads them: state, ``H`` and the arithmetic
-are fp32, spikes and ``∂x`` come back in bf16.
+inputs (CPU autocast) are read as bf16 by the kernel itself and widened in registers: state, ``H``
+and the arithmetic are fp32, spikes and ``∂x`` are written in bf16 (rounded to nearest even, as
+``Tensor.to`` rounds), with no fp32 copy of ``x``.
 
 The two sweeps are ``torch.library`` custom operators, ``plif::cpu_forward`` and
 ``plif::cpu_backward``, with fake (shape-only) implementations and the backward registered
@@ -22,12 +23,19 @@ from .cpu_build import load_library
 
 __all__ = ["multi_step_cpu", "cpu_supports", "cpu_unavailable", "cpu_forward", "cpu_backward"]
 
-_SUFFIX = {torch.float32: "f32", torch.float64: "f64"}
+_SUFFIX = {torch.float32: "f32", torch.float64: "f64", torch.bfloat16: "bf16"}  # by the input's dtype
 _WIDE = {torch.bfloat16: torch.float32}  # input dtype -> the kernel's state dtype, where they differ
 
 
 def _state_dtype(dtype: torch.dtype) -> torch.dtype:
     return _WIDE.get(dtype, dtype)
+
+
+def _check_state(dtype: torch.dtype, v0: Tensor, k: Tensor) -> None:
+    """The kernel reads ``v0`` and ``k`` (and ``H``) as ``dtype``: anything else would be misread."""
+    if v0.dtype != dtype or k.dtype != dtype:
+        raise ValueError(f"the cpu kernel keeps its state in {dtype}: v0 and k must be {dtype}, "
+                         f"got {v0.dtype} and {k.dtype}")
 
 
 def _lib():
@@ -43,14 +51,14 @@ def cpu_forward(x: Tensor, k: Tensor, v0: Tensor, leak: bool, hard: bool, v_th: 
                 detach: bool, sg_code: int, sg_a: float, sg_b: float) -> tuple[Tensor, Tensor, Tensor]:
     """``(spikes, H, V_{T-1})``; ``k`` holds 1 value or ``v0.numel()`` values (ignored without leak).
     ``detach`` and the surrogate arguments are only for the backward (see :func:`_setup`)."""
-    wide = _state_dtype(x.dtype)  # v0 and k arrive in it
-    xw, v0, k = x.to(wide).contiguous(), v0.contiguous(), k.contiguous()
-    spikes, h_seq, v_last = torch.empty_like(xw), torch.empty_like(xw), torch.empty_like(v0)
-    getattr(_lib(), f"plif_forward_{_SUFFIX[wide]}")(
-        xw.data_ptr(), (k if leak else v0).data_ptr(), v0.data_ptr(), spikes.data_ptr(), h_seq.data_ptr(),
+    _check_state(_state_dtype(x.dtype), v0, k)
+    x, v0, k = x.contiguous(), v0.contiguous(), k.contiguous()
+    spikes, h_seq, v_last = torch.empty_like(x), torch.empty_like(x, dtype=v0.dtype), torch.empty_like(v0)
+    getattr(_lib(), f"plif_forward_{_SUFFIX[x.dtype]}")(
+        x.data_ptr(), (k if leak else v0).data_ptr(), v0.data_ptr(), spikes.data_ptr(), h_seq.data_ptr(),
         v_last.data_ptr(), x.shape[0], v0.numel(), int(leak), int(hard), int(leak and k.numel() > 1),
         float(v_th), float(v_rest), torch.get_num_threads())
-    return spikes.to(x.dtype), h_seq, v_last
+    return spikes, h_seq, v_last
 
 
 @cpu_forward.register_fake
@@ -62,12 +70,15 @@ def _(x, k, v0, leak, hard, v_th, v_rest, detach, sg_code, sg_a, sg_b):
 def cpu_backward(g_s: Tensor, g_v_last: Tensor, h_seq: Tensor, v0: Tensor, k: Tensor, leak: bool, hard: bool,
                  v_th: float, v_rest: float, detach: bool, sg_code: int, sg_a: float, sg_b: float,
                  need_k: bool) -> tuple[Tensor, Tensor, Tensor]:
-    """``(∂x, ∂V_{-1}, ∂k per neuron)`` (the last is zeros unless ``need_k``)."""
-    g_s, g_v_last = g_s.contiguous().to(h_seq.dtype), g_v_last.contiguous().to(h_seq.dtype)
+    """``(∂x, ∂V_{-1}, ∂k per neuron)`` (the last is zeros unless ``need_k``); ``∂x`` in ``g_s``'s
+    dtype when that is bf16 over an fp32 ``H`` (the gradient of bf16 spikes), else in ``H``'s."""
+    _check_state(h_seq.dtype, v0, k)
+    g_s = g_s.contiguous().to(_grad_dtype(g_s.dtype, h_seq.dtype))
+    g_v_last = g_v_last.contiguous().to(h_seq.dtype)
     h_seq, v0, k = h_seq.contiguous(), v0.contiguous(), k.contiguous()
-    g_x, g_v0 = torch.empty_like(h_seq), torch.empty_like(v0)
+    g_x, g_v0 = torch.empty_like(g_s), torch.empty_like(v0)
     g_k = torch.empty_like(v0) if need_k else torch.zeros_like(v0)
-    getattr(_lib(), f"plif_backward_{_SUFFIX[h_seq.dtype]}")(
+    getattr(_lib(), f"plif_backward_{_SUFFIX[g_s.dtype]}")(
         g_s.data_ptr(), g_v_last.data_ptr(), h_seq.data_ptr(), v0.data_ptr(), (k if leak else v0).data_ptr(),
         g_x.data_ptr(), g_v0.data_ptr(), g_k.data_ptr(), h_seq.shape[0], v0.numel(),
         int(leak), int(hard), int(detach), sg_code, int(leak and k.numel() > 1), int(need_k),
@@ -77,7 +88,12 @@ def cpu_backward(g_s: Tensor, g_v_last: Tensor, h_seq: Tensor, v0: Tensor, k: Te
 
 @cpu_backward.register_fake
 def _(g_s, g_v_last, h_seq, v0, k, leak, hard, v_th, v_rest, detach, sg_code, sg_a, sg_b, need_k):
-    return torch.empty_like(h_seq), torch.empty_like(v0), torch.empty_like(v0)
+    return torch.empty_like(h_seq, dtype=_grad_dtype(g_s.dtype, h_seq.dtype)), torch.empty_like(v0), torch.empty_like(v0)
+
+
+def _grad_dtype(g_dtype: torch.dtype, state: torch.dtype) -> torch.dtype:
+    """The dtype the backward sweep reads ``∂L/∂S`` in (and writes ``∂x`` in)."""
+    return g_dtype if _WIDE.get(g_dtype) == state else state
 
 
 def _setup(ctx, inputs, output):
@@ -96,7 +112,7 @@ def _backward(ctx, g_s, g_h, g_v_last):
     need_k = bool(ctx.needs_input_grad[1] and leak)
     if g_s is None and g_v_last is None:  # only H reached the loss, and H is not differentiable
         return (None,) * 11
-    g_s = torch.zeros_like(h_seq) if g_s is None else g_s
+    g_s = torch.zeros_like(h_seq, dtype=ctx.x_dtype) if g_s is None else g_s
     g_v_last = torch.zeros_like(v0) if g_v_last is None else g_v_last
     g_x, g_v0, g_k = cpu_backward(g_s, g_v_last, h_seq, v0, k, *ctx.args, need_k)
     g_k = g_k.sum_to_size(k.shape) if need_k else None

@@ -12,7 +12,8 @@ networks the weight and BN gradients stay within 3.1% (relative L2) of fp32 and 
 gradient within 6.1% (it sums ``g_H (H - V_prev)``, where rounding cancels least); the tests hold
 them to 5% and 10%.  On the CPU the widened copy and the fp32 original briefly coexist, so the
 step's *peak* does not drop (``docs/speed.md``).  Eager mode only: under ``torch.compile`` the
-layer runs unchanged.
+layer runs unchanged.  Under bf16 autocast the layer's input is bf16 while the fused kernels
+keep ``H`` in fp32, so ``H`` is narrowed there too.
 """
 from __future__ import annotations
 
@@ -20,6 +21,8 @@ import torch
 from torch import nn
 
 __all__ = ["BF16SavedPotential"]
+
+_NARROWED = (torch.float32, torch.bfloat16)  # inputs whose neurons save an fp32 H (bf16: under autocast)
 
 
 class BF16SavedPotential:
@@ -33,7 +36,7 @@ class BF16SavedPotential:
         self.neuron = neuron
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
-        if torch.compiler.is_compiling() or not torch.is_grad_enabled() or x.dtype != torch.float32:
+        if torch.compiler.is_compiling() or not torch.is_grad_enabled() or x.dtype not in _NARROWED:
             return self.neuron(x)
         shape = x.shape
 

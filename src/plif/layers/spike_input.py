@@ -13,6 +13,10 @@ small ``[B, ...]`` mask).
 largest tensor of a block): backward recomputes it from the one-byte spikes (or, for the first
 convolution, from the network's input, which the caller keeps anyway) with one more
 convolution, and reuses the batch statistics saved in forward.
+
+Under ``torch.autocast`` the input and weight are cast to the autocast dtype before these
+functions (differentiably, as autocast casts them for the plain layer), since their backward runs
+outside autocast and must see the dtypes forward used; BatchNorm's parameters and statistics stay fp32.
 """
 from __future__ import annotations
 
@@ -32,6 +36,15 @@ def _pack(s: torch.Tensor) -> torch.Tensor:
 def _unpack(packed: torch.Tensor, keep, dtype) -> torch.Tensor:
     x = packed.to(dtype)
     return x if keep is None else x * keep
+
+
+def _autocast(*tensors):
+    """``tensors`` in the autocast dtype when autocast is on for their device (else unchanged)."""
+    device = tensors[0].device.type
+    if not torch.is_autocast_enabled(device):
+        return tensors
+    dtype = torch.get_autocast_dtype(device)
+    return tuple(t if t is None or t.dtype == dtype else t.to(dtype) for t in tensors)
 
 
 def _conv_args(conv: nn.Conv2d):
@@ -130,13 +143,14 @@ class _ConvBN(torch.autograd.Function):
 
 def spike_conv2d(s: torch.Tensor, conv: nn.Conv2d) -> torch.Tensor:
     """``conv(s)`` for binary ``s [N, C, H, W]`` (bias-free conv), keeping ``s`` as one byte for backward."""
-    return _SpikeConv.apply(s, conv.weight, _conv_args(conv))
+    return _SpikeConv.apply(*_autocast(s, conv.weight), _conv_args(conv))
 
 
 def spike_linear(s: torch.Tensor, fc: nn.Linear, keep: torch.Tensor | None = None) -> torch.Tensor:
     """``fc(s * keep)`` for binary ``s [T, B, F]`` and ``keep [B, F]`` (or None), bias-free,
     keeping ``s`` as one byte for backward: ``[T, B, O]``."""
-    return _SpikeLinear.apply(s, keep, fc.weight)
+    s, keep, weight = _autocast(s, keep, fc.weight)
+    return _SpikeLinear.apply(s, keep, weight)
 
 
 def spike_conv_bn(x: torch.Tensor, conv: nn.Conv2d, bn: nn.BatchNorm2d, binary: bool = True) -> torch.Tensor:
@@ -146,7 +160,8 @@ def spike_conv_bn(x: torch.Tensor, conv: nn.Conv2d, bn: nn.BatchNorm2d, binary: 
     if bn.momentum is None:
         raise ValueError("spike_conv_bn needs a BatchNorm with a momentum (cumulative averages are not supported)")
     bn.num_batches_tracked.add_(1)
-    return _ConvBN.apply(x, conv.weight, bn.weight, bn.bias, bn.running_mean, bn.running_var,
+    x, weight = _autocast(x, conv.weight)
+    return _ConvBN.apply(x, weight, bn.weight, bn.bias, bn.running_mean, bn.running_var,
                          _conv_args(conv), bn.momentum, bn.eps, binary)
 
 

@@ -10,6 +10,11 @@ warning when ``auto`` has to fall back to ``bptt`` because of it.  A custom surr
 (:func:`plif.surrogate.register_surrogate`) is not in the fused kernels: ``auto`` runs it on ``bptt``
 with one notice per surrogate, and naming a fused backend for it is an error.  Nothing is swallowed
 silently.
+
+bf16 and fp16 inputs (autocast) keep an fp32 potential and ``k`` on every backend
+(:func:`~plif.neurons.functional.state_dtype`): the fused kernels read the input as it is and keep
+fp32 state; ``bptt`` and ``reference`` run on an fp32 copy, and their spikes and ``V_{T-1}`` come
+back in the input's dtype, as the kernels' do.
 """
 from __future__ import annotations
 
@@ -22,7 +27,7 @@ import torch
 
 from ..surrogate import get_surrogate
 from .bptt import multi_step_bptt
-from .functional import NeuronConfig, initial_state
+from .functional import NeuronConfig, initial_state, state_dtype
 from .reference import multi_step_reference
 
 __all__ = ["BACKENDS", "FUSED", "FusedBackend", "register_backend", "multi_step", "available_backends",
@@ -168,7 +173,7 @@ def multi_step(x: torch.Tensor, k=None, v0: torch.Tensor | None = None,
     if x.dim() < 2:
         raise ValueError(f"multi-step input must be [T, B, ...], got shape {tuple(x.shape)}")
     if not torch.is_tensor(k):
-        k = torch.full((), 1.0 if k is None else float(k), dtype=x.dtype, device=x.device)
+        k = torch.full((), 1.0 if k is None else float(k), dtype=state_dtype(x.dtype), device=x.device)
     if v0 is None:
         v0 = initial_state(x[0], cfg)
     elif v0.shape != x.shape[1:]:
@@ -176,5 +181,9 @@ def multi_step(x: torch.Tensor, k=None, v0: torch.Tensor | None = None,
     if backend in FUSED and not get_surrogate(cfg.surrogate).builtin:
         raise ValueError(f"the fused {backend!r} backend has only the built-in surrogates; custom surrogate "
                          f"{cfg.surrogate!r} runs on backend='bptt', 'reference' or 'auto'")
-    fn = _backend(select_backend(x, cfg) if backend == "auto" else backend)
+    name = select_backend(x, cfg) if backend == "auto" else backend
+    fn = _backend(name)
+    if state_dtype(x.dtype) != x.dtype and name not in FUSED:  # the PyTorch loops: fp32 state, as in the kernels
+        spikes, v_last = fn(x.float(), k.float(), v0.float(), cfg)
+        return spikes.to(x.dtype), v_last.to(x.dtype)
     return fn(x, k, v0, cfg)

@@ -18,7 +18,7 @@ import torch
 
 from ..surrogate import get_surrogate, heaviside, spike_fn
 
-__all__ = ["NeuronConfig", "charge", "fire", "reset", "neuron_step", "rest_potential", "initial_state"]
+__all__ = ["NeuronConfig", "charge", "fire", "reset", "neuron_step", "rest_potential", "initial_state", "state_dtype"]
 
 
 @dataclass(frozen=True)
@@ -49,14 +49,19 @@ class NeuronConfig:
         return self.v_reset is not None
 
 
+def state_dtype(dtype: torch.dtype) -> torch.dtype:
+    """The dtype of the potential and of ``k`` for inputs of ``dtype``: fp32 for bf16/fp16 (autocast), else ``dtype``."""
+    return torch.float32 if dtype in (torch.bfloat16, torch.float16) else dtype
+
+
 def rest_potential(cfg: NeuronConfig) -> float:
     """The potential the leak pulls towards and every sample starts from."""
     return cfg.v_reset if cfg.v_reset is not None else 0.0
 
 
 def initial_state(x_t: torch.Tensor, cfg: NeuronConfig) -> torch.Tensor:
-    """``V_{-1}``: a fresh state shaped like one step of input, at the rest potential."""
-    return torch.full_like(x_t, rest_potential(cfg))
+    """``V_{-1}``: a fresh state shaped like one step of input, at the rest potential, in :func:`state_dtype`."""
+    return torch.full_like(x_t, rest_potential(cfg), dtype=state_dtype(x_t.dtype))
 
 
 def charge(x_t: torch.Tensor, v: torch.Tensor, k, cfg: NeuronConfig) -> torch.Tensor:

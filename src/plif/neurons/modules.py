@@ -20,7 +20,7 @@ import torch
 from torch import nn
 
 from .dispatch import load_backends, multi_step
-from .functional import NeuronConfig, neuron_step
+from .functional import NeuronConfig, neuron_step, state_dtype
 
 __all__ = ["SpikingNeuron", "IF", "LIF", "PLIF", "NEURONS", "make_neuron", "tau_to_w"]
 
@@ -47,8 +47,9 @@ class SpikingNeuron(nn.Module):
             load_backends()  # import the fused kernels now, never inside a torch.compile trace
 
     def k(self, x: torch.Tensor) -> torch.Tensor:
-        """``1/τ`` as a tensor broadcastable to one step of ``x`` (``x`` is ``[T, B, ...]``)."""
-        return torch.ones((), dtype=x.dtype, device=x.device)
+        """``1/τ`` as a tensor broadcastable to one step of ``x`` (``x`` is ``[T, B, ...]``), in the
+        state's dtype (fp32 for bf16 inputs under autocast: ``k`` is not rounded to bf16)."""
+        return torch.ones((), dtype=state_dtype(x.dtype), device=x.device)
 
     def forward(self, x: torch.Tensor, v0: torch.Tensor | None = None, return_state: bool = False):
         """``x [T, B, ...]`` -> spikes ``[T, B, ...]`` (and ``V_{T-1} [B, ...]`` with ``return_state``)."""
@@ -83,7 +84,7 @@ class LIF(SpikingNeuron):
 
     def k(self, x):
         # a fill kernel, not a host-to-device copy: keeps the step capturable in a CUDA graph
-        return torch.full((), 1.0 / self.tau, dtype=x.dtype, device=x.device)
+        return torch.full((), 1.0 / self.tau, dtype=state_dtype(x.dtype), device=x.device)
 
     def extra_repr(self):
         return f"tau={self.tau}, " + super().extra_repr()
@@ -111,7 +112,7 @@ class PLIF(SpikingNeuron):
         return 1.0 / torch.sigmoid(self.w.detach())
 
     def k(self, x):
-        k = torch.sigmoid(self.w).to(x.dtype)
+        k = torch.sigmoid(self.w).to(state_dtype(x.dtype))
         if k.dim() == 1:
             self._check_channels(x)
             k = k.view(-1, *([1] * (x.dim() - 3)))

@@ -88,7 +88,9 @@ class TrainConfig:
     cuda_graph: bool = field(default=False, metadata={
         "help": "capture the whole training step (and evaluation) as CUDA graphs and replay them (CUDA only)"})
     amp: str | None = field(default=None, metadata={
-        "help": "mixed precision: bf16 autocast with fp32 weights and neuron state (CUDA only)", "choices": ("bf16",)})
+        "help": "mixed precision: bf16 autocast with fp32 weights, BatchNorm statistics, neuron state and loss "
+                "(CUDA or CPU; on the CPU it pays where oneDNN has native bf16, e.g. AVX512-BF16: docs/speed.md)",
+        "choices": ("bf16",)})
     memory: str = field(default="none", metadata={
         "help": "activation savings in training: none; exact (one-byte spikes, two-byte max-pool offsets, "
                 "BN recomputed; bit-identical gradients); low (exact + the first conv block of event input "

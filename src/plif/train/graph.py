@@ -42,9 +42,9 @@ def check_graph_options(device: torch.device, cuda_graph: bool, amp: str | None,
     if cuda_graph and device.type != "cuda":
         raise ValueError(f"--cuda-graph needs a CUDA device, but this run is on {device} "
                          f"(CUDA available: {torch.cuda.is_available()}); drop --cuda-graph")
-    if amp is not None and device.type != "cuda":
-        raise ValueError(f"--amp {amp} needs a CUDA device, but this run is on {device} (CPU autocast "
-                         f"is not validated for training yet); drop --amp")
+    if amp is not None and device.type not in ("cuda", "cpu"):
+        raise ValueError(f"--amp {amp}: autocast is validated on CUDA and the CPU only, but this run is on "
+                         f"{device}; drop --amp")
     if cuda_graph and compile:
         raise ValueError("--cuda-graph and --compile cannot be combined: pick one")
     if cuda_graph and world > 1:

@@ -1,0 +1,40 @@
+"""``plif train --amp bf16`` on the CPU: bf16 autocast, every neuron on the fused kernel."""
+import collections
+import json
+
+import pytest
+import torch
+
+from plif.cli.main import main
+from plif.neurons import dispatch
+from plif.train import read_metrics
+from plif_testing import tiny_train_argv
+
+
+@pytest.fixture
+def chosen(monkeypatch):
+    """Counts of (backend auto chose, input dtype) over the run."""
+    seen = collections.Counter()
+    select = dispatch.select_backend
+
+    def spy(x, cfg):
+        name = select(x, cfg)
+        seen[name, x.dtype] += 1
+        return name
+
+    monkeypatch.setattr(dispatch, "select_backend", spy)
+    return seen
+
+
+@pytest.mark.parametrize("memory", ["none", "all"])
+def test_bf16_training_runs_on_the_kernel_and_learns(tiny_fashion, tmp_path, chosen, memory):
+    out = tmp_path / "run"
+    argv = tiny_train_argv(tiny_fashion, out, "--amp", "bf16", "--memory", memory, epochs=3, lr=5e-3, t_max=3,
+                           max_test_samples=40)
+    assert main(argv) == 0
+    assert json.loads((out / "config.json").read_text())["amp"] == "bf16"
+    assert set(chosen) == {("cpu", torch.bfloat16)}, chosen  # never bptt, never fp32 inputs
+    rows = [r for r in read_metrics(out) if "train_loss" in r]
+    assert len(rows) == 3 and rows[-1]["train_loss"] < rows[0]["train_loss"], rows
+    state = torch.load(out / "checkpoints" / "last.pt", weights_only=False)["model"]
+    assert all(v.dtype in (torch.float32, torch.int64) for v in state.values())  # weights, BN stats stay fp32
