@@ -1,7 +1,7 @@
-"""Compile ``cpu_neuron.cpp`` once per machine and load it with ctypes.
+"""Compile ``cpu_neuron.cpp`` and ``cpu_pool.cpp`` into one library, once per machine, and load it with ctypes.
 
 The library has no PyTorch headers, so a build takes about a second.  It is cached under
-``$PLIF_CACHE_DIR`` (default ``~/.cache/plif``) in a folder named by a hash of the source, the
+``$PLIF_CACHE_DIR`` (default ``~/.cache/plif``) in a folder named by a hash of the sources, the
 compiler command and the compiler's version, and written atomically, so concurrent processes and
 edited sources never see a half-written or stale library.  Any failure (no compiler, no OpenMP,
 read-only cache) leaves :func:`load_library` returning ``None`` and the caller falls back to the
@@ -21,7 +21,7 @@ from ..atomic import atomic_path
 
 __all__ = ["load_library", "BUILD_ERROR", "cache_dir"]
 
-SOURCE = Path(__file__).with_name("cpu_neuron.cpp")
+SOURCES = tuple(Path(__file__).with_name(name) for name in ("cpu_neuron.cpp", "cpu_pool.cpp"))
 # -ffp-contract=off keeps H_t bit-identical to the PyTorch reference (no fused multiply-add)
 FLAGS = ["-O3", "-std=c++17", "-fPIC", "-shared", "-fopenmp", "-ffp-contract=off", "-fno-math-errno"]
 
@@ -36,6 +36,7 @@ _INT = ctypes.c_int
 _D = ctypes.c_double
 _FORWARD_ARGS = [_P] * 6 + [_I64, _I64, _INT, _INT, _INT, _D, _D, _INT]
 _BACKWARD_ARGS = [_P] * 8 + [_I64, _I64] + [_INT] * 6 + [_D] * 4 + [_INT]
+_POOL_ARGS = [_P] * 3 + [_I64, _I64, _I64, _INT, _I64, _INT]  # (in, out, offsets/∂x, planes, H, W, k, s, threads)
 
 
 def cache_dir() -> Path:
@@ -48,14 +49,16 @@ def _compiler() -> str | None:
 
 def _build(cxx: str) -> Path:
     version = subprocess.run([cxx, "--version"], capture_output=True, text=True, timeout=30).stdout
-    key = hashlib.sha256(SOURCE.read_bytes() + " ".join([cxx, *FLAGS, version]).encode()).hexdigest()[:16]
+    text = b"".join(src.read_bytes() for src in SOURCES)
+    key = hashlib.sha256(text + " ".join([cxx, *FLAGS, version]).encode()).hexdigest()[:16]
     target = cache_dir() / key / "libplif_cpu_neuron.so"
     if target.exists():
         return target
     with atomic_path(target) as tmp:
-        proc = subprocess.run([cxx, *FLAGS, str(SOURCE), "-o", str(tmp)], capture_output=True, text=True, timeout=300)
+        proc = subprocess.run([cxx, *FLAGS, *map(str, SOURCES), "-o", str(tmp)], capture_output=True, text=True,
+                              timeout=300)
         if proc.returncode != 0:
-            raise RuntimeError(f"{cxx} failed on {SOURCE}:\n{proc.stderr[-2000:]}")
+            raise RuntimeError(f"{cxx} failed on {', '.join(map(str, SOURCES))}:\n{proc.stderr[-2000:]}")
     return target
 
 
@@ -70,12 +73,15 @@ def load_library() -> ctypes.CDLL | None:
         try:
             if cxx is None:
                 raise RuntimeError("no C++ compiler found (set CXX or install g++)")
-            if not SOURCE.exists():
-                raise RuntimeError(f"kernel source missing: {SOURCE}")
+            missing = [str(src) for src in SOURCES if not src.exists()]
+            if missing:
+                raise RuntimeError(f"kernel source missing: {', '.join(missing)}")
             lib = ctypes.CDLL(str(_build(cxx)))
             for dtype in ("f32", "f64"):
                 getattr(lib, f"plif_forward_{dtype}").argtypes = _FORWARD_ARGS
                 getattr(lib, f"plif_backward_{dtype}").argtypes = _BACKWARD_ARGS
+                getattr(lib, f"plif_max_pool_forward_{dtype}").argtypes = _POOL_ARGS
+                getattr(lib, f"plif_max_pool_backward_{dtype}").argtypes = _POOL_ARGS
             _lib = lib
         except (OSError, RuntimeError, subprocess.SubprocessError) as e:
             BUILD_ERROR = str(e)
