@@ -55,6 +55,31 @@ def test_only_requested_gradients_and_k_without_grad():
     assert torch.allclose(gx, gx_r, atol=1e-6)
 
 
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_static_input_read_in_place_and_h_only_when_needed(dtype):
+    """A stride-0 (repeated over T) input gives the repeated input's spikes, state and gradients;
+    without gradients the kernel keeps no H (nothing to differentiate: evaluation)."""
+    from plif.kernels.cpu_neuron import cpu_forward
+
+    torch.manual_seed(0)
+    x1 = torch.randn(2, 3, 5, dtype=dtype) + 0.6
+    k, v0, cfg = torch.tensor(0.5, dtype=dtype), torch.zeros(2, 3, 5, dtype=dtype), NeuronConfig()
+    out = []
+    for x in (x1.unsqueeze(0).expand(4, *x1.shape), x1.unsqueeze(0).repeat(4, 1, 1, 1)):
+        xi, ki = x.detach().requires_grad_(), k.clone().requires_grad_()
+        s, v = multi_step_cpu(xi, ki, v0, cfg)
+        (s * torch.linspace(-1, 1, s.numel(), dtype=dtype).view(s.shape)).sum().add(v.sum()).backward()
+        out.append((s, v, xi.grad, ki.grad))
+    for a, b in zip(*out):
+        assert torch.equal(a, b)
+    args = (k.reshape(1), v0, True, True, 1.0, 0.0, True, 0, 1.0, 1.5)
+    s_keep, h, _ = cpu_forward(x1.unsqueeze(0).expand(4, *x1.shape), *args)
+    s_none, h_none, _ = cpu_forward(x1.unsqueeze(0).expand(4, *x1.shape), *args, keep_h=False)
+    assert torch.equal(s_keep, s_none) and h.shape == (4, 2, 3, 5) and h_none.numel() == 0
+    with torch.no_grad():
+        assert torch.equal(multi_step_cpu(x1.unsqueeze(0).expand(4, *x1.shape), k, v0, cfg)[0], s_keep)
+
 def test_rejects_unsupported_input():
     with pytest.raises(ValueError, match="fp32/fp64/bf16 CPU"):
         multi_step_cpu(torch.zeros(2, 3, dtype=torch.float16), torch.tensor(0.5), torch.zeros(3), NeuronConfig())

@@ -34,7 +34,7 @@ _P = ctypes.c_void_p
 _I64 = ctypes.c_int64
 _INT = ctypes.c_int
 _D = ctypes.c_double
-_FORWARD_ARGS = [_P] * 6 + [_I64, _I64, _INT, _INT, _INT, _D, _D, _INT]
+_FORWARD_ARGS = [_P] * 6 + [_I64, _I64, _I64, _INT, _INT, _INT, _D, _D, _INT]
 _BACKWARD_ARGS = [_P] * 8 + [_I64, _I64] + [_INT] * 6 + [_D] * 4 + [_INT]
 _POOL_ARGS = [_P] * 3 + [_I64, _I64, _I64, _INT, _I64, _INT]  # (in, out, offsets/∂x, planes, H, W, k, s, threads)
 

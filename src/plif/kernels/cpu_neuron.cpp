@@ -71,9 +71,11 @@ inline S reset(S h, bool spike, S v_th, S v_reset) {
     else return spike ? h - v_th : h;
 }
 
-template <typename S, bool LEAK, bool HARD, bool K_FULL>
+// x_step: elements between x's time-steps, N, or 0 for a static input read again at every step.
+// KEEP_H: H is written for backward (not when nothing will be differentiated, e.g. evaluation).
+template <typename S, bool LEAK, bool HARD, bool K_FULL, bool KEEP_H>
 void forward_impl(const S* x, const S* k, const S* v0, S* spikes, S* h_seq, S* v_last,
-                  int64_t T, int64_t N, S v_th, S v_reset, int threads) {
+                  int64_t T, int64_t N, int64_t x_step, S v_th, S v_reset, int threads) {
     const int64_t chunks = (N + kChunk - 1) / kChunk;
 #pragma omp parallel for schedule(static) num_threads(threads)
     for (int64_t c = 0; c < chunks; ++c) {
@@ -84,16 +86,16 @@ void forward_impl(const S* x, const S* k, const S* v0, S* spikes, S* h_seq, S* v
             kk[j] = K_FULL ? k[n0 + j] : k[0];
         }
         for (int64_t t = 0; t < T; ++t) {
-            const S* xt = x + t * N + n0;
+            const S* xt = x + t * x_step + n0;
             S* st = spikes + t * N + n0;
-            S* ht = h_seq + t * N + n0;
+            S* ht = KEEP_H ? h_seq + t * N + n0 : nullptr;
 #pragma omp simd
             for (int64_t j = 0; j < len; ++j) {
                 S h = LEAK ? v[j] + kk[j] * (xt[j] - (v[j] - v_reset)) : v[j] + xt[j];  // charge
                 bool spike = (h - v_th) >= S(0);                                       // fire
                 v[j] = reset<HARD>(h, spike, v_th, v_reset);                          // reset
                 st[j] = spike ? S(1) : S(0);
-                ht[j] = h;
+                if constexpr (KEEP_H) ht[j] = h;
             }
         }
         for (int64_t j = 0; j < len; ++j) v_last[n0 + j] = v[j];
@@ -155,13 +157,14 @@ void backward_impl(const S* g_s, const S* g_v_last, const S* h_seq, const S* v0,
 
 template <typename S>
 void forward(const S* x, const S* k, const S* v0, S* spikes, S* h_seq, S* v_last, int64_t T, int64_t N,
-             int leak, int hard, int k_full, double v_th, double v_reset, int threads) {
+             int64_t x_step, int leak, int hard, int k_full, double v_th, double v_reset, int threads) {
     advise_huge_pages(spikes, T * N * int64_t(sizeof(S)));
-    advise_huge_pages(h_seq, T * N * int64_t(sizeof(S)));
+    if (h_seq) advise_huge_pages(h_seq, T * N * int64_t(sizeof(S)));
     with_bool(leak, [&](auto L) { with_bool(hard, [&](auto H) { with_bool(k_full, [&](auto KF) {
-        forward_impl<S, decltype(L)::value, decltype(H)::value, decltype(KF)::value>(
-            x, k, v0, spikes, h_seq, v_last, T, N, S(v_th), S(v_reset), threads);
-    }); }); });
+    with_bool(h_seq != nullptr, [&](auto KH) {
+        forward_impl<S, decltype(L)::value, decltype(H)::value, decltype(KF)::value, decltype(KH)::value>(
+            x, k, v0, spikes, h_seq, v_last, T, N, x_step, S(v_th), S(v_reset), threads);
+    }); }); }); });
 }
 
 template <typename S>
@@ -183,15 +186,15 @@ void backward(const S* g_s, const S* g_v_last, const S* h_seq, const S* v0, cons
 extern "C" {
 
 void plif_forward_f32(const float* x, const float* k, const float* v0, float* s, float* h, float* v_last,
-                      int64_t T, int64_t N, int leak, int hard, int k_full, double v_th, double v_reset,
-                      int threads) {
-    forward<float>(x, k, v0, s, h, v_last, T, N, leak, hard, k_full, v_th, v_reset, threads);
+                      int64_t T, int64_t N, int64_t x_step, int leak, int hard, int k_full, double v_th,
+                      double v_reset, int threads) {
+    forward<float>(x, k, v0, s, h, v_last, T, N, x_step, leak, hard, k_full, v_th, v_reset, threads);
 }
 
 void plif_forward_f64(const double* x, const double* k, const double* v0, double* s, double* h, double* v_last,
-                      int64_t T, int64_t N, int leak, int hard, int k_full, double v_th, double v_reset,
-                      int threads) {
-    forward<double>(x, k, v0, s, h, v_last, T, N, leak, hard, k_full, v_th, v_reset, threads);
+                      int64_t T, int64_t N, int64_t x_step, int leak, int hard, int k_full, double v_th,
+                      double v_reset, int threads) {
+    forward<double>(x, k, v0, s, h, v_last, T, N, x_step, leak, hard, k_full, v_th, v_reset, threads);
 }
 
 void plif_backward_f32(const float* g_s, const float* g_v_last, const float* h, const float* v0, const float* k,
