@@ -95,3 +95,26 @@ def test_failed_build_falls_back_to_bptt(tmp_path):
     env = {**os.environ, "CXX": "false", "PLIF_CACHE_DIR": str(tmp_path)}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and "fallback-ok" in out.stdout, out.stderr
+
+
+
+def test_native_build_is_keyed_by_the_cpu_and_falls_back_to_portable(tmp_path, monkeypatch):
+    """The library is built for this CPU (-march=native) under a key naming the CPU, so a cache
+    shared by two machines keeps one build each; a compiler that refuses the flag gets the
+    portable build."""
+    from plif.kernels import cpu_build
+
+    monkeypatch.setenv("PLIF_CACHE_DIR", str(tmp_path))
+    native, portable = cpu_build.FLAGS + cpu_build.NATIVE, cpu_build.FLAGS
+    where = {}
+    for cpu in ("cpu one", "cpu two"):
+        monkeypatch.setattr(cpu_build, "_cpu_id", lambda cpu=cpu: cpu)
+        where[cpu] = (cpu_build._target("g++", native, "v1"), cpu_build._target("g++", portable, "v1"))
+    assert where["cpu one"][0] != where["cpu two"][0] and where["cpu one"][1] == where["cpu two"][1]
+    picky = tmp_path / "picky-cxx"
+    picky.write_text(f'#!/bin/sh\ncase "$*" in *-march=native*) echo "no native here" >&2; exit 1;; esac\n'
+                     f'exec {cpu_build._compiler()} "$@"\n')
+    picky.chmod(0o755)
+    built = cpu_build._build(str(picky))
+    version = subprocess.run([str(picky), "--version"], capture_output=True, text=True).stdout
+    assert built == cpu_build._target(str(picky), portable, version) and built.exists()

@@ -64,3 +64,20 @@ def test_custom_ops_pass_opcheck():
     torch.library.opcheck(_pool, (x, 2, 2))
     out, place = _pool(x, 3, 2)
     torch.library.opcheck(_pool_backward, (torch.randn(out.shape), place, 6, 7, 3, 2))
+
+
+def test_compiles_fullgraph_with_changing_batch_size():
+    """Built (library loaded) before tracing, the kernel is one opaque op in a fullgraph trace
+    whose batch becomes symbolic: same values and gradients as eager."""
+    from plif.layers import TimeFolded
+    torch._dynamo.reset()
+    pool = TimeFolded(MaxPool2d(2, 2))
+    compiled = torch.compile(pool, fullgraph=True, backend="aot_eager")
+    for b in (2, 3, 5):
+        x = torch.randint(0, 2, (2, b, 3, 8, 7)).float()
+        a, e = x.clone().requires_grad_(), x.clone().requires_grad_()
+        ya, ye = compiled(a), pool(e)
+        g = torch.randn(ya.shape)
+        ya.backward(g)
+        ye.backward(g)
+        assert torch.equal(ya, ye) and torch.equal(a.grad, e.grad)

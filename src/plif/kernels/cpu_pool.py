@@ -18,7 +18,7 @@ from torch import Tensor
 
 from .cpu_build import load_library
 
-__all__ = ["cpu_pool_supports", "max_pool2d_cpu", "MAX_KERNEL"]
+__all__ = ["cpu_pool_supports", "max_pool2d_cpu", "kernel_loaded", "MAX_KERNEL"]
 
 _SUFFIX = {torch.float32: "f32", torch.float64: "f64"}
 MAX_KERNEL = 16  # the place in a k×k window must fit one byte
@@ -26,10 +26,13 @@ _loaded: bool | None = None
 
 
 def kernel_loaded() -> bool:
-    """Whether the compiled library is here (built on the first call); cached, so a compiled
-    forward only reads a flag."""
+    """Whether the compiled library is here (built on the first call, which layers make when they
+    are built); cached, so a compiled forward only reads a flag (inside a ``torch.compile`` trace
+    it is never loaded: a library not loaded yet counts as absent there)."""
     global _loaded
     if _loaded is None:
+        if torch.compiler.is_compiling():
+            return False
         _loaded = load_library() is not None
     return _loaded
 

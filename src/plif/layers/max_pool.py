@@ -28,6 +28,10 @@ class MaxPool2d(nn.MaxPool2d):
         plain = (_one(self.padding) == 0 and _one(self.dilation) == 1 and not self.ceil_mode
                  and not self.return_indices and k is not None and s is not None)
         self._ks = (k, s) if plain else None
+        if plain:
+            from ..kernels.cpu_pool import kernel_loaded
+
+            kernel_loaded()  # load the library now, never inside a torch.compile trace
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self._ks is not None:
