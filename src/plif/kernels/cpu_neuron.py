@@ -40,7 +40,8 @@ def _lib():
 # ------------------------------------------------------------------------------------ operators
 @torch.library.custom_op("plif::cpu_forward", mutates_args=())
 def cpu_forward(x: Tensor, k: Tensor, v0: Tensor, leak: bool, hard: bool, v_th: float, v_rest: float,
-                detach: bool, sg_code: int, sg_a: float, sg_b: float, keep_h: bool = True) -> tuple[Tensor, Tensor, Tensor]:
+                detach: bool, sg_code: int, sg_a: float, sg_b: float,
+                keep_h: bool = True) -> tuple[Tensor, Tensor, Tensor]:
     """``(spikes, H, V_{T-1})``; ``k`` holds 1 value or ``v0.numel()`` values (ignored without leak).
     ``detach`` and the surrogate arguments are only for the backward (see :func:`_setup`).
     ``x`` repeated over time (stride 0 along T: a static input after the hoisted first layers) is

@@ -10,4 +10,5 @@ from .spike_pool import SpikeMaxPool2d, spike_max_pool2d
 from .voting import Voting
 
 __all__ = ["TimeFolded", "PerStepBatchNorm", "TimeInvariantDropout", "Voting", "fold_bn_into",
-           "MaxPool2d", "SpikeMaxPool2d", "spike_max_pool2d", "SpikeConv2d", "SpikeLinear", "SpikeConvBN", "BF16SavedPotential"]
+           "MaxPool2d", "SpikeMaxPool2d", "spike_max_pool2d", "SpikeConv2d", "SpikeLinear", "SpikeConvBN",
+           "BF16SavedPotential"]
