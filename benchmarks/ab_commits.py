@@ -114,6 +114,9 @@ def main(argv=None) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(args.keep or tmp)
         trees = {name: checkout(c, root) for name, c in (("A", args.a), ("B", args.b))}
+        for tree in trees.values():  # each checkout's C++ kernels are built (or found cached) before any timing
+            subprocess.run([sys.executable, "-c", "from plif.kernels.cpu_build import load_library; load_library()"],
+                           env={**os.environ, "PYTHONPATH": str(tree / "src")}, check=True)
         runs: dict[str, list[dict]] = {"A": [], "B": []}
         try:
             for r in range(args.rounds):

@@ -75,6 +75,31 @@ def test_only_requested_gradients_and_k_without_grad():
     assert torch.allclose(gx, gx_r, atol=1e-6)
 
 
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_static_input_read_in_place_and_h_only_when_needed(dtype):
+    """A stride-0 (repeated over T) input gives the repeated input's spikes, state and gradients;
+    without gradients the kernel keeps no H (nothing to differentiate: evaluation)."""
+    from plif.kernels.cpu_neuron import cpu_forward
+
+    torch.manual_seed(0)
+    x1 = torch.randn(2, 3, 5, dtype=dtype) + 0.6
+    k, v0, cfg = torch.tensor(0.5, dtype=dtype), torch.zeros(2, 3, 5, dtype=dtype), NeuronConfig()
+    out = []
+    for x in (x1.unsqueeze(0).expand(4, *x1.shape), x1.unsqueeze(0).repeat(4, 1, 1, 1)):
+        xi, ki = x.detach().requires_grad_(), k.clone().requires_grad_()
+        s, v = multi_step_cpu(xi, ki, v0, cfg)
+        (s * torch.linspace(-1, 1, s.numel(), dtype=dtype).view(s.shape)).sum().add(v.sum()).backward()
+        out.append((s, v, xi.grad, ki.grad))
+    for a, b in zip(*out):
+        assert torch.equal(a, b)
+    args = (k.reshape(1), v0, True, True, 1.0, 0.0, True, 0, 1.0, 1.5)
+    s_keep, h, _ = cpu_forward(x1.unsqueeze(0).expand(4, *x1.shape), *args)
+    s_none, h_none, _ = cpu_forward(x1.unsqueeze(0).expand(4, *x1.shape), *args, keep_h=False)
+    assert torch.equal(s_keep, s_none) and h.shape == (4, 2, 3, 5) and h_none.numel() == 0
+    with torch.no_grad():
+        assert torch.equal(multi_step_cpu(x1.unsqueeze(0).expand(4, *x1.shape), k, v0, cfg)[0], s_keep)
+
 def test_rejects_unsupported_input():
     with pytest.raises(ValueError, match="fp32/fp64/bf16 CPU"):
         multi_step_cpu(torch.zeros(2, 3, dtype=torch.float16), torch.tensor(0.5), torch.zeros(3), NeuronConfig())
@@ -99,3 +124,25 @@ def test_operator_refuses_state_in_another_dtype():
     x = torch.zeros(2, 3, dtype=torch.bfloat16)
     with pytest.raises(ValueError, match="state in torch.float32: v0 and k must be torch.float32"):
         cpu_forward(x, torch.tensor([0.5]), torch.zeros(3, dtype=torch.bfloat16), True, True, 1.0, 0.0, True, 0, 1.0, 1.0)
+
+
+def test_native_build_is_keyed_by_the_cpu_and_falls_back_to_portable(tmp_path, monkeypatch):
+    """The library is built for this CPU (-march=native) under a key naming the CPU, so a cache
+    shared by two machines keeps one build each; a compiler that refuses the flag gets the
+    portable build."""
+    from plif.kernels import cpu_build
+
+    monkeypatch.setenv("PLIF_CACHE_DIR", str(tmp_path))
+    native, portable = cpu_build.FLAGS + cpu_build.NATIVE, cpu_build.FLAGS
+    where = {}
+    for cpu in ("cpu one", "cpu two"):
+        monkeypatch.setattr(cpu_build, "_cpu_id", lambda cpu=cpu: cpu)
+        where[cpu] = (cpu_build._target("g++", native, "v1"), cpu_build._target("g++", portable, "v1"))
+    assert where["cpu one"][0] != where["cpu two"][0] and where["cpu one"][1] == where["cpu two"][1]
+    picky = tmp_path / "picky-cxx"
+    picky.write_text(f'#!/bin/sh\ncase "$*" in *-march=native*) echo "no native here" >&2; exit 1;; esac\n'
+                     f'exec {cpu_build._compiler()} "$@"\n')
+    picky.chmod(0o755)
+    built = cpu_build._build(str(picky))
+    version = subprocess.run([str(picky), "--version"], capture_output=True, text=True).stdout
+    assert built == cpu_build._target(str(picky), portable, version) and built.exists()

@@ -70,6 +70,29 @@ def test_static_input_equals_repeated_input():
             assert torch.equal(m.running_var, n.running_var) and torch.equal(m.running_mean, n.running_mean)
 
 
+
+@pytest.mark.parametrize("bn_per_step", [False, True])
+def test_eval_static_input_runs_batchnorm_once_bit_identical(bn_per_step):
+    """In eval mode BatchNorm (running statistics) after the hoisted convolution runs once on
+    ``[B, ...]`` too, and the first neuron reads the repeated tensor as a stride-0 view: the
+    spikes of every neuron are those of the repeated input, bit for bit."""
+    torch.manual_seed(0)
+    net = build_network("c8k3s1-BN-PLIF-MPk2s2-c8k3s1-BN-PLIF-FC10-PLIF", (1, 12, 12), 4, bn_per_step=bn_per_step,
+                        v_threshold=0.2)
+    net(torch.rand(6, 1, 12, 12))  # training moves the running statistics away from 0 and 1
+    net.eval()
+    seen = {}
+    for i in (2, 6):
+        net.layers[i].register_forward_hook(lambda m, inp, out, i=i: seen.setdefault(i, []).append((inp[0], out)))
+    x = torch.rand(5, 1, 12, 12)
+    with torch.no_grad():
+        a = net(x)
+        b = net(x.unsqueeze(0).expand(4, *x.shape).contiguous())
+    assert torch.equal(a, b)
+    assert seen[2][0][0].stride(0) == 0 and seen[2][1][0].stride(0) != 0
+    for i in (2, 6):
+        assert torch.equal(seen[i][0][1], seen[i][1][1]) and seen[i][0][1].sum() > 0
+
 def test_overrides_for_ablations():
     net = build_network("c8k3s1-BN-PLIF-MPk2s2-FC20-PLIF-APk10s10", (1, 8, 8), 4, neuron="LIF", tau0=16.0, pool="avg")
     assert all(isinstance(m, LIF) and m.tau == 16.0 for m in net.neuron_layers())

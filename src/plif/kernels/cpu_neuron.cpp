@@ -101,9 +101,11 @@ inline S reset(S h, bool spike, S v_th, S v_reset) {
     else return spike ? h - v_th : h;
 }
 
-template <typename X, typename S, bool LEAK, bool HARD, bool K_FULL>
+// x_step: elements between x's time-steps, N, or 0 for a static input read again at every step.
+// KEEP_H: H is written for backward (not when nothing will be differentiated, e.g. evaluation).
+template <typename X, typename S, bool LEAK, bool HARD, bool K_FULL, bool KEEP_H>
 void forward_impl(const X* x, const S* k, const S* v0, X* spikes, S* h_seq, S* v_last,
-                  int64_t T, int64_t N, S v_th, S v_reset, int threads) {
+                  int64_t T, int64_t N, int64_t x_step, S v_th, S v_reset, int threads) {
     const int64_t chunks = (N + kChunk - 1) / kChunk;
 #pragma omp parallel for schedule(static) num_threads(threads)
     for (int64_t c = 0; c < chunks; ++c) {
@@ -114,9 +116,9 @@ void forward_impl(const X* x, const S* k, const S* v0, X* spikes, S* h_seq, S* v
             kk[j] = K_FULL ? k[n0 + j] : k[0];
         }
         for (int64_t t = 0; t < T; ++t) {
-            const X* xt = x + t * N + n0;
+            const X* xt = x + t * x_step + n0;
             X* st = spikes + t * N + n0;
-            S* ht = h_seq + t * N + n0;
+            S* ht = KEEP_H ? h_seq + t * N + n0 : nullptr;
 #pragma omp simd
             for (int64_t j = 0; j < len; ++j) {
                 const S xj = load(xt + j);
@@ -124,7 +126,7 @@ void forward_impl(const X* x, const S* k, const S* v0, X* spikes, S* h_seq, S* v
                 bool spike = (h - v_th) >= S(0);                                       // fire
                 v[j] = reset<HARD>(h, spike, v_th, v_reset);                          // reset
                 store(st + j, spike ? S(1) : S(0));
-                ht[j] = h;
+                if constexpr (KEEP_H) ht[j] = h;
             }
         }
         for (int64_t j = 0; j < len; ++j) v_last[n0 + j] = v[j];
@@ -190,13 +192,14 @@ void backward_impl(const X* g_s, const S* g_v_last, const S* h_seq, const S* v0,
 
 template <typename X, typename S>
 void forward(const X* x, const S* k, const S* v0, X* spikes, S* h_seq, S* v_last, int64_t T, int64_t N,
-             int leak, int hard, int k_full, double v_th, double v_reset, int threads) {
+             int64_t x_step, int leak, int hard, int k_full, double v_th, double v_reset, int threads) {
     advise_huge_pages(spikes, T * N * int64_t(sizeof(X)));
-    advise_huge_pages(h_seq, T * N * int64_t(sizeof(S)));
+    if (h_seq) advise_huge_pages(h_seq, T * N * int64_t(sizeof(S)));
     with_bool(leak, [&](auto L) { with_bool(hard, [&](auto H) { with_bool(k_full, [&](auto KF) {
-        forward_impl<X, S, decltype(L)::value, decltype(H)::value, decltype(KF)::value>(
-            x, k, v0, spikes, h_seq, v_last, T, N, S(v_th), S(v_reset), threads);
-    }); }); });
+    with_bool(h_seq != nullptr, [&](auto KH) {
+        forward_impl<X, S, decltype(L)::value, decltype(H)::value, decltype(KF)::value, decltype(KH)::value>(
+            x, k, v0, spikes, h_seq, v_last, T, N, x_step, S(v_th), S(v_reset), threads);
+    }); }); }); });
 }
 
 template <typename X, typename S>
@@ -218,15 +221,15 @@ void backward(const X* g_s, const S* g_v_last, const S* h_seq, const S* v0, cons
 extern "C" {
 
 void plif_forward_f32(const float* x, const float* k, const float* v0, float* s, float* h, float* v_last,
-                      int64_t T, int64_t N, int leak, int hard, int k_full, double v_th, double v_reset,
-                      int threads) {
-    forward<float, float>(x, k, v0, s, h, v_last, T, N, leak, hard, k_full, v_th, v_reset, threads);
+                      int64_t T, int64_t N, int64_t x_step, int leak, int hard, int k_full, double v_th,
+                      double v_reset, int threads) {
+    forward<float, float>(x, k, v0, s, h, v_last, T, N, x_step, leak, hard, k_full, v_th, v_reset, threads);
 }
 
 void plif_forward_f64(const double* x, const double* k, const double* v0, double* s, double* h, double* v_last,
-                      int64_t T, int64_t N, int leak, int hard, int k_full, double v_th, double v_reset,
-                      int threads) {
-    forward<double, double>(x, k, v0, s, h, v_last, T, N, leak, hard, k_full, v_th, v_reset, threads);
+                      int64_t T, int64_t N, int64_t x_step, int leak, int hard, int k_full, double v_th,
+                      double v_reset, int threads) {
+    forward<double, double>(x, k, v0, s, h, v_last, T, N, x_step, leak, hard, k_full, v_th, v_reset, threads);
 }
 
 void plif_backward_f32(const float* g_s, const float* g_v_last, const float* h, const float* v0, const float* k,
@@ -247,10 +250,10 @@ void plif_backward_f64(const double* g_s, const double* g_v_last, const double* 
 
 // bf16 x and spikes (dL/dS and dL/dX in backward), passed as their uint16 bits; fp32 k, state and H
 void plif_forward_bf16(const uint16_t* x, const float* k, const float* v0, uint16_t* s, float* h, float* v_last,
-                       int64_t T, int64_t N, int leak, int hard, int k_full, double v_th, double v_reset,
-                       int threads) {
+                       int64_t T, int64_t N, int64_t x_step, int leak, int hard, int k_full, double v_th,
+                       double v_reset, int threads) {
     forward<bf16, float>(reinterpret_cast<const bf16*>(x), k, v0, reinterpret_cast<bf16*>(s), h, v_last, T, N,
-                         leak, hard, k_full, v_th, v_reset, threads);
+                         x_step, leak, hard, k_full, v_th, v_reset, threads);
 }
 
 void plif_backward_bf16(const uint16_t* g_s, const float* g_v_last, const float* h, const float* v0,

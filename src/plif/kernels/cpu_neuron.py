@@ -48,22 +48,31 @@ def _lib():
 # ------------------------------------------------------------------------------------ operators
 @torch.library.custom_op("plif::cpu_forward", mutates_args=())
 def cpu_forward(x: Tensor, k: Tensor, v0: Tensor, leak: bool, hard: bool, v_th: float, v_rest: float,
-                detach: bool, sg_code: int, sg_a: float, sg_b: float) -> tuple[Tensor, Tensor, Tensor]:
+                detach: bool, sg_code: int, sg_a: float, sg_b: float,
+                keep_h: bool = True) -> tuple[Tensor, Tensor, Tensor]:
     """``(spikes, H, V_{T-1})``; ``k`` holds 1 value or ``v0.numel()`` values (ignored without leak).
-    ``detach`` and the surrogate arguments are only for the backward (see :func:`_setup`)."""
+    ``detach`` and the surrogate arguments are only for the backward (see :func:`_setup`).
+    ``x`` repeated over time (stride 0 along T: a static input after the hoisted first layers) is
+    read in place, never copied T times.  ``keep_h=False``: nothing will be differentiated, so
+    ``H`` is not written (an empty tensor comes back)."""
     _check_state(_state_dtype(x.dtype), v0, k)
-    x, v0, k = x.contiguous(), v0.contiguous(), k.contiguous()
-    spikes, h_seq, v_last = torch.empty_like(x), torch.empty_like(x, dtype=v0.dtype), torch.empty_like(v0)
+    n = v0.numel()
+    static = x.shape[0] > 1 and x.stride(0) == 0
+    xr = (x[0] if static else x).contiguous()
+    v0, k = v0.contiguous(), k.contiguous()
+    spikes, v_last = x.new_empty(x.shape), torch.empty_like(v0)
+    h_seq = x.new_empty(x.shape if keep_h else (0,), dtype=v0.dtype)
     getattr(_lib(), f"plif_forward_{_SUFFIX[x.dtype]}")(
-        x.data_ptr(), (k if leak else v0).data_ptr(), v0.data_ptr(), spikes.data_ptr(), h_seq.data_ptr(),
-        v_last.data_ptr(), x.shape[0], v0.numel(), int(leak), int(hard), int(leak and k.numel() > 1),
-        float(v_th), float(v_rest), torch.get_num_threads())
+        xr.data_ptr(), (k if leak else v0).data_ptr(), v0.data_ptr(), spikes.data_ptr(),
+        h_seq.data_ptr() if keep_h else None, v_last.data_ptr(), x.shape[0], n, 0 if static else n, int(leak),
+        int(hard), int(leak and k.numel() > 1), float(v_th), float(v_rest), torch.get_num_threads())
     return spikes, h_seq, v_last
 
 
 @cpu_forward.register_fake
-def _(x, k, v0, leak, hard, v_th, v_rest, detach, sg_code, sg_a, sg_b):
-    return torch.empty_like(x), torch.empty_like(x, dtype=_state_dtype(x.dtype)), torch.empty_like(v0)
+def _(x, k, v0, leak, hard, v_th, v_rest, detach, sg_code, sg_a, sg_b, keep_h=True):
+    wide = _state_dtype(x.dtype)
+    return x.new_empty(x.shape), x.new_empty(x.shape if keep_h else (0,), dtype=wide), torch.empty_like(v0)
 
 
 @torch.library.custom_op("plif::cpu_backward", mutates_args=())
@@ -97,7 +106,7 @@ def _grad_dtype(g_dtype: torch.dtype, state: torch.dtype) -> torch.dtype:
 
 
 def _setup(ctx, inputs, output):
-    x, k, v0, leak, hard, v_th, v_rest, detach, sg_code, sg_a, sg_b = inputs
+    x, k, v0, leak, hard, v_th, v_rest, detach, sg_code, sg_a, sg_b = inputs[:11]
     # H is an output only for backward: without this autograd would hand backward a full-size
     # zero ∂H (and a zero ∂V_{T-1} when V is unused), +22% live peak on DVS128 Gesture
     ctx.set_materialize_grads(False)
@@ -111,12 +120,14 @@ def _backward(ctx, g_s, g_h, g_v_last):
     leak = ctx.args[0]
     need_k = bool(ctx.needs_input_grad[1] and leak)
     if g_s is None and g_v_last is None:  # only H reached the loss, and H is not differentiable
-        return (None,) * 11
+        return (None,) * 12
+    if h_seq.numel() == 0:
+        raise RuntimeError("plif::cpu_forward ran with keep_h=False: it cannot be differentiated")
     g_s = torch.zeros_like(h_seq, dtype=ctx.x_dtype) if g_s is None else g_s
     g_v_last = torch.zeros_like(v0) if g_v_last is None else g_v_last
     g_x, g_v0, g_k = cpu_backward(g_s, g_v_last, h_seq, v0, k, *ctx.args, need_k)
     g_k = g_k.sum_to_size(k.shape) if need_k else None
-    return g_x.to(ctx.x_dtype), g_k, g_v0, None, None, None, None, None, None, None, None
+    return g_x.to(ctx.x_dtype), g_k, g_v0, None, None, None, None, None, None, None, None, None
 
 
 cpu_forward.register_autograd(_backward, setup_context=_setup)
@@ -137,8 +148,10 @@ def multi_step_cpu(x: torch.Tensor, k: torch.Tensor, v0: torch.Tensor, cfg: Neur
     k = k.reshape(1) if k.numel() == 1 else k.expand(x.shape[1:])
     sg = get_surrogate(cfg.surrogate)
     sg_a, sg_b = sg.kernel_constants(float(cfg.alpha))
-    spikes, _, v_last = cpu_forward(x, k, v0.to(wide), cfg.leak, cfg.hard_reset, float(cfg.v_threshold),
-                                    float(rest_potential(cfg)), cfg.detach_reset, sg.code, sg_a, sg_b)
+    v0 = v0.to(wide)
+    keep_h = torch.is_grad_enabled() and (x.requires_grad or k.requires_grad or v0.requires_grad)
+    spikes, _, v_last = cpu_forward(x, k, v0, cfg.leak, cfg.hard_reset, float(cfg.v_threshold),
+                                    float(rest_potential(cfg)), cfg.detach_reset, sg.code, sg_a, sg_b, keep_h)
     return spikes, v_last.to(x.dtype)
 
 

@@ -3,10 +3,12 @@ and the memory-saving forms of conv/linear/pooling/BN on spikes."""
 from .bn_fold import fold_bn_into
 from .dropout import TimeInvariantDropout
 from .fold import PerStepBatchNorm, TimeFolded
+from .max_pool import MaxPool2d
 from .saved_dtype import BF16SavedPotential
 from .spike_input import SpikeConv2d, SpikeConvBN, SpikeLinear
 from .spike_pool import SpikeMaxPool2d, spike_max_pool2d
 from .voting import Voting
 
 __all__ = ["TimeFolded", "PerStepBatchNorm", "TimeInvariantDropout", "Voting", "fold_bn_into",
-           "SpikeMaxPool2d", "spike_max_pool2d", "SpikeConv2d", "SpikeLinear", "SpikeConvBN", "BF16SavedPotential"]
+           "MaxPool2d", "SpikeMaxPool2d", "spike_max_pool2d", "SpikeConv2d", "SpikeLinear", "SpikeConvBN",
+           "BF16SavedPotential"]

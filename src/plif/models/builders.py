@@ -15,7 +15,7 @@ from typing import Callable
 
 from torch import nn
 
-from ..layers import PerStepBatchNorm, TimeFolded, TimeInvariantDropout, Voting
+from ..layers import MaxPool2d, PerStepBatchNorm, TimeFolded, TimeInvariantDropout, Voting
 from ..neurons import make_neuron
 from .notation import Token
 
@@ -101,7 +101,7 @@ def build_pool(tok: Token, shape: tuple, o: BuildOptions) -> Built:
     h, w = _window(shape[1], a["k"], a["s"]), _window(shape[2], a["k"], a["s"])
     if h <= 0 or w <= 0:
         raise BuildError("the pooling window is larger than the input")
-    cls = nn.MaxPool2d if op == "MP" else nn.AvgPool2d
+    cls = MaxPool2d if op == "MP" else nn.AvgPool2d  # plif's: the compiled CPU kernel
     return _one(tok, TimeFolded(cls(a["k"], a["s"])), (shape[0], h, w), label=f"{op}k{a['k']}s{a['s']}")
 
 

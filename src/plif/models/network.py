@@ -3,7 +3,9 @@
 The network takes ``[T, B, C, H, W]`` (event frames) or a static ``[B, C, H, W]`` image, which is
 fed unchanged at every step; in that case the first convolution (the start of the learnable
 encoder) runs once on ``[B, ...]`` and its output is repeated over ``T``, which gives exactly the
-result of repeating the input.  Output: the voting layer's spikes ``[T, B, classes]``.
+result of repeating the input (in eval mode a BatchNorm after it runs once too; the repeated
+tensor is a view, which the fused CPU neuron reads in place).  Output: the voting layer's spikes
+``[T, B, classes]``.
 """
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from ..layers import PerStepBatchNorm, TimeFolded
 from ..neurons import SpikingNeuron
 from .memory import MemoryOptions, make_plan
 from .builders import BUILDERS, BuildError, BuildOptions
@@ -83,6 +86,9 @@ class SpikingNetwork(nn.Module):
             if self._hoistable():
                 x = self.layers[0].layer(x)
                 start = 1
+                while start < len(self.layers) and _same_every_step(self.layers[start]):
+                    x = self.layers[start].layer(x)
+                    start += 1
             x = x.unsqueeze(0).expand(self.T, *x.shape)
         elif x.dim() == n + 2:
             if tuple(x.shape[2:]) != self.input_shape:
@@ -113,6 +119,16 @@ class SpikingNetwork(nn.Module):
     def taus(self) -> list[float]:
         """τ of every PLIF layer, in order (mean over channels where τ is per channel)."""
         return [float(m.tau.mean()) for m in self.neuron_layers() if hasattr(m, "w")]
+
+
+def _same_every_step(layer: nn.Module) -> bool:
+    """Whether ``layer`` maps a static input to a static output, element by element, so it may run
+    once before the input is repeated over T (bit-identical): BatchNorm in eval mode with running
+    statistics (an affine map per channel).  In training it normalises with the batch's statistics
+    over ``T*B``, which must see the repeated input."""
+    bn = layer.layer if isinstance(layer, (TimeFolded, PerStepBatchNorm)) else None
+    return (isinstance(bn, nn.modules.batchnorm._BatchNorm) and not bn.training and bn.running_mean is not None
+            and bn.running_var is not None)
 
 
 def _check_int(name: str, value, minimum: int) -> int:
