@@ -135,9 +135,15 @@ def test_worker_killed_at_a_random_moment_restarts_and_resumes_exactly(tiny_fash
 
 
 def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A free port for the rendezvous, below the ephemeral range: a port bind(0) hands out (as gloo
+    does for every connection of the other tests) could be taken again before torchrun binds it."""
+    low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    for port in random.sample(range(max(1024, low - 8000), low), 50):
+        with socket.socket() as s:
+            with contextlib.suppress(OSError):
+                s.bind(("127.0.0.1", port))
+                return port
+    raise RuntimeError("no free port found")
 
 
 def test_two_nodes_match_one_node_with_two_processes(tiny_fashion, tmp_path, two_process_run):
