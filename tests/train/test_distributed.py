@@ -105,8 +105,7 @@ def test_leaving_the_group_never_waits_for_gloo_holding_the_gil(tmp_path):
     agent = _start("--standalone", "--nproc_per_node=2", str(script), cwd=tmp_path)
     [(stdout, stderr)] = _finish(agent, timeout=60)
     assert agent.returncode == 0, stderr[-3000:]
-    assert sorted(line for line in stdout.splitlines() if "clean exit" in line) == ["rank 0: clean exit",
-                                                                                     "rank 1: clean exit"]
+    assert "rank 0: clean exit" in stdout and "rank 1: clean exit" in stdout  # the two may share a line
 
 
 def test_worker_killed_at_a_random_moment_restarts_and_resumes_exactly(tiny_fashion, tmp_path, two_process_run):
