@@ -48,7 +48,8 @@ def test_deadline_counts_from_the_start_of_the_process():
     assert stopper.deadline == pytest.approx(time.monotonic() - age + 3600.0, abs=1.0)
 
 
-def test_time_limit_stops_after_an_epoch_and_the_same_command_continues(tiny_fashion, tmp_path, capsys):
+def test_time_limit_stops_after_an_epoch_and_the_same_command_continues(tiny_fashion, tmp_path, capsys,
+                                                                        monkeypatch):
     args = ["train", "--data-dir", str(tiny_fashion), "--network", TINY_NET, "--T", "2", "--batch-size", "20",
             "--device", "cpu", "--epochs", "2"]
     assert main([*args, "--out", str(tmp_path / "full")]) == 0
@@ -57,6 +58,10 @@ def test_time_limit_stops_after_an_epoch_and_the_same_command_continues(tiny_fas
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary["stopped"] == "time limit" and not summary["finished"] and summary["epochs_run"] == 1
     assert "exit status 75" in capsys.readouterr().out
+    with monkeypatch.context() as m:  # torchrun --max-restarts starts the group again after that exit 75
+        m.setenv("TORCHELASTIC_RESTART_COUNT", "1")
+        assert main(limited) == EXIT_STOPPED  # past the limit: stops at once, trains nothing more
+    assert len(read_metrics(tmp_path / "run")) == 1 and "stopped (time limit)" in capsys.readouterr().out
     assert main(limited) == 0  # the same command, no --resume: continues and finishes
     assert _strip(read_metrics(tmp_path / "run")) == _strip(read_metrics(tmp_path / "full"))
     _same_weights(tmp_path / "full", tmp_path / "run")

@@ -6,6 +6,7 @@ without them everything here is a no-op for a single process.  ``--batch-size`` 
 """
 from __future__ import annotations
 
+import atexit
 import os
 from dataclasses import dataclass
 from datetime import timedelta
@@ -98,6 +99,20 @@ def restart_count() -> int:
         return 0
 
 
+# Groups left by shutdown(), released at exit: see there.
+_LEFT: list = []
+atexit.register(_LEFT.clear)
+
+
 def shutdown() -> None:
+    """Leave the process group; the group itself is released at exit, when nothing uses it.
+
+    Released now, the last reference would often be the DDP module's Reducer (alive until
+    ``train`` returns, or in the frames of an error on its way out), whose destructor waits for
+    gloo's worker threads while holding the GIL; a worker still freeing the tensor of the last
+    collective needs the GIL, and the process hangs at the end of the run, so torchrun never sees
+    it finish (pytorch/pytorch#56297).  Python's own reference, dropped at exit, releases the GIL
+    while the group shuts down."""
     if dist.is_initialized():
+        _LEFT.append(dist.group.WORLD)
         dist.destroy_process_group()

@@ -66,6 +66,7 @@ class _Session:
     tb: object = None
     trainer: GraphTrainer | None = None  # --cuda-graph: the captured step and evaluation
     undo: object = None  # a fresh run's clean-up while it has finished no epoch: no stub folder stays
+    restarted: bool = False  # a group torchrun started again (--max-restarts)
 
 
 # --- set-up steps ------------------------------------------------------------------------------
@@ -260,7 +261,7 @@ def _setup(cfg: TrainConfig, resume, log, restart: bool = False) -> _Session:
     _check_batch_fits(cfg, planned_train_samples(cfg), dist.world)
     folder, resume, created = _agree_on_folder(cfg, resume, dist, log, restart)
     s = _Session(cfg, {**cfg.to_dict(), "out": str(folder.path)}, folder, device, dist, dist.is_main, resume,
-                 metrics=[])
+                 metrics=[], restarted=restarted)
     new_tensorboard = not folder.tensorboard.exists()
     if s.main and not resume:
         s.undo = lambda: folder.discard_new(created, new_tensorboard)
@@ -337,7 +338,12 @@ def _loop(s: _Session, stopper: Stopper, log) -> tuple[Path, str | None]:
                 f"every neuron {_neuron_label(cfg)}" + (f", {cfg.pool} pooling" if cfg.pool else ""))
             if s.dist.world > 1:
                 log(_placement(s))
-        for epoch in range(s.start_epoch, cfg.epochs):
+        first = s.start_epoch
+        if s.restarted and first < cfg.epochs and any_rank(stopper.expired(), s.device, s.dist.world):
+            # torchrun restarts a group that stopped at --time-limit (its exit status 75 is a failure
+            # there): past the limit, the restarted group stops at once instead of one stretch more
+            stopped, first = "time limit", cfg.epochs
+        for epoch in range(first, cfg.epochs):
             try:
                 row = _run_epoch(s, epoch, steps, reduce, stopper)
             except _StopNow as e:

@@ -102,6 +102,10 @@ class Stopper:
             self.log(f"\n{name} received: stopping after the current epoch's checkpoint "
                      f"(send it again to stop at once)")
 
+    def expired(self) -> bool:
+        """Whether the deadline has passed already."""
+        return self.deadline is not None and time.monotonic() >= self.deadline
+
     def reason(self) -> str | None:
         """Call right after a checkpoint: why the run should stop now (None: go on).  The stretch
         since the previous call is how long the next one is expected to take (the slowest seen)."""
