@@ -114,8 +114,19 @@ class SpikeMaxPool2d(TimeFolded):
             raise ValueError("SpikeMaxPool2d supports neither padding, dilation nor ceil_mode")
         self.k, self.s = k, s
 
+    def _plain_is_smaller(self, x: torch.Tensor) -> bool:
+        """plif's :class:`~plif.layers.max_pool.MaxPool2d` on the CPU runs the compiled kernel, which keeps
+        one byte per output (this op keeps two) and is faster: the plain layer is then the saving."""
+        if not hasattr(self.layer, "_ks") or self.layer._ks is None:
+            return False
+        from ..kernels.cpu_pool import cpu_pool_supports
+
+        return cpu_pool_supports(x.flatten(0, 1) if x.dim() == 5 else x, *self.layer._ks)
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if not _usable(self.layer):  # nothing is kept for backward: the plain pool, as the other saving layers do
+        # nothing is kept for backward (the plain pool, as the other saving layers do), or the plain
+        # CPU kernel keeps less than this op would
+        if not _usable(self.layer) or self._plain_is_smaller(x):
             return super().forward(x)
         T, B = x.shape[:2]
         return spike_max_pool2d(x.flatten(0, 1), self.k, self.s).unflatten(0, (T, B))

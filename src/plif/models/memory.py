@@ -5,7 +5,8 @@ The network's layer list (and so its state dict, layer table and exporters) neve
 
 spike_storage     layers whose input is spikes keep it as one byte (conv, linear, the linear after
                   time-invariant dropout), and max-pooling keeps a two-byte window offset
-                  instead of int64 indices.  Exact.
+                  instead of int64 indices (on the CPU plif's pooling kernel, which keeps one
+                  byte, runs instead).  Exact.
 recompute_bn      a conv followed by BatchNorm does not keep the conv's output (BN's input):
                   backward recomputes it from the conv's input (one-byte spikes, or the network's
                   input for the first conv).  Exact.  Needs ``spike_storage``.
