@@ -42,7 +42,7 @@ _BAD = {
     "--data-on-device": ["maybe"],
     "--memory": ["some", ""],
     "--log": ["wandb", ""],
-    "--amp": ["fp16", "bf16"],
+    "--amp": ["fp16", "BF16", ""],
     "--device": ["gpu", "cuda:99", "cuda", "meta", "mps", "", "cpu:abc", "-1"],
     "--backend": ["nope", ""],
     "--data-dir": ["nope", "/dev/null", ""],
@@ -73,6 +73,8 @@ _COMBOS = {
     "authors-code-cpu-net": ["--authors-code", "--network", "FC9-PLIF"],
 }
 CASES += [Case(f"train-{name}", "options", [*TRAIN, *extra], check=no_stub) for name, extra in _COMBOS.items()]
+# bf16 autocast trains on the CPU too (it was refused there before)
+CASES.append(Case("train-amp-bf16-on-cpu", "options", [*TRAIN, "--amp", "bf16"], expect="ok"))
 
 _SPEC = ["spec", "c8k3s1-BN-PLIF-MPk2s2-FC10"]
 _SPEC_BAD = {
