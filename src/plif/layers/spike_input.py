@@ -26,7 +26,8 @@ from torch import nn
 
 from .fold import TimeFolded
 
-__all__ = ["SpikeConv2d", "SpikeLinear", "SpikeConvBN", "spike_conv2d", "spike_linear", "spike_conv_bn"]
+__all__ = ["SpikeConv2d", "SpikeLinear", "SpikeConvBN", "spike_conv2d", "spike_linear", "spike_conv_bn", "conv_args",
+           "conv_weight_grad", "conv_input_grad"]
 
 
 def _pack(s: torch.Tensor) -> torch.Tensor:
@@ -47,27 +48,31 @@ def _autocast(*tensors):
     return tuple(t if t is None or t.dtype == dtype else t.to(dtype) for t in tensors)
 
 
-def _conv_args(conv: nn.Conv2d):
+def conv_args(conv: nn.Conv2d):
     return list(conv.stride), list(conv.padding), list(conv.dilation), conv.groups
 
 
-def _conv_backward(g, x_of, weight, args, mask):
-    """``(∂x, ∂weight)`` of a bias-free convolution, by the ATen call autograd makes, one gradient
-    at a time: the input ``x_of()`` is made (unpacked from one byte) only for the weight's gradient
-    and freed before the input's gradient is allocated (which needs only ``x``'s shape)."""
+def conv_weight_grad(g: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, args) -> torch.Tensor:
+    """``∂L/∂weight`` of a bias-free convolution (``args`` from :func:`conv_args`), by the ATen call autograd makes."""
     stride, padding, dilation, groups = args
-    call = (stride, padding, dilation, False, [0, 0], groups)
-    g_x = g_w = None
-    if mask[1]:
-        x = x_of()
-        shape = x.shape
-        g_w = torch.ops.aten.convolution_backward(g, x, weight, None, *call, [False, True, False])[1]
-        del x
-    if mask[0]:
-        if not mask[1]:
-            shape = x_of().shape
-        like = weight.new_empty(1).expand(shape)  # shape only, as torch.nn.grad.conv2d_input passes it
-        g_x = torch.ops.aten.convolution_backward(g, like, weight, None, *call, [True, False, False])[0]
+    return torch.ops.aten.convolution_backward(g, x, weight, None, stride, padding, dilation, False, [0, 0],
+                                               groups, [False, True, False])[1]
+
+
+def conv_input_grad(g: torch.Tensor, shape, weight: torch.Tensor, args) -> torch.Tensor:
+    """``∂L/∂x`` of a bias-free convolution whose input had ``shape``: the input's values are not
+    needed (a one-element view stands for it, as ``torch.nn.grad.conv2d_input`` passes it)."""
+    stride, padding, dilation, groups = args
+    like = weight.new_empty(1).expand(shape)
+    return torch.ops.aten.convolution_backward(g, like, weight, None, stride, padding, dilation, False, [0, 0],
+                                               groups, [True, False, False])[0]
+
+
+def _conv_backward(g, x_of, shape, weight, args, mask):
+    """``(∂x, ∂weight)``, one gradient at a time: the input ``x_of()`` (unpacked from one byte) is
+    made only for the weight's gradient and freed before the input's gradient is allocated."""
+    g_w = conv_weight_grad(g, x_of(), weight, args) if mask[1] else None
+    g_x = conv_input_grad(g, shape, weight, args) if mask[0] else None
     return g_x, g_w
 
 
@@ -82,7 +87,7 @@ class _SpikeConv(torch.autograd.Function):
     @staticmethod
     def backward(ctx, g):
         packed, weight = ctx.saved_tensors
-        g_s, g_w = _conv_backward(g, lambda: _unpack(packed, None, ctx.dtype), weight, ctx.args,
+        g_s, g_w = _conv_backward(g, lambda: _unpack(packed, None, ctx.dtype), packed.shape, weight, ctx.args,
                                   ctx.needs_input_grad[:2])
         return g_s, g_w, None
 
@@ -136,14 +141,14 @@ class _ConvBN(torch.autograd.Function):
         g_y, g_gamma, g_beta = torch.ops.aten.native_batch_norm_backward(
             g, y, bn_weight, None, None, mean, invstd, True, ctx.eps, [True, need[2], need[3]])
         del y
-        g_x, g_w = _conv_backward(g_y, lambda: _unpack(saved, None, ctx.dtype) if ctx.binary else saved, weight,
-                                  ctx.args, need[:2])
+        g_x, g_w = _conv_backward(g_y, lambda: _unpack(saved, None, ctx.dtype) if ctx.binary else saved, saved.shape,
+                                  weight, ctx.args, need[:2])
         return g_x, g_w, g_gamma, g_beta, None, None, None, None, None, None
 
 
 def spike_conv2d(s: torch.Tensor, conv: nn.Conv2d) -> torch.Tensor:
     """``conv(s)`` for binary ``s [N, C, H, W]`` (bias-free conv), keeping ``s`` as one byte for backward."""
-    return _SpikeConv.apply(*_autocast(s, conv.weight), _conv_args(conv))
+    return _SpikeConv.apply(*_autocast(s, conv.weight), conv_args(conv))
 
 
 def spike_linear(s: torch.Tensor, fc: nn.Linear, keep: torch.Tensor | None = None) -> torch.Tensor:
@@ -162,7 +167,7 @@ def spike_conv_bn(x: torch.Tensor, conv: nn.Conv2d, bn: nn.BatchNorm2d, binary: 
     bn.num_batches_tracked.add_(1)
     x, weight = _autocast(x, conv.weight)
     return _ConvBN.apply(x, weight, bn.weight, bn.bias, bn.running_mean, bn.running_var,
-                         _conv_args(conv), bn.momentum, bn.eps, binary)
+                         conv_args(conv), bn.momentum, bn.eps, binary)
 
 
 def _usable(layer: nn.Module) -> bool:

@@ -33,6 +33,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .spike_input import conv_args, conv_input_grad, conv_weight_grad
+
 __all__ = ["TimeChunkedBlock", "chunk_length"]
 
 
@@ -72,8 +74,7 @@ class _Block:
 
 def _weight_grad(conv: nn.Conv2d, g: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
     """``∂L/∂weight`` of the bias-free convolution for output gradient ``g`` and input ``x``, fp64."""
-    args = (list(conv.stride), list(conv.padding), list(conv.dilation), False, [0, 0], conv.groups)
-    return torch.ops.aten.convolution_backward(g, x, conv.weight, None, *args, [False, True, False])[1].double()
+    return conv_weight_grad(g, x, conv.weight, conv_args(conv)).double()
 
 
 def _per_channel(v: torch.Tensor) -> torch.Tensor:
@@ -183,10 +184,8 @@ class _ChunkedFunction(torch.autograd.Function):
                     xhat = block.conv_out(xc).sub_(mean.view(-1, 1, 1)).mul_(invstd.view(-1, 1, 1))
                 g_y = g_z.sub_(mg).sub_(xhat.mul_(mgx)).mul_(scale)
                 del g_z, xhat
-                like = x.new_empty(1).expand(xc.shape)
-                g_x[t0:t1] = torch.ops.aten.convolution_backward(
-                    g_y, like, conv.weight, None, list(conv.stride), list(conv.padding), list(conv.dilation), False,
-                    [0, 0], conv.groups, [True, False, False])[0].unflatten(0, (t1 - t0, x.shape[1]))
+                g_x[t0:t1] = conv_input_grad(g_y, xc.shape, conv.weight, conv_args(conv)).unflatten(
+                    0, (t1 - t0, x.shape[1]))
                 del g_y
         grads = [g_x, None, None, g_w]
         if bn.weight is not None:
