@@ -67,6 +67,11 @@ class _Block:
         c = self.conv
         return F.conv2d(x, c.weight, None, c.stride, c.padding, c.dilation, c.groups)
 
+    def xhat(self, x: torch.Tensor, mean: torch.Tensor, invstd: torch.Tensor) -> torch.Tensor:
+        """BatchNorm's normalised input ``(conv(x) - mean)·invstd`` for ``x [n, C, H, W]``, without autograd."""
+        with torch.no_grad():
+            return self.conv_out(x).sub_(mean.view(-1, 1, 1)).mul_(invstd.view(-1, 1, 1))
+
     def spikes_out(self, s: torch.Tensor) -> torch.Tensor:
         """``s [n, B, ...]`` -> the block's output for those steps."""
         return s if self.pool is None else self.pool(s)
@@ -97,7 +102,7 @@ class _ChunkedFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, block, c, *params):
         T, B = x.shape[:2]
-        bn, conv, chunks = block.bn, block.conv, _chunks(T, c)
+        bn, chunks = block.bn, _chunks(T, c)
         # pass 1: the batch statistics over all T·B samples (chunks combined in fp64)
         count, mean64, m2 = 0, None, None
         for t0, t1 in chunks:
@@ -149,11 +154,9 @@ class _ChunkedFunction(torch.autograd.Function):
         sum_g = sum_gx = 0
         count, a_w, terms = 0, 0, []
         g_np = [None] * len(trained)
-        inv = invstd.view(-1, 1, 1)
         for t0, t1, g_z, g_p in _replay(block, x, starts, c, g_out, scale, shift, trained):
             xc = x[t0:t1].flatten(0, 1)
-            with torch.no_grad():
-                xhat = block.conv_out(xc).sub_(mean.view(-1, 1, 1)).mul_(inv)
+            xhat = block.xhat(xc, mean, invstd)
             n = g_z.numel() // g_z.shape[1]
             # fp32 sums of one chunk (dtype=float64 would convert the whole chunk first), fp64 across chunks
             m_c = g_z.sum((0, 2, 3)).double()
@@ -180,8 +183,7 @@ class _ChunkedFunction(torch.autograd.Function):
             mg, mgx = (v.to(x.dtype).view(-1, 1, 1) for v in (mean_g, mean_gx))
             for t0, t1, g_z, _ in _replay(block, x, starts, c, g_out, scale, shift, []):
                 xc = x[t0:t1].flatten(0, 1)
-                with torch.no_grad():
-                    xhat = block.conv_out(xc).sub_(mean.view(-1, 1, 1)).mul_(invstd.view(-1, 1, 1))
+                xhat = block.xhat(xc, mean, invstd)
                 g_y = g_z.sub_(mg).sub_(xhat.mul_(mgx)).mul_(scale)
                 del g_z, xhat
                 g_x[t0:t1] = conv_input_grad(g_y, xc.shape, conv.weight, conv_args(conv)).unflatten(
@@ -247,22 +249,15 @@ def _replay(block, x, starts, c, g_out, scale, shift, trained):
 
 class TimeChunkedBlock:
     """Run ``layers`` (conv, BatchNorm2d, neuron and an optional max-pool, all over ``[T, B, ...]``)
-    in chunks of time-steps in training; ``fallback`` is the plan of steps used otherwise.
+    in chunks of time-steps in training; ``fallback(x, start)`` runs them otherwise.
 
     Not an ``nn.Module``: it holds layers the network already owns (same state dict, same
     ``.train()/.to()``), as the other steps of a memory plan do."""
 
-    def __init__(self, layers: list[nn.Module], fallback: list):
+    def __init__(self, layers: list[nn.Module], fallback):
         conv, bn, neuron = layers[0].layer, layers[1].layer, layers[2]
-        self.layers, self.fallback = layers, fallback
+        self.layers, self._plain = layers, fallback
         self.block = _Block(conv, bn, neuron, layers[3] if len(layers) > 3 else None)
-
-    def _plain(self, x: torch.Tensor, start: int) -> torch.Tensor:
-        for first, end, step in self.fallback:
-            if end <= start:
-                continue
-            x = step(x, start - first) if first < start else step(x)
-        return x
 
     def __call__(self, x: torch.Tensor, start: int = 0) -> torch.Tensor:
         b = self.block

@@ -42,7 +42,7 @@ from ..layers.spike_pool import SpikeMaxPool2d
 from ..layers.time_chunked import TimeChunkedBlock
 from ..neurons import SpikingNeuron
 
-__all__ = ["MemoryOptions", "make_plan", "MEMORY_PRESETS"]
+__all__ = ["MemoryOptions", "make_plan", "run_plan", "MEMORY_PRESETS"]
 
 
 @dataclass(frozen=True)
@@ -165,7 +165,7 @@ def make_plan(layers: list[nn.Module], opts: MemoryOptions) -> list[tuple[int, i
     used = _first_block(layers) if opts.chunk_first_block else 0
     if used:
         plain = make_plan(layers[:used], replace(opts, chunk_first_block=False, checkpoint_blocks=False))
-        steps.append((0, used, TimeChunkedBlock(list(layers[:used]), plain)))
+        steps.append((0, used, TimeChunkedBlock(list(layers[:used]), lambda x, start: run_plan(plain, x, start))))
         i, binary = used, True
     while i < n:
         m, step, used = layers[i], layers[i], 1
@@ -197,6 +197,16 @@ def make_plan(layers: list[nn.Module], opts: MemoryOptions) -> list[tuple[int, i
         steps.append((i, i + used, step))
         i += used
     return _checkpoint_blocks(steps, layers) if opts.checkpoint_blocks else steps
+
+
+def run_plan(steps: list[tuple[int, int, object]], x: torch.Tensor, start: int = 0) -> torch.Tensor:
+    """Run a plan's steps on ``x``; ``start``: the layers before it already ran (a static input's
+    hoisted first layers), so a step beginning earlier is told how many of its layers to skip."""
+    for first, end, step in steps:
+        if end <= start:
+            continue
+        x = step(x, start - first) if first < start else step(x)
+    return x
 
 
 def _checkpoint_blocks(steps, layers):

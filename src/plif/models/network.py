@@ -18,7 +18,7 @@ from torch import nn
 
 from ..layers import PerStepBatchNorm, TimeFolded
 from ..neurons import SpikingNeuron
-from .memory import MemoryOptions, make_plan
+from .memory import MemoryOptions, make_plan, run_plan
 from .builders import BUILDERS, BuildError, BuildOptions
 from .notation import MAX_INT, NotationError, parse
 from .structure import hoists_first_layer
@@ -95,11 +95,7 @@ class SpikingNetwork(nn.Module):
                 raise ValueError(f"expected input [T, B, {', '.join(map(str, self.input_shape))}], got {tuple(x.shape)}")
         else:
             raise ValueError(f"expected [B, ...] or [T, B, ...] with per-sample shape {self.input_shape}, got {tuple(x.shape)}")
-        for first, end, step in self.plan():
-            if end <= start:
-                continue
-            x = step(x, start - first) if first < start else step(x)
-        return x
+        return run_plan(self.plan(), x, start)
 
     def set_backend(self, backend: str = "auto") -> "SpikingNetwork":
         """How every neuron runs (:func:`plif.neurons.multi_step`'s ``backend``): not part of the
