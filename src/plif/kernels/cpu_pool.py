@@ -17,6 +17,7 @@ import torch
 from torch import Tensor
 
 from .cpu_build import load_library
+from .pool_autograd import pooled_size, register_pool_autograd
 
 __all__ = ["cpu_pool_supports", "max_pool2d_cpu", "kernel_loaded", "MAX_KERNEL"]
 
@@ -37,15 +38,11 @@ def kernel_loaded() -> bool:
     return _loaded
 
 
-def _out(size: int, k: int, s: int) -> int:
-    return (size - k) // s + 1
-
-
 @torch.library.custom_op("plif::cpu_max_pool2d", mutates_args=())
 def _pool(x: Tensor, k: int, s: int) -> tuple[Tensor, Tensor]:
     x = x.contiguous()
     n, c, h, w = x.shape
-    out = x.new_empty((n, c, _out(h, k, s), _out(w, k, s)))
+    out = x.new_empty((n, c, pooled_size(h, k, s), pooled_size(w, k, s)))
     place = torch.empty(out.shape, dtype=torch.uint8)
     getattr(load_library(), f"plif_max_pool_forward_{_SUFFIX[x.dtype]}")(
         x.data_ptr(), out.data_ptr(), place.data_ptr(), n * c, h, w, k, s, torch.get_num_threads())
@@ -54,7 +51,7 @@ def _pool(x: Tensor, k: int, s: int) -> tuple[Tensor, Tensor]:
 
 @_pool.register_fake
 def _(x, k, s):
-    shape = (*x.shape[:2], _out(x.shape[2], k, s), _out(x.shape[3], k, s))
+    shape = (*x.shape[:2], pooled_size(x.shape[2], k, s), pooled_size(x.shape[3], k, s))
     return x.new_empty(shape), x.new_empty(shape, dtype=torch.uint8)
 
 
@@ -73,22 +70,7 @@ def _(grad, place, h, w, k, s):
     return grad.new_empty((*grad.shape[:2], h, w))
 
 
-def _setup(ctx, inputs, output):
-    x, k, s = inputs
-    ctx.mark_non_differentiable(output[1])
-    ctx.set_materialize_grads(False)
-    ctx.save_for_backward(output[1])
-    ctx.hw, ctx.k, ctx.s = (x.shape[2], x.shape[3]), k, s
-
-
-def _backward(ctx, grad, _grad_place):
-    if grad is None:  # the pooled values did not reach the loss
-        return None, None, None
-    (place,) = ctx.saved_tensors
-    return _pool_backward(grad, place, *ctx.hw, ctx.k, ctx.s), None, None
-
-
-_pool.register_autograd(_backward, setup_context=_setup)
+register_pool_autograd(_pool, _pool_backward)
 
 
 def cpu_pool_supports(x: Tensor, k: int, s: int) -> bool:

@@ -33,10 +33,18 @@ class MaxPool2d(nn.MaxPool2d):
 
             kernel_loaded()  # load the library now, never inside a torch.compile trace
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if self._ks is not None:
-            from ..kernels.cpu_pool import cpu_pool_supports, max_pool2d_cpu
+    def uses_kernel(self, x: torch.Tensor) -> bool:
+        """Whether ``forward(x)`` (``x [N, C, H, W]``) runs the compiled kernel, which keeps one byte
+        per output for backward."""
+        if self._ks is None:
+            return False
+        from ..kernels.cpu_pool import cpu_pool_supports
 
-            if cpu_pool_supports(x, *self._ks):
-                return max_pool2d_cpu(x, *self._ks)
+        return cpu_pool_supports(x, *self._ks)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.uses_kernel(x):
+            from ..kernels.cpu_pool import max_pool2d_cpu
+
+            return max_pool2d_cpu(x, *self._ks)
         return super().forward(x)

@@ -20,14 +20,11 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from ..kernels.pool_autograd import pooled_size, register_pool_autograd
 from .fold import TimeFolded
 from .spike_input import _usable
 
 __all__ = ["spike_max_pool2d", "SpikeMaxPool2d"]
-
-
-def _out_size(size: int, k: int, s: int) -> int:
-    return (size - k) // s + 1
 
 
 def _offset_dtype(k: int, w: int) -> torch.dtype:
@@ -54,7 +51,7 @@ def _pool(x: torch.Tensor, k: int, s: int) -> tuple[torch.Tensor, torch.Tensor]:
 
 @_pool.register_fake
 def _(x, k, s):
-    shape = (*x.shape[:-2], _out_size(x.shape[-2], k, s), _out_size(x.shape[-1], k, s))
+    shape = (*x.shape[:-2], pooled_size(x.shape[-2], k, s), pooled_size(x.shape[-1], k, s))
     return x.new_empty(shape), x.new_empty(shape, dtype=_offset_dtype(k, x.shape[-1]))
 
 
@@ -72,22 +69,7 @@ def _(grad, offset, h, w, k, s):
     return grad.new_empty((*grad.shape[:-2], h, w))
 
 
-def _setup(ctx, inputs, output):
-    x, k, s = inputs
-    ctx.mark_non_differentiable(output[1])
-    ctx.set_materialize_grads(False)  # no zero gradient for the offsets (nor a pooled output left unused)
-    ctx.save_for_backward(output[1])
-    ctx.hw, ctx.k, ctx.s = (x.shape[-2], x.shape[-1]), k, s
-
-
-def _backward(ctx, grad, _grad_offset):
-    (offset,) = ctx.saved_tensors
-    if grad is None:  # the pooled output did not reach the loss
-        return None, None, None
-    return _pool_backward(grad, offset, *ctx.hw, ctx.k, ctx.s), None, None
-
-
-_pool.register_autograd(_backward, setup_context=_setup)
+register_pool_autograd(_pool, _pool_backward)
 
 
 def spike_max_pool2d(x: torch.Tensor, kernel_size: int, stride: int | None = None) -> torch.Tensor:
@@ -117,11 +99,8 @@ class SpikeMaxPool2d(TimeFolded):
     def _plain_is_smaller(self, x: torch.Tensor) -> bool:
         """plif's :class:`~plif.layers.max_pool.MaxPool2d` on the CPU runs the compiled kernel, which keeps
         one byte per output (this op keeps two) and is faster: the plain layer is then the saving."""
-        if not hasattr(self.layer, "_ks") or self.layer._ks is None:
-            return False
-        from ..kernels.cpu_pool import cpu_pool_supports
-
-        return cpu_pool_supports(x.flatten(0, 1) if x.dim() == 5 else x, *self.layer._ks)
+        uses_kernel = getattr(self.layer, "uses_kernel", None)  # a plain nn.MaxPool2d has none
+        return uses_kernel is not None and uses_kernel(x.flatten(0, 1))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         # nothing is kept for backward (the plain pool, as the other saving layers do), or the plain
