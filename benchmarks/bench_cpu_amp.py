@@ -22,6 +22,7 @@ import time
 
 import torch
 
+from plif.bench.alternate import alternate
 from plif.bench.neuron import machine_description
 from plif.models import MEMORY_PRESETS, build_network, get_entry
 from plif.train.loop import adam, train_step
@@ -70,17 +71,7 @@ def main(argv=None) -> int:
     y = torch.randint(0, entry.num_classes, (args.batch,), generator=g)
     steps = {name: make_step(network, entry.input_shape, args.T, args.memory, x, y, entry.num_classes, name == "bf16")
              for name in ("fp32", "bf16")}
-    for _ in range(args.warmup):
-        for step in steps.values():
-            step()
-    cpu = {name: [] for name in steps}
-    wall = {name: [] for name in steps}
-    for _ in range(args.rounds):
-        for name, step in steps.items():
-            c0, w0 = clock(), time.perf_counter()
-            step()
-            cpu[name].append(clock() - c0)
-            wall[name].append(time.perf_counter() - w0)
+    cpu, wall = alternate(steps, args.rounds, args.warmup, clock)
     ratios = [b / a for a, b in zip(cpu["fp32"], cpu["bf16"])]
     machine = machine_description(torch.device("cpu"))
     cpu_flags = ""

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import time
+from functools import partial
 
 import torch
 
+from plif.bench.alternate import alternate
 from plif.models import MEMORY_PRESETS, build_zoo, get_entry
 from plif.train.loop import adam, train_step
 
@@ -30,27 +31,19 @@ def main() -> None:
     args = p.parse_args()
     entry = get_entry(args.network)
     configs = args.configs.split(",")
-    runs = {}
+    g = torch.Generator().manual_seed(0)
+    x = torch.poisson(torch.full((args.T, args.batch, *entry.input_shape), 0.3), generator=g)
+    y = torch.randint(0, entry.num_classes, (args.batch,), generator=g)
+    steps = {}
     for c in configs:
         torch.manual_seed(0)
         net = build_zoo(args.network, T=args.T)
         if c != "default":
             net.set_memory(MEMORY_PRESETS[c])
         net.train()
-        runs[c] = (net, adam(net.parameters(), 1e-3), list(net.parameters()))
-    g = torch.Generator().manual_seed(0)
-    x = torch.poisson(torch.full((args.T, args.batch, *entry.input_shape), 0.3), generator=g)
-    y = torch.randint(0, entry.num_classes, (args.batch,), generator=g)
-    wall = {c: [] for c in configs}
-    cpu = {c: [] for c in configs}
-    for r in range(args.rounds + 1):
-        for c in configs:
-            net, opt, params = runs[c]
-            t0, c0 = time.perf_counter(), time.process_time()
-            train_step(net, opt, x, y, entry.num_classes, params)
-            if r:  # the first round warms up
-                wall[c].append(time.perf_counter() - t0)
-                cpu[c].append(time.process_time() - c0)
+        steps[c] = partial(train_step, net, adam(net.parameters(), 1e-3), x, y, entry.num_classes,
+                           list(net.parameters()))
+    cpu, wall = alternate(steps, args.rounds)  # a warm-up round first
     ref_w, ref_c = statistics.median(wall[configs[0]]), statistics.median(cpu[configs[0]])
     print(f"{args.network}, T={args.T}, B={args.batch}, {torch.get_num_threads()} threads, "
           f"torch {torch.__version__}, median of {args.rounds} alternated rounds")
