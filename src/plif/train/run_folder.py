@@ -2,7 +2,7 @@
 
 Layout::
 
-    <run>/.lock              held (fcntl.flock) by the one process training in the folder; holds its pid
+    <run>/.lock              held (plif.filelock) by the one process training in the folder; holds its pid
     <run>/config.json        the resolved config (everything needed to rebuild the network)
     <run>/metrics.jsonl      one JSON line per finished epoch
     <run>/summary.json       accuracy A and B, with their epochs and checkpoints (strict JSON: no NaN)
@@ -21,13 +21,13 @@ is refused (:meth:`RunFolder.refuse_links`), so nothing is written through a pla
 from __future__ import annotations
 
 import errno
-import fcntl
 import json
 import os
 import shutil
 from pathlib import Path
 
 from ..atomic import atomic_write_bytes, atomic_write_json as write_json, strict_json
+from ..filelock import FileLock
 
 __all__ = ["RunFolder", "RunFolderBusy", "CHECKPOINTS", "CONFIG", "METRICS", "SUMMARY", "read_metrics",
            "read_json_file", "strict_json", "write_json", "prepare_out"]
@@ -115,7 +115,7 @@ class RunFolder:
 
     def __init__(self, path):
         self.path = Path(path)
-        self._fd: int | None = None
+        self._lock: FileLock | None = None
 
     # --- paths -------------------------------------------------------------------------------
     @property
@@ -223,50 +223,40 @@ class RunFolder:
 
     # --- ownership ---------------------------------------------------------------------------
     def lock(self) -> "RunFolder":
-        """Take the folder's exclusive lock (non-blocking) and write our pid into it.
+        """Take the folder's exclusive lock (non-blocking, :class:`plif.filelock.FileLock`) and
+        write our pid into it.
 
         Raises :class:`RunFolderBusy` naming the holder's pid when another process has it.  The
         lock lives as long as the open file: it goes away with the process, even after kill -9.
         """
-        path = self.path / LOCK
+        lock = FileLock(self.path / LOCK)
         try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+            if not lock.try_acquire():
+                raise RunFolderBusy(f"{self.path} is in use by another plif process (pid {lock.holder()}); "
+                                    "wait for it to finish or choose another --out")
         except OSError as e:
             if e.errno == errno.ELOOP:
-                raise ValueError(f"{path}: is a symbolic link; plif does not write its lock through a link; "
+                raise ValueError(f"{lock.path}: is a symbolic link; plif does not write its lock through a link; "
                                  "remove it") from None
             raise _os_error(self.path, e, "write in the run folder") from None
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
-            os.close(fd)
-            raise RunFolderBusy(f"{self.path} is in use by another plif process (pid {holder}); "
-                                "wait for it to finish or choose another --out") from None
-        try:
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        except OSError as e:
-            os.close(fd)
-            raise _os_error(self.path, e, "write in the run folder") from None
-        self._fd = fd
+        self._lock = lock
         return self
 
-    def unlock(self) -> None:
-        if self._fd is not None:
-            fcntl.flock(self._fd, fcntl.LOCK_UN)
-            os.close(self._fd)
-            self._fd = None
+    def unlock(self, remove: bool = False) -> None:
+        """Release the lock; ``remove``: delete ``.lock`` too (a run that leaves nothing behind)."""
+        if self._lock is not None:
+            self._lock.release(remove)
+            self._lock = None
 
     def __enter__(self):
-        return self.lock() if self._fd is None else self
+        return self.lock() if self._lock is None else self
 
     def __exit__(self, *exc):
         self.unlock()
 
     def clean_stale_temporaries(self) -> list[Path]:
         """Remove ``.<name>.*.tmp`` files a killed writer left (only safe while holding the lock)."""
-        if self._fd is None:
+        if self._lock is None:
             raise RuntimeError("clean_stale_temporaries needs the run folder's lock")
         removed = []
         for folder in (self.path, self.path / CHECKPOINT_DIR):
@@ -287,7 +277,7 @@ class RunFolder:
     def delete_run(self) -> list[str]:
         """``--restart``: delete the run's config, metrics, summary, checkpoints and TensorBoard
         logs (only the format's own entries; lock held).  Returns what was deleted."""
-        if self._fd is None:
+        if self._lock is None:
             raise RuntimeError("delete_run needs the run folder's lock")
         self.refuse_links()
         gone = [str(p.relative_to(self.path)) for p in (self.config, self.metrics, self.summary,
@@ -310,8 +300,7 @@ class RunFolder:
         if new_tensorboard and self.tensorboard.is_dir() and not self.tensorboard.is_symlink():
             shutil.rmtree(self.tensorboard, ignore_errors=True)
         _rmdir_if_empty(self.path / CHECKPOINT_DIR)
-        (self.path / LOCK).unlink(missing_ok=True)  # the next run makes its own
-        self.unlock()
+        self.unlock(remove=True)  # the next run makes its own
         for d in reversed(created):
             if not _rmdir_if_empty(d):
                 break

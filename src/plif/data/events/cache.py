@@ -23,7 +23,6 @@ checks free space first and writes with ordinary writes, so a full disk is a cle
 from __future__ import annotations
 
 import concurrent.futures as cf
-import fcntl
 import hashlib
 import io
 import json
@@ -38,6 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from ...atomic import atomic_save_npy, atomic_write_bytes
+from ...filelock import FileLock
 from ...progress import work_bar
 from .datasets import EventSample
 from .detect import read_events
@@ -179,31 +179,19 @@ class _Lock:
         self.wait, self.waited = wait, False
 
     def __enter__(self):
-        self.f = open(self.path, "a+")
-        try:
-            if not self._try():
-                if not self.wait:
-                    raise CacheError(f"{self.path.parent}: another process (pid {self._holder()}) is building "
-                                     "this cache now") from None
-                self._wait()
-            self.f.truncate(0)
-            self.f.write(f"{os.getpid()}\n")
-            self.f.flush()
-        except BaseException:
-            self.f.close()
-            raise
+        self.lock = FileLock(self.path)
+        if not self._try():
+            if not self.wait:
+                raise CacheError(f"{self.path.parent}: another process (pid {self._holder()}) is building "
+                                 "this cache now") from None
+            self._wait()
         return self
 
     def _try(self) -> bool:
-        try:
-            fcntl.flock(self.f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return True
-        except BlockingIOError:
-            return False
+        return self.lock.try_acquire()
 
     def _holder(self) -> str:
-        self.f.seek(0)
-        return self.f.read(32).strip() or "unknown"
+        return self.lock.holder()
 
     def _wait(self) -> None:
         folder, t0, said = self.path.parent, time.monotonic(), -WAIT_REPORT_S
@@ -218,8 +206,7 @@ class _Lock:
         self.waited = True
 
     def __exit__(self, *exc):
-        fcntl.flock(self.f, fcntl.LOCK_UN)
-        self.f.close()
+        self.lock.release()
 
 
 def _finished(folder: Path, T: int, split: str, n: int, sensor_size) -> bool:

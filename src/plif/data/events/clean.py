@@ -8,11 +8,12 @@ unfinished build.  Nothing else in the cache folder is ever touched, nor a cache
 """
 from __future__ import annotations
 
-import fcntl
 import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
+
+from ...filelock import FileLock
 
 __all__ = ["CacheFolder", "cache_folders", "older_caches", "remove_cache", "NAME"]
 
@@ -67,14 +68,14 @@ def older_caches(base: str | Path, keep: str | Path | None = None) -> list[Cache
 
 def remove_cache(folder: CacheFolder) -> bool:
     """Delete one cache folder unless a build holds its lock now; True when it was removed."""
-    lock = folder.path / ".build.lock"
-    if lock.exists():
-        with open(lock, "a+") as f:
-            try:
-                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                return False  # being built right now
+    lock = FileLock(folder.path / ".build.lock")
+    if lock.path.exists():
+        if not lock.try_acquire():
+            return False  # being built right now
+        try:
             shutil.rmtree(folder.path)
-            return True
+        finally:
+            lock.release()
+        return True
     shutil.rmtree(folder.path)
     return True
