@@ -257,7 +257,7 @@ def stage_train(ctx: Context) -> dict:
 
 def stage_protocol(ctx: Context) -> dict:
     from plif.train import TrainConfig, train
-    from plif.train.run import read_metrics
+    from plif.runs import read_metrics
 
     budget = min(ctx.args.protocol_seconds, max(0.0, ctx.args.budget - ctx.elapsed() - 15))
     if ctx.dry:

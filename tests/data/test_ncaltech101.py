@@ -53,7 +53,7 @@ def test_layout_classes_and_split(caltech):
 def test_plif_train_ncaltech101(caltech, tmp_path, capsys):
     """The dataset's own CPU network (CIFAR10-DVS's form, 1010 voting outputs) trains end to end."""
     from plif.cli.main import main
-    from plif.train import read_metrics
+    from plif.runs import read_metrics
     from plif.train.config import TrainConfig, resolve_config
 
     paper = resolve_config(TrainConfig(dataset="ncaltech101", preset="paper"))

@@ -17,7 +17,7 @@ def small_net(spec: str = SMALL, input_shape=(1, 16, 16), T: int = 6, dtype=torc
 
 
 def save_run(run, net, spec=SMALL, input_shape=(1, 16, 16), T=6, dataset="mnist", name="best_test", **extra):
-    """A run folder as the training code writes it (plif.train.checkpoint)."""
+    """A run folder as the training code writes it (plif.runs)."""
     config = {"network": spec, "input_shape": list(input_shape), "T": T, "network_kwargs": {}, "dataset": dataset,
               **extra}
     write_run_folder(run, config, model=net, checkpoint=name)

@@ -7,7 +7,7 @@ import torch
 from plif.cli.main import main
 from plif.experiments.encoder_maps import layer_spikes, parse_channels, plot_encoder_figures
 from plif.models import build_network
-from plif.train.checkpoint import save_checkpoint
+from plif.runs import save_checkpoint
 
 from .helpers import assert_real_png, shared_dir
 

@@ -7,7 +7,7 @@ import torch
 
 from plif.cli.main import main
 from plif.neurons import dispatch
-from plif.train import read_metrics
+from plif.runs import read_metrics
 from plif_testing import tiny_train_argv
 
 

@@ -5,7 +5,7 @@ import json
 import torch
 
 from plif.cli.main import main
-from plif.train import load_run_model, read_metrics
+from plif.runs import load_run, read_metrics
 from plif_testing import TINY_NET
 
 
@@ -23,7 +23,7 @@ def test_run_trained_with_triton_evaluates_exports_and_resumes_on_cpu(tiny_fashi
     config["backend"] = config["network_kwargs"]["backend"] = "triton"
     (out / "config.json").write_text(json.dumps(config))
 
-    net, _ = load_run_model(out, "last")
+    net, _ = load_run(out, "last")
     assert {m.backend for m in net.neuron_layers()} == {"auto"}
     assert net(torch.rand(2, 1, 28, 28)).shape == (2, 2, 10)  # triton on CPU tensors would fail here
     capsys.readouterr()

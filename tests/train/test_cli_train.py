@@ -1,7 +1,7 @@
 import json
 
 from plif.cli.main import main
-from plif.train import read_metrics
+from plif.runs import read_metrics
 from plif_testing import tiny_train_argv
 
 

@@ -7,7 +7,7 @@ import torch
 
 from plif.train import TrainConfig, train
 from plif.train import run as run_mod
-from plif.train.run_folder import RunFolder, RunFolderBusy, read_metrics
+from plif.runs import RunFolder, RunFolderBusy, read_metrics
 
 from plif_testing import TINY_NET, quiet, tiny_train_argv, tiny_train_config
 
@@ -269,7 +269,7 @@ def test_a_second_plif_train_process_is_refused_with_the_holders_pid(tiny_fashio
     out = tmp_path / "run"
     out.mkdir()
     env = {**os.environ, "PYTHONPATH": str(src), "OMP_NUM_THREADS": "1"}
-    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from plif.train.run_folder import RunFolder; "
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from plif.runs import RunFolder; "
                                f"RunFolder({str(out)!r}).lock(); print('locked', flush=True); sys.stdin.read()"],
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
     try:

@@ -4,7 +4,8 @@ import pytest
 import torch
 
 from plif.cli.main import main
-from plif.train import TrainConfig, read_metrics
+from plif.runs import read_metrics
+from plif.train import TrainConfig
 from plif_testing import TINY_NET, tiny_train_argv
 
 

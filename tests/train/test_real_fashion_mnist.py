@@ -2,7 +2,8 @@ from pathlib import Path
 
 import pytest
 
-from plif.train import TrainConfig, read_metrics, train
+from plif.runs import read_metrics
+from plif.train import TrainConfig, train
 
 FMNIST = Path("/usr/share/datasets/fashion-mnist")
 

@@ -4,7 +4,8 @@ import math
 import pytest
 import torch
 
-from plif.train import TrainConfig, load_run_model, read_metrics, train
+from plif.runs import load_run, read_metrics
+from plif.train import TrainConfig, train
 from plif.train import loop as loop_mod
 from plif.train.run import _summary
 
@@ -33,7 +34,7 @@ def test_tiny_run_writes_a_complete_run_folder(tiny_fashion, tmp_path):
     assert summary["accuracy_B"]["test_acc"] == best_val["test_acc"]
     config = json.loads((run / "config.json").read_text())
     assert config["network"] == TINY_NET and config["T"] == 2
-    net, _ = load_run_model(run, "best_test")
+    net, _ = load_run(run, "best_test")
     state = torch.load(run / "checkpoints" / "best_test.pt", weights_only=True)
     assert state["epoch"] == summary["accuracy_A"]["epoch"]
     assert all(torch.equal(a, b) for a, b in zip(net.state_dict().values(), state["model"].values()))

@@ -12,7 +12,7 @@ import torch
 from plif.models import build_network
 from plif.train import train
 from plif.train import run as run_mod
-from plif.train.run_folder import RunFolder, read_metrics
+from plif.runs import RunFolder, read_metrics
 
 from plif_testing import TINY_NET, quiet, tiny_train_config
 

@@ -7,7 +7,8 @@ import pytest
 import torch
 
 from plif.cli.main import main
-from plif.train import read_metrics, train
+from plif.runs import read_metrics
+from plif.train import train
 from plif.train import loop as loop_mod
 from plif.train.run import EXIT_STOPPED, train_status
 from plif.train.stopping import parse_duration

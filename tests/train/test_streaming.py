@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 import torch
 
-from plif.train import TrainConfig, read_metrics, train
+from plif.runs import read_metrics
+from plif.train import TrainConfig, train
 from plif.data import pipeline as data_mod
 from plif.train.config import resolve_config
 from plif.data.pipeline import epoch_generator, fits_on_device, load_train_data

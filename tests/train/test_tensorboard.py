@@ -1,7 +1,8 @@
 """--log tensorboard writes every epoch's numbers; read back from the event file."""
 import pytest
 
-from plif.train import TrainConfig, read_metrics, train
+from plif.runs import read_metrics
+from plif.train import TrainConfig, train
 
 from plif_testing import TINY_NET, tiny_train_config
 

@@ -9,7 +9,9 @@ import warnings
 def run_stats(args) -> int:
     from ..deploy import collect_stats, load_run, render_stats
     from ..deploy.eval_data import random_batches, eval_batches
+    from ..train.config import read_stored_config
 
+    read_stored_config(args.run)  # a value plif train would refuse names config.json and the field
     net, config = load_run(args.run, which=args.which)
     if args.random:
         batches = random_batches(net.input_shape, args.samples, args.batch_size, seed=args.seed)
@@ -32,8 +34,10 @@ def run_export(args) -> int:
     from ..deploy import load_run
     from ..deploy.nir_export import InexactLeakWarning, export_nir
     from ..deploy.nir_targets import TARGETS, target_dt
+    from ..train.config import read_stored_config
 
     dt = target_dt(args.target, args.dt)  # a --dt the target's importer cannot take: refused before loading
+    read_stored_config(args.run)  # a value plif train would refuse names config.json and the field
     net, _ = load_run(args.run, which=args.which)
     with warnings.catch_warnings(record=True) as notes:
         warnings.simplefilter("always", InexactLeakWarning)

@@ -6,8 +6,8 @@ from pathlib import Path
 
 
 def run_train(args) -> int:
+    from ..runs import RunFolder
     from ..train.run import EXIT_STOPPED, train_status
-    from ..train.run_folder import RunFolder
     from .config_flags import given_settings
 
     def train(cfg, resume=False, restart=False) -> int:  # stopped by --time-limit or SIGTERM/SIGUSR1: exit 75
@@ -53,11 +53,11 @@ def _download(cfg) -> None:
 def _stored_config(folder):
     """The run's config: ``config.json``, or when that is missing or damaged the copy in ``last.pt``
     (the resume rewrites config.json); the config.json error when neither can be had."""
-    from ..train.checkpoint import load_checkpoint
-    from ..train.config import TrainConfig
+    from ..runs import load_checkpoint
+    from ..train.config import TrainConfig, read_stored_config
 
     try:
-        return folder.read_train_config()
+        return read_stored_config(folder.path)
     except (OSError, ValueError) as e:
         last = folder.checkpoint("last")
         if not folder.path.is_dir() or not last.is_file():
@@ -72,14 +72,14 @@ def _stored_config(folder):
 
 def run_eval(args) -> int:
     from ..progress import sample_bar
-    from ..train import load_run_model
     from ..device import pick_device
     from ..data.pipeline import eval_batches, load_test_split
+    from ..runs import RunFolder, load_run
+    from ..train.config import read_stored_config
     from ..train.loop import evaluate
-    from ..train.run_folder import RunFolder
 
     folder = RunFolder(args.run)
-    cfg = folder.read_train_config()
+    cfg = read_stored_config(folder.path)
     device = pick_device(args.device)
     present = [w for w in ("best_test", "best_val") if folder.checkpoint(w).is_file()]
     if not present:
@@ -92,7 +92,7 @@ def run_eval(args) -> int:
         raise ValueError(f"{folder.config}: data_dir {data_dir}: no such folder (moved?); pass --data-dir")
     results, test = {}, None
     for which in present:
-        net, _ = load_run_model(folder.path, which)
+        net, _ = load_run(folder.path, which)
         if test is None:
             test = load_test_split(cfg.dataset, data_dir, cfg.T, cfg.max_test_samples, device)
         split, prepare = test

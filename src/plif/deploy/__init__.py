@@ -4,7 +4,7 @@
 """
 from .._lazy import lazy_names
 from .bn_folding import fold_batchnorm
-from .run_loader import load_run
+from ..runs import load_run
 from .spike_inference import spike_fed_layers, to_spike_inference
 from .spike_ops import GatherConv2d, GatherLinear, gather_conv2d, gather_linear
 from .stats import ENERGY_SOURCE, NetworkStats, collect_stats, render_stats

@@ -13,7 +13,7 @@ import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..train.run_folder import RunFolder
+from ..runs import RunFolder
 from .sweep import read_sweep, write_sweep
 
 __all__ = ["Ablation", "ABLATIONS", "run_sweep", "sweep_status"]
@@ -86,6 +86,7 @@ def run_sweep(base, out: str | Path, only=None, command: str = "", log=print) ->
     only: labels to run (default all of :data:`ABLATIONS`).  Returns the sweep folder.
     """
     from ..train import resolve_config
+    from ..train.config import read_stored_config
     from ..train.run import train_status
 
     out = Path(out)
@@ -112,7 +113,7 @@ def run_sweep(base, out: str | Path, only=None, command: str = "", log=print) ->
     for a in chosen:
         if status[a.label] == "partial" and base.t_max is None:
             # the cosine period a run started with stays its own when more epochs are asked for
-            stored = RunFolder(out / a.label).read_train_config()
+            stored = read_stored_config(out / a.label)
             configs[a.label] = dataclasses.replace(configs[a.label], t_max=stored.t_max)
     write(status)
     for a in chosen:

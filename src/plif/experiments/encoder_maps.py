@@ -170,14 +170,14 @@ def plot_encoder_figures(run_dir: str | Path, out: str | Path, channels: str | N
     channels of sample 0, rate over T); with ``event_file`` the same three as ``event_*`` for that
     file's frames.  Each figure has a JSON of its data beside it.
     """
-    from ..train import load_run_model
+    from ..runs import load_run
     from .figures import FigureOutput, save_figure, save_json
 
     if samples < 0:
         raise ValueError(f"--samples must be 0 or more, got {samples}")
     if samples == 0 and event_file is None:
         raise ValueError("nothing to plot: --samples 0 and no --event file")
-    net, config = load_run_model(run_dir, which)
+    net, config = load_run(run_dir, which)
     out, output = Path(out), output or FigureOutput()
     written = []
     sources = []

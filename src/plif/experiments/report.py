@@ -7,7 +7,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..train.config import PRESETS
 from .figures import FigureOutput, moving_average, new_figure, save_csv, save_figure, save_json
 from .paper_numbers import paper_accuracy
 from .runs import RunRecord, expand_run_paths, read_run
@@ -47,6 +46,7 @@ class ReportRow:
 def _protocol(run: RunRecord) -> str:
     """How far the run is from the paper's protocol, in a few words (empty: it is the paper's)."""
     from ..models import get_entry
+    from ..train.config import PRESETS  # here: reading runs needs no training stack
 
     c = run.config
     notes = []

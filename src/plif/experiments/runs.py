@@ -2,14 +2,14 @@
 
 A run folder is what :func:`plif.train.train` writes (``config.json``, ``metrics.jsonl``,
 ``summary.json``).  A sweep folder holds ``sweep.json`` and one run folder per entry.  Reports
-read these files only, through the format's owner :mod:`plif.train.run_folder`.
+read these files only, through the format's owner :mod:`plif.runs.folder`.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..train.run_folder import RunFolder, read_json_file, read_metrics
+from ..runs import RunFolder, read_json_file, read_metrics
 from .sweep import SWEEP_FILE, sweep_runs
 from .paper_numbers import Setting
 

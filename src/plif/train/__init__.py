@@ -1,7 +1,5 @@
-"""The paper's training protocol: config, data on the device, the loop, checkpoints, run folders."""
-from .checkpoint import load_checkpoint, load_run_model, save_checkpoint
+"""The paper's training protocol: config, data on the device, the loop, resumable runs (written through :mod:`plif.runs`)."""
 from .config import PRESETS, TrainConfig, resolve_config
-from .run import read_metrics, train
+from .run import train
 
-__all__ = ["TrainConfig", "PRESETS", "resolve_config", "train", "read_metrics", "load_run_model",
-           "load_checkpoint", "save_checkpoint"]
+__all__ = ["TrainConfig", "PRESETS", "resolve_config", "train"]

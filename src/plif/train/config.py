@@ -20,7 +20,7 @@ from ..models.notation import MAX_INT
 from ..surrogate import SURROGATES
 
 __all__ = ["TrainConfig", "PRESETS", "resolve_config", "config_diff", "field_kind", "flag_name", "pick_device",
-           "check_network", "check_outputs", "check_stored", "STATIC", "EVENT", "MAX_SEED", "MAX_TAU0"]
+           "check_network", "check_outputs", "check_stored", "read_stored_config", "STATIC", "EVENT", "MAX_SEED", "MAX_TAU0"]
 
 NEURON_NAMES = ("plif", "lif", "if")
 MAX_SEED = 2**32 - 1  # every generator seeded from it stays inside torch's 64-bit seeds
@@ -250,6 +250,18 @@ def check_stored(cfg: TrainConfig, d: dict, source: str) -> None:
         _meta_network(dataclasses.replace(resolved, input_shape=cfg.input_shape or resolved.input_shape), outputs=False)
     except ValueError as e:
         raise ValueError(f"{source}: {e}") from None
+
+
+def read_stored_config(run_dir) -> TrainConfig:
+    """A run folder's ``config.json`` as a :class:`TrainConfig` holding only values ``plif train``
+    accepts (:func:`check_stored`); every error names the file, and the field where there is one."""
+    from ..runs import RunFolder
+
+    folder = RunFolder(run_dir)
+    d = folder.read_config()
+    cfg = TrainConfig.from_dict(d, source=str(folder.config))
+    check_stored(cfg, d, str(folder.config))
+    return cfg
 
 
 def flag_name(name: str) -> str:

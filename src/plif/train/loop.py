@@ -13,7 +13,7 @@ import torch.nn.functional as F
 from .malloc import keep_freed_memory
 
 __all__ = ["adam", "fused_adam_supported", "rate_mse_loss", "train_step", "train_epoch", "EpochTotals", "evaluate",
-           "Diverged", "all_finite", "nonfinite_count"]
+           "Diverged", "all_finite"]
 
 
 class Diverged(FloatingPointError):
@@ -49,12 +49,6 @@ def all_finite(tensors) -> torch.Tensor:
     if not tensors:
         return torch.ones((), dtype=torch.bool)
     return torch.stack(torch._foreach_norm(tensors)).isfinite().all()
-
-
-def nonfinite_count(state: dict) -> int:
-    """How many values of a state dict's floating tensors are NaN or infinite."""
-    return sum(int((~torch.isfinite(v)).sum()) for v in state.values()
-               if isinstance(v, torch.Tensor) and v.is_floating_point())
 
 
 def rate_mse_loss(out: torch.Tensor, y: torch.Tensor, num_classes: int):

@@ -1,6 +1,6 @@
 """``train(config)``: the paper's protocol end to end, in one locked run folder, resumable.
 
-The run folder's format is :mod:`plif.train.run_folder`.  ``train`` is a list of set-up steps
+The run folder's format is :mod:`plif.runs.folder`.  ``train`` is a list of set-up steps
 (config, run folder, model, optimiser and schedule, data) followed by a short loop, in the manner
 of torchtune's single-device recipes.  Every value is validated and the run folder is locked
 before any data is loaded.
@@ -25,17 +25,17 @@ import torch
 
 from ..models import build_network
 from ..progress import sample_bar
-from .checkpoint import check_finite, load_checkpoint, save_checkpoint
+from ..runs.checkpoint import check_finite, load_checkpoint, nonfinite_count, save_checkpoint
+from ..runs.folder import CHECKPOINT_DIR, CHECKPOINTS, RunFolder, prepare_out, read_metrics
 from ..data.pipeline import epoch_generator, load_train_data, planned_train_samples
 from .config import STATIC, TrainConfig, check_network, check_outputs, config_diff, pick_device, resolve_config
 from .distributed import (all_gather_object, all_reduce_sum, any_rank, broadcast_object, init_distributed,
                           restart_count, shutdown)
 from .graph import GraphTrainer, autocast_context, check_graph_options, graph_adam
-from .loop import Diverged, EpochTotals, adam, evaluate, nonfinite_count, train_epoch
-from .run_folder import CHECKPOINT_DIR, CHECKPOINTS, RunFolder, prepare_out, read_metrics
+from .loop import Diverged, EpochTotals, adam, evaluate, train_epoch
 from .stopping import EXIT_STOPPED, Stopper, parse_duration
 
-__all__ = ["train", "train_status", "default_run_dir", "read_metrics", "EXIT_STOPPED"]
+__all__ = ["train", "train_status", "default_run_dir", "EXIT_STOPPED"]
 
 
 def default_run_dir(cfg: TrainConfig) -> Path:

@@ -30,7 +30,7 @@ from ..atomic import atomic_write_bytes, atomic_write_json as write_json, strict
 from ..filelock import FileLock
 
 __all__ = ["RunFolder", "RunFolderBusy", "CHECKPOINTS", "CONFIG", "METRICS", "SUMMARY", "read_metrics",
-           "read_json_file", "strict_json", "write_json", "prepare_out"]
+           "read_json_file", "prepare_out"]
 
 CONFIG, METRICS, SUMMARY, LOCK, CHECKPOINT_DIR, TENSORBOARD = (
     "config.json", "metrics.jsonl", "summary.json", ".lock", "checkpoints", "tensorboard")
@@ -181,17 +181,9 @@ class RunFolder:
             raise FileNotFoundError(f"{self.path}: not a run folder (no {CONFIG})")
 
     def read_config(self) -> dict:
-        """``config.json`` as a dict; errors name the file (bad JSON, not an object, missing keys, a
-        field of the wrong type)."""
-        d = self._read_config_dict()
-        self._train_config(d)  # every known field has the right type
-        return d
-
-    def read_train_config(self):
-        """``config.json`` as a :class:`~plif.train.config.TrainConfig`; errors as :meth:`read_config`."""
-        return self._train_config(self._read_config_dict())
-
-    def _read_config_dict(self) -> dict:
+        """``config.json`` as a dict; errors name the file (bad JSON, not an object, a key a network
+        needs missing).  Whether every value is one ``plif train`` accepts is
+        :func:`plif.train.config.read_stored_config`'s to say."""
         self.require_run()
         d = read_json_file(self.config, "run config")
         if not isinstance(d, dict):
@@ -200,13 +192,6 @@ class RunFolder:
             if key not in d:
                 raise ValueError(f"{self.config}: missing key {key!r} (a run config needs network, input_shape and T)")
         return d
-
-    def _train_config(self, d: dict):
-        from .config import TrainConfig, check_stored
-
-        cfg = TrainConfig.from_dict(d, source=str(self.config))
-        check_stored(cfg, d, str(self.config))  # every value as train accepts it: no traceback later
-        return cfg
 
     def write_config(self, cfg_dict: dict) -> None:
         write_json(self.config, cfg_dict)

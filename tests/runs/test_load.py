@@ -3,7 +3,7 @@ import json
 import pytest
 import torch
 
-from plif.deploy.run_loader import load_run
+from plif.runs import load_run
 
 
 def test_loads_weights_in_eval_mode(run_dir):
@@ -17,10 +17,9 @@ def test_loads_weights_in_eval_mode(run_dir):
         assert torch.equal(loaded(x), net.eval()(x))
 
 
-def test_explicit_checkpoint_path(run_dir, make_net, make_run, tmp_path):
+def test_explicit_checkpoint_path(run_dir, make_run, tmp_path):
     run, net = run_dir
-    other = make_net(seed=1)
-    make_run(tmp_path / "other", other)
+    other = make_run(tmp_path / "other", seed=1)
     loaded, _ = load_run(run, which=str(tmp_path / "other" / "checkpoints" / "best_test.pt"))
     assert torch.equal(loaded.layers[0].layer.weight, other.layers[0].layer.weight)
 

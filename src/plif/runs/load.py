@@ -1,0 +1,52 @@
+"""Loading a trained network back from a run folder (``config.json`` + ``checkpoints/<name>.pt``)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from .checkpoint import check_finite, load_checkpoint
+from .folder import CHECKPOINTS, RunFolder
+
+__all__ = ["load_run"]
+
+
+def load_run(run_dir: str | Path, which: str = "best", map_location="cpu", backend: str = "auto"):
+    """Rebuild the network of a run and load its weights: ``(SpikingNetwork in eval mode, config dict)``.
+
+    which: ``best`` (the validation-selected checkpoint of protocol B if the run has one, else the
+    best-test one of protocol A), ``best_test``, ``best_val``, ``last``, or a path to a ``.pt`` file
+    holding weights for this run's network.  A folder that is not a run, a malformed
+    ``config.json``, a corrupted checkpoint, one whose tensors do not match the network and one
+    with non-finite weights raise errors naming the file.
+    backend: how the neurons run here; the backend the run was trained with is not used (a run
+    trained with ``triton`` on a GPU loads on a CPU-only machine).
+    """
+    from ..models import build_network
+
+    folder = RunFolder(run_dir)
+    config = folder.read_config()
+    if which == "best":
+        which = "best_val" if folder.checkpoint("best_val").is_file() else "best_test"
+    if str(which).endswith(".pt"):
+        path = Path(which)
+    elif which in CHECKPOINTS:
+        path = folder.checkpoint(which)
+    else:
+        raise ValueError(f"unknown checkpoint {which!r}; valid: best, {', '.join(CHECKPOINTS)} or a .pt path")
+    if not path.is_file() and not str(which).endswith(".pt"):
+        raise FileNotFoundError(f"{run_dir}: no {path.name} under checkpoints/ (the run finished no epoch?)")
+    state = load_checkpoint(path, map_location)
+    check_finite(state, path)
+    kwargs = config.get("network_kwargs", {})
+    if not isinstance(kwargs, dict):
+        raise ValueError(f"{folder.config}: network_kwargs must be an object, got {kwargs!r}")
+    kwargs = {k: v for k, v in kwargs.items() if k != "backend"}  # runs before it was left out
+    try:
+        net = build_network(config["network"], config["input_shape"], config["T"], **kwargs).set_backend(backend)
+    except (ValueError, TypeError) as e:
+        raise ValueError(f"{folder.config}: {e}") from None
+    try:
+        net.load_state_dict(state["model"], strict=True)
+    except RuntimeError as e:
+        raise ValueError(f"{path}: checkpoint does not match the network {config['network']!r} "
+                         f"for input {tuple(config['input_shape'])}: {str(e).splitlines()[0]}") from None
+    return net.eval(), config
