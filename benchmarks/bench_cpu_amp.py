@@ -25,8 +25,9 @@ import torch
 from plif.bench.alternate import alternate
 from plif.bench.neuron import machine_description
 from plif.models import MEMORY_PRESETS, build_network, get_entry
-from plif.train.loop import adam, train_step
+from plif.train.loop import train_step
 from plif.train.malloc import keep_freed_memory
+from plif.train.optim import adam
 
 
 def make_step(network: str, input_shape, T: int, memory: str, x, y, classes: int, amp: bool):

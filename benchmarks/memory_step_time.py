@@ -18,7 +18,8 @@ import torch
 
 from plif.bench.alternate import alternate
 from plif.models import MEMORY_PRESETS, build_zoo, get_entry
-from plif.train.loop import adam, train_step
+from plif.train.loop import train_step
+from plif.train.optim import adam
 
 
 def main() -> None:

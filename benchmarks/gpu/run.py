@@ -162,8 +162,9 @@ def _step_losses(trainer, batches) -> list[float]:
 
 def stage_sync(ctx: Context) -> dict:
     from plif.models import build_network, get_entry
-    from plif.train.graph import GraphTrainer, graph_adam
-    from plif.train.loop import adam, train_step
+    from plif.train.graph import GraphTrainer
+    from plif.train.loop import train_step
+    from plif.train.optim import adam, graph_adam
 
     entry = get_entry("fashion-mnist")
     spec, T, b = (NARROW_FMNIST, 2, 4) if ctx.dry else (entry.network, entry.T, 16)

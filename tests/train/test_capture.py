@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from plif.models import build_zoo
-from plif.train.loop import rate_mse_loss
+from plif.train.loss import rate_mse_loss
 
 
 @pytest.mark.parametrize("backend", ["bptt", "reference"])

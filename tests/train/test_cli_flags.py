@@ -94,13 +94,6 @@ def test_corrupt_config_json_names_the_file(text, message, tmp_path, capsys):
         assert message in err and str(tmp_path) in err and "Traceback" not in err
 
 
-def test_adam_falls_back_where_fused_is_missing():
-    from plif.train.loop import fused_adam_supported
-
-    assert not fused_adam_supported("cpu", "2.3.1+cpu") and fused_adam_supported("cpu", "2.4.0")
-    assert fused_adam_supported("cuda", "2.1.0")
-
-
 @pytest.mark.parametrize("flag,value", [("--epochs", "\u0661\u0662"), ("--batch-size", "\uff11\uff16"),
                                         ("--lr", "\u0661.5"), ("--epochs", "3.5")])
 def test_numbers_are_ascii_digits_refused_in_one_line_while_parsing(flag, value, tmp_path, capsys):

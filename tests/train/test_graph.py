@@ -5,8 +5,9 @@ import torch
 
 from plif.models import build_network
 from plif.train import TrainConfig, train
-from plif.train.graph import GraphTrainer, _Snapshot, check_graph_options, graph_adam
-from plif.train.loop import adam, evaluate, train_epoch
+from plif.train.graph import GraphTrainer, _Snapshot, check_graph_options
+from plif.train.loop import evaluate, train_epoch
+from plif.train.optim import adam, graph_adam
 
 SPEC = "{c4k3s1-BN-PLIF-MPk2s2}*2-DP-FC16-PLIF-DP-FC20-PLIF-APk2s2"
 SHAPE = (1, 8, 8)

@@ -7,7 +7,8 @@ import pytest
 _FAULTS = """
 import resource, sys, torch
 from plif.models import build_network
-from plif.train.loop import adam, train_step
+from plif.train.loop import train_step
+from plif.train.optim import adam
 from plif.train.malloc import keep_freed_memory
 torch.set_num_threads(1)
 if sys.argv[1] == "keep":

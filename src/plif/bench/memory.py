@@ -74,7 +74,8 @@ def worker(network: str, config: str, batch: int, T: int, steps: int, device: st
     import torch
 
     from ..models import MEMORY_PRESETS, build_zoo, get_entry
-    from ..train.loop import adam, train_step
+    from ..train.loop import train_step
+    from ..train.optim import adam
 
     if config not in CONFIGS:
         raise ValueError(f"unknown configuration {config!r}; valid: {', '.join(CONFIGS)}")

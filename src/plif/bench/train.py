@@ -22,8 +22,9 @@ import torch
 
 from ..models import build_network, get_entry
 from ..train.graph import autocast_context, capture_cuda_graph
-from ..train.loop import adam, train_step
+from ..train.loop import train_step
 from ..train.malloc import keep_freed_memory
+from ..train.optim import adam
 from .spikingjelly import INSTALL_HINT, spikingjelly_unavailable
 from .twin import spikingjelly_twin
 
@@ -108,7 +109,8 @@ def bench_train(dataset: str = "fashion-mnist", batches=(16,), device: str = "cp
                 xs = x.unsqueeze(0).repeat(T, *([1] * x.dim()))
                 step = _step_fn(sj.to(dev), xs, y, entry.num_classes, after=reset_net)
             elif v.startswith("cuda-graph"):
-                from ..train.graph import GraphTrainer, graph_adam
+                from ..train.graph import GraphTrainer
+                from ..train.optim import graph_adam
 
                 net = build_network(entry.network, entry.input_shape, T).to(dev)
                 trainer = GraphTrainer(net, graph_adam(net.parameters(), 1e-3, dev), entry.num_classes, dev,

@@ -25,11 +25,11 @@ import contextlib
 from typing import Callable, Iterable
 
 import torch
-import torch.nn.functional as F
 
 from .loop import Diverged, train_step
+from .loss import per_sample_rate_mse
 
-__all__ = ["GraphTrainer", "graph_adam", "check_graph_options", "autocast_context"]
+__all__ = ["GraphTrainer", "check_graph_options", "autocast_context"]
 
 AMP_DTYPES = {"bf16": torch.bfloat16}
 
@@ -51,25 +51,12 @@ def check_graph_options(device: torch.device, cuda_graph: bool, amp: str | None,
         raise ValueError("--cuda-graph is single-process for now; drop it under torchrun")
 
 
-def graph_adam(params, lr: float, device: torch.device) -> torch.optim.Adam:
-    """Fused Adam with the learning rate in a device tensor, capturable on CUDA."""
-    return torch.optim.Adam(params, lr=torch.tensor(float(lr), device=device), fused=True,
-                            capturable=device.type == "cuda")
-
-
 def autocast_context(device: torch.device, amp: str | None):
     """``torch.autocast`` for ``--amp`` (weights, BatchNorm and the neuron state stay fp32).  The
     cast-weight cache is off, as CUDA-graph capture requires (each weight is used once per step)."""
     if amp is None:
         return contextlib.nullcontext()
     return torch.autocast(device_type=device.type, dtype=AMP_DTYPES[amp], cache_enabled=False)
-
-
-def _per_sample_mse(out: torch.Tensor, y: torch.Tensor, num_classes: int):
-    """``out [T, B, C]`` -> (per-sample MSE ``[B]``, firing rate ``[B, C]``) for the padded and
-    masked evaluation; its batch mean is :func:`plif.train.loop.rate_mse_loss`."""
-    rate = out.float().mean(0)
-    return (rate - F.one_hot(y, num_classes).to(rate.dtype)).square().mean(1), rate
 
 
 class _Snapshot:
@@ -225,7 +212,7 @@ class GraphTrainer:
                 with torch.no_grad(), autocast_context(self.device, self.amp):
                     out = model(sx)
                 with torch.no_grad():
-                    per_sample, rate = _per_sample_mse(out, sy, nc)
+                    per_sample, rate = per_sample_rate_mse(out, sy, nc)
                     mask = torch.arange(size, device=sx.device) < n_valid
                     self.loss_sum += torch.where(mask, per_sample, 0.0).sum()
                     self.correct += ((rate.argmax(1) == sy) & mask).sum()

@@ -8,34 +8,15 @@ parameter are still finite, and it is read with the totals at the end of the epo
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 
+from .loss import rate_mse_loss
 from .malloc import keep_freed_memory
 
-__all__ = ["adam", "fused_adam_supported", "rate_mse_loss", "train_step", "train_epoch", "EpochTotals", "evaluate",
-           "Diverged", "all_finite"]
+__all__ = ["train_step", "train_epoch", "EpochTotals", "evaluate", "Diverged", "all_finite"]
 
 
 class Diverged(FloatingPointError):
     """The loss or a parameter became NaN or infinite during an epoch."""
-
-
-def fused_adam_supported(device_type: str, version: str | None = None) -> bool:
-    """Fused Adam exists for CUDA since torch 2.0 and for the CPU only since 2.4."""
-    version = version or torch.__version__
-    major, minor = (int(v) for v in version.split("+")[0].split(".")[:2])
-    return (major, minor) >= ((2, 4) if device_type == "cpu" else (2, 0))
-
-
-def adam(params, lr: float, capturable: bool = False) -> torch.optim.Adam:
-    """The paper's optimiser (Adam, no weight decay) in its fused form: one kernel over all
-    parameters instead of ~10 ops per tensor, which is a tenth of a CPU step on the paper's network.
-    Where this torch has no fused Adam for the parameters' device, the multi-tensor form is used."""
-    params = list(params)
-    device_type = params[0].device.type if params else "cpu"
-    if fused_adam_supported(device_type):
-        return torch.optim.Adam(params, lr=lr, fused=True, capturable=capturable)
-    return torch.optim.Adam(params, lr=lr, foreach=True, capturable=capturable)
 
 
 def all_finite(tensors) -> torch.Tensor:
@@ -49,13 +30,6 @@ def all_finite(tensors) -> torch.Tensor:
     if not tensors:
         return torch.ones((), dtype=torch.bool)
     return torch.stack(torch._foreach_norm(tensors)).isfinite().all()
-
-
-def rate_mse_loss(out: torch.Tensor, y: torch.Tensor, num_classes: int):
-    """``out [T, B, C]`` spikes -> (MSE between firing rate and one-hot ``y``, firing rate ``[B, C]``).
-    Half-precision spikes (autocast) are averaged in fp32, so the rate is exact."""
-    rate = out.mean(0, dtype=torch.float32) if out.dtype in (torch.bfloat16, torch.float16) else out.mean(0)
-    return F.mse_loss(rate, F.one_hot(y, num_classes).to(rate.dtype)), rate
 
 
 def train_step(model, optimizer, x, y, num_classes: int, params=None, set_to_none: bool = True, autocast=None):

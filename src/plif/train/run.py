@@ -31,8 +31,9 @@ from ..data.pipeline import epoch_generator, load_train_data, planned_train_samp
 from .config import STATIC, TrainConfig, check_network, check_outputs, config_diff, pick_device, resolve_config
 from .distributed import (all_gather_object, all_reduce_sum, any_rank, broadcast_object, init_distributed,
                           restart_count, shutdown)
-from .graph import GraphTrainer, autocast_context, check_graph_options, graph_adam
-from .loop import Diverged, EpochTotals, adam, evaluate, train_epoch
+from .graph import GraphTrainer, autocast_context, check_graph_options
+from .loop import Diverged, EpochTotals, evaluate, train_epoch
+from .optim import adam, graph_adam
 from .stopping import EXIT_STOPPED, Stopper, parse_duration
 
 __all__ = ["train", "train_status", "default_run_dir", "EXIT_STOPPED"]
