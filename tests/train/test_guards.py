@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from plif.train import TrainConfig, train
-from plif.train import run as run_mod
+from plif.train import session as session_mod
 from plif.runs import RunFolder, RunFolderBusy, read_metrics
 
 from plif_testing import TINY_NET, quiet, tiny_train_argv, tiny_train_config
@@ -101,7 +101,7 @@ def test_a_second_run_in_a_locked_folder_is_refused_before_loading_data(tiny_fas
     out.mkdir()
     holder.lock()
     loaded = []
-    monkeypatch.setattr(run_mod, "load_train_data", lambda *a: loaded.append(1))
+    monkeypatch.setattr(session_mod, "load_train_data", lambda *a: loaded.append(1))
     try:
         with pytest.raises(RunFolderBusy, match=rf"in use by another plif process \(pid {os.getpid()}\)"):
             train(_cfg(tiny_fashion, out), log=_quiet)
@@ -163,7 +163,7 @@ def test_resume_of_a_run_with_no_finished_epoch_starts_it(tiny_fashion, tmp_path
                                                       "has 10 classes"),
 ])
 def test_bad_values_are_refused_before_any_work(kw, message, tiny_fashion, tmp_path, monkeypatch):
-    monkeypatch.setattr(run_mod, "load_train_data", lambda *a: pytest.fail("data loaded before validation"))
+    monkeypatch.setattr(session_mod, "load_train_data", lambda *a: pytest.fail("data loaded before validation"))
     with pytest.raises(ValueError, match=message):
         train(_cfg(tiny_fashion, tmp_path / "r", **kw), log=_quiet)
     assert not (tmp_path / "r").exists()  # nothing written: no stub run folder
@@ -187,7 +187,7 @@ def test_unusable_out_is_one_line_before_data(where, tiny_fashion, tmp_path, mon
         os.chmod(tmp_path / "ro", 0o555)
         if os.access(tmp_path / "ro", os.W_OK):
             pytest.skip("running as root: permissions are not enforced")
-    monkeypatch.setattr(run_mod, "load_train_data", lambda *a: pytest.fail("data loaded before --out was checked"))
+    monkeypatch.setattr(session_mod, "load_train_data", lambda *a: pytest.fail("data loaded before --out was checked"))
     with pytest.raises(ValueError) as e:
         train(_cfg(tiny_fashion, out), log=_quiet)
     assert str(e.value).startswith(f"--out {out}") and "\n" not in str(e.value)
@@ -200,7 +200,7 @@ def test_full_disk_is_one_line_naming_the_path(tiny_fashion, tmp_path, monkeypat
     def full(path, data):
         raise OSError(28, "No space left on device", str(path))
 
-    monkeypatch.setattr(run_mod.RunFolder, "write_config",
+    monkeypatch.setattr(session_mod.RunFolder, "write_config",
                         lambda self, d: full(self.config, b""))
     rc = main(tiny_train_argv(tiny_fashion, tmp_path / "r", epochs=1))
     err = capsys.readouterr().err.strip()

@@ -7,7 +7,7 @@ import torch
 from plif.runs import load_run, read_metrics
 from plif.train import TrainConfig, train
 from plif.train import loop as loop_mod
-from plif.train.run import _summary
+from plif.train.summary import run_summary
 
 from plif_testing import TINY_NET, quiet, tiny_train_config
 
@@ -51,12 +51,12 @@ def test_protocol_b_bookkeeping(tmp_path):
     cfg = TrainConfig(val_split=0.15, epochs=4)
     (tmp_path / "checkpoints").mkdir()
     (tmp_path / "checkpoints" / "best_test.pt").write_bytes(b"")
-    s = _summary(rows, cfg, tmp_path, True)
+    s = run_summary(rows, cfg, tmp_path, True)
     assert s["accuracy_A"] == {"test_acc": 0.75, "epoch": 3, "checkpoint": "checkpoints/best_test.pt"}
     assert s["accuracy_B"]["checkpoint"] is None  # never points at a checkpoint that was not written
     # ties in validation accuracy go to the earliest epoch, as the checkpoint on disk does
     assert s["accuracy_B"]["epoch"] == 2 and s["accuracy_B"]["test_acc"] == 0.70
-    assert "accuracy_B" not in _summary(rows, TrainConfig(epochs=4), tmp_path, True)
+    assert "accuracy_B" not in run_summary(rows, TrainConfig(epochs=4), tmp_path, True)
 
 
 def _strip(rows):

@@ -11,7 +11,7 @@ import torch
 
 from plif.models import build_network
 from plif.train import train
-from plif.train import run as run_mod
+from plif.train import epochs as epochs_mod, session as session_mod
 from plif.runs import RunFolder, read_metrics
 
 from plif_testing import TINY_NET, quiet, tiny_train_config
@@ -152,7 +152,7 @@ def test_a_symlinked_run_folder_entry_is_refused(entry, finished, tiny_fashion, 
 
 
 def test_an_interrupted_first_epoch_leaves_no_stub_folder(tiny_fashion, tmp_path, monkeypatch):
-    monkeypatch.setattr(run_mod, "load_train_data", lambda *a: (_ for _ in ()).throw(OSError(5, "I/O error")))
+    monkeypatch.setattr(session_mod, "load_train_data", lambda *a: (_ for _ in ()).throw(OSError(5, "I/O error")))
     with pytest.raises(OSError):
         train(tiny_train_config(tiny_fashion, tmp_path / "a" / "b"), log=quiet)
     assert not (tmp_path / "a").exists()  # the folders it created are gone again
@@ -186,14 +186,14 @@ def test_a_full_disk_names_the_file_that_could_not_be_written(tiny_fashion, tmp_
 
 def _fail_saving_last(monkeypatch):
     """Every write of ``last.pt`` fails as on a full disk; the other checkpoints are written."""
-    real = run_mod.save_checkpoint
+    real = epochs_mod.save_checkpoint
 
     def fail_last(path, state):
         if path.name == "last.pt":
             raise OSError(errno.ENOSPC, "No space left on device", str(path))
         return real(path, state)
 
-    monkeypatch.setattr(run_mod, "save_checkpoint", fail_last)
+    monkeypatch.setattr(epochs_mod, "save_checkpoint", fail_last)
 
 
 def test_summary_never_names_a_checkpoint_that_was_not_written(finished, tiny_fashion, tmp_path, monkeypatch):

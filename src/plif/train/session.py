@@ -1,0 +1,239 @@
+"""A run's session: the config resolved, every rank agreed on one locked run folder, and the
+model, optimiser, schedule and data set up (or restored from ``last.pt``) before the first epoch.
+
+Every value is validated and the run folder is locked before any data is loaded.  Under torchrun
+rank 0 alone names, locks, judges and writes the folder; the other ranks get its verdict.  A fresh
+run that fails before its first checkpoint removes what it wrote (:attr:`Session.undo`).
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+import torch
+
+from ..data.pipeline import load_train_data, planned_train_samples
+from ..models import build_network
+from ..runs.folder import CHECKPOINT_DIR, CHECKPOINTS, RunFolder, prepare_out
+from .config import TrainConfig, check_network, check_outputs, pick_device, resolve_config
+from .distributed import DistInfo, all_gather_object, broadcast_object, init_distributed, restart_count
+from .graph import GraphTrainer, check_graph_options
+from .optim import adam, graph_adam
+from .resume import restore
+
+__all__ = ["Session", "open_session", "default_run_dir", "setup_run_folder", "setup_model", "setup_optimizer"]
+
+
+def default_run_dir(cfg: TrainConfig) -> Path:
+    """``runs/<dataset>-<timestamp>``; the name is only a label, config.json says what ran."""
+    return Path("runs") / f"{cfg.dataset}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
+
+
+@dataclass
+class Session:
+    """What the set-up steps produce and the epochs use."""
+
+    cfg: TrainConfig
+    cfg_dict: dict
+    folder: RunFolder
+    device: torch.device
+    dist: DistInfo
+    main: bool
+    resume: bool
+    model: torch.nn.Module = None
+    net: torch.nn.Module = None
+    optimizer: torch.optim.Optimizer = None
+    scheduler: object = None
+    data: object = None
+    start_epoch: int = 0
+    start_step: int = 0  # a mid-epoch checkpoint: steps of epoch start_epoch + 1 already done
+    rank_state: dict | None = None  # ... and this rank's RNG states and partial totals then
+    metrics: list = None
+    tb: object = None
+    trainer: GraphTrainer | None = None  # --cuda-graph: the captured step and evaluation
+    undo: object = None  # a fresh run's clean-up while it has finished no epoch: no stub folder stays
+    restarted: bool = False  # a group torchrun started again (--max-restarts)
+
+
+# --- the run folder ----------------------------------------------------------------------------
+
+def setup_run_folder(cfg: TrainConfig, resume, log, restart: bool = False) -> tuple[RunFolder, bool, list]:
+    """Check ``--out`` can be written, lock it, clean what a killed run left, decide fresh or resume.
+
+    resume: True (``--resume``), False, or ``"auto"`` (``--time-limit``, a torchrun restart):
+    continue the run there if it has a checkpoint, else start it.  Returns ``(locked folder,
+    resume, folders created)``; ``resume`` is False when the folder has no checkpoint (such a run
+    starts again).  A folder recording finished epochs is never cleared without ``restart``: it is
+    resumed from ``last.pt`` or refused with a message naming what is missing.  Only rank 0 calls
+    this (the others never write the folder).
+    """
+    folder = RunFolder(cfg.out or default_run_dir(cfg))
+    if restart and resume is True:
+        raise ValueError("--restart deletes the run in --out and --resume continues it: give one of them")
+    created = prepare_out(folder.path)
+    folder.refuse_links()
+    folder.lock()
+    try:
+        folder.refuse_links()  # again under the lock: the state is only read now
+        folder.clean_stale_temporaries()
+        if restart:
+            gone = folder.delete_run()
+            if gone:
+                log(f"--restart: deleted {', '.join(gone)} in {folder.path}")
+        records, finished = folder.epoch_records(), folder.has_finished_epoch()  # only now: another run may have finished
+        if resume is True and not records and not folder.has_config():
+            raise FileNotFoundError(f"--resume: {folder.path} holds no run (no config.json)")
+        if records and not finished:
+            raise ValueError(f"{folder.path}: {', '.join(records)} record finished epochs, but "
+                             f"{CHECKPOINT_DIR}/{CHECKPOINTS['last']} (what a run continues from) is missing; nothing "
+                             "was changed; put it back to --resume, pass --restart to delete this run and train "
+                             "from scratch, or choose another --out")
+        if not resume and finished:
+            raise ValueError(f"{folder.path} already holds a run; pass --resume to continue it, --restart to delete "
+                             "it and train from scratch, or choose another --out")
+        if not finished and folder.has_config():
+            log(f"{folder.path}: the run there finished no epoch; starting it again")
+            folder.clear_unfinished()
+    except BaseException:
+        folder.unlock()
+        raise
+    return folder, bool(resume) and finished, created
+
+
+def _agree_on_folder(cfg: TrainConfig, resume, dist, log, restart: bool = False) -> tuple[RunFolder, bool, list]:
+    """Rank 0 names, locks and judges the run folder; every rank gets its path and the verdict (or
+    rank 0's error, raised on every rank with the same message)."""
+    if dist.world > 1:
+        cfg = dataclasses.replace(cfg, out=broadcast_object(str(cfg.out or default_run_dir(cfg)), dist.world))
+    if not dist.is_main:
+        verdict = broadcast_object(None, dist.world)
+        if verdict[0] == "error":
+            raise ValueError(verdict[1])
+        return RunFolder(cfg.out), verdict[1], []
+    try:
+        folder, resume, created = setup_run_folder(cfg, resume, log, restart)
+    except Exception as e:
+        broadcast_object(("error", str(e)), dist.world)
+        raise
+    broadcast_object(("ok", resume), dist.world)
+    return folder, resume, created
+
+
+# --- the model, optimiser and data ---------------------------------------------------------------
+
+def check_backend_device(backend: str, device: torch.device) -> None:
+    """Refuse a fused neuron kernel made for another kind of device (``triton`` on a CPU run)."""
+    from ..neurons.dispatch import FUSED
+
+    fused = FUSED.get(backend)
+    if fused is not None and fused.device != device.type:
+        raise ValueError(f"--backend {backend}: a {fused.device} kernel, but this run is on {device}; "
+                         f"use --backend auto (with --resume too: the backend is not part of the run)")
+
+
+def setup_model(cfg: TrainConfig, device: torch.device) -> torch.nn.Module:
+    """The network, seeded, on ``device``; its output width must equal the dataset's classes."""
+    torch.manual_seed(cfg.seed)
+    model = build_network(cfg.network, cfg.input_shape, cfg.T, **cfg.network_kwargs())
+    check_outputs(model, cfg)
+    model.set_memory(cfg.memory_options())  # --memory / --checkpoint-blocks: what backward keeps
+    model.set_backend(cfg.backend)  # how the neurons run here (a resume may change it)
+    return model.to(device)
+
+
+def setup_optimizer(model, cfg: TrainConfig, device: torch.device):
+    """Adam (the paper's, no weight decay) and cosine annealing with period ``t_max`` epochs.
+
+    Under ``--cuda-graph`` Adam is capturable and its learning rate a device tensor."""
+    optimizer = graph_adam(model.parameters(), cfg.lr, device) if cfg.cuda_graph else adam(model.parameters(), cfg.lr)
+    return optimizer, torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=cfg.t_max)
+
+
+def setup_parallel(s: Session) -> torch.nn.Module:
+    """The module the loop runs: SyncBN / DDP / torch.compile around the model as configured."""
+    net = s.model
+    if s.cfg.sync_bn and s.device.type != "cuda":
+        raise ValueError("--sync-bn needs CUDA devices (PyTorch's SyncBatchNorm has no CPU implementation)")
+    if s.cfg.sync_bn and s.dist.world > 1:
+        net = torch.nn.SyncBatchNorm.convert_sync_batchnorm(net)
+    if s.dist.world > 1:
+        net = torch.nn.parallel.DistributedDataParallel(
+            net, device_ids=[s.device.index] if s.device.type == "cuda" else None)
+    if s.cfg.compile:
+        net = torch.compile(net)
+    return net
+
+
+def _check_batch_fits(cfg: TrainConfig, n_train: int | None, world: int) -> None:
+    """Refuse a ``--batch-size`` that leaves no full training step (``n_train=None``: not known yet)."""
+    if n_train is not None and (n_train // world) // cfg.batch_size == 0:
+        raise ValueError(f"--batch-size {cfg.batch_size}: larger than the {n_train} training samples"
+                         + (f" per process ({world} processes)" if world > 1 else "")
+                         + "; lower --batch-size" + (" or --val-split" if cfg.val_split else ""))
+
+
+# --- the whole set-up ----------------------------------------------------------------------------
+
+def open_session(cfg: TrainConfig, resume, log, restart: bool = False) -> Session:
+    """Every set-up step in order, returning the session with its run folder locked (rank 0).
+
+    On any error the lock is released, and a fresh run's folder is left as it was found."""
+    cfg = resolve_config(cfg)
+    check_network(cfg)  # built on the meta device: a bad network is refused before the folder is touched
+    device = pick_device(cfg.device)
+    dist = init_distributed(device.type)
+    restarted = any(all_gather_object(restart_count() > 0, dist.world))  # one machine's agent may not count it
+    if not resume and (cfg.time_limit is not None or restarted):
+        resume = "auto"  # the same command continues the run: the next job, or torchrun's restarted group
+        if cfg.out is None and dist.is_main:
+            log(("torchrun restarted the workers" if restarted else "--time-limit") + ": without --out every "
+                "start makes a new run folder; pass --out to continue the same run")
+    if dist.world > 1 and device.type == "cuda":
+        device = torch.device("cuda", dist.local_rank)
+        torch.cuda.set_device(device)
+    check_graph_options(device, cfg.cuda_graph, cfg.amp, cfg.compile, dist.world)  # before the folder is touched
+    check_backend_device(cfg.backend, device)
+    if cfg.checkpoint_every and cfg.cuda_graph:
+        raise ValueError("--checkpoint-every: not available with --cuda-graph (the captured epoch has no step "
+                         "boundary to save at); checkpoints are written after every epoch")
+    if cfg.log == "tensorboard":
+        from .tb_log import summary_writer_class
+
+        summary_writer_class()  # missing package: refused before the run folder is touched
+    # event datasets: the file list gives the training size before any frame cache is built
+    _check_batch_fits(cfg, planned_train_samples(cfg), dist.world)
+    folder, resume, created = _agree_on_folder(cfg, resume, dist, log, restart)
+    s = Session(cfg, {**cfg.to_dict(), "out": str(folder.path)}, folder, device, dist, dist.is_main, resume,
+                metrics=[], restarted=restarted)
+    new_tensorboard = not folder.tensorboard.exists()
+    if s.main and not resume:
+        s.undo = lambda: folder.discard_new(created, new_tensorboard)
+    try:
+        if s.main and not resume:
+            folder.write_config(s.cfg_dict)  # before the data loads: a full disk fails now
+            folder.write_metrics([])
+        s.model = setup_model(cfg, device)
+        s.optimizer, s.scheduler = setup_optimizer(s.model, cfg, device)
+        if resume:
+            restore(s, log)
+            if s.main:
+                folder.write_config(s.cfg_dict)  # what a resume may change (--epochs, --device) is recorded
+        if s.main and cfg.log == "tensorboard":
+            from .tb_log import TensorBoardLog
+
+            s.tb = TensorBoardLog(folder.tensorboard, s.model)
+        s.data = load_train_data(cfg, device)
+        _check_batch_fits(cfg, len(s.data.train), dist.world)
+        s.net = setup_parallel(s)
+        if cfg.cuda_graph:  # captured lazily, after any resume has loaded the state it replays on
+            s.trainer = GraphTrainer(s.model, s.optimizer, cfg.num_classes, device, amp=cfg.amp)
+    except BaseException:
+        if s.tb is not None:
+            s.tb.close()
+        if s.undo is not None:  # a refused fresh run leaves no stub run folder behind
+            s.undo()
+        folder.unlock()
+        raise
+    return s

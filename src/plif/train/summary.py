@@ -1,0 +1,95 @@
+"""What a run reports: its opening lines, one line per epoch, ``summary.json`` (accuracy A and B)
+and the closing report."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..runs.folder import CHECKPOINT_DIR, CHECKPOINTS, RunFolder
+from .config import STATIC, TrainConfig
+
+if TYPE_CHECKING:
+    from .session import Session
+
+__all__ = ["run_summary", "epoch_line", "start_lines", "final_report"]
+
+
+def run_summary(metrics: list[dict], cfg: TrainConfig, run_dir: Path, finished: bool) -> dict:
+    """``summary.json`` of the epochs in ``metrics``: accuracy A (max test accuracy) and, with a
+    validation split, B (the test accuracy at the best validation accuracy), each with its epoch
+    and checkpoint; ties go to the earlier epoch."""
+    best_a = max(metrics, key=lambda m: (m["test_acc"], -m["epoch"]))
+    out = {
+        "dataset": cfg.dataset, "preset": cfg.preset, "epochs_run": len(metrics), "epochs": cfg.epochs,
+        "finished": finished,
+        "accuracy_A": {"test_acc": best_a["test_acc"], "epoch": best_a["epoch"],
+                       "checkpoint": _written(run_dir, "best_test")},
+        "taus": metrics[-1]["taus"],
+        "wall_time_s": sum(m["epoch_time_s"] for m in metrics),
+    }
+    if cfg.val_split > 0:
+        best_b = max(metrics, key=lambda m: (m["val_acc"], -m["epoch"]))
+        out["accuracy_B"] = {"test_acc": best_b["test_acc"], "val_acc": best_b["val_acc"],
+                             "epoch": best_b["epoch"],
+                             "checkpoint": _written(run_dir, "best_val")}
+    return out
+
+
+def _written(run_dir: Path, which: str) -> str | None:
+    """The checkpoint's path relative to the run, or None when it was never written (or deleted)."""
+    rel = Path(CHECKPOINT_DIR) / CHECKPOINTS[which]
+    return str(rel) if (Path(run_dir) / rel).is_file() else None
+
+
+def start_lines(s: "Session") -> list[str]:
+    """Where the run is, what it trains on and with which network (and, under torchrun, where the data lives)."""
+    cfg = s.cfg
+    capped = (f" (--max-train-samples {cfg.max_train_samples} caps the pool --val-split is taken from)"
+              if cfg.max_train_samples is not None and cfg.val_split > 0 else "")
+    lines = [f"run folder: {s.folder.path}",
+             f"{cfg.dataset}: {len(s.data.train)} train, {len(s.data.val) if s.data.val else 0} val{capped}, "
+             f"{len(s.data.test)} test samples on {s.device}; network {cfg.network}, T={cfg.T}, "
+             f"every neuron {_neuron_label(cfg)}" + (f", {cfg.pool} pooling" if cfg.pool else "")]
+    if s.dist.world > 1:
+        lines.append(_placement(s))
+    return lines
+
+
+def _neuron_label(cfg: TrainConfig) -> str:
+    if cfg.neuron == "if":
+        return "IF"
+    return f"{cfg.neuron.upper()} (tau{'0' if cfg.neuron == 'plif' else ''} = {cfg.tau0:g})"
+
+
+def _placement(s: "Session") -> str:
+    """What each of the processes holds of the data (``--data-on-device``)."""
+    splits = [x for x in (s.data.train, s.data.val, s.data.test) if x is not None]
+    mb = sum(x.nbytes for x in splits) / 1e6
+    n = s.dist.world
+    if not s.data.train.streamed:
+        return f"data: each of the {n} processes keeps every split whole on its device ({mb:.0f} MB each)"
+    source = ("the memory-mapped frame cache (pages shared by the processes of a machine)"
+              if s.cfg.dataset not in STATIC else f"host memory (every process holds the {mb:.0f} MB of uint8 images)")
+    return (f"data: each of the {n} processes streams only its own 1/{n} of every epoch and evaluation, from {source}")
+
+
+def epoch_line(row: dict, cfg: TrainConfig) -> str:
+    val = f"  val {row['val_acc']:.2%}" if "val_acc" in row else ""
+    taus = ", ".join(f"{t:.3g}" for t in row["taus"])
+    return (f"epoch {row['epoch']:>4}/{cfg.epochs}  loss {row['train_loss']:.4f}  train {row['train_acc']:.2%}  "
+            f"test {row['test_acc']:.2%}{val}  lr {row['lr']:.2e}  {row['samples_per_s']:.0f} samples/s  "
+            f"{row['epoch_time_s']:.1f}s  tau [{taus}]")
+
+
+def final_report(folder: RunFolder, metrics: list[dict], cfg: TrainConfig) -> str:
+    if not metrics:
+        return f"no epoch run; run folder: {folder.path}"
+    s = folder.read_summary()
+    a = s["accuracy_A"]
+    lines = [f"\n{cfg.dataset}, {len(metrics)} epochs in {s['wall_time_s']:.0f}s",
+             f"accuracy A (max test): {a['test_acc']:.2%} at epoch {a['epoch']}"]
+    if "accuracy_B" in s:
+        b = s["accuracy_B"]
+        lines.append(f"accuracy B (test at best val): {b['test_acc']:.2%} at epoch {b['epoch']} (val {b['val_acc']:.2%})")
+    lines.append(f"run folder: {folder.path}")
+    return "\n".join(lines)
