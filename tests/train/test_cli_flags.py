@@ -102,3 +102,13 @@ def test_numbers_are_ascii_digits_refused_in_one_line_while_parsing(flag, value,
     err = capsys.readouterr().err
     assert e.value.code == 2 and f"argument {flag}" in err and "ASCII digits" in err
     assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize("flag,value,message", [("--time-limit", "-1h", "--time-limit '-1h': not a positive duration"),
+                                                ("--lr", "-inf", "--lr must be a finite number, got -inf"),
+                                                ("--time-limit", "-1:00:00", "--time-limit '-1:00:00'")])
+def test_a_value_starting_with_a_minus_gets_the_options_own_refusal(flag, value, message, tmp_path, capsys):
+    """argparse took -1h and -inf for options ("expected one argument") and never asked plif."""
+    assert main(["train", flag, value, "--out", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "expected one argument" not in err and not (tmp_path / "r").exists()

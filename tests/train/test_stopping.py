@@ -27,7 +27,8 @@ def _same_weights(a, b):
 
 
 @pytest.mark.parametrize("text, seconds", [("90", 90), ("45s", 45), ("90m", 5400), ("1.5h", 5400), ("1h30m", 5400),
-                                           ("1:30:00", 5400), ("05:00", 300), ("1-00:00:00", 86400), ("2d", 172800)])
+                                           ("1:30:00", 5400), ("05:00", 300), ("90:00", 5400), ("1-00:00:00", 86400),
+                                           ("2d", 172800), ("1-12", 129600), ("1-12:30", 131400), ("30:59:59", 111599)])
 def test_parse_duration(text, seconds):
     assert parse_duration(text) == seconds
 
@@ -35,6 +36,14 @@ def test_parse_duration(text, seconds):
 @pytest.mark.parametrize("text", ["", "0", "-5", "1x", "h", "nan", "1:2:3:4"])
 def test_parse_duration_refuses(text):
     with pytest.raises(ValueError, match="--time-limit"):
+        parse_duration(text)
+
+
+@pytest.mark.parametrize("text, field", [("1:99:99", "minutes"), ("1:00:60", "seconds"), ("5:60", "seconds"),
+                                         ("1-24:00:00", "hours"), ("1-01:60", "minutes")])
+def test_parse_duration_refuses_a_clock_field_out_of_range(text, field):
+    """1:99:99 was read as 9,639 s (issue 31); SLURM's D-HH was read as D days and HH seconds."""
+    with pytest.raises(ValueError, match=f"--time-limit '{text}': {field} must be below"):
         parse_duration(text)
 
 

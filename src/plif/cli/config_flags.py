@@ -9,10 +9,16 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import re
 
 from ..train.config import flag_name
 
 __all__ = ["add_config_flags", "given_settings", "flag_name"]
+
+# what argparse takes for a value although it starts with "-": its own pattern knows only plain
+# negative numbers, so "--time-limit -1h" or "--lr -inf" died on "expected one argument" instead
+# of reaching the option's own one-line refusal
+_NEGATIVE_VALUE = re.compile(r"^-(\d|\.\d|inf|nan)", re.IGNORECASE)
 
 
 def _help(f: dataclasses.Field, kind) -> str:
@@ -48,6 +54,7 @@ def add_config_flags(parser: argparse.ArgumentParser, exclude=(), cls=None) -> l
     from ..train.config import TrainConfig, field_kind
 
     cls = cls or TrainConfig
+    parser._negative_number_matcher = _NEGATIVE_VALUE  # argparse's hook for negative-looking values
     group = parser.add_argument_group("run settings (from the training config)")
     names = []
     for f in dataclasses.fields(cls):

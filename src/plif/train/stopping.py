@@ -23,14 +23,21 @@ _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 def parse_duration(text: str) -> float:
     """Seconds of ``90``, ``45s``, ``90m``, ``1.5h``, ``2d``, ``1h30m``, ``MM:SS``, ``HH:MM:SS`` or
-    SLURM's ``D-HH:MM:SS``; ``ValueError`` naming ``--time-limit`` otherwise."""
+    SLURM's ``D-HH``, ``D-HH:MM``, ``D-HH:MM:SS``; ``ValueError`` naming ``--time-limit`` otherwise
+    (also for minutes or seconds of 60 or more after a colon, or hours of 24 or more after a day count)."""
     s = str(text).strip().lower()
     seconds = None
-    m = re.fullmatch(r"(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?", s)
-    if m and (m.group(1) or m.group(3)):
-        days, *parts = m.groups()
-        parts = [int(p) for p in parts if p is not None]
-        seconds = sum(p * 60 ** i for i, p in enumerate(reversed(parts))) + int(days or 0) * 86400
+    m = re.fullmatch(r"(?:(\d+)-)?(\d+(?::\d+){0,2})", s)
+    if m and (m.group(1) or ":" in m.group(2)):
+        days, fields = m.group(1), [int(p) for p in m.group(2).split(":")]
+        units = (3600, 60, 1) if days or len(fields) == 3 else (60, 1)
+        for i, (value, unit) in enumerate(zip(fields, units)):
+            limit = 60 if i else (24 if days else None)  # the leading field counts on (90:00 is 90 minutes)
+            if limit is not None and value >= limit:
+                what = {3600: "hours", 60: "minutes", 1: "seconds"}[unit]
+                raise ValueError(f"--time-limit {text!r}: {what} must be below {limit} there, got {value}; "
+                                 "use e.g. 1:30:00, 90:00 or 1-12:00:00")
+        seconds = sum(v * u for v, u in zip(fields, units)) + int(days or 0) * 86400
     elif re.fullmatch(r"(\d+(\.\d*)?|\.\d+)", s):
         seconds = float(s)
     elif s and re.fullmatch(r"((\d+(\.\d*)?|\.\d+)[smhd])+", s):
