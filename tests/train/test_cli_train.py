@@ -1,5 +1,7 @@
 import json
 
+import pytest
+
 from plif.cli.main import main
 from plif.runs import read_metrics
 from plif_testing import tiny_train_argv
@@ -15,8 +17,11 @@ def test_resume_needs_only_the_run_folder(tiny_fashion, tmp_path, capsys):
     # no other flag: the run's own config is used, so nothing differs; --epochs may grow
     assert main(["train", "--resume", str(out), "--epochs", "2"]) == 0
     assert [m["epoch"] for m in read_metrics(out)] == [1, 2]
-    assert json.loads((out / "config.json").read_text())["lr"] == 0.004
-    assert json.loads((out / "config.json").read_text())["epochs"] == 2  # the resumed run's epochs are recorded
+    config = json.loads((out / "config.json").read_text())
+    assert config["lr"] == 0.004 and config["epochs"] == 2  # the resumed run's epochs are recorded
+    # the cosine period followed --epochs (1): it follows the new 2 instead of training epoch 2 at lr 0 (issue 31)
+    assert config["t_max"] == 2 and read_metrics(out)[1]["lr"] == pytest.approx(0.002)
+    assert "the cosine period follows the epochs, now 2" in capsys.readouterr().out
     capsys.readouterr()
     assert main(["train", "--resume", str(out), "--epochs", "3", "--lr", "0.1"]) == 2
     err = capsys.readouterr().err

@@ -86,7 +86,6 @@ def run_sweep(base, out: str | Path, only=None, command: str = "", log=print) ->
     only: labels to run (default all of :data:`ABLATIONS`).  Returns the sweep folder.
     """
     from ..train import resolve_config
-    from ..train.config import read_stored_config
     from ..train.run import train_status
 
     out = Path(out)
@@ -110,11 +109,6 @@ def run_sweep(base, out: str | Path, only=None, command: str = "", log=print) ->
                     list(entries.values()))
 
     status = {a.label: sweep_status(out / a.label, configs[a.label].epochs) for a in chosen}
-    for a in chosen:
-        if status[a.label] == "partial" and base.t_max is None:
-            # the cosine period a run started with stays its own when more epochs are asked for
-            stored = read_stored_config(out / a.label)
-            configs[a.label] = dataclasses.replace(configs[a.label], t_max=stored.t_max)
     write(status)
     for a in chosen:
         cfg = configs[a.label]

@@ -48,7 +48,8 @@ class TrainConfig:
     batch_size: int | None = field(default=None, metadata={"help": "training batch size per process [paper 16, cpu 64]"})
     lr: float | None = field(default=None, metadata={"help": "Adam learning rate [paper 1e-3, cpu 2e-3]"})
     t_max: int | None = field(default=None, metadata={
-        "help": "CosineAnnealingLR period in epochs [paper 64; cpu: --epochs]"})
+        "help": "CosineAnnealingLR period in epochs [paper 64; cpu: --epochs, and a --resume that changes --epochs "
+                "stretches it to the new epochs, the lr going on from the stretched curve]"})
     neuron: str = field(default="plif", metadata={
         "help": "replace every neuron of the network", "choices": NEURON_NAMES})
     tau0: float = field(default=2.0, metadata={"help": "initial tau of PLIF, the fixed tau of LIF (> 1, at most 1e30)"})

@@ -3,16 +3,24 @@
 ``last.pt`` holds the model, optimiser and schedule, the epoch, the config and a copy of the
 metrics (``metrics.jsonl`` is rebuilt from it when damaged); one written every
 ``--checkpoint-every`` steps also holds the step and every rank's RNG states and partial totals.
+
+A resume may change ``--epochs``.  Where the cosine period follows the epochs (the ``cpu``
+preset's default, ``t_max`` equal to the run's epochs), it follows the new number: the schedule
+is stretched (or shrunk) to end at the new last epoch, and the learning rate goes on from the
+stretched curve's value at the epoch reached (it would otherwise train the new epochs from lr 0).
+A period of its own (the paper's 64, or a ``--t-max`` other than the epochs) stays.
 """
 from __future__ import annotations
 
+import dataclasses
+import math
 from typing import TYPE_CHECKING
 
 import torch
 
 from ..runs.checkpoint import check_finite, load_checkpoint
 from ..runs.folder import read_metrics
-from .config import config_diff
+from .config import PRESETS, config_diff
 
 if TYPE_CHECKING:
     from .session import Session
@@ -50,7 +58,13 @@ def restore(s: "Session", log) -> None:
     if missing or isinstance(state["epoch"], bool) or state["epoch"] < (0 if step else 1):
         raise ValueError(f"{s.folder.checkpoint('last')}: not a plif resume checkpoint "
                          f"({', '.join(missing) or 'epoch'} missing or malformed; nothing was changed)")
-    diffs = config_diff(state["config"], s.cfg_dict)
+    stored = state["config"]
+    period = _carried_period(stored, s.cfg)
+    if period is not None:
+        s.cfg = dataclasses.replace(s.cfg, t_max=period)
+        s.cfg_dict["t_max"] = period
+        stored = {**stored, "t_max": period}
+    diffs = config_diff(stored, s.cfg_dict)
     if diffs:
         raise ValueError(f"--resume: {s.folder.path} was started with a different config:\n" + "\n".join(diffs))
     ranks = state.get("ranks")
@@ -61,12 +75,43 @@ def restore(s: "Session", log) -> None:
     s.model.load_state_dict(state["model"])
     s.optimizer.load_state_dict(state["optimizer"])
     s.scheduler.load_state_dict(state["scheduler"])
+    if period is not None and s.scheduler.T_max != period:
+        _stretch_schedule(s.scheduler, period)
+        if s.main:
+            log(f"--epochs {s.cfg.epochs} (the run had {state['config']['epochs']}): the cosine period follows "
+                f"the epochs, now {period}; the learning rate goes on at {s.scheduler.get_last_lr()[0]:.3g}")
     s.start_epoch, s.start_step = state["epoch"], step
     s.rank_state = ranks[s.dist.rank] if step else None
     s.metrics = _resumed_metrics(s, state, log)
     if s.main:
         where = f"at step {step} of epoch {s.start_epoch + 1}" if step else f"after epoch {s.start_epoch}"
         log(f"resuming {s.folder.path} {where}")
+
+
+def _carried_period(stored: dict, cfg) -> int | None:
+    """The new cosine period when the run's followed its epochs and ``--epochs`` changed (None
+    otherwise): ``t_max`` equal to the epochs under a preset that sets no period of its own, and
+    not given anew (the stored one, or the new epochs as :func:`resolve_config` gives it)."""
+    preset = PRESETS.get(stored.get("preset"), {})
+    epochs, t_max = stored.get("epochs"), stored.get("t_max")
+    if "t_max" in preset or not isinstance(epochs, int) or t_max != epochs or cfg.epochs == epochs or cfg.t_max not in (t_max, cfg.epochs):
+        return None
+    return cfg.epochs
+
+
+def _stretch_schedule(scheduler, period: int) -> None:
+    """Give a cosine schedule a new period, with the learning rate of every group set to the
+    closed form at the epoch reached (where torch's per-epoch recursion goes on from)."""
+    scheduler.T_max = period
+    t, lrs = scheduler.last_epoch, []
+    for group, base in zip(scheduler.optimizer.param_groups, scheduler.base_lrs):
+        lr = scheduler.eta_min + (base - scheduler.eta_min) * (1 + math.cos(math.pi * t / period)) / 2
+        if torch.is_tensor(group["lr"]):
+            group["lr"].fill_(lr)  # --cuda-graph: the captured step reads this tensor
+        else:
+            group["lr"] = lr
+        lrs.append(lr)
+    scheduler._last_lr = lrs
 
 
 def _resumed_metrics(s: "Session", state: dict, log) -> list[dict]:
