@@ -63,6 +63,24 @@ def test_a_damaged_metrics_file_is_rebuilt_from_last_pt_not_wiped(damage, finish
     assert [r["epoch"] for r in read_metrics(out)] == [1, 2, 3]
 
 
+@pytest.mark.parametrize("keep_copy", [True, False])
+def test_a_torn_last_line_of_a_finished_run_is_repaired_on_resume(keep_copy, finished, tiny_fashion, tmp_path):
+    """The rows a resume needs are all there, then a line a crash cut short: it survived a resume
+    of the finished run with exit 0 (issue 31); the file is rewritten, from last.pt's copy or,
+    without one, from its own complete rows."""
+    out = _copy(finished, tmp_path)
+    if not keep_copy:
+        state = torch.load(out / "checkpoints" / "last.pt", weights_only=True)
+        torch.save({k: v for k, v in state.items() if k != "metrics"}, out / "checkpoints" / "last.pt")
+    rows = read_metrics(out)
+    with open(out / "metrics.jsonl", "ab") as f:
+        f.write(b'{"epoch": 3, "lr')
+    lines = []
+    train(tiny_train_config(tiny_fashion, out, epochs=2, t_max=3), resume=True, log=lines.append)
+    assert read_metrics(out) == rows and (out / "metrics.jsonl").read_text().endswith("}\n")
+    assert any("line 3" in str(x) and "rewrote it from" in str(x) for x in lines)
+
+
 def test_a_deleted_last_pt_beside_best_test_is_refused_naming_it_and_nothing_changes(finished, tiny_fashion,
                                                                                       tmp_path):
     out = _copy(finished, tmp_path)

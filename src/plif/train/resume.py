@@ -116,21 +116,27 @@ def _stretch_schedule(scheduler, period: int) -> None:
 
 def _resumed_metrics(s: "Session", state: dict, log) -> list[dict]:
     """The rows of epochs 1..E of a resume after epoch E: from ``metrics.jsonl``, or, when that is
-    damaged or short, from the copy ``last.pt`` keeps (and ``metrics.jsonl`` is rewritten); refused
+    damaged or short, from the copy ``last.pt`` keeps.  A damaged file (also a torn line after the
+    rows the resume needs, as a finished run may have) is rewritten and the log says so; refused
     naming the file when neither has them all."""
     last, notes = s.folder.checkpoint("last"), []
     want = list(range(1, s.start_epoch + 1))
     rows = [m for m in read_metrics(s.folder.path, notes) if isinstance(m.get("epoch"), int) and m["epoch"] <= s.start_epoch]
-    if [m["epoch"] for m in rows] == want:
+    complete = [m["epoch"] for m in rows] == want
+    if complete and not notes:
         return rows
     saved = state.get("metrics")
     if isinstance(saved, list) and [m.get("epoch") if isinstance(m, dict) else None for m in saved] == want:
-        if s.main:
-            s.folder.write_metrics(saved)
-            log(f"{s.folder.metrics} was damaged or short ({'; '.join(notes) or f'{len(rows)} of {len(want)} epochs'}); "
-                f"rewrote it from the copy in {last}")
-        return list(saved)
-    raise ValueError(f"--resume: {s.folder.metrics} records epochs {[m['epoch'] for m in rows]} but {last} is after "
-                     f"epoch {s.start_epoch}" + (f" ({'; '.join(notes)})" if notes else "")
-                     + "; nothing was changed; put metrics.jsonl back, or pass --restart to delete this run and "
-                     "train from scratch")
+        good, source = list(saved), f"the copy in {last}"
+    elif complete:
+        good, source = rows, f"its rows of epochs 1 to {s.start_epoch}, which {last} follows"
+    else:
+        raise ValueError(f"--resume: {s.folder.metrics} records epochs {[m['epoch'] for m in rows]} but {last} is "
+                         f"after epoch {s.start_epoch}" + (f" ({'; '.join(notes)})" if notes else "")
+                         + "; nothing was changed; put metrics.jsonl back, or pass --restart to delete this run and "
+                         "train from scratch")
+    if s.main:
+        s.folder.write_metrics(good)
+        log(f"{s.folder.metrics} was damaged or short ({'; '.join(notes) or f'{len(rows)} of {len(want)} epochs'}); "
+            f"rewrote it from {source}")
+    return good
