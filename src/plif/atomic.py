@@ -8,6 +8,9 @@ The temporary file is created with ``O_EXCL`` (never through an existing name or
 and :func:`atomic_write_bytes` writes through that same descriptor, so a link planted beside the
 target cannot redirect the data.  An OS error (a full disk, a read-only folder) names the target:
 ``No space left on device`` alone would not say which of a run's files failed.
+
+A command that writes several files into one folder runs them inside :func:`new_files_undone`:
+if it fails half-way, the files it added and the folders it made are removed again.
 """
 from __future__ import annotations
 
@@ -15,6 +18,7 @@ import io
 import json
 import math
 import os
+import shutil
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
@@ -22,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 __all__ = ["atomic_path", "atomic_write_bytes", "atomic_write_text", "atomic_write_json", "atomic_save_npy",
-           "strict_json", "named_os_error"]
+           "strict_json", "named_os_error", "new_folders", "new_files_undone"]
 
 
 def _umask() -> int:
@@ -106,3 +110,29 @@ def atomic_save_npy(path: str | Path, array: np.ndarray) -> Path:
     buf = io.BytesIO()
     np.save(buf, np.ascontiguousarray(array), allow_pickle=False)
     return atomic_write_bytes(path, buf.getvalue())
+
+
+def new_folders(path: str | Path) -> list[Path]:
+    """The folders that making ``path`` (with its parents) would create, outermost first."""
+    path = Path(path)
+    return [p for p in (*reversed(path.parents), path) if not os.path.lexists(p)]
+
+
+@contextmanager
+def new_files_undone(folder: str | Path):
+    """Run a block that writes files into ``folder``; if it raises, the files it added there and the
+    folders it made (``folder`` and its parents) are removed again, so a failed command leaves no
+    empty or partial folder behind.  Files it replaced stay replaced (each write was atomic)."""
+    folder = Path(folder)
+    made = new_folders(folder)
+    before = set(folder.iterdir()) if not made and folder.is_dir() else set()
+    try:
+        yield folder
+    except BaseException:
+        if made:
+            shutil.rmtree(made[0], ignore_errors=True)  # nothing in it was there before
+        elif folder.is_dir():
+            for p in set(folder.iterdir()) - before:
+                if p.is_file() or p.is_symlink():
+                    p.unlink(missing_ok=True)
+        raise

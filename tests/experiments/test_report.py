@@ -85,3 +85,21 @@ def test_report_figures_in_the_requested_formats(runs, tmp_path):
     assert "](taus.svg)" in md and "](test_accuracy.svg)" in md
     assert main(["report", str(runs / "plif2"), "--out", str(tmp_path / "bad"), "--dpi", "1"]) == 2
     assert not (tmp_path / "bad").exists()
+
+
+def test_a_failed_report_leaves_no_folder_or_file_it_made(runs, tmp_path, monkeypatch, capsys):
+    """A report that failed half-way left its --out folder behind (issue 31)."""
+    import errno
+
+    from plif.experiments import report
+
+    def full(*a, **k):
+        raise OSError(errno.ENOSPC, "No space left on device", str(a[0]))
+
+    monkeypatch.setattr(report, "save_json", full)  # after the figures are written
+    assert main(["report", str(runs / "plif2"), "--out", str(tmp_path / "new" / "report")]) == 2
+    assert "No space left on device" in capsys.readouterr().err and not (tmp_path / "new").exists()
+    (tmp_path / "old").mkdir()
+    (tmp_path / "old" / "notes.txt").write_text("mine")
+    assert main(["report", str(runs / "plif2"), "--out", str(tmp_path / "old")]) == 2
+    assert [p.name for p in (tmp_path / "old").iterdir()] == ["notes.txt"]

@@ -42,3 +42,39 @@ def test_eval_prints_accuracy_a_and_b(tiny_fashion, tmp_path, capsys):
     printed = capsys.readouterr().out
     assert f"accuracy A: {summary['accuracy_A']['test_acc']:.2%}" in printed
     assert f"accuracy B: {summary['accuracy_B']['test_acc']:.2%}" in printed
+
+
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGUSR1"])
+def test_eval_stopped_by_a_signal_says_so_and_exits_128_plus_its_number(sig, tiny_fashion, tmp_path, monkeypatch,
+                                                                        capsys):
+    """SIGTERM and SIGUSR1 (a cluster's notice) ended plif eval without a word (issue 31)."""
+    import os
+    import signal
+    import time
+
+    from plif.models import build_network
+    from plif.train import resolve_config
+    from plif.train import loop
+    from plif_testing import tiny_train_config, write_run_folder
+
+    cfg = resolve_config(tiny_train_config(tiny_fashion, tmp_path / "run"))
+    net = build_network(cfg.network, cfg.input_shape, cfg.T, **cfg.network_kwargs())
+    write_run_folder(tmp_path / "run", cfg.to_dict(), model=net)
+    signum = getattr(signal, sig)
+
+    def evaluate(*a, **k):
+        os.kill(os.getpid(), signum)
+        time.sleep(30)  # the handler interrupts it
+        raise AssertionError("the signal was not handled")
+
+    def unhandled(*a):  # what would otherwise end the whole test session
+        raise AssertionError(f"plif eval left {sig} unhandled")
+
+    monkeypatch.setattr(loop, "evaluate", evaluate)
+    before = signal.signal(signum, unhandled)
+    try:
+        assert main(["eval", str(tmp_path / "run"), "--device", "cpu"]) == 128 + signum
+        assert signal.getsignal(signum) is unhandled  # plif's handler was for the command only
+    finally:
+        signal.signal(signum, before)
+    assert f"plif eval: stopped by {sig} before it finished" in capsys.readouterr().err

@@ -169,6 +169,27 @@ def test_a_symlinked_run_folder_entry_is_refused(entry, finished, tiny_fashion, 
         assert hashlib.sha256(target.read_bytes()).hexdigest() == before
 
 
+def test_a_run_refused_while_taking_its_folder_leaves_nothing(tiny_fashion, tmp_path, monkeypatch):
+    """A refusal before the first checkpoint left the folders it made and a (0-byte, on a full
+    disk) .lock behind (issue 31)."""
+    with pytest.raises(FileNotFoundError, match="holds no run"):
+        train(tiny_train_config(tiny_fashion, tmp_path / "a" / "run"), resume=True, log=quiet)
+    assert not (tmp_path / "a").exists()
+
+    def full(*a):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "pwrite", full)  # writing the pid into the lock
+    with pytest.raises(ValueError, match="No space left on device"):
+        train(tiny_train_config(tiny_fashion, tmp_path / "b" / "run"), log=quiet)
+    assert not (tmp_path / "b").exists()
+    monkeypatch.undo()
+    (tmp_path / "c").mkdir()  # a folder that was there stays, without a .lock of ours
+    with pytest.raises(FileNotFoundError, match="holds no run"):
+        train(tiny_train_config(tiny_fashion, tmp_path / "c"), resume=True, log=quiet)
+    assert list((tmp_path / "c").iterdir()) == []
+
+
 def test_an_interrupted_first_epoch_leaves_no_stub_folder(tiny_fashion, tmp_path, monkeypatch):
     monkeypatch.setattr(session_mod, "load_train_data", lambda *a: (_ for _ in ()).throw(OSError(5, "I/O error")))
     with pytest.raises(OSError):

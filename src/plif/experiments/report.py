@@ -229,7 +229,14 @@ def _tau_figure(runs: list[RunRecord], path: Path, output: FigureOutput) -> Path
 def write_report(paths, out: str | Path, targets=DEFAULT_TARGETS, log=print,
                  output: FigureOutput | None = None) -> Path:
     """Read run and sweep folders ``paths``, write ``report.md``, ``report.json`` and figures to ``out``
-    (in the formats of ``output``; report.md shows the first)."""
+    (in the formats of ``output``; report.md shows the first).  A failure leaves no new file or folder."""
+    from ..atomic import new_files_undone
+
+    with new_files_undone(out):
+        return _write_report(paths, out, targets, log, output)
+
+
+def _write_report(paths, out, targets, log, output) -> Path:
     out, output = Path(out), output or FigureOutput()
     runs, problems = [], []
     for path, label in expand_run_paths(paths):

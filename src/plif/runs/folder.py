@@ -26,7 +26,7 @@ import os
 import shutil
 from pathlib import Path
 
-from ..atomic import atomic_write_bytes, atomic_write_json as write_json, strict_json
+from ..atomic import atomic_write_bytes, atomic_write_json as write_json, new_folders, strict_json
 from ..filelock import FileLock
 
 __all__ = ["RunFolder", "RunFolderBusy", "CHECKPOINTS", "CONFIG", "METRICS", "SUMMARY", "read_metrics",
@@ -100,7 +100,7 @@ def prepare_out(path) -> list[Path]:
     path = Path(path)
     if path.exists() and not path.is_dir():
         raise ValueError(f"--out {path}: exists and is not a folder")
-    created = [p for p in (*reversed(path.parents), path) if not os.path.lexists(p)]
+    created = new_folders(path)
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as e:
@@ -233,6 +233,12 @@ class RunFolder:
             self._lock.release(remove)
             self._lock = None
 
+    def unlock_as_found(self, created: list[Path]) -> None:
+        """Release the lock after a refusal: ``.lock`` is removed when this process made it, and so
+        are the folders it ``created`` (outermost first) where they hold nothing else."""
+        self.unlock(remove=self._lock is not None and self._lock.created)
+        remove_empty_folders(created)
+
     def __enter__(self):
         return self.lock() if self._lock is None else self
 
@@ -286,9 +292,14 @@ class RunFolder:
             shutil.rmtree(self.tensorboard, ignore_errors=True)
         _rmdir_if_empty(self.path / CHECKPOINT_DIR)
         self.unlock(remove=True)  # the next run makes its own
-        for d in reversed(created):
-            if not _rmdir_if_empty(d):
-                break
+        remove_empty_folders(created)
+
+
+def remove_empty_folders(created: list[Path]) -> None:
+    """Remove the folders of ``created`` (outermost first), innermost first, while they are empty."""
+    for d in reversed(created):
+        if not _rmdir_if_empty(d):
+            break
 
 
 def _rmdir_if_empty(d: Path) -> bool:

@@ -73,9 +73,9 @@ def setup_run_folder(cfg: TrainConfig, resume, log, restart: bool = False) -> tu
     if restart and resume is True:
         raise ValueError("--restart deletes the run in --out and --resume continues it: give one of them")
     created = prepare_out(folder.path)
-    folder.refuse_links()
-    folder.lock()
     try:
+        folder.refuse_links()
+        folder.lock()
         folder.refuse_links()  # again under the lock: the state is only read now
         folder.clean_stale_temporaries()
         if restart:
@@ -97,7 +97,7 @@ def setup_run_folder(cfg: TrainConfig, resume, log, restart: bool = False) -> tu
             log(f"{folder.path}: the run there finished no epoch; starting it again")
             folder.clear_unfinished()
     except BaseException:
-        folder.unlock()
+        folder.unlock_as_found(created)  # a refusal leaves no .lock and no folder it made
         raise
     return folder, bool(resume) and finished, created
 
