@@ -158,3 +158,27 @@ def test_two_nodes_match_one_node_with_two_processes(tiny_fashion, tmp_path, two
         assert p.returncode == 0, err[-3000:]
     assert sum(o.count("run folder:") for o, _ in results) == 2  # one writer: rank 0 reports, the other is silent
     _assert_same_run(two_process_run[0], out)
+
+
+def test_a_time_limit_ends_torchrun_with_0_and_the_rates_cover_the_whole_test_set(tiny_fashion, tmp_path):
+    """Workers stopped by --time-limit exited 75, which torchrun counts as a failure: it started the
+    group again (using up --max-restarts) and exited 1.  And a DDP run's firing rates were those of
+    rank 0's half of the test set only (issue 31)."""
+    from plif.data.pipeline import eval_batches, load_test_split
+    from plif.runs import load_run, read_metrics
+    from plif.train.loop import evaluate
+    from plif.train.tb_log import firing_rates
+
+    out = tmp_path / "run"
+    agent = _start("--standalone", "--nproc_per_node=2", "--max-restarts=1",
+                   *_train_args(tiny_fashion, out, "--time-limit", "1"))  # less than the start-up: one epoch
+    [(stdout, stderr)] = _finish(agent)
+    assert agent.returncode == 0, stderr[-3000:]
+    assert "stopped (time limit)" in stdout and "exit status 0" in stdout and "resuming" not in stdout
+    assert json.loads((out / "summary.json").read_text())["stopped"] == "time limit"
+    (row,) = read_metrics(out)
+    net, config = load_run(out, "last")  # the weights the epoch's test pass ran with
+    split, prepare = load_test_split(config["dataset"], str(tiny_fashion), config["T"], None, torch.device("cpu"))
+    with firing_rates(net) as rates:  # one process, the same two batches of 30 as the two ranks' shares
+        evaluate(net, eval_batches(split, prepare, len(split) // 2), config["num_classes"])
+    assert row["firing_rates"] == rates

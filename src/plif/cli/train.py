@@ -7,11 +7,12 @@ from pathlib import Path
 
 def run_train(args) -> int:
     from ..runs import RunFolder
-    from ..train.run import EXIT_STOPPED, train_status
+    from ..train.run import train_status
+    from ..train.stopping import stopped_exit_status
     from .config_flags import given_settings
 
     def train(cfg, resume=False, restart=False) -> int:  # stopped by --time-limit or SIGTERM/SIGUSR1: exit 75
-        return EXIT_STOPPED if train_status(cfg, resume, restart=restart)[1] else 0
+        return stopped_exit_status() if train_status(cfg, resume, restart=restart)[1] else 0
 
     given = given_settings(args)
     if not args.resume:

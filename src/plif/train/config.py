@@ -106,7 +106,8 @@ class TrainConfig:
         "choices": ("none", "tensorboard")})
     time_limit: str | None = field(default=None, metadata={
         "help": "wall time of this job (3600, 90m, 1.5h, 1:30:00, 1-00:00:00): stop cleanly after the last epoch "
-                "(or --checkpoint-every step) that fits and exit with status 75; the same command continues the run"})
+                "(or --checkpoint-every step) that fits and exit with status 75 (0 under torchrun); the same command "
+                "continues the run"})
     checkpoint_every: int | None = field(default=None, metadata={
         "help": "also checkpoint every STEPS training steps within an epoch (long epochs); a resume continues at "
                 "the same batch"})

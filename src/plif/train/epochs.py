@@ -40,8 +40,8 @@ def run_epochs(s: Session, stopper: Stopper, log) -> str | None:
     steps = s.data.steps_per_epoch(cfg.batch_size, s.dist.world)
     first = s.start_epoch
     if s.restarted and first < cfg.epochs and any_rank(stopper.expired(), s.device, s.dist.world):
-        # torchrun restarts a group that stopped at --time-limit (its exit status 75 is a failure
-        # there): past the limit, the restarted group stops at once instead of one stretch more
+        # a group torchrun started again (after a crash) past --time-limit stops at once instead of
+        # training one stretch more
         return "time limit"
     for epoch in range(first, cfg.epochs):
         try:
@@ -116,7 +116,7 @@ def _run_epoch(s: Session, epoch: int, steps: int, reduce, stopper: Stopper) -> 
     if s.trainer is None and not s.cfg.compile:
         from .tb_log import firing_rates
 
-        with firing_rates(s.model) as rates:
+        with firing_rates(s.model, reduce) as rates:
             test_loss, test_acc, _ = _evaluate(s, data.test, "test", reduce)
     else:
         test_loss, test_acc, _ = _evaluate(s, data.test, "test", reduce)
@@ -128,7 +128,7 @@ def _run_epoch(s: Session, epoch: int, steps: int, reduce, stopper: Stopper) -> 
     row.update({"taus": taus, "epoch_time_s": time.perf_counter() - t0, "train_time_s": train_time,
                 "samples_per_s": n_train / train_time if train_time > 0 else float("nan")})
     if rates is not None:
-        row["firing_rates"] = rates  # on this process's share of the test set (layer names as in TensorBoard)
+        row["firing_rates"] = rates  # on the whole test set, every process's share (layer names as in TensorBoard)
     return row
 
 

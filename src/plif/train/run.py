@@ -16,7 +16,7 @@ from .config import TrainConfig
 from .distributed import shutdown
 from .epochs import run_epochs
 from .session import Session, default_run_dir, open_session
-from .stopping import EXIT_STOPPED, Stopper, parse_duration
+from .stopping import EXIT_STOPPED, Stopper, parse_duration, stopped_exit_status
 from .summary import final_report, run_summary, start_lines
 
 __all__ = ["train", "train_status", "default_run_dir", "EXIT_STOPPED"]
@@ -36,8 +36,8 @@ def train(cfg: TrainConfig, resume=False, log=print, restart: bool = False) -> P
 
 def train_status(cfg: TrainConfig, resume=False, log=print, restart: bool = False) -> tuple[Path, str | None]:
     """:func:`train`, also returning why the run stopped before its last epoch (``"time limit"``,
-    ``"SIGTERM"``, ``"SIGUSR1"``) or None when it ran to the end (``plif train`` exits with
-    :data:`EXIT_STOPPED` then)."""
+    ``"SIGTERM"``, ``"SIGUSR1"``) or None when it ran to the end (``plif train`` then exits with
+    :func:`~plif.train.stopping.stopped_exit_status`: 75, or 0 in a torchrun worker)."""
     limit = None if cfg.time_limit is None else parse_duration(cfg.time_limit)
     stopper = Stopper(limit, signals=int(os.environ.get("WORLD_SIZE", "1")) <= 1, log=log)
     with stopper:  # signals are handled from the start; torchrun's workers leave them to the agent
@@ -82,7 +82,7 @@ def _run(s: Session, stopper: Stopper, log) -> tuple[Path, str | None]:
     if s.main:
         if stopped:
             log(f"stopped ({stopped}) with {folder.checkpoint('last')} saved; run the same command again "
-                f"(or --resume {folder.path}) to continue; exit status {EXIT_STOPPED}")
+                f"(or --resume {folder.path}) to continue; exit status {stopped_exit_status()}")
         else:
             log(final_report(folder, s.metrics, cfg))
     return folder.path, stopped

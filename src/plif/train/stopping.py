@@ -16,11 +16,21 @@ import signal
 import time
 from contextlib import contextmanager
 
-__all__ = ["EXIT_STOPPED", "parse_duration", "Stopper", "STOP_SIGNALS", "StopSignal", "stop_signals_raise"]
+__all__ = ["EXIT_STOPPED", "stopped_exit_status", "parse_duration", "Stopper", "STOP_SIGNALS", "StopSignal",
+           "stop_signals_raise"]
 
 EXIT_STOPPED = 75  # EX_TEMPFAIL: not finished, not failed; run the same command again to continue
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGUSR1)
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def stopped_exit_status() -> int:
+    """The exit status of a run stopped on purpose: :data:`EXIT_STOPPED`, except in a torchrun
+    worker.  torchrun's agent counts any other status than 0 as a failure: it would start the
+    group again (using up ``--max-restarts``) and then exit 1, so a scheduler records a failure
+    for a run that stopped as asked.  There every worker exits 0; ``summary.json`` says
+    ``"stopped"`` and the same command continues the run."""
+    return 0 if "TORCHELASTIC_RUN_ID" in os.environ else EXIT_STOPPED
 
 
 def parse_duration(text: str) -> float:

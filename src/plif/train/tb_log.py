@@ -12,6 +12,8 @@ from __future__ import annotations
 from contextlib import contextmanager
 from pathlib import Path
 
+import torch
+
 __all__ = ["TensorBoardLog", "firing_rates", "spiking_layer_names", "summary_writer_class"]
 
 
@@ -29,11 +31,12 @@ def tau_names(model) -> list[str]:
 
 
 @contextmanager
-def firing_rates(model):
+def firing_rates(model, all_reduce=None):
     """Count spikes of every spiking layer of ``model`` while the block runs.
 
     Yields a dict that, after the block, maps ``"<index>_<token>"`` to the mean firing rate.  Counts
-    stay on the device until the block ends (no host sync per batch).
+    stay on the device until the block ends (no host sync per batch).  all_reduce: sums a tensor
+    over the processes (torchrun), so the rates are those of every process's share together.
     """
     sums: dict[str, list] = {}
     handles = []
@@ -50,11 +53,22 @@ def firing_rates(model):
         handles.append(layer.register_forward_hook(hook))
     try:
         yield result
+        # only after a block that ended well: under torchrun every process joins this reduction
+        result.update(_rates(sums, all_reduce, next(model.parameters(), torch.empty(0)).device))
     finally:
         for h in handles:
             h.remove()
-        for key, (s, n) in sums.items():
-            result[key] = float(s) / n if n else float("nan")
+
+
+def _rates(sums: dict, all_reduce, device) -> dict[str, float]:
+    """``{key: spikes / values}`` of ``{key: [spike sum (a device tensor, or None), values seen]}``;
+    with ``all_reduce`` both counts are first summed over the processes (float64: exact to 2^53)."""
+    spikes = [0.0 if s is None else float(s) for s, _ in sums.values()]
+    counts = [float(n) for _, n in sums.values()]
+    if all_reduce is not None:
+        total = all_reduce(torch.tensor(spikes + counts, dtype=torch.float64, device=device)).tolist()
+        spikes, counts = total[:len(spikes)], total[len(spikes):]
+    return {k: s / n if n else float("nan") for k, s, n in zip(sums, spikes, counts)}
 
 
 def summary_writer_class():
