@@ -41,4 +41,4 @@ def test_off_a_terminal_each_epoch_is_one_plain_line(tiny_fashion, tmp_path):
     assert r.returncode == 0, r.stderr
     assert "\r" not in r.stderr and "sample/s" not in r.stderr  # no bars when stderr is not a terminal
     epoch_lines = [line for line in r.stdout.splitlines() if line.startswith("epoch ")]
-    assert len(epoch_lines) == 2 and epoch_lines[0].startswith("epoch    1/2")
+    assert len(epoch_lines) == 2 and epoch_lines[0].startswith("epoch 1/2 loss")

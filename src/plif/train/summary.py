@@ -11,7 +11,7 @@ from .config import STATIC, TrainConfig
 if TYPE_CHECKING:
     from .session import Session
 
-__all__ = ["run_summary", "epoch_line", "start_lines", "final_report"]
+__all__ = ["run_summary", "epoch_line", "start_lines", "final_report", "LINE_WIDTH"]
 
 
 def run_summary(metrics: list[dict], cfg: TrainConfig, run_dir: Path, finished: bool) -> dict:
@@ -73,12 +73,35 @@ def _placement(s: "Session") -> str:
     return (f"data: each of the {n} processes streams only its own 1/{n} of every epoch and evaluation, from {source}")
 
 
+LINE_WIDTH = 100  # the epoch line fits a terminal of 100 columns
+
+
 def epoch_line(row: dict, cfg: TrainConfig) -> str:
-    val = f"  val {row['val_acc']:.2%}" if "val_acc" in row else ""
-    taus = ", ".join(f"{t:.3g}" for t in row["taus"])
-    return (f"epoch {row['epoch']:>4}/{cfg.epochs}  loss {row['train_loss']:.4f}  train {row['train_acc']:.2%}  "
-            f"test {row['test_acc']:.2%}{val}  lr {row['lr']:.2e}  {row['samples_per_s']:.0f} samples/s  "
-            f"{row['epoch_time_s']:.1f}s  tau [{taus}]")
+    """One line of at most :data:`LINE_WIDTH` characters: loss, accuracies, learning rate, the
+    epoch's time and τ of every PLIF layer (their range where the list would not fit).  Samples/s
+    and the rest are in ``metrics.jsonl``."""
+    acc = " ".join(f"{name} {row[key]:.2%}" for name, key in (("train", "train_acc"), ("test", "test_acc"),
+                                                              ("val", "val_acc")) if key in row)
+    head = (f"epoch {row['epoch']:>{len(str(cfg.epochs))}}/{cfg.epochs} loss {row['train_loss']:.4f} {acc} "
+            f"lr {row['lr']:.1e} {_duration(row['epoch_time_s'])}")
+    taus = row["taus"]
+    if not taus:
+        return head
+    listed = f"{head} tau {' '.join(map(_tau, taus))}"
+    if len(listed) <= LINE_WIDTH or len(taus) == 1:
+        return listed
+    return f"{head} tau {_tau(min(taus))}-{_tau(max(taus))}"
+
+
+def _tau(t: float) -> str:
+    return f"{t:.2f}" if t < 100 else f"{t:.2g}"
+
+
+def _duration(seconds: float) -> str:
+    """At most five characters: ``12.3s``, ``45.6m``, ``12.3h``."""
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    return f"{seconds / 60:.1f}m" if seconds < 3600 else f"{seconds / 3600:.1f}h"
 
 
 def final_report(folder: RunFolder, metrics: list[dict], cfg: TrainConfig) -> str:
