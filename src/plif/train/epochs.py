@@ -20,6 +20,7 @@ from ..runs.checkpoint import nonfinite_count, save_checkpoint
 from .distributed import all_gather_object, all_reduce_sum, any_rank
 from .graph import autocast_context
 from .loop import Diverged, EpochTotals, evaluate, train_epoch
+from .precise_bn import needs_precise_bn, reestimate_bn
 from .resume import resume_state, rng_state, set_rng_state
 from .session import Session
 from .stopping import Stopper
@@ -38,6 +39,10 @@ def run_epochs(s: Session, stopper: Stopper, log) -> str | None:
     cfg = s.cfg
     reduce = all_reduce_sum if s.dist.world > 1 else None
     steps = s.data.steps_per_epoch(cfg.batch_size, s.dist.world)
+    precise = needs_precise_bn(s.model, steps)
+    if precise and s.main:
+        log(f"BatchNorm statistics: re-estimated on the training split after every epoch (an epoch of {steps} "
+            "steps is too short for their running averages to forget their previous values)")
     first = s.start_epoch
     if s.restarted and first < cfg.epochs and any_rank(stopper.expired(), s.device, s.dist.world):
         # a group torchrun started again (after a crash) past --time-limit stops at once instead of
@@ -45,7 +50,7 @@ def run_epochs(s: Session, stopper: Stopper, log) -> str | None:
         return "time limit"
     for epoch in range(first, cfg.epochs):
         try:
-            row = _run_epoch(s, epoch, steps, reduce, stopper)
+            row = _run_epoch(s, epoch, steps, reduce, stopper, precise)
         except _StopNow as e:
             return str(e)
         s.scheduler.step()
@@ -83,7 +88,7 @@ def _diverged(s: Session, epoch: int) -> FloatingPointError:
                     f"stopped without saving them; {good}")
 
 
-def _run_epoch(s: Session, epoch: int, steps: int, reduce, stopper: Stopper) -> dict:
+def _run_epoch(s: Session, epoch: int, steps: int, reduce, stopper: Stopper, precise_bn: bool = False) -> dict:
     cfg, data, dist = s.cfg, s.data, s.dist
     gen = epoch_generator(cfg.seed, epoch)
     torch.manual_seed(cfg.seed * 7919 + epoch * 104729 + dist.rank)  # dropout masks
@@ -110,6 +115,10 @@ def _run_epoch(s: Session, epoch: int, steps: int, reduce, stopper: Stopper) -> 
     if not math.isfinite(train_loss) or nonfinite_count(s.model.state_dict()):  # e.g. BatchNorm statistics
         raise _diverged(s, epoch)
     train_time = time.perf_counter() - t0
+    if precise_bn:  # before the epoch is evaluated and saved (plif.train.precise_bn)
+        with _autocast(s):
+            reestimate_bn(s.model, data.eval_batches(data.train, cfg.eval_batch_size, dist.rank, dist.world), reduce,
+                          dist.world)
     rates = None
     # spike counts by forward hooks: a replayed CUDA graph runs none, and adding them to a compiled
     # network each epoch would make it recompile
@@ -127,6 +136,8 @@ def _run_epoch(s: Session, epoch: int, steps: int, reduce, stopper: Stopper) -> 
     taus = [float(m.tau.mean()) for m in s.model.neuron_layers() if hasattr(m, "w")]
     row.update({"taus": taus, "epoch_time_s": time.perf_counter() - t0, "train_time_s": train_time,
                 "samples_per_s": n_train / train_time if train_time > 0 else float("nan")})
+    if precise_bn:
+        row["bn_reestimated"] = True
     if rates is not None:
         row["firing_rates"] = rates  # on the whole test set, every process's share (layer names as in TensorBoard)
     return row
