@@ -40,10 +40,9 @@ def run_epochs(s: Session, stopper: Stopper, log) -> str | None:
     reduce = all_reduce_sum if s.dist.world > 1 else None
     steps = s.data.steps_per_epoch(cfg.batch_size, s.dist.world)
     precise = needs_precise_bn(s.model, steps)
-    if precise and s.main:
-        log(f"BatchNorm statistics: re-estimated on the training split after every epoch (an epoch of {steps} "
-            "steps is too short for their running averages to forget their previous values)")
     first = s.start_epoch
+    if precise and s.main and first < cfg.epochs:
+        log(f"precise BN: {steps} steps an epoch are too few for BatchNorm's running averages; re-estimated after each")
     if s.restarted and first < cfg.epochs and any_rank(stopper.expired(), s.device, s.dist.world):
         # a group torchrun started again (after a crash) past --time-limit stops at once instead of
         # training one stretch more

@@ -58,7 +58,7 @@ def restore(s: "Session", log) -> None:
     if missing or isinstance(state["epoch"], bool) or state["epoch"] < (0 if step else 1):
         raise ValueError(f"{s.folder.checkpoint('last')}: not a plif resume checkpoint "
                          f"({', '.join(missing) or 'epoch'} missing or malformed; nothing was changed)")
-    stored = state["config"]
+    stored = state["config"] if isinstance(state["config"], dict) else {}  # {}: every setting differs
     period = _carried_period(stored, s.cfg)
     if period is not None:
         s.cfg = dataclasses.replace(s.cfg, t_max=period)
