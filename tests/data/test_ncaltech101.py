@@ -3,7 +3,7 @@ class included), the first 90% of each class by file number train; ``plif train 
 import numpy as np
 import pytest
 
-from plif.data.catalog import DATASETS
+from plif.data.catalog import ATIS_SENSOR, DATASETS
 from plif.data.events.datasets import list_samples
 from plif.data.events.nmnist import parse_nmnist
 from plif.data.events.types import EventFormatError
@@ -15,7 +15,7 @@ D = DATASETS["ncaltech101"]
 def test_reader_takes_the_atis_sensor_and_overflow_records():
     raw = atis_bin([(239, 179, 1, 100), (5, 240, 0, 0), (0, 0, 0, 50), (5, 240, 0, 0), (1, 2, 1, 7)])
     ev = parse_nmnist(raw, "x.bin", sensor=D.sensor_size)
-    assert D.sensor_size == (180, 240)
+    assert D.sensor_size == ATIS_SENSOR == (180, 240)  # the ATIS sensor is written once, in the catalog
     assert ev["x"].tolist() == [239, 0, 1] and ev["y"].tolist() == [179, 0, 2] and ev["p"].tolist() == [1, 0, 1]
     assert ev["t"].tolist() == [100, 50 + 8192, 7 + 2 * 8192]  # each overflow record adds 2**13 us
     with pytest.raises(EventFormatError, match="x=239, y=179 outside the 34x34 sensor"):

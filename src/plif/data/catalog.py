@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 __all__ = ["DatasetSpec", "DATASETS", "STATIC", "EVENT", "get_dataset", "CIFAR10_CLASSES", "GESTURE_CLASS_NAMES",
-           "NCALTECH101_CLASSES", "default_root"]
+           "NCALTECH101_CLASSES", "ATIS_SENSOR", "default_root"]
 
 CIFAR10_CLASSES = ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck")
 GESTURE_CLASS_NAMES = ("hand clap", "right hand wave", "left hand wave", "right arm clockwise",
@@ -119,6 +119,7 @@ NCALTECH101_CLASSES = (
     "revolver", "rhino", "rooster", "saxophone", "schooner", "scissors", "scorpion", "sea_horse", "snoopy",
     "soccer_ball", "stapler", "starfish", "stegosaurus", "stop_sign", "strawberry", "sunflower", "tick", "trilobite",
     "umbrella", "watch", "water_lilly", "wheelchair", "wild_cat", "windsor_chair", "wrench", "yin_yang")
+ATIS_SENSOR = (180, 240)  # (H, W) of the whole ATIS sensor (N-Caltech101's frames): the largest a .bin recording can be
 _DVS_NET = "{c128k3s1-BN-PLIF-MPk2s2}*4-DP-FC512-PLIF-DP-FC%d-PLIF-APk10s10"  # the paper's CIFAR10-DVS network
 
 DATASETS: dict[str, DatasetSpec] = {d.name: d for d in (
@@ -168,7 +169,7 @@ DATASETS: dict[str, DatasetSpec] = {d.name: d for d in (
                 "user*_*.aedat, user*_*_labels.csv, trials_to_train.txt and trials_to_test.txt", "gesture-trials",
                 folders=("DvsGesture", "DVS128Gesture"), paper_accuracy=(97.57, 96.53)),
     # not in the paper: the event benchmark most later papers report, with the paper's CIFAR10-DVS network
-    DatasetSpec("ncaltech101", "event", (2, 180, 240), NCALTECH101_CLASSES, 20, _DVS_NET % 1010, _CPU_DVS % 1010,
+    DatasetSpec("ncaltech101", "event", (2, *ATIS_SENSOR), NCALTECH101_CLASSES, 20, _DVS_NET % 1010, _CPU_DVS % 1010,
                 None, "no official split: the first 90% of each class by file number train, the rest test "
                 "(SpikingJelly's train_ratio=0.9 without shuffling)",
                 "Get N-Caltech101 (Orchard et al. 2015, Mendeley Data record cy6cvx3ryv), extract Caltech101.zip "

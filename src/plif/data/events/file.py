@@ -6,10 +6,10 @@ from typing import Callable
 
 import numpy as np
 
+from ..catalog import ATIS_SENSOR
 from ..frames import check_frame_shape, events_to_frames
 from .detect import read_with_sensor, time_warnings
 from .gesture import cut_events
-from .nmnist import ATIS_SENSOR
 
 __all__ = ["file_to_frames", "frames_of_events"]
 

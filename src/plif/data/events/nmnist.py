@@ -17,15 +17,12 @@ from pathlib import Path
 
 import numpy as np
 
-from ..catalog import DATASETS
+from ..catalog import ATIS_SENSOR, DATASETS
 from .types import EventFormatError, make_events, read_file_bytes
 
-__all__ = ["read_nmnist_bin", "parse_nmnist", "NMNIST_SENSOR", "ATIS_SENSOR"]
+__all__ = ["read_nmnist_bin", "parse_nmnist", "NMNIST_SENSOR"]
 
 NMNIST_SENSOR = DATASETS["nmnist"].sensor_size  # (H, W) = (34, 34), from the dataset's description
-
-
-ATIS_SENSOR = (180, 240)  # (H, W) of the whole ATIS sensor: the largest a .bin recording can be
 OVERFLOW_Y = 240  # y of a time-stamp overflow record
 OVERFLOW_US = 1 << 13  # what the reference reader adds per overflow record
 
