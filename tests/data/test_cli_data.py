@@ -46,14 +46,17 @@ def test_show_writes_png(tmp_path):
     assert red > 0 and blue > 0  # EVENTS has ON and OFF events
 
 
-def test_errors_are_reported_not_raised(tmp_path, capsys):
+def test_errors_are_reported_not_raised(tmp_path, capsys, monkeypatch):
     bad = tmp_path / "bad.bin"
     bad.write_bytes(b"\x00" * 7)
     assert main(["data", "info", str(bad)]) == 2
     assert "bad.bin" in capsys.readouterr().err
     assert main(["data", "frames", str(tmp_path / "a.bin"), "--T", "2", "--sensor", "3x3", "--out", "x.npy"]) == 2
-    assert main(["data", "prepare", "nmnist", "--T", "3"]) == 2
-    assert "--root" in capsys.readouterr().err
+    capsys.readouterr()
+    monkeypatch.setenv("PLIF_DATA_ROOT", str(tmp_path / "data"))
+    assert main(["data", "prepare", "nmnist", "--T", "3"]) == 2  # no --root: training's default folder
+    err = capsys.readouterr().err
+    assert f"no 'Train' found under any of: {tmp_path / 'data' / 'nmnist'}," in err and "--root" in err
 
 
 def test_prepare_event_dataset(tmp_path, capsys):
@@ -63,7 +66,7 @@ def test_prepare_event_dataset(tmp_path, capsys):
                "--cache-dir", str(tmp_path / "cache"), "--workers", "0", "--quiet"])
     assert rc == 0
     out = capsys.readouterr().out
-    assert "nmnist test: frames (10, 2, 2, 34, 34) uint8" in out and str(tmp_path / "cache") in out
+    assert "nmnist test: samples (10, 2, 2, 34, 34) uint8, labels (10,) -> " + str(tmp_path / "cache") in out
 
 
 def _modules_after(argv):
@@ -118,7 +121,7 @@ def test_prepare_refuses_an_empty_recording_unless_allowed(tmp_path, capsys):
     assert main(args) == 2
     assert "Test/4/0.bin: EmptyRecordingError: empty recording" in capsys.readouterr().err
     assert main(args + ["--allow-empty"]) == 0
-    assert "frames (10, 2, 2, 34, 34)" in capsys.readouterr().out
+    assert "samples (10, 2, 2, 34, 34)" in capsys.readouterr().out
 
 
 def test_frames_refuse_silent_results(tmp_path, capsys):

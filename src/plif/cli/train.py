@@ -42,7 +42,7 @@ def _download(cfg) -> None:
     from ..data.event_download import download_event_dataset
     from ..train.config import resolve_config
 
-    if get_dataset(cfg.dataset).kind != "event":
+    if not get_dataset(cfg.dataset).is_event:
         return
     if cfg.data_dir is not None:
         Path(cfg.data_dir).expanduser().mkdir(parents=True, exist_ok=True)

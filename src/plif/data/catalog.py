@@ -15,7 +15,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["DatasetSpec", "DATASETS", "STATIC", "EVENT", "get_dataset", "CIFAR10_CLASSES", "GESTURE_CLASS_NAMES",
+__all__ = ["DatasetSpec", "DATASETS", "get_dataset", "CIFAR10_CLASSES", "GESTURE_CLASS_NAMES",
            "NCALTECH101_CLASSES", "ATIS_SENSOR", "default_root"]
 
 CIFAR10_CLASSES = ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck")
@@ -51,7 +51,7 @@ class DatasetSpec:
     """
 
     name: str
-    kind: str  # "static" or "event"
+    kind: str  # "static" or "event": ask it through ``is_event``
     input_shape: tuple[int, int, int]
     classes: tuple[str, ...]
     T: int
@@ -73,6 +73,15 @@ class DatasetSpec:
     md5: dict[str, str] = field(default_factory=dict, hash=False)
     urls: tuple[str, ...] = ()
     paper_accuracy: tuple[float, float] | None = None
+
+    def __post_init__(self):
+        if self.kind not in ("static", "event"):
+            raise ValueError(f"{self.name}: kind {self.kind!r}, expected 'static' or 'event'")
+
+    @property
+    def is_event(self) -> bool:
+        """Event data (frames from recordings) rather than static images: the one way code asks."""
+        return self.kind == "event"
 
     @property
     def num_classes(self) -> int:
@@ -178,16 +187,17 @@ DATASETS: dict[str, DatasetSpec] = {d.name: d for d in (
                 suffixes=(".bin",), train_fraction=0.9),
 )}
 
-STATIC = tuple(n for n, d in DATASETS.items() if d.kind == "static")
-EVENT = tuple(n for n, d in DATASETS.items() if d.kind == "event")
 
 
-def get_dataset(name: str) -> DatasetSpec:
-    """The description of ``name``; the error lists the valid names."""
-    try:
-        return DATASETS[name]
-    except KeyError:
-        raise ValueError(f"unknown dataset {name!r}; valid: {', '.join(DATASETS)}") from None
+def get_dataset(name: str, events: bool | None = None) -> DatasetSpec:
+    """The record of ``name``; the error lists the valid names.  ``events``: only an event dataset
+    (True) or only a static one (False) is accepted; the error then lists the names of that kind."""
+    d = DATASETS.get(name)
+    if d is None or (events is not None and d.is_event != events):
+        kind = "" if events is None else "event " if events else "static "
+        valid = [n for n, e in DATASETS.items() if events is None or e.is_event == events]
+        raise ValueError(f"unknown {kind}dataset {name!r}; valid: {', '.join(valid)}")
+    return d
 
 
 def default_root() -> Path:

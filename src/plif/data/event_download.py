@@ -121,7 +121,7 @@ def download_event_dataset(name: str, root: str | Path | None = None, keep_archi
     already in the folder.  Download failures raise ``OSError`` naming every URL tried.
     """
     spec = get_dataset(name)
-    if spec.kind != "event":
+    if not spec.is_event:
         raise ValueError(f"{name} is a static dataset: plif downloads it when it is first loaded "
                          f"(plif data prepare {name})")
     table = {**EVENT_ARCHIVES, **MANUAL_ARCHIVES}

@@ -15,17 +15,16 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .catalog import DATASETS, DatasetSpec, default_root
+from .catalog import DatasetSpec, default_root, get_dataset
 from .download import download_file
 from .idx import read_idx
 
-__all__ = ["StaticDataset", "STATIC_DATASETS", "load_static", "default_root"]
+__all__ = ["StaticDataset", "load_static", "default_root"]
 
 FASHION_SYSTEM_DIR = Path("/usr/share/datasets/fashion-mnist")  # Debian: dataset-fashion-mnist
 
 
 StaticDataset = DatasetSpec  # the record of one static dataset (mean, std, files, md5, urls, ...)
-STATIC_DATASETS: dict[str, DatasetSpec] = {n: d for n, d in DATASETS.items() if d.kind == "static"}
 
 CIFAR_DIR = "cifar-10-batches-py"
 CIFAR_TRAIN = tuple(f"data_batch_{i}" for i in range(1, 6))
@@ -188,14 +187,12 @@ def load_static(name: str, root: str | Path | None = None, train: bool = True,
                 download: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
     """Load a whole split: ``images uint8 [N, C, H, W]`` (raw 0..255), ``labels int64 [N]``.
 
-    ``name`` is a key of ``STATIC_DATASETS``.  ``root=None`` means ``default_root()``, and for
+    ``name`` is a static dataset of :data:`plif.data.catalog.DATASETS`.  ``root=None`` means ``default_root()``, and for
     Fashion-MNIST the Debian folder ``/usr/share/datasets/fashion-mnist`` is searched first.
     Missing files are downloaded (md5-checked) unless ``download=False``; if that is impossible a
     ``FileNotFoundError`` names the files and folder.  Corrupt files raise ``ValueError``.
     """
-    if name not in STATIC_DATASETS:
-        raise ValueError(f"unknown static dataset {name!r}; known: {sorted(STATIC_DATASETS)}")
-    entry = STATIC_DATASETS[name]
+    entry = get_dataset(name, events=False)
     system = root is None
     root = default_root() if root is None else Path(root).expanduser()
     images, labels = _LOADERS[entry.loader](entry, root, train, download, system)

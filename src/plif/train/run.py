@@ -27,7 +27,7 @@ from ..models import build_network
 from ..progress import sample_bar
 from .checkpoint import check_finite, load_checkpoint, save_checkpoint
 from ..data.pipeline import epoch_generator, load_train_data, planned_train_samples
-from .config import STATIC, TrainConfig, check_network, check_outputs, config_diff, pick_device, resolve_config
+from .config import TrainConfig, check_network, check_outputs, config_diff, pick_device, resolve_config
 from .distributed import (all_gather_object, all_reduce_sum, any_rank, broadcast_object, init_distributed,
                           restart_count, shutdown)
 from .graph import GraphTrainer, autocast_context, check_graph_options, graph_adam
@@ -403,8 +403,9 @@ def _placement(s: _Session) -> str:
     n = s.dist.world
     if not s.data.train.streamed:
         return f"data: each of the {n} processes keeps every split whole on its device ({mb:.0f} MB each)"
+    from ..data.catalog import get_dataset
     source = ("the memory-mapped frame cache (pages shared by the processes of a machine)"
-              if s.cfg.dataset not in STATIC else f"host memory (every process holds the {mb:.0f} MB of uint8 images)")
+              if get_dataset(s.cfg.dataset).is_event else f"host memory (every process holds the {mb:.0f} MB of uint8 images)")
     return (f"data: each of the {n} processes streams only its own 1/{n} of every epoch and evaluation, from {source}")
 
 

@@ -11,10 +11,10 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..catalog import CIFAR10_CLASSES, DATASETS, DatasetSpec
+from ..catalog import CIFAR10_CLASSES, DatasetSpec, get_dataset
 from .gesture import read_gesture_labels, read_trials
 
-__all__ = ["EventSample", "EventDataset", "EVENT_DATASETS", "list_samples", "CIFAR10_CLASSES"]
+__all__ = ["EventSample", "EventDataset", "list_samples", "CIFAR10_CLASSES"]
 
 
 @dataclass(frozen=True)
@@ -28,7 +28,6 @@ class EventSample:
 
 
 EventDataset = DatasetSpec  # the description of one event dataset (sensor_size, num_classes, T, sizes, ...)
-EVENT_DATASETS: dict[str, DatasetSpec] = {n: d for n, d in DATASETS.items() if d.kind == "event"}
 
 
 def _number(p: Path) -> int:
@@ -169,9 +168,7 @@ def list_samples(name: str, root: str | Path, train: bool, **options) -> list[Ev
     without an official split (CIFAR10-DVS and N-Caltech101, default 0.9: the first 900 files of
     each CIFAR10-DVS class by file number train, the last 100 test, as in the paper).
     """
-    if name not in EVENT_DATASETS:
-        raise ValueError(f"unknown event dataset {name!r}; known: {sorted(EVENT_DATASETS)}")
-    d = EVENT_DATASETS[name]
+    d = get_dataset(name, events=True)
     samples = LISTERS[d.loader](d, Path(root).expanduser(), train, **options)
     if not samples:
         raise ValueError(f"{name}: no {'train' if train else 'test'} samples under {root} ({d.layout})")

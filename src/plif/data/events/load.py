@@ -7,9 +7,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ..catalog import default_root
+from ..catalog import default_root, get_dataset
 from .cache import build_frames_cache, cache_key, load_cached
-from .datasets import EVENT_DATASETS, list_samples
+from .datasets import list_samples
 from .file import file_to_frames
 
 __all__ = ["load_event_frames", "prepare_event_frames", "file_to_frames"]
@@ -22,11 +22,9 @@ def prepare_event_frames(name: str, root: str | Path | None, T: int, train: bool
     ``root=None`` means ``default_root()/<name>``.  A recording without events stops the build
     with its path unless ``allow_empty`` (then it is an all-zero sample).
     """
-    if name not in EVENT_DATASETS:
-        raise ValueError(f"unknown event dataset {name!r}; known: {sorted(EVENT_DATASETS)}")
+    info = get_dataset(name, events=True)
     if root is None:
         root = default_root() / name
-    info = EVENT_DATASETS[name]
     reader_opts = {k: options.pop(k) for k in info.reader_options if k in options}
     samples = list_samples(name, root, train, **options)
     params = {"dataset": name, "train": bool(train), "T": int(T), "split": split,
@@ -60,7 +58,7 @@ def _say_older(base: Path, folder: Path) -> None:
 def load_event_frames(name: str, root: str | Path | None, T: int, train: bool, split: str = "count",
                       cache_dir: str | Path | None = None, workers: int | None = None,
                       progress: bool = True, allow_empty: bool = False, **options) -> tuple[torch.Tensor, torch.Tensor]:
-    """Frames and labels of a whole split of the event dataset ``name`` (``EVENT_DATASETS``).
+    """Frames and labels of a whole split of the event dataset ``name``.
 
     Returns ``frames [N, T, 2, H, W]`` of integer event counts (uint8 / int16 / int32, whichever
     holds the largest count; call ``.float()`` per batch) backed by a memory-mapped cache file,
