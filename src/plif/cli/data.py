@@ -206,6 +206,7 @@ def _file_args(p) -> None:
 
 def register(sub) -> None:
     from ..data.catalog import DATASETS
+    from ..data.event_download import download_help
 
     data = sub.add_parser("data", help="datasets: prepare caches, frames / picture / info of one event file")
     dsub = data.add_subparsers(dest="data_command", metavar="ACTION", required=True)
@@ -228,8 +229,8 @@ def register(sub) -> None:
                    help="keep recordings without events as all-zero samples (default: refuse them)")
     p.set_defaults(func=run_prepare)
 
-    d = dsub.add_parser("download", help="fetch, check (md5) and unpack a dataset (DVS128 Gesture: prints the "
-                                         "manual steps, then unpacks the archive you fetched)")
+    d = dsub.add_parser("download", help=f"fetch, check (md5) and unpack a dataset (event datasets: {download_help()}, "
+                                         "then unpacks the archive you fetched)")
     d.add_argument("dataset", help=", ".join(DATASETS))
     d.add_argument("--root", help="the dataset's folder [$PLIF_DATA_ROOT/<dataset>; static: $PLIF_DATA_ROOT]")
     d.add_argument("--keep-archives", action="store_true", help="keep the zip / tar files after unpacking")
