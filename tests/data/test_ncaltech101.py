@@ -72,3 +72,19 @@ def test_a_recording_may_begin_with_the_byte_of_a_hash(tmp_path):
     f = tmp_path / "image_0001.bin"
     f.write_bytes(atis_bin([(35, 33, 1, 10), (200, 150, 0, 20)]))
     assert read_events(f, sensor_size=D.sensor_size)["x"].tolist() == [35, 200]
+
+
+def test_text_is_not_an_atis_recording(tmp_path):
+    """ATIS .bin has no magic number and ASCII fits the 240x180 sensor, so time order tells text apart:
+    a recording's timestamps never go backwards (the overflow records count on it)."""
+    text = b"N-Caltech101 recordings are binary; this line of text is not one. It is 100 bytes long, see here!!!\n"
+    assert len(text) % 5 == 0
+    f = tmp_path / "image_0001.bin"
+    f.write_bytes(text)
+    with pytest.raises(EventFormatError, match=r"image_0001.bin: byte offset 10: not an ATIS recording: its time goes "
+                                               r"backwards at event 2 \(\d+ us after \d+ us; 10 such\)"):
+        parse_nmnist(text, f, sensor=D.sensor_size)
+    from plif.cli.main import main
+
+    assert main(["data", "frames", str(f), "--T", "2", "--sensor", "180,240", "--out", str(tmp_path / "o.npy")]) == 2
+    assert not (tmp_path / "o.npy").exists()
