@@ -181,3 +181,23 @@ def test_label_out_of_range_names_the_file_and_first_bad_index(tmp_path, shared_
     with pytest.raises(ValueError, match=rf"{f}: label 10 at index 417 \(IDX byte offset 425, after any gunzip\) "
                                          r"is outside the 10 classes 0..9 of mnist \(2 bad labels"):
         load_static("mnist", tmp_path, train=False, download=False)
+
+
+def test_an_empty_split_is_refused(tmp_path, capsys):
+    """Valid IDX headers for 0 images (and 0 labels) pass every format check: refused by name."""
+    from plif.cli.main import main
+    from plif_testing import write_idx
+
+    write_idx(tmp_path / "train-images-idx3-ubyte", np.zeros((0, 28, 28), np.uint8))
+    write_idx(tmp_path / "train-labels-idx1-ubyte", np.zeros((0,), np.uint8))
+    with pytest.raises(ValueError, match=r"train-images-idx3-ubyte: 0 images \(a valid header for none\): an empty "
+                                         r"train split of mnist is refused"):
+        load_static("mnist", tmp_path, train=True, download=False)
+    assert main(["data", "prepare", "mnist", "--root", str(tmp_path), "--train-only", "--no-download"]) == 2
+    assert "0 images" in capsys.readouterr().err
+    blob, _, _ = cifar_batch(0, 0)
+    folder = tmp_path / "cifar-10-batches-py"
+    folder.mkdir()
+    (folder / "test_batch").write_bytes(blob)
+    with pytest.raises(ValueError, match=r"cifar-10-batches-py \(test_batch\): 0 images .*: an empty test split of cifar10 is refused"):
+        load_static("cifar10", tmp_path, train=False, download=False)

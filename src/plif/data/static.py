@@ -73,10 +73,19 @@ def _load_idx_dataset(entry: StaticDataset, root: Path, train: bool, download: b
         paths = [_find_idx(dirs, n) for n in names]
     images = read_idx(paths[0], expect_type=0x08, expect_ndim=3)
     labels = read_idx(paths[1], expect_type=0x08, expect_ndim=1)
+    _refuse_empty(len(images), entry, split, paths[0])
     _check_labels(labels, entry, paths[1], header=8)
     if len(images) != len(labels):
         raise ValueError(f"{paths[0]} has {len(images)} images but {paths[1]} has {len(labels)} labels")
     return images[:, None], labels
+
+
+def _refuse_empty(n: int, entry: StaticDataset, split: str, where) -> None:
+    """A split of 0 images passes every format check (a valid header for none); training on it, or
+    testing on it, would say nothing true.  Refused, naming the file."""
+    if n == 0:
+        raise ValueError(f"{where}: 0 images (a valid header for none): an empty {split} split of {entry.name} "
+                         "is refused; get the complete files")
 
 
 def _check_labels(labels: np.ndarray, entry: StaticDataset, where, header: int | None = None) -> None:
@@ -176,6 +185,7 @@ def _load_cifar(entry: StaticDataset, root: Path, train: bool, download: bool,
                 raise FileNotFoundError(f"{path / b}: CIFAR-10 batch missing")
             parts.append(_parse_cifar_batch((path / b).read_bytes(), str(path / b)))
     images, labels = np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
+    _refuse_empty(len(images), entry, "train" if train else "test", f"{path} ({', '.join(batches)})")
     _check_labels(labels, entry, f"{entry.name} ({'train' if train else 'test'} split)")
     return images, labels
 
