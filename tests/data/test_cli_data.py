@@ -252,3 +252,29 @@ def test_prepare_refuses_T_zero_and_negative_workers(tmp_path, capsys):
     assert "--T must be >= 1, got 0" in capsys.readouterr().err
     assert main(base + ["--T", "3", "--workers", "-1"]) == 2
     assert "--workers must be >= 0" in capsys.readouterr().err
+
+
+def test_prepare_verify_rebuilds_after_an_edit_that_kept_size_mtime_and_inode(tmp_path, capsys):
+    """Loading trusts an unchanged stat; verify hashes, and its advice (prepare --verify) really rebuilds."""
+    import os
+
+    for d in range(10):
+        nmnist_file(tmp_path / "nm" / "Test" / str(d) / "0.bin", EVENTS)
+    args = ["data", "prepare", "nmnist", "--root", str(tmp_path / "nm"), "--T", "1", "--test-only",
+            "--cache-dir", str(tmp_path / "cache"), "--workers", "0", "--quiet"]
+    assert main(args) == 0
+    (folder,) = (tmp_path / "cache").iterdir()
+    rec = tmp_path / "nm" / "Test" / "3" / "0.bin"
+    st = os.stat(rec)
+    with open(rec, "r+b") as f:  # in place: same inode, same size, then the old mtime put back
+        f.write(bytes([2, 2]))
+    os.utime(rec, ns=(st.st_atime_ns, st.st_mtime_ns))
+    capsys.readouterr()
+    assert main(["data", "verify", str(folder)]) == 1
+    err = capsys.readouterr().err
+    assert f"{rec}: recording changed or missing" in err and "plif data prepare nmnist --verify --T 1" in err
+    assert "just load it" not in err
+    assert main(args + ["--verify"]) == 0
+    assert f"rebuilding the frame cache: {rec}: recording changed" in capsys.readouterr().err
+    assert main(["data", "verify", str(folder)]) == 0
+    assert np.load(folder / "frames.npy")[3, 0, 1, 2, 2] == 1  # the edited first event: x=2, y=2, ON

@@ -191,6 +191,7 @@ class LoadOptions:
     workers: int | None = None  # event: processes building a cache (0: none) [all CPUs]
     progress: bool = True  # event: a progress bar while a cache is built
     allow_empty: bool = False  # event: keep recordings without events as all-zero samples
+    verify: bool = False  # event: hash every recording and the frames before a cache is reused
     reader: dict = field(default_factory=dict)  # event: reader options of the record (e.g. flip_x)
 
 
@@ -229,7 +230,7 @@ def data_source(dataset: str, data_dir, T: int, options: LoadOptions = LoadOptio
         def load(train):
             o = options
             folder = prepare_event_frames(dataset, data_dir, T, train, o.slicing, o.cache_dir, o.workers, o.progress,
-                                          o.allow_empty, **o.reader)
+                                          o.allow_empty, verify=o.verify, **o.reader)
             frames, labels = load_cached(folder, check=False)  # checked by prepare_event_frames
             return Split(torch.from_numpy(frames), torch.from_numpy(np.asarray(labels, dtype=np.int64)),
                          origin=str(folder))

@@ -16,11 +16,13 @@ __all__ = ["load_event_frames", "prepare_event_frames", "file_to_frames"]
 
 def prepare_event_frames(name: str, root: str | Path | None, T: int, train: bool, split: str = "count",
                          cache_dir: str | Path | None = None, workers: int | None = None,
-                         progress: bool = True, allow_empty: bool = False, **options) -> Path:
+                         progress: bool = True, allow_empty: bool = False, verify: bool = False,
+                         **options) -> Path:
     """Build (or find) the frame cache of one split; returns its folder (see :mod:`.cache`).
 
     ``root=None`` means ``default_root()/<name>``.  A recording without events stops the build
-    with its path unless ``allow_empty`` (then it is an all-zero sample).
+    with its path unless ``allow_empty`` (then it is an all-zero sample).  ``verify``: a finished
+    cache is reused only once every recording and the frames hash as recorded.
     """
     info = get_dataset(name, events=True)
     if root is None:
@@ -35,7 +37,7 @@ def prepare_event_frames(name: str, root: str | Path | None, T: int, train: bool
     folder = base / f"{name}-{'train' if train else 'test'}-T{T}-{split}-{key[:16]}"
     fresh = not (folder / "meta.json").is_file()
     folder = build_frames_cache(samples, folder, T, split, info.sensor_size, reader_opts, params,
-                                workers=workers, progress=progress, allow_empty=allow_empty)
+                                workers=workers, progress=progress, allow_empty=allow_empty, verify=verify)
     if fresh:
         _say_older(base, folder)
     return folder
