@@ -278,3 +278,20 @@ def test_prepare_verify_rebuilds_after_an_edit_that_kept_size_mtime_and_inode(tm
     assert f"rebuilding the frame cache: {rec}: recording changed" in capsys.readouterr().err
     assert main(["data", "verify", str(folder)]) == 0
     assert np.load(folder / "frames.npy")[3, 0, 1, 2, 2] == 1  # the edited first event: x=2, y=2, ON
+
+
+def test_verify_reports_every_folder_that_looks_like_a_damaged_cache(tmp_path, capsys):
+    for d in range(10):
+        nmnist_file(tmp_path / "nm" / "Test" / str(d) / "0.bin", EVENTS)
+    assert main(["data", "prepare", "nmnist", "--root", str(tmp_path / "nm"), "--T", "1", "--test-only",
+                 "--cache-dir", str(tmp_path / "cache"), "--workers", "0", "--quiet"]) == 0
+    (folder,) = (tmp_path / "cache").iterdir()
+    renamed = tmp_path / "cache" / "my-copy"
+    (renamed / "chunks").mkdir(parents=True)  # not named like a cache, but holds a cache's files
+    (tmp_path / "cache" / "notes").mkdir()  # anything else is left alone
+    (folder / "meta.json").unlink()
+    capsys.readouterr()
+    assert main(["data", "verify", "--cache-dir", str(tmp_path / "cache")]) == 1
+    err = capsys.readouterr().err
+    assert f"{folder / 'meta.json'}: missing: not a finished frame cache" in err
+    assert f"{renamed / 'meta.json'}: missing" in err and "notes" not in err and len(err.splitlines()) == 2

@@ -142,12 +142,13 @@ def run_verify(args) -> int:
     from pathlib import Path
 
     from ..data.events.cache import CacheError, check_cache
+    from ..data.events.clean import cache_like_folders
     from ..data.catalog import default_root
 
     folders = [Path(f) for f in args.folders]
     if not folders:
         base = Path(args.cache_dir) if args.cache_dir else default_root() / "frames"
-        folders = sorted(p.parent for p in base.glob("*/meta.json"))
+        folders = cache_like_folders(base)  # finished or not: a cache without meta.json is reported
         if not folders:
             print(f"no frame caches under {base}")
             return 0
