@@ -46,8 +46,27 @@ def test_layout_classes_and_split(caltech):
     assert names(train) == [f"image_{k:04d}.bin" for k in range(1, 10)]  # by number: 0010 is last
     assert names(test) == ["image_0010.bin"]
     assert {s.label for s in train} == set(range(101))  # BACKGROUND_Google is class 0
-    assert len(train) == 9 + 100 and len(test) == 1  # round(0.9 * 1) = 1 train file
+    assert len(train) == 9 + 100 and len(test) == 1  # ceil(0.9 * 1) = 1 train file
     assert list_samples("ncaltech101", caltech / "Caltech101", True) == train  # the folder or its parent
+
+
+def test_split_is_spikingjelly_ceil_of_ninety_percent(tmp_path):
+    """SpikingJelly's split_to_train_test_set (train_ratio=0.9, unshuffled), which the docs name: the first
+    ceil(0.9 n) files of each class train.  A class of 5 splits 5/0 (no test sample), 47 splits 43/4."""
+    sizes = {"accordion": 5, "airplanes": 47, "anchor": 10, "ant": 9}
+    for cls in D.classes:
+        for k in range(1, sizes.get(cls, 1) + 1):
+            f = tmp_path / "Caltech101" / cls / f"image_{k:04d}.bin"
+            f.parent.mkdir(parents=True, exist_ok=True)
+            f.touch()
+    train, test = list_samples("ncaltech101", tmp_path, True), list_samples("ncaltech101", tmp_path, False)
+    for cls, (n_train, n_test) in {"accordion": (5, 0), "airplanes": (43, 4), "anchor": (9, 1), "ant": (9, 0),
+                                   "bass": (1, 0)}.items():
+        label = D.classes.index(cls)
+        assert (sum(s.label == label for s in train), sum(s.label == label for s in test)) == (n_train, n_test), cls
+    from plif.data.events.datasets import train_count
+
+    assert train_count(1000, 0.9) == 900 and train_count(100, 0.55) == 55  # 0.55 * 100 is 55.00000000000001
 
 
 def test_plif_train_ncaltech101(caltech, tmp_path, capsys):

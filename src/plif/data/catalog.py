@@ -238,8 +238,8 @@ DATASETS: dict[str, DatasetSpec] = {d.name: d for d in (
                 manual="IBM's box folder needs a browser", paper_accuracy=(97.57, 96.53)),
     # not in the paper: the event benchmark most later papers report, with the paper's CIFAR10-DVS network
     DatasetSpec("ncaltech101", "event", (2, *ATIS_SENSOR), NCALTECH101_CLASSES, 20, _DVS_NET % 1010, _CPU_DVS % 1010,
-                None, "no official split: the first 90% of each class by file number train, the rest test "
-                "(SpikingJelly's train_ratio=0.9 without shuffling)",
+                None, "no official split: the first ceil(0.9 n) of each class's n files by file number train, "
+                "the rest test (SpikingJelly's split_to_train_test_set, train_ratio=0.9, without shuffling)",
                 "Get N-Caltech101 (Orchard et al. 2015, Mendeley Data record cy6cvx3ryv), extract Caltech101.zip "
                 "so that <data-dir>/Caltech101/<class>/image_XXXX.bin exist for the 101 class folders "
                 "(BACKGROUND_Google included)", "class-folders", folders=("Caltech101", "N-Caltech101", "NCaltech101"),
