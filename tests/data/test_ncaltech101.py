@@ -107,3 +107,24 @@ def test_text_is_not_an_atis_recording(tmp_path):
 
     assert main(["data", "frames", str(f), "--T", "2", "--sensor", "180,240", "--out", str(tmp_path / "o.npy")]) == 2
     assert not (tmp_path / "o.npy").exists()
+
+
+def test_info_takes_the_sensor_it_is_given_and_frames_suggest_it(tmp_path, capsys):
+    """--sensor replaces the stated size for info as for frames; a header-less file that does not fit
+    N-MNIST's 34x34 is answered with the option that reads it."""
+    import json
+
+    from plif.cli.main import main
+
+    f = tmp_path / "image_0001.bin"
+    f.write_bytes(atis_bin([(239, 179, 1, 10), (3, 4, 0, 20)]))
+    assert main(["data", "info", str(f), "--sensor", "180,240", "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["events"] == 2 and info["sensor_size"] == [180, 240] and info["observed_size"] == [180, 240]
+    for argv in (["data", "frames", str(f), "--T", "2", "--out", str(tmp_path / "o.npy")], ["data", "info", str(f)]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert "outside the 34x34 sensor" in err and "give its sensor size: --sensor H,W (N-Caltech101: --sensor 180,240)" in err
+        assert len(err.strip().splitlines()) == 1
+    assert main(["data", "info", str(f), "--sensor", "100,100"]) == 2  # the given size is still checked
+    assert "x=239, y=179 do not fit sensor (H, W) = (100, 100)" in capsys.readouterr().err

@@ -22,9 +22,13 @@ import numpy as np
 from ..catalog import ATIS_SENSOR, DATASETS
 from .types import EventFormatError, make_events, read_file_bytes
 
-__all__ = ["read_nmnist_bin", "parse_nmnist", "NMNIST_SENSOR"]
+__all__ = ["read_nmnist_bin", "parse_nmnist", "NMNIST_SENSOR", "OutsideSensorError"]
 
 NMNIST_SENSOR = DATASETS["nmnist"].sensor_size  # (H, W) = (34, 34), from the dataset's description
+class OutsideSensorError(EventFormatError):
+    """A header-less file with an event outside the sensor asked for: not N-MNIST (or not a recording)."""
+
+
 OVERFLOW_Y = 240  # y of a time-stamp overflow record
 OVERFLOW_US = 1 << 13  # what the reference reader adds per overflow record
 
@@ -36,7 +40,7 @@ def _check(data: bytes, path, sensor: tuple[int, int]) -> np.ndarray:
     bad = np.flatnonzero(((b[:, 0] >= sensor[1]) | (b[:, 1] >= sensor[0])) & ~marker)
     if len(bad):
         i = int(bad[0])
-        raise EventFormatError(path, 5 * i, f"not a recognised event file: no AEDAT header, and read as ATIS .bin "
+        raise OutsideSensorError(path, 5 * i, f"not a recognised event file: no AEDAT header, and read as ATIS .bin "
                                             f"(N-MNIST) its event {i} has x={b[i, 0]}, y={b[i, 1]} outside the "
                                             f"{sensor[0]}x{sensor[1]} sensor")
     if len(data) % 5:
