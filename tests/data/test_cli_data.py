@@ -295,3 +295,22 @@ def test_verify_reports_every_folder_that_looks_like_a_damaged_cache(tmp_path, c
     err = capsys.readouterr().err
     assert f"{folder / 'meta.json'}: missing: not a finished frame cache" in err
     assert f"{renamed / 'meta.json'}: missing" in err and "notes" not in err and len(err.splitlines()) == 2
+
+
+def test_a_byte_identical_copy_of_a_test_recording_in_train_is_a_leak(tmp_path, capsys):
+    """A symlink across splits is refused by path; a copy by the content hash the cache keeps anyway."""
+    import shutil
+
+    for split, t0 in (("Train", 100), ("Test", 200)):
+        for d in range(10):
+            nmnist_file(tmp_path / "nm" / split / str(d) / "0.bin", [(1, 2, 1, t0 + d), (3, 4, 0, t0 + 50)])
+    args = ["data", "prepare", "nmnist", "--root", str(tmp_path / "nm"), "--T", "1",
+            "--cache-dir", str(tmp_path / "cache"), "--workers", "0", "--quiet"]
+    assert main(args) == 0
+    shutil.copy(tmp_path / "nm" / "Test" / "3" / "0.bin", tmp_path / "nm" / "Train" / "5" / "1.bin")
+    capsys.readouterr()
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert (f"{tmp_path / 'nm' / 'Train' / '5' / '1.bin'} (train) holds the same bytes as "
+            f"{tmp_path / 'nm' / 'Test' / '3' / '0.bin'} (test) (1 such): a train/test leak") in err
+    assert main(args[:-1] + ["--quiet", "--test-only"]) == 2  # the other split finds it the same way
