@@ -314,3 +314,24 @@ def test_a_byte_identical_copy_of_a_test_recording_in_train_is_a_leak(tmp_path, 
     assert (f"{tmp_path / 'nm' / 'Train' / '5' / '1.bin'} (train) holds the same bytes as "
             f"{tmp_path / 'nm' / 'Test' / '3' / '0.bin'} (test) (1 such): a train/test leak") in err
     assert main(args[:-1] + ["--quiet", "--test-only"]) == 2  # the other split finds it the same way
+
+
+def test_a_root_that_is_a_file_is_named(tmp_path, capsys):
+    f = tmp_path / "notes.txt"
+    f.write_text("not a folder")
+    for argv in (["data", "download", "nmnist", "--root", str(f)], ["data", "prepare", "mnist", "--root", str(f)],
+                 ["data", "prepare", "nmnist", "--root", str(f), "--workers", "0"]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert f"{f}: is a file, not a folder (--root / --data-dir" in err and len(err.strip().splitlines()) == 1, argv
+
+
+def test_a_build_error_names_the_recording_once(tmp_path, capsys):
+    for d in range(10):
+        nmnist_file(tmp_path / "nm" / "Test" / str(d) / "0.bin", EVENTS)
+    bad = tmp_path / "nm" / "Test" / "3" / "0.bin"
+    bad.write_bytes(b"\x00\x01\x80\x00")  # 4 of 5 bytes
+    assert main(["data", "prepare", "nmnist", "--root", str(tmp_path / "nm"), "--T", "1", "--test-only",
+                 "--cache-dir", str(tmp_path / "cache"), "--workers", "0", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert f"{bad}: EventFormatError: byte offset 0: truncated event: 4 of 5 bytes" in err and err.count(str(bad)) == 1

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 __all__ = ["Archive", "DatasetSpec", "DATASETS", "get_dataset", "CIFAR10_CLASSES", "GESTURE_CLASS_NAMES",
-           "NCALTECH101_CLASSES", "ATIS_SENSOR", "default_root"]
+           "NCALTECH101_CLASSES", "ATIS_SENSOR", "default_root", "dataset_folder"]
 
 CIFAR10_CLASSES = ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck")
 GESTURE_CLASS_NAMES = ("hand clap", "right hand wave", "left hand wave", "right arm clockwise",
@@ -262,6 +262,16 @@ def get_dataset(name: str, events: bool | None = None) -> DatasetSpec:
         valid = [n for n, e in DATASETS.items() if events is None or e.is_event == events]
         raise ValueError(f"unknown {kind}dataset {name!r}; valid: {', '.join(valid)}")
     return d
+
+
+def dataset_folder(root: str | Path) -> Path:
+    """``root`` (``~`` expanded) as the folder that holds, or will receive, a dataset; a path that
+    exists and is not a folder is refused, naming it (a mkdir would only say "File exists")."""
+    path = Path(root).expanduser()
+    if path.exists() and not path.is_dir():
+        raise ValueError(f"{path}: is a file, not a folder (--root / --data-dir name the folder that holds or "
+                         "receives the dataset)")
+    return path
 
 
 def default_root() -> Path:

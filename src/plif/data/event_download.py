@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ..atomic import atomic_write_text
 from .archive import Limits, extract_archive
-from .catalog import DATASETS, Archive, default_root, get_dataset
+from .catalog import DATASETS, Archive, dataset_folder, default_root, get_dataset
 from .download import download_file, file_md5
 
 __all__ = ["download_event_dataset", "manual_steps", "dataset_root", "download_help"]
@@ -28,7 +28,7 @@ _STAMPS = ".plif-unpacked"
 
 def dataset_root(name: str, root: str | Path | None) -> Path:
     """Where the dataset's files go: ``root``, or ``$PLIF_DATA_ROOT/<name>`` (what the loaders read by default)."""
-    return Path(root).expanduser() if root is not None else default_root() / name
+    return dataset_folder(root if root is not None else default_root() / name)
 
 
 def download_help() -> str:

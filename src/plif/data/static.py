@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .catalog import DatasetSpec, default_root, get_dataset
+from .catalog import DatasetSpec, dataset_folder, default_root, get_dataset
 from .download import download_file
 from .idx import read_idx
 
@@ -204,7 +204,7 @@ def load_static(name: str, root: str | Path | None = None, train: bool = True,
     """
     entry = get_dataset(name, events=False)
     system = root is None
-    root = default_root() if root is None else Path(root).expanduser()
+    root = default_root() if root is None else dataset_folder(root)
     images, labels = _LOADERS[entry.loader](entry, root, train, download, system)
     if images.shape[1:] != entry.input_shape:
         raise ValueError(f"{name}: images have shape {images.shape[1:]}, expected {entry.input_shape}")

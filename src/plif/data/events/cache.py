@@ -132,8 +132,8 @@ def _build_chunk(samples: list[EventSample], out: str, T: int, split: str, senso
             frames.append(_sample_frames(s, T, split, sensor_size, reader_opts, memo, allow_empty))
             if s.path not in sources:
                 sources[s.path] = fingerprint(s.path)
-        except Exception as e:
-            raise RuntimeError(f"{s.path}: {type(e).__name__}: {e}") from None
+        except Exception as e:  # the reader's message names the file already: said once
+            raise RuntimeError(f"{s.path}: {type(e).__name__}: {str(e).removeprefix(f'{s.path}: ')}") from None
     arr = np.stack(frames)
     arr = arr.astype(count_dtype(int(arr.max()) if arr.size else 0))
     buf = io.BytesIO()
@@ -366,9 +366,12 @@ def _join_chunks(chunk_paths: list[Path], sides: list[dict], out: Path, n: int) 
     need = len(header.getvalue()) + int(np.prod(shape)) * dtype.itemsize
     free = shutil.disk_usage(out.parent).free
     if free < need + _SPACE_MARGIN:
-        raise CacheError(f"{out}: joining the chunks needs {need / 1e9:.2f} GB of free space, {free / 1e9:.2f} GB "
-                         f"are free; free some space or use another cache folder (--cache-dir), then run again "
-                         f"(the finished chunks are kept)")
+        from ..memory import format_bytes
+
+        raise CacheError(f"{out}: joining the chunks needs {format_bytes(need + _SPACE_MARGIN)} of free space "
+                         f"({format_bytes(need)} for the file and a {format_bytes(_SPACE_MARGIN)} margin), "
+                         f"{format_bytes(free)} are free; free some space or use another cache folder (--cache-dir), "
+                         "then run again (the finished chunks are kept)")
     tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
     h = hashlib.blake2b(digest_size=16)
     try:

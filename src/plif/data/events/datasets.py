@@ -12,7 +12,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..catalog import CIFAR10_CLASSES, DatasetSpec, get_dataset
+from ..catalog import CIFAR10_CLASSES, DatasetSpec, dataset_folder, get_dataset
 from .gesture import read_gesture_labels, read_trials
 
 __all__ = ["EventSample", "EventDataset", "list_samples", "CIFAR10_CLASSES"]
@@ -177,7 +177,7 @@ def list_samples(name: str, root: str | Path, train: bool, **options) -> list[Ev
     each CIFAR10-DVS class by file number train, the last 100 test, as in the paper).
     """
     d = get_dataset(name, events=True)
-    samples = LISTERS[d.loader](d, Path(root).expanduser(), train, **options)
+    samples = LISTERS[d.loader](d, dataset_folder(root), train, **options)
     if not samples:
         raise ValueError(f"{name}: no {'train' if train else 'test'} samples under {root} ({d.layout})")
     return samples
