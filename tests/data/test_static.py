@@ -201,3 +201,21 @@ def test_an_empty_split_is_refused(tmp_path, capsys):
     (folder / "test_batch").write_bytes(blob)
     with pytest.raises(ValueError, match=r"cifar-10-batches-py \(test_batch\): 0 images .*: an empty test split of cifar10 is refused"):
         load_static("cifar10", tmp_path, train=False, download=False)
+
+
+def test_a_failed_download_names_every_file_missing(tmp_path, monkeypatch, capsys):
+    """All four MNIST files are tried, the test split's too, and each one that failed is named with why."""
+    from plif.cli.main import main
+
+    with serve({}) as (url, _):  # 404 for every file
+        _mirror_everything_at(monkeypatch, url)
+        with pytest.raises(FileNotFoundError) as e:
+            load_static("mnist", tmp_path, train=True)
+        msg = str(e.value)
+        assert msg.startswith("mnist: missing train-images-idx3-ubyte.gz, train-labels-idx1-ubyte.gz, "
+                              "t10k-images-idx3-ubyte.gz, t10k-labels-idx1-ubyte.gz (download failed: ")
+        for name in DATASETS["mnist"].files.values():  # why each failed, and where to fetch it by hand
+            assert f"{url}/{name}: 3 attempts failed" in msg and f"\n  {url}/{name}" in msg, name
+        assert main(["data", "download", "mnist", "--root", str(tmp_path)]) == 2
+        assert "missing train-images-idx3-ubyte.gz, train-labels-idx1-ubyte.gz, t10k-images-idx3-ubyte.gz, " \
+               "t10k-labels-idx1-ubyte.gz" in capsys.readouterr().err

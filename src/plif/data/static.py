@@ -61,15 +61,20 @@ def _load_idx_dataset(entry: StaticDataset, root: Path, train: bool, download: b
     if entry.name == "fashion-mnist" and system:
         dirs.insert(0, FASHION_SYSTEM_DIR)
     paths = [_find_idx(dirs, n) for n in names]
-    missing = [n for n, p in zip(names, paths) if p is None]
-    if missing:
+    if None in paths:
+        # every file of the dataset that is missing, the other split's too: a run needs them all, and one
+        # message naming each (with why its download failed) beats a second failure after the first fix
+        missing = [n for n in entry.files.values() if _find_idx(dirs, n) is None]
         if not download:
             raise _missing(entry, root, missing, "download=False")
+        failed = {}
         for n in missing:
             try:
                 download_file([u + n for u in entry.urls], root / entry.name / n, entry.md5[n])
-            except OSError as e:
-                raise _missing(entry, root, missing, f"download failed: {e}") from None
+            except OSError as e:  # names the URL, so the file, and why
+                failed[n] = str(e)
+        if failed:
+            raise _missing(entry, root, list(failed), "download failed: " + "; ".join(failed.values()))
         paths = [_find_idx(dirs, n) for n in names]
     images = read_idx(paths[0], expect_type=0x08, expect_ndim=3)
     labels = read_idx(paths[1], expect_type=0x08, expect_ndim=1)
