@@ -16,3 +16,16 @@ def test_one_place_for_the_device_and_its_free_memory():
     assert 0 < device.free_memory("cpu") < 1 << 50
     with pytest.raises(ValueError, match="--device 'gpu0': not a device"):
         device.pick_device("gpu0")
+
+
+def test_the_device_module_is_the_ground_floor():
+    """plif.device imports nothing of plif.data: the data package reads the host's free memory from it."""
+    import ast
+    from pathlib import Path
+
+    from plif.data import memory
+
+    tree = ast.parse(Path(device.__file__).read_text())
+    imported = [n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
+    assert not [m for m in imported if m.startswith("data") or m.startswith("plif.data")]
+    assert memory.host_memory_available is device.host_memory_available

@@ -1,8 +1,14 @@
-"""Which device to run on, and how much memory it has free: the one place for both."""
+"""Which device to run on, and how much memory it has free: the one place for both.
+
+The ground floor: :mod:`plif.data.memory` (the check every user-sized array passes) reads the
+host's free memory from here, so nothing here imports the data package (nor torch, until a
+function needs it)."""
 from __future__ import annotations
 
+import os
+from pathlib import Path
 
-__all__ = ["pick_device", "free_memory"]
+__all__ = ["pick_device", "free_memory", "host_memory_available"]
 
 
 def pick_device(name: str | None = "auto", check: bool = True):
@@ -26,12 +32,42 @@ def pick_device(name: str | None = "auto", check: bool = True):
     return dev
 
 
+def _cgroup_room() -> int | None:
+    """Bytes left under this process's cgroup v2 memory limit, or None without one."""
+    try:
+        rel = next(line.split("::", 1)[1].strip() for line in Path("/proc/self/cgroup").read_text().splitlines()
+                   if line.startswith("0::"))
+        base = Path("/sys/fs/cgroup") / rel.lstrip("/")
+        limit = (base / "memory.max").read_text().strip()
+        if limit == "max":
+            return None
+        return int(limit) - int((base / "memory.current").read_text())
+    except (OSError, StopIteration, ValueError):
+        return None
+
+
+def host_memory_available() -> int:
+    """Bytes the host can give a new allocation: ``MemAvailable`` (or free pages), and no more than
+    what is left under a cgroup memory limit."""
+    avail = None
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    avail = int(line.split()[1]) * 1024
+                    break
+    except OSError:
+        pass
+    if avail is None:
+        avail = int(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+    room = _cgroup_room()
+    return max(0, min(avail, room)) if room is not None else avail
+
+
 def free_memory(device) -> int:
     """Bytes free on ``device``: CUDA's free memory, or what the host can give a new allocation
-    (``MemAvailable``, within a cgroup limit: :func:`plif.data.memory.host_memory_available`)."""
+    (:func:`host_memory_available`: ``MemAvailable``, within a cgroup limit)."""
     import torch
-
-    from .data.memory import host_memory_available
 
     device = torch.device(device)
     if device.type == "cuda":

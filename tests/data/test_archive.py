@@ -95,3 +95,31 @@ def test_tar_gz_unpacks(tmp_path):
         tf.addfile(info, io.BytesIO(b"abc"))
     extract_archive(t, tmp_path / "g")
     assert (tmp_path / "g/DvsGesture/trials_to_train.txt").read_bytes() == b"abc"
+
+
+def test_two_members_with_one_name_are_refused(tmp_path):
+    """Which copy would land on disk depends on the unpacker: refused before anything is written."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # zipfile warns "Duplicate name" while writing the test archive
+        dup = _zip(tmp_path / "dup.zip", {"a/x.bin": b"1", "a/./x.bin": b"2"})
+    with pytest.raises(ArchiveError, match="dup.zip: two members named 'a/x.bin'"):
+        extract_archive(dup, tmp_path / "out")
+    nested = _zip(tmp_path / "nested.zip", {"a/x": b"1", "a/x/y.bin": b"2"})
+    with pytest.raises(ArchiveError, match="'a/x' is a file, and member 'a/x/y.bin' is inside it"):
+        extract_archive(nested, tmp_path / "out")
+    assert list((tmp_path / "out").iterdir()) == []
+    ok = _zip(tmp_path / "ok.zip", {"a/": b"", "a/x.bin": b"1"})  # a folder listed twice is harmless
+    with warnings.catch_warnings(), zipfile.ZipFile(ok, "a") as z:
+        warnings.simplefilter("ignore")
+        z.writestr("a/", b"")
+    assert extract_archive(ok, tmp_path / "out") == [tmp_path / "out" / "a"]
+
+
+def test_required_members_are_checked_before_unpacking(tmp_path):
+    a = _zip(tmp_path / "a.zip", {"Train/0/1.bin": b"1", "Train/1/x.txt": b"2"})
+    with pytest.raises(ArchiveError, match=r"holds no file like 'Train/1/\*.bin' \(1 of the 2 entries needed"):
+        extract_archive(a, tmp_path / "out", require=("Train/0/*.bin", "Train/1/*.bin"))
+    assert list((tmp_path / "out").iterdir()) == []
+    assert extract_archive(a, tmp_path / "out", require=("Train/*/*.bin", "Train/1/*.txt")) == [tmp_path / "out" / "Train"]

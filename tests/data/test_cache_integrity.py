@@ -122,8 +122,11 @@ def test_full_disk_before_the_join_is_a_clean_error(root, tmp_path, monkeypatch)
         total, used, free = 10**9, 10**9, 1000
 
     monkeypatch.setattr(cache.shutil, "disk_usage", lambda p: Usage)
-    with pytest.raises(CacheError, match=r"frames.npy: joining the chunks needs 0.00 GB of free space, "
-                                         r"0.00 GB are free"):
+    with pytest.raises(CacheError, match=r"frames.npy: joining the chunks needs 16.1 MiB of free space \([\d.]+ KiB "
+                                         r"for the file and a 16.0 MiB margin\), 1000 bytes are free"):
+        build(root, tmp_path / "c")
+    Usage.free = 10 << 20  # room for the file, not for the margin: the message says what is really needed
+    with pytest.raises(CacheError, match=r"needs 16.1 MiB of free space \(.*\), 10.0 MiB are free"):
         build(root, tmp_path / "c")
     folder = tmp_path / "c"
     assert not list(folder.glob(".*.tmp")) and not (folder / "frames.npy").exists()
@@ -205,7 +208,7 @@ def test_real_recordings_and_damaged_copies(shared_data, tmp_path):
     assert np.array_equal(frames[0], want) and np.array_equal(frames[9], want)
     bad = root / "Train" / "6" / "0.bin"
     bad.write_bytes(real[:5 * 1000 + 3])  # cut inside event 1000
-    with pytest.raises(RuntimeError, match=rf"{bad}: EventFormatError: {bad}: byte offset 5000: truncated event"):
+    with pytest.raises(RuntimeError, match=rf"{bad}: EventFormatError: byte offset 5000: truncated event"):
         build(root, tmp_path / "c")
     bad.write_bytes(b"\xff" * 10 + real[10:])  # same size, garbage first events: refused, not decoded
     with pytest.raises(RuntimeError, match=r"byte offset 0: not a recognised event file"):

@@ -1,7 +1,9 @@
 """One record per dataset (plif.data.catalog): the zoo, presets, CLI, loaders and listers read it."""
 import pytest
 
-from plif.data.catalog import DATASETS, EVENT, STATIC, get_dataset
+from dataclasses import replace
+
+from plif.data.catalog import DATASETS, get_dataset
 
 
 @pytest.mark.parametrize("name", list(DATASETS))
@@ -31,7 +33,7 @@ def test_each_record_names_plugins_that_exist(name):
 
     d = DATASETS[name]
     assert d.num_classes == len(set(d.classes))
-    if d.kind == "static":
+    if not d.is_event:
         assert d.loader in _LOADERS and augment_for(name) is AUGMENTATIONS[d.augment]
         assert len(d.mean) == len(d.std) == d.input_shape[0] and set(d.md5) == set(d.files.values())
     else:
@@ -48,7 +50,7 @@ def test_cli_reads_the_catalog(capsys):
     assert all(n in text for n in DATASETS)
 
 
-@pytest.mark.parametrize("name", EVENT)
+@pytest.mark.parametrize("name", [n for n, d in DATASETS.items() if d.is_event])
 def test_missing_files_message_is_the_catalog_layout(tmp_path, name):
     from plif.data.events.datasets import list_samples
 
@@ -60,3 +62,13 @@ def test_missing_files_message_is_the_catalog_layout(tmp_path, name):
 def test_unknown_dataset_lists_the_valid_names():
     with pytest.raises(ValueError, match="unknown dataset 'x'; valid: mnist"):
         get_dataset("x")
+
+
+def test_the_kind_is_asked_of_the_record_in_one_way():
+    """``is_event`` is the only question; a record of another kind, or a kind misspelt, is refused."""
+    assert [n for n, d in DATASETS.items() if d.is_event] == ["nmnist", "cifar10-dvs", "dvs128-gesture", "ncaltech101"]
+    assert get_dataset("nmnist", events=True).name == "nmnist" and get_dataset("mnist", events=False).name == "mnist"
+    with pytest.raises(ValueError, match="unknown static dataset 'nmnist'; valid: mnist, fashion-mnist, cifar10$"):
+        get_dataset("nmnist", events=False)
+    with pytest.raises(ValueError, match="kind 'events', expected 'static' or 'event'"):
+        replace(DATASETS["nmnist"], kind="events")

@@ -46,14 +46,17 @@ def test_show_writes_png(tmp_path):
     assert red > 0 and blue > 0  # EVENTS has ON and OFF events
 
 
-def test_errors_are_reported_not_raised(tmp_path, capsys):
+def test_errors_are_reported_not_raised(tmp_path, capsys, monkeypatch):
     bad = tmp_path / "bad.bin"
     bad.write_bytes(b"\x00" * 7)
     assert main(["data", "info", str(bad)]) == 2
     assert "bad.bin" in capsys.readouterr().err
     assert main(["data", "frames", str(tmp_path / "a.bin"), "--T", "2", "--sensor", "3x3", "--out", "x.npy"]) == 2
-    assert main(["data", "prepare", "nmnist", "--T", "3"]) == 2
-    assert "--root" in capsys.readouterr().err
+    capsys.readouterr()
+    monkeypatch.setenv("PLIF_DATA_ROOT", str(tmp_path / "data"))
+    assert main(["data", "prepare", "nmnist", "--T", "3"]) == 2  # no --root: training's default folder
+    err = capsys.readouterr().err
+    assert f"no 'Train' found under any of: {tmp_path / 'data' / 'nmnist'}," in err and "--root" in err
 
 
 def test_prepare_event_dataset(tmp_path, capsys):
@@ -63,7 +66,7 @@ def test_prepare_event_dataset(tmp_path, capsys):
                "--cache-dir", str(tmp_path / "cache"), "--workers", "0", "--quiet"])
     assert rc == 0
     out = capsys.readouterr().out
-    assert "nmnist test: frames (10, 2, 2, 34, 34) uint8" in out and str(tmp_path / "cache") in out
+    assert "nmnist test: samples (10, 2, 2, 34, 34) uint8, labels (10,) -> " + str(tmp_path / "cache") in out
 
 
 def _modules_after(argv):
@@ -118,7 +121,7 @@ def test_prepare_refuses_an_empty_recording_unless_allowed(tmp_path, capsys):
     assert main(args) == 2
     assert "Test/4/0.bin: EmptyRecordingError: empty recording" in capsys.readouterr().err
     assert main(args + ["--allow-empty"]) == 0
-    assert "frames (10, 2, 2, 34, 34)" in capsys.readouterr().out
+    assert "samples (10, 2, 2, 34, 34)" in capsys.readouterr().out
 
 
 def test_frames_refuse_silent_results(tmp_path, capsys):
@@ -160,8 +163,20 @@ def test_info_and_frames_share_one_sensor_rule(tmp_path, capsys):
     assert "x=33, y=33 do not fit sensor (H, W) = (20, 20)" in capsys.readouterr().err
 
 
+def aedat31_file(path, events):
+    """AEDAT 3.1: the header, then one packet of polarity events (x, y, p, t)."""
+    import struct
+
+    body = b"".join(struct.pack("<Ii", x << 17 | y << 2 | p << 1 | 1, t) for x, y, p, t in events)
+    n = len(events)
+    path.write_bytes(b"#!AER-DAT3.1\r\n#!END-HEADER\r\n" + struct.pack("<hhiiiiii", 1, 1, 8, 4, 0, n, n, n) + body)
+    return path
+
+
 def test_timestamps_going_backwards_are_reported(tmp_path, capsys):
-    f = nmnist_file(tmp_path / "a.bin", [(1, 1, 1, 10), (2, 2, 1, 30), (3, 3, 0, 20), (4, 4, 1, 40)])
+    """A camera's AEDAT file may hold a few events out of order: kept and reported.  (An ATIS .bin whose
+    time goes backwards is refused: that is how text is told from a recording, test_ncaltech101.py.)"""
+    f = aedat31_file(tmp_path / "a.aedat", [(1, 1, 1, 10), (2, 2, 1, 30), (3, 3, 0, 20), (4, 4, 1, 40)])
     assert main(["data", "info", str(f), "--json"]) == 0
     cap = capsys.readouterr()
     assert json.loads(cap.out)["backward_steps"] == 1
@@ -237,3 +252,86 @@ def test_prepare_refuses_T_zero_and_negative_workers(tmp_path, capsys):
     assert "--T must be >= 1, got 0" in capsys.readouterr().err
     assert main(base + ["--T", "3", "--workers", "-1"]) == 2
     assert "--workers must be >= 0" in capsys.readouterr().err
+
+
+def test_prepare_verify_rebuilds_after_an_edit_that_kept_size_mtime_and_inode(tmp_path, capsys):
+    """Loading trusts an unchanged stat; verify hashes, and its advice (prepare --verify) really rebuilds."""
+    import os
+
+    for d in range(10):
+        nmnist_file(tmp_path / "nm" / "Test" / str(d) / "0.bin", EVENTS)
+    args = ["data", "prepare", "nmnist", "--root", str(tmp_path / "nm"), "--T", "1", "--test-only",
+            "--cache-dir", str(tmp_path / "cache"), "--workers", "0", "--quiet"]
+    assert main(args) == 0
+    (folder,) = (tmp_path / "cache").iterdir()
+    rec = tmp_path / "nm" / "Test" / "3" / "0.bin"
+    st = os.stat(rec)
+    with open(rec, "r+b") as f:  # in place: same inode, same size, then the old mtime put back
+        f.write(bytes([2, 2]))
+    os.utime(rec, ns=(st.st_atime_ns, st.st_mtime_ns))
+    capsys.readouterr()
+    assert main(["data", "verify", str(folder)]) == 1
+    err = capsys.readouterr().err
+    assert f"{rec}: recording changed or missing" in err and "plif data prepare nmnist --verify --T 1" in err
+    assert "just load it" not in err
+    assert main(args + ["--verify"]) == 0
+    assert f"rebuilding the frame cache: {rec}: recording changed" in capsys.readouterr().err
+    assert main(["data", "verify", str(folder)]) == 0
+    assert np.load(folder / "frames.npy")[3, 0, 1, 2, 2] == 1  # the edited first event: x=2, y=2, ON
+
+
+def test_verify_reports_every_folder_that_looks_like_a_damaged_cache(tmp_path, capsys):
+    for d in range(10):
+        nmnist_file(tmp_path / "nm" / "Test" / str(d) / "0.bin", EVENTS)
+    assert main(["data", "prepare", "nmnist", "--root", str(tmp_path / "nm"), "--T", "1", "--test-only",
+                 "--cache-dir", str(tmp_path / "cache"), "--workers", "0", "--quiet"]) == 0
+    (folder,) = (tmp_path / "cache").iterdir()
+    renamed = tmp_path / "cache" / "my-copy"
+    (renamed / "chunks").mkdir(parents=True)  # not named like a cache, but holds a cache's files
+    (tmp_path / "cache" / "notes").mkdir()  # anything else is left alone
+    (folder / "meta.json").unlink()
+    capsys.readouterr()
+    assert main(["data", "verify", "--cache-dir", str(tmp_path / "cache")]) == 1
+    err = capsys.readouterr().err
+    assert f"{folder / 'meta.json'}: missing: not a finished frame cache" in err
+    assert f"{renamed / 'meta.json'}: missing" in err and "notes" not in err and len(err.splitlines()) == 2
+
+
+def test_a_byte_identical_copy_of_a_test_recording_in_train_is_a_leak(tmp_path, capsys):
+    """A symlink across splits is refused by path; a copy by the content hash the cache keeps anyway."""
+    import shutil
+
+    for split, t0 in (("Train", 100), ("Test", 200)):
+        for d in range(10):
+            nmnist_file(tmp_path / "nm" / split / str(d) / "0.bin", [(1, 2, 1, t0 + d), (3, 4, 0, t0 + 50)])
+    args = ["data", "prepare", "nmnist", "--root", str(tmp_path / "nm"), "--T", "1",
+            "--cache-dir", str(tmp_path / "cache"), "--workers", "0", "--quiet"]
+    assert main(args) == 0
+    shutil.copy(tmp_path / "nm" / "Test" / "3" / "0.bin", tmp_path / "nm" / "Train" / "5" / "1.bin")
+    capsys.readouterr()
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert (f"{tmp_path / 'nm' / 'Train' / '5' / '1.bin'} (train) holds the same bytes as "
+            f"{tmp_path / 'nm' / 'Test' / '3' / '0.bin'} (test) (1 such): a train/test leak") in err
+    assert main(args[:-1] + ["--quiet", "--test-only"]) == 2  # the other split finds it the same way
+
+
+def test_a_root_that_is_a_file_is_named(tmp_path, capsys):
+    f = tmp_path / "notes.txt"
+    f.write_text("not a folder")
+    for argv in (["data", "download", "nmnist", "--root", str(f)], ["data", "prepare", "mnist", "--root", str(f)],
+                 ["data", "prepare", "nmnist", "--root", str(f), "--workers", "0"]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert f"{f}: is a file, not a folder (--root / --data-dir" in err and len(err.strip().splitlines()) == 1, argv
+
+
+def test_a_build_error_names_the_recording_once(tmp_path, capsys):
+    for d in range(10):
+        nmnist_file(tmp_path / "nm" / "Test" / str(d) / "0.bin", EVENTS)
+    bad = tmp_path / "nm" / "Test" / "3" / "0.bin"
+    bad.write_bytes(b"\x00\x01\x80\x00")  # 4 of 5 bytes
+    assert main(["data", "prepare", "nmnist", "--root", str(tmp_path / "nm"), "--T", "1", "--test-only",
+                 "--cache-dir", str(tmp_path / "cache"), "--workers", "0", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert f"{bad}: EventFormatError: byte offset 0: truncated event: 4 of 5 bytes" in err and err.count(str(bad)) == 1

@@ -2,7 +2,8 @@ import re
 
 import pytest
 
-from plif.data.events.datasets import CIFAR10_CLASSES, EVENT_DATASETS, list_samples
+from plif.data.catalog import DATASETS
+from plif.data.events.datasets import CIFAR10_CLASSES, list_samples
 
 
 def touch(p, data=b"\x01\x02\x80\x00\x05"):
@@ -11,9 +12,9 @@ def touch(p, data=b"\x01\x02\x80\x00\x05"):
 
 
 def test_registry():
-    assert EVENT_DATASETS["nmnist"].sensor_size == (34, 34) and EVENT_DATASETS["nmnist"].T == 10
-    assert EVENT_DATASETS["cifar10-dvs"].sensor_size == (128, 128) and EVENT_DATASETS["cifar10-dvs"].T == 20
-    assert EVENT_DATASETS["dvs128-gesture"].num_classes == 11 and EVENT_DATASETS["dvs128-gesture"].sizes == (1176, 288)
+    assert DATASETS["nmnist"].sensor_size == (34, 34) and DATASETS["nmnist"].T == 10
+    assert DATASETS["cifar10-dvs"].sensor_size == (128, 128) and DATASETS["cifar10-dvs"].T == 20
+    assert DATASETS["dvs128-gesture"].num_classes == 11 and DATASETS["dvs128-gesture"].sizes == (1176, 288)
 
 
 def test_nmnist_listing(tmp_path):
@@ -66,8 +67,10 @@ def test_gesture_listing_and_errors(tmp_path):
     (d / "user02_led.aedat").unlink()
     with pytest.raises(FileNotFoundError, match="lists user02_led.aedat"):
         list_samples("dvs128-gesture", tmp_path, train=True)
-    with pytest.raises(ValueError, match="unknown event dataset"):
+    with pytest.raises(ValueError, match="unknown event dataset 'n-caltech101'; valid: nmnist, cifar10-dvs"):
         list_samples("n-caltech101", tmp_path, train=True)
+    with pytest.raises(ValueError, match="unknown event dataset 'mnist'"):  # a static dataset is refused too
+        list_samples("mnist", tmp_path, train=True)
 
 
 def _nmnist_tree(root, n=2):

@@ -1,8 +1,12 @@
-"""Event datasets download from a (local) HTTP server, are checked, resumed and unpacked where the loaders look."""
+"""Event datasets download from a (local) HTTP server, are checked, resumed and unpacked where the loaders look.
+
+The archives are the dataset records' (plif.data.catalog); the tests point their URLs and MD5 sums at a
+local server."""
 import hashlib
 import io
 import tarfile
 import zipfile
+from dataclasses import replace
 
 import pytest
 
@@ -11,6 +15,8 @@ pytest.importorskip("pooch")
 from local_http import serve  # noqa: E402
 from plif.cli.main import main  # noqa: E402
 from plif.data import event_download as ed  # noqa: E402
+from plif.data.archive import ArchiveError  # noqa: E402
+from plif.data.catalog import DATASETS, NCALTECH101_CLASSES  # noqa: E402
 from plif.data.events.datasets import list_samples  # noqa: E402
 
 
@@ -31,13 +37,19 @@ def _md5(b):
     return hashlib.md5(b).hexdigest()
 
 
+def _serve_archives(monkeypatch, name, url, blobs: dict, mirrors=()):
+    """Point the record's archives at ``url/<file>`` (after ``mirrors``) with the MD5 of ``blobs[file]``."""
+    archives = tuple(replace(a, urls=(*mirrors, f"{url}/{a.filename}"), md5=_md5(blobs[a.filename]))
+                     for a in DATASETS[name].archives)
+    monkeypatch.setitem(DATASETS, name, replace(DATASETS[name], archives=archives))
+
+
 @pytest.fixture
 def nmnist_server(monkeypatch):
     zips = {split: _zip_bytes({f"{split}/{d}/{i:05d}.bin": _nmnist_bin(4000 + i, d) for d in range(10) for i in range(2)})
             for split in ("Train", "Test")}  # 400 kB each: the cut below falls after whole 64 kB blocks
     with serve({f"/{s}.zip": z for s, z in zips.items()}, cut={"/Train.zip": 150_000}) as (url, srv):
-        monkeypatch.setitem(ed.EVENT_ARCHIVES, "nmnist", tuple(
-            ed.Archive(f"{s}.zip", (url + "/missing", url + f"/{s}.zip"), _md5(z)) for s, z in zips.items()))
+        _serve_archives(monkeypatch, "nmnist", url, {f"{s}.zip": z for s, z in zips.items()}, (url + "/missing",))
         yield srv
 
 
@@ -56,8 +68,8 @@ def test_nmnist_downloads_resumes_unpacks_and_loads(tmp_path, nmnist_server):
 def test_cli_download_and_a_checksum_mismatch(tmp_path, nmnist_server, monkeypatch, capsys):
     assert main(["data", "download", "nmnist", "--root", str(tmp_path / "a"), "--quiet", "--keep-archives"]) == 0
     assert (tmp_path / "a" / "Train.zip").is_file() and (tmp_path / "a" / "Test" / "9" / "00001.bin").is_file()
-    bad = tuple(ed.Archive(a.filename, a.urls, "0" * 32) for a in ed.EVENT_ARCHIVES["nmnist"])
-    monkeypatch.setitem(ed.EVENT_ARCHIVES, "nmnist", bad)
+    bad = tuple(replace(a, md5="0" * 32) for a in DATASETS["nmnist"].archives)
+    monkeypatch.setitem(DATASETS, "nmnist", replace(DATASETS["nmnist"], archives=bad))
     assert main(["data", "download", "nmnist", "--root", str(tmp_path / "b"), "--quiet"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "could not download Train.zip" in err and "!= expected 000" in err
@@ -66,7 +78,8 @@ def test_cli_download_and_a_checksum_mismatch(tmp_path, nmnist_server, monkeypat
 
 def test_an_unreachable_server_is_named_once(tmp_path, monkeypatch):
     url = "http://127.0.0.1:9/Train.zip"  # the discard port: nothing listens there
-    monkeypatch.setitem(ed.EVENT_ARCHIVES, "nmnist", (ed.Archive("Train.zip", (url,), "0" * 32),))
+    one = (replace(DATASETS["nmnist"].archives[0], urls=(url,), md5="0" * 32),)
+    monkeypatch.setitem(DATASETS, "nmnist", replace(DATASETS["nmnist"], archives=one))
     with pytest.raises(OSError) as e:
         ed.download_event_dataset("nmnist", tmp_path, progress=False, log=lambda *_: None)
     msg = str(e.value)
@@ -85,30 +98,89 @@ def test_a_dataset_unpacked_by_hand_is_not_downloaded_again(tmp_path, nmnist_ser
     assert nmnist_server.requests == [] and "unpacked by hand" in lines[-1]
 
 
-def test_cifar10_dvs_table_has_ten_class_zips():
-    table = ed.EVENT_ARCHIVES["cifar10-dvs"]
+def test_cifar10_dvs_record_has_ten_class_zips():
+    table = DATASETS["cifar10-dvs"].archives
     assert [a.filename for a in table][:2] == ["airplane.zip", "automobile.zip"] and len(table) == 10
     assert all(a.urls[0].startswith("https://ndownloader.figshare.com/files/7712") and len(a.md5) == 32 for a in table)
+    assert table[0].holds == ("airplane/*.aedat",)
+
+
+def test_every_event_record_says_how_to_get_its_files(capsys):
+    """An event dataset's download is its record: archives with MD5s and the members they hold; the help
+    texts of plif data download and plif train --download are made from the records."""
+    for name, d in DATASETS.items():
+        if d.is_event:
+            assert d.archives and all(len(a.md5) == 32 and a.urls and a.holds for a in d.archives), name
+    assert ed.download_help() == "nmnist, cifar10-dvs, ncaltech101; dvs128-gesture: prints the manual steps"
+    for argv in (["data", "--help"], ["train", "--help"]):
+        with pytest.raises(SystemExit):
+            main(argv)
+        text = " ".join(capsys.readouterr().out.split())
+        assert "nmnist, cifar10-dvs, ncaltech101; dvs128-gesture: prints the manual steps" in text, argv
+
+
+def test_ncaltech101_downloads_from_its_record(tmp_path, monkeypatch):
+    """Caltech101.zip (Tonic's Mendeley file, SpikingJelly's MD5) unpacks to Caltech101/<class>/image_XXXX.bin."""
+    blob = _zip_bytes({f"Caltech101/{c}/image_{i:04d}.bin": _nmnist_bin(3, 5) for c in NCALTECH101_CLASSES
+                       for i in range(1, 11 if c == "accordion" else 2)})
+    assert DATASETS["ncaltech101"].archives[0].filename == "Caltech101.zip"
+    assert DATASETS["ncaltech101"].archives[0].md5 == "66201824eabb0239c7ab992480b50ba3"
+    with serve({"/Caltech101.zip": blob}) as (url, _):
+        _serve_archives(monkeypatch, "ncaltech101", url, {"Caltech101.zip": blob})
+        folder = ed.download_event_dataset("ncaltech101", tmp_path / "nc", progress=False, log=lambda *_: None)
+    assert len(list_samples("ncaltech101", folder, train=True)) == 100 + 9  # 9 of accordion's 10 train
+    assert [s.path for s in list_samples("ncaltech101", folder, train=False)] == [
+        str(folder / "Caltech101" / "accordion" / "image_0010.bin")]
+
+
+def test_an_archive_with_the_right_md5_but_not_the_layout_is_refused(tmp_path, monkeypatch):
+    """A Train.zip without Train/ is refused before it is unpacked, and nothing is stamped."""
+    bad = _zip_bytes({f"Foo/{d}/1.bin": _nmnist_bin(3, d) for d in range(10)})
+    good = _zip_bytes({f"Test/{d}/1.bin": _nmnist_bin(3, d) for d in range(10)})
+    with serve({"/Train.zip": bad, "/Test.zip": good}) as (url, _):
+        _serve_archives(monkeypatch, "nmnist", url, {"Train.zip": bad, "Test.zip": good})
+        with pytest.raises(ArchiveError, match=r"Train.zip: holds no file like 'Train/0/\*.bin' \(10 of the 10 "
+                                               r"entries needed are missing; its top level: Foo\)"):
+            ed.download_event_dataset("nmnist", tmp_path, progress=False, log=lambda *_: None)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["Train.zip"]  # kept for a look; nothing unpacked or stamped
+
+
+def test_unpacked_archives_that_the_loaders_do_not_find_are_not_called_ready(tmp_path, monkeypatch):
+    """The layout is checked per archive; the whole dataset once more by the loaders, every time."""
+    zips = {s: _zip_bytes({f"{s}/{d}/1.bin": _nmnist_bin(3, d) for d in range(10)}) for s in ("Train", "Test")}
+    with serve({f"/{s}.zip": z for s, z in zips.items()}) as (url, _):
+        _serve_archives(monkeypatch, "nmnist", url, {f"{s}.zip": z for s, z in zips.items()})
+        ed.download_event_dataset("nmnist", tmp_path, progress=False, log=lambda *_: None)
+    (tmp_path / "Test" / "7" / "1.bin").unlink()
+    with pytest.raises(ValueError, match=r"loaders do not find the dataset there now \(nmnist: no \*.bin files in "
+                                         r"class folder .*7: an empty class is refused\); remove .*\.plif-unpacked"):
+        ed.download_event_dataset("nmnist", tmp_path, progress=False, log=lambda *_: None)
 
 
 def test_gesture_prints_manual_steps_then_unpacks_the_archive_put_there(tmp_path, monkeypatch, capsys):
     assert main(["data", "download", "dvs128-gesture", "--root", str(tmp_path / "g")]) == 2
     err = capsys.readouterr().err
     assert "cannot be downloaded automatically" in err and "https://ibm.ent.box.com/" in err
-    assert f"DvsGesture.tar.gz (md5 8a5c71fb11e24e5ca5b11866ca6c00a1) into {tmp_path / 'g'}/" in err
+    assert f"download DvsGesture.tar.gz (md5 8a5c71fb11e24e5ca5b11866ca6c00a1) into {tmp_path / 'g'}/" in err
+    assert "(IBM's box folder needs a browser)" in err  # the record's reason
     assert not (tmp_path / "g").exists()  # nothing made before the file is there
+    members = {"DvsGesture/trials_to_train.txt": b"user01_natural.aedat\n",
+               "DvsGesture/trials_to_test.txt": b"user02_led.aedat\n"}
+    for rec in ("user01_natural", "user02_led"):
+        members[f"DvsGesture/{rec}.aedat"] = b"#!AER-DAT3.1\r\n#!END-HEADER\r\n"
+        members[f"DvsGesture/{rec}_labels.csv"] = b"class,startTime_usec,endTime_usec\n1,0,10\n"
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w:gz") as tf:
-        info = tarfile.TarInfo("DvsGesture/trials_to_train.txt")
-        info.size = 4
-        tf.addfile(info, io.BytesIO(b"none"))
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tf.addfile(info, io.BytesIO(data))
     (tmp_path / "DvsGesture.tar.gz").write_bytes(buf.getvalue())
     with pytest.raises(ValueError, match="DvsGesture.tar.gz: md5 .* != expected 8a5c71fb"):
         ed.download_event_dataset("dvs128-gesture", tmp_path, log=lambda *_: None)
-    monkeypatch.setitem(ed.MANUAL_ARCHIVES, "dvs128-gesture",
-                        (ed.Archive("DvsGesture.tar.gz", ("https://ibm.example",), _md5(buf.getvalue())),))
+    _serve_archives(monkeypatch, "dvs128-gesture", "https://ibm.example", {"DvsGesture.tar.gz": buf.getvalue()})
     ed.download_event_dataset("dvs128-gesture", tmp_path, log=lambda *_: None)
-    assert (tmp_path / "DvsGesture" / "trials_to_train.txt").read_bytes() == b"none"
+    assert (tmp_path / "DvsGesture" / "trials_to_train.txt").read_bytes() == b"user01_natural.aedat\n"
 
 
 def test_train_download_checks_options_first_then_fetches(tmp_path, nmnist_server, monkeypatch, capsys):

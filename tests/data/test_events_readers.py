@@ -16,14 +16,14 @@ def nmnist_event(x, y, p, t):
 
 
 def test_nmnist_byte_exact(tmp_path):
-    raw = nmnist_event(0, 33, 1, 0) + nmnist_event(33, 0, 0, 0x7FFFFF) + nmnist_event(5, 6, 1, 70000)
-    assert raw[:5] == b"\x00\x21\x80\x00\x00" and raw[7:10] == b"\x7f\xff\xff"
+    raw = nmnist_event(0, 33, 1, 0) + nmnist_event(5, 6, 1, 70000) + nmnist_event(33, 0, 0, 0x7FFFFF)
+    assert raw[:5] == b"\x00\x21\x80\x00\x00" and raw[12:15] == b"\x7f\xff\xff"
     f = tmp_path / "00001.bin"
     f.write_bytes(raw)
     ev = read_nmnist_bin(f)
     assert ev.dtype == EVENT_DTYPE
-    assert ev["x"].tolist() == [0, 33, 5] and ev["y"].tolist() == [33, 0, 6]
-    assert ev["p"].tolist() == [1, 0, 1] and ev["t"].tolist() == [0, 0x7FFFFF, 70000]
+    assert ev["x"].tolist() == [0, 5, 33] and ev["y"].tolist() == [33, 6, 0]
+    assert ev["p"].tolist() == [1, 1, 0] and ev["t"].tolist() == [0, 70000, 0x7FFFFF]
 
 
 def test_nmnist_truncated_names_offset(tmp_path):

@@ -3,7 +3,7 @@ class included), the first 90% of each class by file number train; ``plif train 
 import numpy as np
 import pytest
 
-from plif.data.catalog import DATASETS
+from plif.data.catalog import ATIS_SENSOR, DATASETS
 from plif.data.events.datasets import list_samples
 from plif.data.events.nmnist import parse_nmnist
 from plif.data.events.types import EventFormatError
@@ -15,7 +15,7 @@ D = DATASETS["ncaltech101"]
 def test_reader_takes_the_atis_sensor_and_overflow_records():
     raw = atis_bin([(239, 179, 1, 100), (5, 240, 0, 0), (0, 0, 0, 50), (5, 240, 0, 0), (1, 2, 1, 7)])
     ev = parse_nmnist(raw, "x.bin", sensor=D.sensor_size)
-    assert D.sensor_size == (180, 240)
+    assert D.sensor_size == ATIS_SENSOR == (180, 240)  # the ATIS sensor is written once, in the catalog
     assert ev["x"].tolist() == [239, 0, 1] and ev["y"].tolist() == [179, 0, 2] and ev["p"].tolist() == [1, 0, 1]
     assert ev["t"].tolist() == [100, 50 + 8192, 7 + 2 * 8192]  # each overflow record adds 2**13 us
     with pytest.raises(EventFormatError, match="x=239, y=179 outside the 34x34 sensor"):
@@ -46,8 +46,27 @@ def test_layout_classes_and_split(caltech):
     assert names(train) == [f"image_{k:04d}.bin" for k in range(1, 10)]  # by number: 0010 is last
     assert names(test) == ["image_0010.bin"]
     assert {s.label for s in train} == set(range(101))  # BACKGROUND_Google is class 0
-    assert len(train) == 9 + 100 and len(test) == 1  # round(0.9 * 1) = 1 train file
+    assert len(train) == 9 + 100 and len(test) == 1  # ceil(0.9 * 1) = 1 train file
     assert list_samples("ncaltech101", caltech / "Caltech101", True) == train  # the folder or its parent
+
+
+def test_split_is_spikingjelly_ceil_of_ninety_percent(tmp_path):
+    """SpikingJelly's split_to_train_test_set (train_ratio=0.9, unshuffled), which the docs name: the first
+    ceil(0.9 n) files of each class train.  A class of 5 splits 5/0 (no test sample), 47 splits 43/4."""
+    sizes = {"accordion": 5, "airplanes": 47, "anchor": 10, "ant": 9}
+    for cls in D.classes:
+        for k in range(1, sizes.get(cls, 1) + 1):
+            f = tmp_path / "Caltech101" / cls / f"image_{k:04d}.bin"
+            f.parent.mkdir(parents=True, exist_ok=True)
+            f.touch()
+    train, test = list_samples("ncaltech101", tmp_path, True), list_samples("ncaltech101", tmp_path, False)
+    for cls, (n_train, n_test) in {"accordion": (5, 0), "airplanes": (43, 4), "anchor": (9, 1), "ant": (9, 0),
+                                   "bass": (1, 0)}.items():
+        label = D.classes.index(cls)
+        assert (sum(s.label == label for s in train), sum(s.label == label for s in test)) == (n_train, n_test), cls
+    from plif.data.events.datasets import train_count
+
+    assert train_count(1000, 0.9) == 900 and train_count(100, 0.55) == 55  # 0.55 * 100 is 55.00000000000001
 
 
 def test_plif_train_ncaltech101(caltech, tmp_path, capsys):
@@ -72,3 +91,40 @@ def test_a_recording_may_begin_with_the_byte_of_a_hash(tmp_path):
     f = tmp_path / "image_0001.bin"
     f.write_bytes(atis_bin([(35, 33, 1, 10), (200, 150, 0, 20)]))
     assert read_events(f, sensor_size=D.sensor_size)["x"].tolist() == [35, 200]
+
+
+def test_text_is_not_an_atis_recording(tmp_path):
+    """ATIS .bin has no magic number and ASCII fits the 240x180 sensor, so time order tells text apart:
+    a recording's timestamps never go backwards (the overflow records count on it)."""
+    text = b"N-Caltech101 recordings are binary; this line of text is not one. It is 100 bytes long, see here!!!\n"
+    assert len(text) % 5 == 0
+    f = tmp_path / "image_0001.bin"
+    f.write_bytes(text)
+    with pytest.raises(EventFormatError, match=r"image_0001.bin: byte offset 10: not an ATIS recording: its time goes "
+                                               r"backwards at event 2 \(\d+ us after \d+ us; 10 such\)"):
+        parse_nmnist(text, f, sensor=D.sensor_size)
+    from plif.cli.main import main
+
+    assert main(["data", "frames", str(f), "--T", "2", "--sensor", "180,240", "--out", str(tmp_path / "o.npy")]) == 2
+    assert not (tmp_path / "o.npy").exists()
+
+
+def test_info_takes_the_sensor_it_is_given_and_frames_suggest_it(tmp_path, capsys):
+    """--sensor replaces the stated size for info as for frames; a header-less file that does not fit
+    N-MNIST's 34x34 is answered with the option that reads it."""
+    import json
+
+    from plif.cli.main import main
+
+    f = tmp_path / "image_0001.bin"
+    f.write_bytes(atis_bin([(239, 179, 1, 10), (3, 4, 0, 20)]))
+    assert main(["data", "info", str(f), "--sensor", "180,240", "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["events"] == 2 and info["sensor_size"] == [180, 240] and info["observed_size"] == [180, 240]
+    for argv in (["data", "frames", str(f), "--T", "2", "--out", str(tmp_path / "o.npy")], ["data", "info", str(f)]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert "outside the 34x34 sensor" in err and "give its sensor size: --sensor H,W (N-Caltech101: --sensor 180,240)" in err
+        assert len(err.strip().splitlines()) == 1
+    assert main(["data", "info", str(f), "--sensor", "100,100"]) == 2  # the given size is still checked
+    assert "x=239, y=179 do not fit sensor (H, W) = (100, 100)" in capsys.readouterr().err

@@ -10,7 +10,8 @@ import pytest
 import torch
 
 from plif.data import static
-from plif.data.static import STATIC_DATASETS, load_static
+from plif.data.catalog import DATASETS
+from plif.data.static import load_static
 from local_http import serve
 from plif_testing import idx_bytes
 
@@ -39,12 +40,12 @@ def cifar_batch(n, seed):
 
 
 def test_registry_matches_spec():
-    assert set(STATIC_DATASETS) == {"mnist", "fashion-mnist", "cifar10"}
-    assert STATIC_DATASETS["mnist"].mean == (0.1307,) and STATIC_DATASETS["mnist"].std == (0.3081,)
-    assert STATIC_DATASETS["fashion-mnist"].mean == (0.2860,) and STATIC_DATASETS["fashion-mnist"].std == (0.3530,)
-    c = STATIC_DATASETS["cifar10"]
+    assert {n for n, d in DATASETS.items() if not d.is_event} == {"mnist", "fashion-mnist", "cifar10"}
+    assert DATASETS["mnist"].mean == (0.1307,) and DATASETS["mnist"].std == (0.3081,)
+    assert DATASETS["fashion-mnist"].mean == (0.2860,) and DATASETS["fashion-mnist"].std == (0.3530,)
+    c = DATASETS["cifar10"]
     assert c.mean == (0.4914, 0.4822, 0.4465) and c.std == (0.2023, 0.1994, 0.2010) and c.input_shape == (3, 32, 32)
-    assert all(e.num_classes == 10 for e in STATIC_DATASETS.values())
+    assert all(DATASETS[n].num_classes == 10 for n in ("mnist", "fashion-mnist", "cifar10"))
 
 
 @pytest.mark.parametrize("layout", ["", "mnist", "mnist/raw", "MNIST/raw"])
@@ -58,8 +59,9 @@ def test_mnist_layouts(tmp_path, layout, gz):
 
 def _mirror_everything_at(monkeypatch, url):
     """Point every static dataset's mirrors at ``url`` (a local test server) instead of the internet."""
-    for name, entry in list(STATIC_DATASETS.items()):
-        monkeypatch.setitem(STATIC_DATASETS, name, dataclasses.replace(entry, urls=(url + "/",)))
+    for name, entry in list(DATASETS.items()):
+        if not entry.is_event:
+            monkeypatch.setitem(DATASETS, name, dataclasses.replace(entry, urls=(url + "/",)))
 
 
 def test_missing_files_say_what_to_put_where(tmp_path, monkeypatch):
@@ -72,12 +74,14 @@ def test_missing_files_say_what_to_put_where(tmp_path, monkeypatch):
         assert str(tmp_path) in msg and "download failed" in msg and "404" in msg
         with pytest.raises(FileNotFoundError, match="(?s)cifar-10-python.tar.gz.*cifar-10-batches-py"):
             load_static("cifar10", tmp_path)
-    with pytest.raises(ValueError, match="unknown static dataset"):
+    with pytest.raises(ValueError, match="unknown static dataset 'svhn'; valid: mnist, fashion-mnist, cifar10$"):
         load_static("svhn", tmp_path)
+    with pytest.raises(ValueError, match="unknown static dataset 'nmnist'"):  # an event dataset is refused too
+        load_static("nmnist", tmp_path)
 
 
 def test_checksum_mismatch_is_not_written(tmp_path, monkeypatch):
-    names = STATIC_DATASETS["mnist"].md5
+    names = DATASETS["mnist"].md5
     with serve({f"/{n}": b"not the file" for n in names}) as (url, _):
         _mirror_everything_at(monkeypatch, url)
         with pytest.raises(FileNotFoundError, match="md5"):
@@ -151,7 +155,7 @@ def test_real_fashion_mnist(tmp_path):
     x, y = load_static("fashion-mnist", None, train=True, download=False)
     assert x.shape == (60000, 1, 28, 28) and x.dtype == torch.uint8
     assert torch.bincount(y).tolist() == [6000] * 10
-    assert abs(x.float().mean().item() / 255 - STATIC_DATASETS["fashion-mnist"].mean[0]) < 1e-3
+    assert abs(x.float().mean().item() / 255 - DATASETS["fashion-mnist"].mean[0]) < 1e-3
     xt, yt = load_static("fashion-mnist", None, train=False, download=False)
     assert xt.shape == (10000, 1, 28, 28) and torch.bincount(yt).tolist() == [1000] * 10
 
@@ -177,3 +181,41 @@ def test_label_out_of_range_names_the_file_and_first_bad_index(tmp_path, shared_
     with pytest.raises(ValueError, match=rf"{f}: label 10 at index 417 \(IDX byte offset 425, after any gunzip\) "
                                          r"is outside the 10 classes 0..9 of mnist \(2 bad labels"):
         load_static("mnist", tmp_path, train=False, download=False)
+
+
+def test_an_empty_split_is_refused(tmp_path, capsys):
+    """Valid IDX headers for 0 images (and 0 labels) pass every format check: refused by name."""
+    from plif.cli.main import main
+    from plif_testing import write_idx
+
+    write_idx(tmp_path / "train-images-idx3-ubyte", np.zeros((0, 28, 28), np.uint8))
+    write_idx(tmp_path / "train-labels-idx1-ubyte", np.zeros((0,), np.uint8))
+    with pytest.raises(ValueError, match=r"train-images-idx3-ubyte: 0 images \(a valid header for none\): an empty "
+                                         r"train split of mnist is refused"):
+        load_static("mnist", tmp_path, train=True, download=False)
+    assert main(["data", "prepare", "mnist", "--root", str(tmp_path), "--train-only", "--no-download"]) == 2
+    assert "0 images" in capsys.readouterr().err
+    blob, _, _ = cifar_batch(0, 0)
+    folder = tmp_path / "cifar-10-batches-py"
+    folder.mkdir()
+    (folder / "test_batch").write_bytes(blob)
+    with pytest.raises(ValueError, match=r"cifar-10-batches-py \(test_batch\): 0 images .*: an empty test split of cifar10 is refused"):
+        load_static("cifar10", tmp_path, train=False, download=False)
+
+
+def test_a_failed_download_names_every_file_missing(tmp_path, monkeypatch, capsys):
+    """All four MNIST files are tried, the test split's too, and each one that failed is named with why."""
+    from plif.cli.main import main
+
+    with serve({}) as (url, _):  # 404 for every file
+        _mirror_everything_at(monkeypatch, url)
+        with pytest.raises(FileNotFoundError) as e:
+            load_static("mnist", tmp_path, train=True)
+        msg = str(e.value)
+        assert msg.startswith("mnist: missing train-images-idx3-ubyte.gz, train-labels-idx1-ubyte.gz, "
+                              "t10k-images-idx3-ubyte.gz, t10k-labels-idx1-ubyte.gz (download failed: ")
+        for name in DATASETS["mnist"].files.values():  # why each failed, and where to fetch it by hand
+            assert f"{url}/{name}: 3 attempts failed" in msg and f"\n  {url}/{name}" in msg, name
+        assert main(["data", "download", "mnist", "--root", str(tmp_path)]) == 2
+        assert "missing train-images-idx3-ubyte.gz, train-labels-idx1-ubyte.gz, t10k-images-idx3-ubyte.gz, " \
+               "t10k-labels-idx1-ubyte.gz" in capsys.readouterr().err

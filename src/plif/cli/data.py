@@ -34,41 +34,32 @@ def _warner(action: str, path: str):
 
 
 def run_prepare(args) -> int:
-    from ..data.events.datasets import EVENT_DATASETS
-    from ..data.static import STATIC_DATASETS, load_static
+    """Load each split the way training does (:func:`plif.data.pipeline.data_source`, the same default
+    folder), so a prepared dataset is exactly what a run then reads."""
+    from ..data.catalog import get_dataset
+    from ..data.pipeline import LoadOptions, data_source
 
-    splits = [s for s, skip in ((True, args.test_only), (False, args.train_only)) if not skip]
-    if args.dataset in STATIC_DATASETS:
-        for train in splits:
-            x, y = load_static(args.dataset, args.root, train=train, download=not args.no_download)
-            print(f"{args.dataset} {'train' if train else 'test'}: images {tuple(x.shape)} {x.dtype}, labels {tuple(y.shape)}")
-        return 0
-    if args.dataset not in EVENT_DATASETS:
-        raise ValueError(f"unknown dataset {args.dataset!r}; known: {sorted(STATIC_DATASETS) + sorted(EVENT_DATASETS)}")
-    if args.root is None:
-        raise ValueError("--root DIR is required for event datasets (the folder holding the raw files)")
-    from ..data.events.cache import load_cached
-    from ..data.events.load import prepare_event_frames
-
-    T = EVENT_DATASETS[args.dataset].T if args.T is None else args.T
-    if T < 1:
-        raise ValueError(f"--T must be >= 1, got {T}")
+    spec = get_dataset(args.dataset)
+    if args.T is not None and args.T < 1:
+        raise ValueError(f"--T must be >= 1, got {args.T}")
     if args.workers is not None and args.workers < 0:
         raise ValueError(f"--workers must be >= 0 (0: build in this process), got {args.workers}")
-    options = {} if args.flip_x else {"flip_x": False}
-    for train in splits:
-        folder = prepare_event_frames(args.dataset, args.root, T, train, args.split, args.cache_dir,
-                                      args.workers, progress=not args.quiet, allow_empty=args.allow_empty, **options)
-        frames, labels = load_cached(folder, check=False)  # checked by prepare_event_frames
-        print(f"{args.dataset} {'train' if train else 'test'}: frames {tuple(frames.shape)} {frames.dtype}, "
-              f"labels {tuple(labels.shape)} -> {folder}")
+    options = LoadOptions(download=not args.no_download, slicing=args.split, cache_dir=args.cache_dir,
+                          workers=args.workers, progress=not args.quiet, allow_empty=args.allow_empty, verify=args.verify,
+                          reader={} if args.flip_x else {"flip_x": False})
+    source = data_source(args.dataset, args.root, spec.T if args.T is None else args.T, options)
+    for train in [s for s, skip in ((True, args.test_only), (False, args.train_only)) if not skip]:
+        split = source.load(train)
+        where = f" -> {split.origin}" if split.origin else ""
+        print(f"{args.dataset} {'train' if train else 'test'}: samples {tuple(split.x.shape)} "
+              f"{str(split.x.dtype).removeprefix('torch.')}, labels {tuple(split.y.shape)}{where}")
     return 0
 
 
 def run_download(args) -> int:
     from ..data.catalog import get_dataset
 
-    if get_dataset(args.dataset).kind == "static":
+    if not get_dataset(args.dataset).is_event:
         from ..data.static import load_static
 
         for train in (True, False):
@@ -151,12 +142,13 @@ def run_verify(args) -> int:
     from pathlib import Path
 
     from ..data.events.cache import CacheError, check_cache
+    from ..data.events.clean import cache_like_folders
     from ..data.catalog import default_root
 
     folders = [Path(f) for f in args.folders]
     if not folders:
         base = Path(args.cache_dir) if args.cache_dir else default_root() / "frames"
-        folders = sorted(p.parent for p in base.glob("*/meta.json"))
+        folders = cache_like_folders(base)  # finished or not: a cache without meta.json is reported
         if not folders:
             print(f"no frame caches under {base}")
             return 0
@@ -215,13 +207,15 @@ def _file_args(p) -> None:
 
 def register(sub) -> None:
     from ..data.catalog import DATASETS
+    from ..data.event_download import download_help
 
     data = sub.add_parser("data", help="datasets: prepare caches, frames / picture / info of one event file")
     dsub = data.add_subparsers(dest="data_command", metavar="ACTION", required=True)
 
     p = dsub.add_parser("prepare", help="load a static dataset, or build the frame cache of an event dataset")
     p.add_argument("dataset", help=", ".join(DATASETS))
-    p.add_argument("--root", help="folder holding the raw files (event datasets: required)")
+    p.add_argument("--root", help="folder holding the raw files, as plif train --data-dir "
+                                  "[$PLIF_DATA_ROOT; event datasets: $PLIF_DATA_ROOT/<dataset>]")
     p.add_argument("--T", type=int, help="frames per sample (default: the paper's T of the dataset)")
     p.add_argument("--split", choices=["count", "time"], default="count", help="how events are sliced [count]")
     p.add_argument("--cache-dir", help="where frame caches go [$PLIF_DATA_ROOT/frames]")
@@ -234,10 +228,13 @@ def register(sub) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--allow-empty", action="store_true",
                    help="keep recordings without events as all-zero samples (default: refuse them)")
+    p.add_argument("--verify", action="store_true",
+                   help="event datasets: hash every recording and the frames before reusing a cache, and rebuild "
+                        "it if any changed (a load trusts an unchanged size, mtime and inode)")
     p.set_defaults(func=run_prepare)
 
-    d = dsub.add_parser("download", help="fetch, check (md5) and unpack a dataset (DVS128 Gesture: prints the "
-                                         "manual steps, then unpacks the archive you fetched)")
+    d = dsub.add_parser("download", help=f"fetch, check (md5) and unpack a dataset (event datasets: {download_help()}, "
+                                         "then unpacks the archive you fetched)")
     d.add_argument("dataset", help=", ".join(DATASETS))
     d.add_argument("--root", help="the dataset's folder [$PLIF_DATA_ROOT/<dataset>; static: $PLIF_DATA_ROOT]")
     d.add_argument("--keep-archives", action="store_true", help="keep the zip / tar files after unpacking")

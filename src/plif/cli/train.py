@@ -43,7 +43,7 @@ def _download(cfg) -> None:
     from ..data.event_download import download_event_dataset
     from ..train.config import resolve_config
 
-    if get_dataset(cfg.dataset).kind != "event":
+    if not get_dataset(cfg.dataset).is_event:
         return
     if cfg.data_dir is not None:
         Path(cfg.data_dir).expanduser().mkdir(parents=True, exist_ok=True)
@@ -130,6 +130,7 @@ def _evaluate_run(args) -> int:
 
 
 def register(sub) -> None:
+    from ..data.event_download import download_help
     from .config_flags import add_config_flags
 
     p = sub.add_parser("train", help="train on a dataset with the paper's protocol (default: Fashion-MNIST on CPU)")
@@ -137,8 +138,7 @@ def register(sub) -> None:
     p.add_argument("--resume", nargs="?", const=True, default=False, metavar="RUN",
                    help="continue the run in RUN (or --out) from its last checkpoint")
     p.add_argument("--download", action="store_true",
-                   help="event datasets: fetch, check and unpack the dataset into --data-dir first "
-                        "(N-MNIST, CIFAR10-DVS; DVS128 Gesture prints the manual steps)")
+                   help=f"event datasets: fetch, check and unpack the dataset into --data-dir first ({download_help()})")
     p.add_argument("--restart", action="store_true",
                    help="delete the run already in --out (config, metrics, summary, checkpoints, TensorBoard logs) "
                         "and train from scratch; without it plif never deletes a finished epoch")

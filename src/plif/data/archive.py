@@ -2,7 +2,9 @@
 
 Every member is checked before a byte is written: its name must stay inside the destination
 (no absolute path, no ``..``, no drive letter or backslash), it must be a plain file or folder
-(no links, devices or fifos), and the archive as a whole must stay under ``max_bytes``
+(no links, devices or fifos), no two members may have one name (which one landed on disk would
+depend on the unpacker), the files the caller requires (glob patterns, e.g. the layout a dataset's
+loaders read) must be there, and the archive as a whole must stay under ``max_bytes``
 unpacked, ``max_members`` entries and, for each member above 1 MiB, ``max_ratio`` times its
 compressed size (a zip bomb expands thousands of times).  The free disk space must hold the
 unpacked size.  While unpacking, the bytes actually written are counted against the size the
@@ -15,6 +17,7 @@ A top-level entry that already exists is never overwritten.
 """
 from __future__ import annotations
 
+import fnmatch
 import os
 import shutil
 import stat
@@ -84,6 +87,41 @@ def _tar_members(archive: Path, tf: tarfile.TarFile) -> list[_Member]:
     return out
 
 
+def _refuse_duplicates(archive: Path, members: list[_Member]) -> None:
+    """Two members with one name, or a file that another member treats as a folder, are refused
+    (folders listed twice are harmless)."""
+    is_dir: dict[tuple[str, ...], bool] = {}
+    for m in members:
+        seen = is_dir.get(m.parts)
+        if seen is not None and not (seen and m.is_dir):
+            raise ArchiveError(f"{archive}: two members named {'/'.join(m.parts)!r}: which one is meant? refused")
+        is_dir[m.parts] = m.is_dir
+    for m in members:
+        for i in range(1, len(m.parts)):
+            if is_dir.get(m.parts[:i]) is False:
+                raise ArchiveError(f"{archive}: {'/'.join(m.parts[:i])!r} is a file, and member {m.name!r} is "
+                                   "inside it as if it were a folder; refused")
+
+
+def _missing(members: list[_Member], require: tuple[str, ...]) -> list[str]:
+    """The patterns of ``require`` (``/``-separated globs, one per path part) that match no file member."""
+    by_folder: dict[tuple[str, ...], list[str]] = {}
+    for m in members:
+        if not m.is_dir:
+            by_folder.setdefault(m.parts[:-1], []).append(m.parts[-1])
+
+    def found(pattern: str) -> bool:
+        *folder, name = pattern.split("/")
+        if any(c in part for part in folder for c in "*?["):  # a wildcard folder: look at every folder
+            candidates = [names for f, names in by_folder.items() if len(f) == len(folder)
+                          and all(fnmatch.fnmatchcase(a, p) for a, p in zip(f, folder))]
+        else:
+            candidates = [by_folder.get(tuple(folder), [])]
+        return any(fnmatch.fnmatchcase(n, name) for names in candidates for n in names)
+
+    return [p for p in require if not found(p)]
+
+
 def _check_limits(archive: Path, members: list[_Member], dest: Path, limits: Limits) -> int:
     if len(members) > limits.max_members:
         raise ArchiveError(f"{archive}: {len(members)} members, more than the limit of {limits.max_members}; refused")
@@ -135,16 +173,24 @@ def _copy(archive: Path, m: _Member, src, target: Path) -> None:
         raise ArchiveError(f"{archive}: member {m.name!r} unpacked to {written:,} bytes, not the {m.size:,} it declares")
 
 
-def extract_archive(archive: str | Path, dest: str | Path, limits: Limits = Limits()) -> list[Path]:
+def extract_archive(archive: str | Path, dest: str | Path, limits: Limits = Limits(),
+                    require: tuple[str, ...] = ()) -> list[Path]:
     """Unpack ``archive`` (zip or tar, detected by content) into ``dest``; returns the top-level paths made.
 
-    Raises :class:`ArchiveError` (a ``ValueError``) naming the archive and member for anything
-    unsafe or corrupt, and ``FileExistsError`` when a top-level entry is already in ``dest``;
-    ``dest`` is then unchanged.
+    ``require``: glob patterns (``Train/0/*.bin``, one glob per path part) that must each match a
+    file of the archive.  Raises :class:`ArchiveError` (a ``ValueError``) naming the archive and
+    member for anything unsafe, corrupt, duplicated or missing, and ``FileExistsError`` when a
+    top-level entry is already in ``dest``; ``dest`` is then unchanged.
     """
     archive, dest = Path(archive), Path(dest)
     dest.mkdir(parents=True, exist_ok=True)
     with _open(archive) as (members, read):
+        _refuse_duplicates(archive, members)
+        missing = _missing(members, require)
+        if missing:
+            tops = ", ".join(sorted({m.parts[0] for m in members})[:5]) or "nothing"
+            raise ArchiveError(f"{archive}: holds no file like {missing[0]!r} ({len(missing)} of the {len(require)} "
+                               f"entries needed are missing; its top level: {tops}): not the expected archive; refused")
         _check_limits(archive, members, dest, limits)
         tops = sorted({m.parts[0] for m in members})
         clash = [t for t in tops if os.path.lexists(dest / t)]

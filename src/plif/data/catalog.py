@@ -2,7 +2,9 @@
 
 Everything else reads them from here: the zoo (networks, T, input shape), the presets and the CLI,
 the static loaders (files, checksums, mirrors, normalisation), the augmentations, the event
-listers (folders, class order, split) and readers (options), and the paper's reported accuracies.
+listers (folders, class order, split) and readers (options), the event downloads (archives,
+checksums, what each archive must hold, the steps for one that needs a browser), and the paper's
+reported accuracies.
 Code that differs per dataset is a plug-in keyed by a field of the record (``loader``,
 ``augment``), so a dataset whose files look like another's is one more record here.
 
@@ -15,13 +17,28 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["DatasetSpec", "DATASETS", "STATIC", "EVENT", "get_dataset", "CIFAR10_CLASSES", "GESTURE_CLASS_NAMES",
-           "NCALTECH101_CLASSES", "default_root"]
+__all__ = ["Archive", "DatasetSpec", "DATASETS", "get_dataset", "CIFAR10_CLASSES", "GESTURE_CLASS_NAMES",
+           "NCALTECH101_CLASSES", "ATIS_SENSOR", "default_root", "dataset_folder"]
 
 CIFAR10_CLASSES = ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck")
 GESTURE_CLASS_NAMES = ("hand clap", "right hand wave", "left hand wave", "right arm clockwise",
                    "right arm counter-clockwise", "left arm clockwise", "left arm counter-clockwise",
                    "arm roll", "air drums", "air guitar", "other gestures")
+
+
+@dataclass(frozen=True)
+class Archive:
+    """One published archive of an event dataset: its file name, mirrors (tried in turn) and MD5.
+
+    ``holds``: what the loaders need from it, as ``/``-separated glob patterns (``Train/0/*.bin``)
+    that must each match a file in it; they are checked before anything is unpacked, so an archive
+    with the right checksum but another layout is refused rather than unpacked and called ready.
+    """
+
+    filename: str
+    urls: tuple[str, ...]
+    md5: str
+    holds: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -45,13 +62,15 @@ class DatasetSpec:
     file number) that trains.  ``reader_options``: options of ``plif data prepare`` that go to the
     file reader, not the lister.  Static only: ``mean`` / ``std`` per channel on pixels in [0, 1],
     ``augment`` (a name in ``plif.data.transforms``), ``files`` (role -> published file name),
-    ``md5`` (file -> checksum) and ``urls`` (mirrors; a file's URL is mirror + name).
+    ``md5`` (file -> checksum) and ``urls`` (mirrors; a file's URL is mirror + name).  Event only:
+    ``archives`` (what ``plif data download`` fetches, checks and unpacks) and ``manual`` (why the
+    archives must be fetched by hand, e.g. with a browser; None when plif downloads them).
     ``paper_accuracy``: the paper's (A, B) accuracies in % (Table 3 and the supplement's
     ``tab:ACC VAL``), None for datasets it did not report.
     """
 
     name: str
-    kind: str  # "static" or "event"
+    kind: str  # "static" or "event": ask it through ``is_event``
     input_shape: tuple[int, int, int]
     classes: tuple[str, ...]
     T: int
@@ -72,7 +91,18 @@ class DatasetSpec:
     files: dict[str, str] = field(default_factory=dict, hash=False)
     md5: dict[str, str] = field(default_factory=dict, hash=False)
     urls: tuple[str, ...] = ()
+    archives: tuple[Archive, ...] = ()
+    manual: str | None = None
     paper_accuracy: tuple[float, float] | None = None
+
+    def __post_init__(self):
+        if self.kind not in ("static", "event"):
+            raise ValueError(f"{self.name}: kind {self.kind!r}, expected 'static' or 'event'")
+
+    @property
+    def is_event(self) -> bool:
+        """Event data (frames from recordings) rather than static images: the one way code asks."""
+        return self.kind == "event"
 
     @property
     def num_classes(self) -> int:
@@ -119,6 +149,28 @@ NCALTECH101_CLASSES = (
     "revolver", "rhino", "rooster", "saxophone", "schooner", "scissors", "scorpion", "sea_horse", "snoopy",
     "soccer_ball", "stapler", "starfish", "stegosaurus", "stop_sign", "strawberry", "sunflower", "tick", "trilobite",
     "umbrella", "watch", "water_lilly", "wheelchair", "wild_cat", "windsor_chair", "wrench", "yin_yang")
+ATIS_SENSOR = (180, 240)  # (H, W) of the whole ATIS sensor (N-Caltech101's frames): the largest a .bin recording can be
+_MENDELEY = "https://data.mendeley.com/public-files/datasets/"
+_FIGSHARE = "https://ndownloader.figshare.com/files/"
+_CIFAR10_DVS_FILES = {  # class -> (figshare file id, md5), as SpikingJelly's CIFAR10DVS.resource_url_md5
+    "airplane": ("7712788", "0afd5c4bf9ae06af762a77b180354fdd"),
+    "automobile": ("7712791", "8438dfeba3bc970c94962d995b1b9bdd"),
+    "bird": ("7712794", "a9c207c91c55b9dc2002dc21c684d785"),
+    "cat": ("7712812", "52c63c677c2b15fa5146a8daf4d56687"),
+    "deer": ("7712815", "b6bf21f6c04d21ba4e23fc3e36c8a4a3"),
+    "dog": ("7712818", "f379ebdf6703d16e0a690782e62639c3"),
+    "frog": ("7712842", "cad6ed91214b1c7388a5f6ee56d08803"),
+    "horse": ("7712851", "e7cbbf77bec584ffbf913f00e682782a"),
+    "ship": ("7712836", "41c7bd7d6b251be82557c6cce9a7d5c9"),
+    "truck": ("7712839", "89f3922fd147d9aeff89e76a2b0b70a7"),
+}
+
+
+def _in_class_folders(top: str, classes, suffix: str) -> tuple[str, ...]:
+    """``holds`` of an archive with one folder of recordings per class under ``top``."""
+    return tuple(f"{top}/{c}/*{suffix}" for c in classes)
+
+
 _DVS_NET = "{c128k3s1-BN-PLIF-MPk2s2}*4-DP-FC512-PLIF-DP-FC%d-PLIF-APk10s10"  # the paper's CIFAR10-DVS network
 
 DATASETS: dict[str, DatasetSpec] = {d.name: d for d in (
@@ -153,40 +205,73 @@ DATASETS: dict[str, DatasetSpec] = {d.name: d for d in (
                 "official Train / Test folders",
                 "Get N-MNIST (Orchard et al. 2015, Mendeley Data record 468j46mzdv), extract Train.zip and "
                 "Test.zip so that <data-dir>/Train/<digit>/*.bin and <data-dir>/Test/<digit>/*.bin exist",
-                "split-folders", folders=("NMNIST", "N-MNIST"), suffixes=(".bin",), paper_accuracy=(99.61, 99.57)),
+                "split-folders", folders=("NMNIST", "N-MNIST"), suffixes=(".bin",),
+                archives=(  # the Mendeley Data files with the MD5 sums Tonic's NMNIST lists
+                    Archive("Train.zip", (_MENDELEY + "468j46mzdv/files/39c25547-014b-4137-a934-9d29fa53c7a0/"
+                                          "file_downloaded",), "20959b8e626244a1b502305a9e6e2031",
+                            _in_class_folders("Train", _DIGITS, ".bin")),
+                    Archive("Test.zip", (_MENDELEY + "468j46mzdv/files/05a4d654-7e03-4c15-bdfa-9bb2bcbea494/"
+                                         "file_downloaded",), "69ca8762b2fe404d9b9bad1103e97832",
+                            _in_class_folders("Test", _DIGITS, ".bin"))),
+                paper_accuracy=(99.61, 99.57)),
     DatasetSpec("cifar10-dvs", "event", (2, 128, 128), CIFAR10_CLASSES, 20, _DVS_NET % 100, _CPU_DVS % 100,
                 (9000, 1000), "paper: first 900 files of each class by file number train, last 100 test",
                 "Get CIFAR10-DVS (Li et al. 2017, the AEDAT 2.0 release) and extract the ten class folders so "
                 "that <data-dir>/airplane/*.aedat ... <data-dir>/truck/*.aedat exist", "class-folders",
                 authors_network="{c128k3s1-BN-PLIF-MPk2s2}*4-DP-FC2048-PLIF-DP-FC100-PLIF-APk10s10",
                 folders=("CIFAR10-DVS", "CIFAR10DVS"), suffixes=(".aedat", ".aedat4"), train_fraction=0.9,
-                reader_options=("flip_x",), paper_accuracy=(74.80, 69.00)),
+                reader_options=("flip_x",),
+                archives=tuple(Archive(f"{c}.zip", (_FIGSHARE + _CIFAR10_DVS_FILES[c][0],), _CIFAR10_DVS_FILES[c][1],
+                                       (f"{c}/*.aedat",)) for c in CIFAR10_CLASSES),
+                paper_accuracy=(74.80, 69.00)),
     DatasetSpec("dvs128-gesture", "event", (2, 128, 128), GESTURE_CLASS_NAMES, 20,
                 "{c128k3s1-BN-PLIF-MPk2s2}*5-DP-FC512-PLIF-DP-FC110-PLIF-APk10s10", _CPU_DVS % 110,
                 (1176, 288), "official trials_to_train.txt / trials_to_test.txt",
                 "Get IBM's DVS128 Gesture (DvsGesture.tar.gz) and extract it so that <data-dir>/DvsGesture/ holds "
                 "user*_*.aedat, user*_*_labels.csv, trials_to_train.txt and trials_to_test.txt", "gesture-trials",
-                folders=("DvsGesture", "DVS128Gesture"), paper_accuracy=(97.57, 96.53)),
+                folders=("DvsGesture", "DVS128Gesture"),
+                archives=(Archive("DvsGesture.tar.gz",
+                                  ("https://ibm.ent.box.com/s/3hiq58ww1pbbjrinh367ykfdf60xsfm8/folder/50167556794",),
+                                  "8a5c71fb11e24e5ca5b11866ca6c00a1",  # as SpikingJelly's DVS128Gesture
+                                  ("DvsGesture/trials_to_train.txt", "DvsGesture/trials_to_test.txt",
+                                   "DvsGesture/user*.aedat", "DvsGesture/user*_labels.csv")),),
+                manual="IBM's box folder needs a browser", paper_accuracy=(97.57, 96.53)),
     # not in the paper: the event benchmark most later papers report, with the paper's CIFAR10-DVS network
-    DatasetSpec("ncaltech101", "event", (2, 180, 240), NCALTECH101_CLASSES, 20, _DVS_NET % 1010, _CPU_DVS % 1010,
-                None, "no official split: the first 90% of each class by file number train, the rest test "
-                "(SpikingJelly's train_ratio=0.9 without shuffling)",
+    DatasetSpec("ncaltech101", "event", (2, *ATIS_SENSOR), NCALTECH101_CLASSES, 20, _DVS_NET % 1010, _CPU_DVS % 1010,
+                None, "no official split: the first ceil(0.9 n) of each class's n files by file number train, "
+                "the rest test (SpikingJelly's split_to_train_test_set, train_ratio=0.9, without shuffling)",
                 "Get N-Caltech101 (Orchard et al. 2015, Mendeley Data record cy6cvx3ryv), extract Caltech101.zip "
                 "so that <data-dir>/Caltech101/<class>/image_XXXX.bin exist for the 101 class folders "
                 "(BACKGROUND_Google included)", "class-folders", folders=("Caltech101", "N-Caltech101", "NCaltech101"),
-                suffixes=(".bin",), train_fraction=0.9),
+                suffixes=(".bin",), train_fraction=0.9,
+                # Tonic's NCALTECH101 file (Mendeley Data cy6cvx3ryv); its MD5 is SpikingJelly's Caltech101.zip,
+                # which unpacks to Caltech101/<class>/image_XXXX.bin
+                archives=(Archive("Caltech101.zip", (_MENDELEY + "cy6cvx3ryv/files/36b5c52a-b49d-4853-addb-a836a8883e49/"
+                                                     "file_downloaded",), "66201824eabb0239c7ab992480b50ba3",
+                                  _in_class_folders("Caltech101", NCALTECH101_CLASSES, ".bin")),)),
 )}
 
-STATIC = tuple(n for n, d in DATASETS.items() if d.kind == "static")
-EVENT = tuple(n for n, d in DATASETS.items() if d.kind == "event")
 
 
-def get_dataset(name: str) -> DatasetSpec:
-    """The description of ``name``; the error lists the valid names."""
-    try:
-        return DATASETS[name]
-    except KeyError:
-        raise ValueError(f"unknown dataset {name!r}; valid: {', '.join(DATASETS)}") from None
+def get_dataset(name: str, events: bool | None = None) -> DatasetSpec:
+    """The record of ``name``; the error lists the valid names.  ``events``: only an event dataset
+    (True) or only a static one (False) is accepted; the error then lists the names of that kind."""
+    d = DATASETS.get(name)
+    if d is None or (events is not None and d.is_event != events):
+        kind = "" if events is None else "event " if events else "static "
+        valid = [n for n, e in DATASETS.items() if events is None or e.is_event == events]
+        raise ValueError(f"unknown {kind}dataset {name!r}; valid: {', '.join(valid)}")
+    return d
+
+
+def dataset_folder(root: str | Path) -> Path:
+    """``root`` (``~`` expanded) as the folder that holds, or will receive, a dataset; a path that
+    exists and is not a folder is refused, naming it (a mkdir would only say "File exists")."""
+    path = Path(root).expanduser()
+    if path.exists() and not path.is_dir():
+        raise ValueError(f"{path}: is a file, not a folder (--root / --data-dir name the folder that holds or "
+                         "receives the dataset)")
+    return path
 
 
 def default_root() -> Path:

@@ -1,85 +1,53 @@
-"""Download the event datasets that are published as plain files, and say how to get the one that is not.
+"""Fetch, check and unpack an event dataset's archives, or say how to get the ones that need a browser.
 
-* N-MNIST: ``Train.zip`` and ``Test.zip`` of the Mendeley Data record 468j46mzdv (Orchard et al.),
-  with the URLs and MD5 sums Tonic lists; they unpack to ``Train/<digit>/*.bin`` and ``Test/...``.
-* CIFAR10-DVS: ten per-class zip files on figshare (record 4724671), with the URLs and MD5 sums
-  SpikingJelly lists; each unpacks to ``<class>/*.aedat``.
-* DVS128 Gesture: IBM's box folder needs a browser, so :func:`manual_steps` prints what to do;
-  once ``DvsGesture.tar.gz`` is in the folder it is checked (MD5) and unpacked like the others.
+The mechanism only: what to fetch (file names, mirrors, MD5 sums, the members each archive must
+hold, why an archive must be fetched by hand) is the dataset's record
+(:class:`plif.data.catalog.Archive` in ``DatasetSpec.archives``, ``DatasetSpec.manual``), so a new
+event dataset with a download is one record.
 
 Each archive is fetched through :func:`plif.data.download.download_file` (mirrors, MD5, resume
 of a ``.part`` left by an interrupted transfer), unpacked with :func:`plif.data.archive.extract_archive`
-(no path traversal, links or bombs; moved into place only once complete), then a stamp
-``.plif-unpacked/<archive>.md5`` records it so a second call does nothing.  The archive is removed
-after unpacking unless ``keep_archives``.
+(no path traversal, links, bombs or duplicate names; the members the record says it holds must be
+there; moved into place only once complete), then a stamp ``.plif-unpacked/<archive>.md5``
+records it so a second call does nothing.  The dataset is called ready only once the loaders find
+both splits.  The archive is removed after unpacking unless ``keep_archives``.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 from ..atomic import atomic_write_text
 from .archive import Limits, extract_archive
-from .catalog import CIFAR10_CLASSES, default_root, get_dataset
+from .catalog import DATASETS, Archive, dataset_folder, default_root, get_dataset
 from .download import download_file, file_md5
 
-__all__ = ["Archive", "EVENT_ARCHIVES", "MANUAL_ARCHIVES", "download_event_dataset", "manual_steps", "dataset_root"]
+__all__ = ["download_event_dataset", "manual_steps", "dataset_root", "download_help"]
 
-
-@dataclass(frozen=True)
-class Archive:
-    filename: str
-    urls: tuple[str, ...]
-    md5: str
-
-
-_MENDELEY = "https://data.mendeley.com/public-files/datasets/468j46mzdv/files/"
-_FIGSHARE = "https://ndownloader.figshare.com/files/"
-_CIFAR10_DVS_FILES = {  # class -> (figshare file id, md5), as SpikingJelly's CIFAR10DVS.resource_url_md5
-    "airplane": ("7712788", "0afd5c4bf9ae06af762a77b180354fdd"),
-    "automobile": ("7712791", "8438dfeba3bc970c94962d995b1b9bdd"),
-    "bird": ("7712794", "a9c207c91c55b9dc2002dc21c684d785"),
-    "cat": ("7712812", "52c63c677c2b15fa5146a8daf4d56687"),
-    "deer": ("7712815", "b6bf21f6c04d21ba4e23fc3e36c8a4a3"),
-    "dog": ("7712818", "f379ebdf6703d16e0a690782e62639c3"),
-    "frog": ("7712842", "cad6ed91214b1c7388a5f6ee56d08803"),
-    "horse": ("7712851", "e7cbbf77bec584ffbf913f00e682782a"),
-    "ship": ("7712836", "41c7bd7d6b251be82557c6cce9a7d5c9"),
-    "truck": ("7712839", "89f3922fd147d9aeff89e76a2b0b70a7"),
-}
-
-EVENT_ARCHIVES: dict[str, tuple[Archive, ...]] = {
-    "nmnist": (
-        Archive("Train.zip", (_MENDELEY + "39c25547-014b-4137-a934-9d29fa53c7a0/file_downloaded",),
-                "20959b8e626244a1b502305a9e6e2031"),
-        Archive("Test.zip", (_MENDELEY + "05a4d654-7e03-4c15-bdfa-9bb2bcbea494/file_downloaded",),
-                "69ca8762b2fe404d9b9bad1103e97832"),
-    ),
-    "cifar10-dvs": tuple(Archive(f"{c}.zip", (_FIGSHARE + _CIFAR10_DVS_FILES[c][0],), _CIFAR10_DVS_FILES[c][1])
-                         for c in CIFAR10_CLASSES),
-}
-_GESTURE_URL = "https://ibm.ent.box.com/s/3hiq58ww1pbbjrinh367ykfdf60xsfm8/folder/50167556794"
-MANUAL_ARCHIVES: dict[str, tuple[Archive, ...]] = {
-    "dvs128-gesture": (Archive("DvsGesture.tar.gz", (_GESTURE_URL,), "8a5c71fb11e24e5ca5b11866ca6c00a1"),),
-}
 _STAMPS = ".plif-unpacked"
 
 
 def dataset_root(name: str, root: str | Path | None) -> Path:
     """Where the dataset's files go: ``root``, or ``$PLIF_DATA_ROOT/<name>`` (what the loaders read by default)."""
-    return Path(root).expanduser() if root is not None else default_root() / name
+    return dataset_folder(root if root is not None else default_root() / name)
+
+
+def download_help() -> str:
+    """Which event datasets ``plif data download`` / ``plif train --download`` fetch, and which need manual
+    steps, as their records say."""
+    auto = [n for n, d in DATASETS.items() if d.is_event and d.archives and d.manual is None]
+    manual = [n for n, d in DATASETS.items() if d.is_event and d.archives and d.manual is not None]
+    return f"{', '.join(auto)}; {', '.join(manual)}: prints the manual steps" if manual else ", ".join(auto)
 
 
 def manual_steps(name: str, root: str | Path | None = None) -> str:
-    """The exact steps for a dataset that cannot be fetched without a browser."""
-    (a,) = MANUAL_ARCHIVES[name]
+    """The exact steps for a dataset whose archives cannot be fetched without a browser."""
+    spec = get_dataset(name, events=True)
     folder = dataset_root(name, root)
     flag = "" if root is None else f" --root {folder}"
-    return (f"{name} cannot be downloaded automatically (IBM's box folder needs a browser). Steps:\n"
-            f"  1. open {a.urls[0]}\n"
-            f"  2. download {a.filename} (md5 {a.md5}) into {folder}/\n"
-            f"  3. run: plif data download {name}{flag}\n"
-            f"     (checks the md5 and unpacks it safely to {folder}/DvsGesture/)")
+    steps = [f"open {a.urls[0]} and download {a.filename} (md5 {a.md5}) into {folder}/" for a in spec.archives]
+    steps.append(f"run: plif data download {name}{flag}\n     (checks the md5 and unpacks it safely into {folder}/)")
+    return (f"{name} cannot be downloaded automatically ({spec.manual}). Steps:\n"
+            + "\n".join(f"  {i}. {s}" for i, s in enumerate(steps, 1)))
 
 
 def _stamp(root: Path, a: Archive) -> Path:
@@ -91,19 +59,21 @@ def _done(root: Path, a: Archive) -> bool:
     return s.is_file() and s.read_text().strip() == a.md5
 
 
-def _present(name: str, folder: Path) -> bool:
-    """Whether the loaders already find both splits in ``folder`` (e.g. unpacked by hand)."""
+def _loaders_miss(name: str, folder: Path) -> str | None:
+    """Why the loaders do not find both splits in ``folder``, or None when they do."""
     from .events.datasets import list_samples
 
     try:
-        return all(list_samples(name, folder, train) for train in (True, False))
-    except (FileNotFoundError, ValueError):
-        return False
+        for train in (True, False):
+            list_samples(name, folder, train)
+    except (FileNotFoundError, ValueError) as e:
+        return " ".join(str(e).split())
+    return None
 
 
 def _unpack(root: Path, a: Archive, path: Path, limits: Limits, keep: bool, log) -> None:
     log(f"  unpacking {path.name} ...")
-    made = extract_archive(path, root, limits)
+    made = extract_archive(path, root, limits, require=a.holds)
     atomic_write_text(_stamp(root, a), a.md5 + "\n")
     if not keep:
         path.unlink()
@@ -116,30 +86,36 @@ def download_event_dataset(name: str, root: str | Path | None = None, keep_archi
     """Fetch, check and unpack every archive of event dataset ``name`` into its folder; returns the folder.
 
     Already unpacked archives (stamped) are skipped; a ``.part`` from an interrupted transfer is resumed.
-    The URLs come from :data:`EVENT_ARCHIVES` (tests point them at a local server).  A dataset that
-    needs a browser raises ``FileNotFoundError`` with :func:`manual_steps` unless its archive is
-    already in the folder.  Download failures raise ``OSError`` naming every URL tried.
+    The archives are the record's (``DatasetSpec.archives``; tests point their URLs at a local
+    server).  A dataset that needs a browser (``DatasetSpec.manual``) raises ``FileNotFoundError``
+    with :func:`manual_steps` unless its archives are already in the folder.  Download failures
+    raise ``OSError`` naming every URL tried; an archive without the members the record says it
+    holds is refused before it is unpacked (``ArchiveError``), and a folder where the loaders then
+    do not find both splits is a ``ValueError`` saying why.
     """
     spec = get_dataset(name)
-    if spec.kind != "event":
+    if not spec.is_event:
         raise ValueError(f"{name} is a static dataset: plif downloads it when it is first loaded "
                          f"(plif data prepare {name})")
-    table = {**EVENT_ARCHIVES, **MANUAL_ARCHIVES}
-    if name not in table:
+    if not spec.archives:
         raise ValueError(f"no download known for {name}")
     folder = dataset_root(name, root)
-    manual = name in MANUAL_ARCHIVES
-    todo = [a for a in table[name] if not _done(folder, a)]
+    manual = spec.manual is not None
+    todo = [a for a in spec.archives if not _done(folder, a)]
     if not todo:
+        why = _loaders_miss(name, folder)
+        if why:
+            raise ValueError(f"{name}: the archives were unpacked in {folder}, but the loaders do not find the dataset "
+                             f"there now ({why}); remove {folder / _STAMPS} to unpack them again")
         log(f"{name}: already downloaded and unpacked in {folder}")
         return folder
-    if len(todo) == len(table[name]) and _present(name, folder):
+    if len(todo) == len(spec.archives) and _loaders_miss(name, folder) is None:
         log(f"{name}: already in {folder} (unpacked by hand); nothing to download")
         return folder
     if manual and not all((folder / a.filename).is_file() for a in todo):
         raise FileNotFoundError(manual_steps(name, root))
     folder.mkdir(parents=True, exist_ok=True)
-    log(f"{name}: {len(todo)} of {len(table[name])} archives to {'check' if manual else 'fetch'} and unpack into {folder}")
+    log(f"{name}: {len(todo)} of {len(spec.archives)} archives to {'check' if manual else 'fetch'} and unpack into {folder}")
     for i, a in enumerate(todo, 1):
         path = folder / a.filename
         if manual:
@@ -155,5 +131,8 @@ def download_event_dataset(name: str, root: str | Path | None = None, keep_archi
                 raise OSError(f"{name}: could not download {a.filename}: {e}. Run the same command again to "
                               f"resume, or put the file (md5 {a.md5}) into {folder}/ yourself") from None
         _unpack(folder, a, path, limits, keep_archives, log)
+    why = _loaders_miss(name, folder)
+    if why:
+        raise ValueError(f"{name}: every archive unpacked into {folder}, but the loaders do not find the dataset ({why})")
     log(f"{name}: ready in {folder}")
     return folder

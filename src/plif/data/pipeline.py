@@ -14,16 +14,16 @@ The order of an epoch depends only on ``(seed, epoch)``, so a resumed run sees t
 from __future__ import annotations
 
 import concurrent.futures as cf
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Callable, Iterator, Protocol
 
 import numpy as np
 import torch
 
 from ..device import free_memory
-from .catalog import STATIC
+from .catalog import get_dataset
 
-__all__ = ["Split", "TrainData", "DataSource", "data_source", "eval_batches", "load_test_split",
+__all__ = ["Split", "TrainData", "DataSource", "LoadOptions", "data_source", "eval_batches", "load_test_split",
            "load_train_data", "cap_and_split", "planned_train_samples", "epoch_generator", "fits_on_device",
            "free_memory", "LOADER_WORKERS"]
 
@@ -55,6 +55,7 @@ class Split:
     y: torch.Tensor
     rows: torch.Tensor | None = None
     device: torch.device | None = None  # set for streamed splits
+    origin: str | None = None  # where the samples were read from (an event dataset's frame cache), for messages
 
     def __len__(self) -> int:
         return int(self.y.shape[0])
@@ -179,6 +180,22 @@ def epoch_generator(seed: int, epoch: int) -> torch.Generator:
 
 
 @dataclass(frozen=True)
+class LoadOptions:
+    """How a dataset is read beyond what a run's configuration says: training takes these defaults,
+    ``plif data prepare`` sets them from its flags.  Each option applies to one kind of dataset and
+    is ignored by the other."""
+
+    download: bool = True  # static: fetch missing files (md5-checked)
+    slicing: str = "count"  # event: how a recording's events are cut into the T frames ("count" / "time")
+    cache_dir: str | None = None  # event: where frame caches go [default_root()/frames]
+    workers: int | None = None  # event: processes building a cache (0: none) [all CPUs]
+    progress: bool = True  # event: a progress bar while a cache is built
+    allow_empty: bool = False  # event: keep recordings without events as all-zero samples
+    verify: bool = False  # event: hash every recording and the frames before a cache is reused
+    reader: dict = field(default_factory=dict)  # event: reader options of the record (e.g. flip_x)
+
+
+@dataclass(frozen=True)
 class DataSource:
     """How to read one dataset's splits and turn raw batches into network input."""
 
@@ -187,18 +204,19 @@ class DataSource:
     augment: Callable[[torch.Tensor, torch.Generator | None], torch.Tensor]
 
 
-def data_source(dataset: str, data_dir, T: int) -> DataSource:
+def data_source(dataset: str, data_dir, T: int, options: LoadOptions = LoadOptions()) -> DataSource:
     """Static images: uint8 in, augmented then normalised per batch (the supplement's Preprocessing).  Event datasets:
-    frames ``[N, T, 2, H, W]`` (the memory-mapped cache) in, ``[T, B, 2, H, W]`` float per batch."""
-    if dataset in STATIC:
-        from .static import STATIC_DATASETS, load_static
+    frames ``[N, T, 2, H, W]`` (the memory-mapped cache) in, ``[T, B, 2, H, W]`` float per batch.
+    ``data_dir=None``: the default folder (``$PLIF_DATA_ROOT``, and ``$PLIF_DATA_ROOT/<dataset>`` for event data)."""
+    info = get_dataset(dataset)
+    if not info.is_event:
+        from .static import load_static
         from .transforms import augment_for, normalize
 
-        info = STATIC_DATASETS[dataset]
         augment_fn = augment_for(dataset)
 
         def load(train):
-            return Split(*load_static(dataset, data_dir, train=train))
+            return Split(*load_static(dataset, data_dir, train=train, download=options.download))
 
         def prepare(x, gen=None):
             return normalize(x, info.mean, info.std)
@@ -210,8 +228,12 @@ def data_source(dataset: str, data_dir, T: int) -> DataSource:
         from .events.load import prepare_event_frames
 
         def load(train):
-            frames, labels = load_cached(prepare_event_frames(dataset, data_dir, T, train=train), check=False)
-            return Split(torch.from_numpy(frames), torch.from_numpy(np.asarray(labels, dtype=np.int64)))
+            o = options
+            folder = prepare_event_frames(dataset, data_dir, T, train, o.slicing, o.cache_dir, o.workers, o.progress,
+                                          o.allow_empty, verify=o.verify, **o.reader)
+            frames, labels = load_cached(folder, check=False)  # checked by prepare_event_frames
+            return Split(torch.from_numpy(frames), torch.from_numpy(np.asarray(labels, dtype=np.int64)),
+                         origin=str(folder))
 
         def prepare(x, gen=None):
             return x.float().transpose(0, 1)  # [B, T, ...] -> [T, B, ...]
@@ -275,7 +297,7 @@ def cap_and_split(train: Split, cfg: DataConfig) -> tuple[Split, Split | None]:
 def planned_train_samples(cfg: DataConfig) -> int | None:
     """The training samples :func:`load_train_data` will keep, from the file list alone (event
     datasets, before any frame cache is built); ``None`` for static datasets (loaded quickly anyway)."""
-    if cfg.dataset in STATIC:
+    if not get_dataset(cfg.dataset).is_event:
         return None
     from .catalog import default_root
     from .events.datasets import list_samples

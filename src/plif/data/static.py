@@ -15,17 +15,16 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .catalog import DATASETS, DatasetSpec, default_root
+from .catalog import DatasetSpec, dataset_folder, default_root, get_dataset
 from .download import download_file
 from .idx import read_idx
 
-__all__ = ["StaticDataset", "STATIC_DATASETS", "load_static", "default_root"]
+__all__ = ["StaticDataset", "load_static", "default_root"]
 
 FASHION_SYSTEM_DIR = Path("/usr/share/datasets/fashion-mnist")  # Debian: dataset-fashion-mnist
 
 
 StaticDataset = DatasetSpec  # the record of one static dataset (mean, std, files, md5, urls, ...)
-STATIC_DATASETS: dict[str, DatasetSpec] = {n: d for n, d in DATASETS.items() if d.kind == "static"}
 
 CIFAR_DIR = "cifar-10-batches-py"
 CIFAR_TRAIN = tuple(f"data_batch_{i}" for i in range(1, 6))
@@ -62,22 +61,36 @@ def _load_idx_dataset(entry: StaticDataset, root: Path, train: bool, download: b
     if entry.name == "fashion-mnist" and system:
         dirs.insert(0, FASHION_SYSTEM_DIR)
     paths = [_find_idx(dirs, n) for n in names]
-    missing = [n for n, p in zip(names, paths) if p is None]
-    if missing:
+    if None in paths:
+        # every file of the dataset that is missing, the other split's too: a run needs them all, and one
+        # message naming each (with why its download failed) beats a second failure after the first fix
+        missing = [n for n in entry.files.values() if _find_idx(dirs, n) is None]
         if not download:
             raise _missing(entry, root, missing, "download=False")
+        failed = {}
         for n in missing:
             try:
                 download_file([u + n for u in entry.urls], root / entry.name / n, entry.md5[n])
-            except OSError as e:
-                raise _missing(entry, root, missing, f"download failed: {e}") from None
+            except OSError as e:  # names the URL, so the file, and why
+                failed[n] = str(e)
+        if failed:
+            raise _missing(entry, root, list(failed), "download failed: " + "; ".join(failed.values()))
         paths = [_find_idx(dirs, n) for n in names]
     images = read_idx(paths[0], expect_type=0x08, expect_ndim=3)
     labels = read_idx(paths[1], expect_type=0x08, expect_ndim=1)
+    _refuse_empty(len(images), entry, split, paths[0])
     _check_labels(labels, entry, paths[1], header=8)
     if len(images) != len(labels):
         raise ValueError(f"{paths[0]} has {len(images)} images but {paths[1]} has {len(labels)} labels")
     return images[:, None], labels
+
+
+def _refuse_empty(n: int, entry: StaticDataset, split: str, where) -> None:
+    """A split of 0 images passes every format check (a valid header for none); training on it, or
+    testing on it, would say nothing true.  Refused, naming the file."""
+    if n == 0:
+        raise ValueError(f"{where}: 0 images (a valid header for none): an empty {split} split of {entry.name} "
+                         "is refused; get the complete files")
 
 
 def _check_labels(labels: np.ndarray, entry: StaticDataset, where, header: int | None = None) -> None:
@@ -177,6 +190,7 @@ def _load_cifar(entry: StaticDataset, root: Path, train: bool, download: bool,
                 raise FileNotFoundError(f"{path / b}: CIFAR-10 batch missing")
             parts.append(_parse_cifar_batch((path / b).read_bytes(), str(path / b)))
     images, labels = np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
+    _refuse_empty(len(images), entry, "train" if train else "test", f"{path} ({', '.join(batches)})")
     _check_labels(labels, entry, f"{entry.name} ({'train' if train else 'test'} split)")
     return images, labels
 
@@ -188,16 +202,14 @@ def load_static(name: str, root: str | Path | None = None, train: bool = True,
                 download: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
     """Load a whole split: ``images uint8 [N, C, H, W]`` (raw 0..255), ``labels int64 [N]``.
 
-    ``name`` is a key of ``STATIC_DATASETS``.  ``root=None`` means ``default_root()``, and for
+    ``name`` is a static dataset of :data:`plif.data.catalog.DATASETS`.  ``root=None`` means ``default_root()``, and for
     Fashion-MNIST the Debian folder ``/usr/share/datasets/fashion-mnist`` is searched first.
     Missing files are downloaded (md5-checked) unless ``download=False``; if that is impossible a
     ``FileNotFoundError`` names the files and folder.  Corrupt files raise ``ValueError``.
     """
-    if name not in STATIC_DATASETS:
-        raise ValueError(f"unknown static dataset {name!r}; known: {sorted(STATIC_DATASETS)}")
-    entry = STATIC_DATASETS[name]
+    entry = get_dataset(name, events=False)
     system = root is None
-    root = default_root() if root is None else Path(root).expanduser()
+    root = default_root() if root is None else dataset_folder(root)
     images, labels = _LOADERS[entry.loader](entry, root, train, download, system)
     if images.shape[1:] != entry.input_shape:
         raise ValueError(f"{name}: images have shape {images.shape[1:]}, expected {entry.input_shape}")

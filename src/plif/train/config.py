@@ -13,14 +13,14 @@ import math
 import os
 from dataclasses import dataclass, field
 
-from ..data.catalog import EVENT, STATIC
+from ..data.catalog import DATASETS
 from ..device import pick_device
 from ..models import get_entry
 from ..models.notation import MAX_INT
 from ..surrogate import SURROGATES
 
 __all__ = ["TrainConfig", "PRESETS", "resolve_config", "config_diff", "field_kind", "flag_name", "pick_device",
-           "check_network", "check_outputs", "check_stored", "read_stored_config", "STATIC", "EVENT", "MAX_SEED", "MAX_TAU0"]
+           "check_network", "check_outputs", "check_stored", "read_stored_config", "MAX_SEED", "MAX_TAU0"]
 
 NEURON_NAMES = ("plif", "lif", "if")
 MAX_SEED = 2**32 - 1  # every generator seeded from it stays inside torch's 64-bit seeds
@@ -37,7 +37,7 @@ class TrainConfig:
     """
 
     dataset: str = field(default="fashion-mnist", metadata={
-        "help": "dataset to train on", "choices": STATIC + EVENT})
+        "help": "dataset to train on", "choices": tuple(DATASETS)})
     preset: str = field(default="cpu", metadata={
         "help": "'paper' is the paper's protocol exactly (its supplement, Hyper-Parameters), 'cpu' a narrower network that trains in minutes",
         "choices": ("paper", "cpu")})

@@ -13,6 +13,9 @@ sample's path, label and cut.  What the files *contain* is checked through ``met
   labels' checksum; the frames' checksum is checked when the file's stat changed, when it is
   small, at the end of every build and by ``plif data verify``.
 
+``verify`` (``plif data prepare --verify``) hashes every recording and the frames before a
+finished cache is reused, so an edit that kept size, mtime and inode rebuilds it too.
+
 Samples are integrated in chunks by worker processes (which end when their parent dies); each
 finished chunk is written atomically with a sidecar holding its checksum and its recordings'
 fingerprints, so an interrupted build resumes from the intact chunks only.  One process builds a
@@ -129,8 +132,8 @@ def _build_chunk(samples: list[EventSample], out: str, T: int, split: str, senso
             frames.append(_sample_frames(s, T, split, sensor_size, reader_opts, memo, allow_empty))
             if s.path not in sources:
                 sources[s.path] = fingerprint(s.path)
-        except Exception as e:
-            raise RuntimeError(f"{s.path}: {type(e).__name__}: {e}") from None
+        except Exception as e:  # the reader's message names the file already: said once
+            raise RuntimeError(f"{s.path}: {type(e).__name__}: {str(e).removeprefix(f'{s.path}: ')}") from None
     arr = np.stack(frames)
     arr = arr.astype(count_dtype(int(arr.max()) if arr.size else 0))
     buf = io.BytesIO()
@@ -209,12 +212,13 @@ class _Lock:
         self.lock.release()
 
 
-def _finished(folder: Path, T: int, split: str, n: int, sensor_size) -> bool:
-    """``folder`` holds an intact, up-to-date cache of these samples (else says why on stderr)."""
+def _finished(folder: Path, T: int, split: str, n: int, sensor_size, deep: bool = False) -> bool:
+    """``folder`` holds an intact, up-to-date cache of these samples (else says why on stderr).
+    ``deep``: every recording and the frames are hashed, whatever their stat says."""
     if not (folder / "meta.json").is_file():
         return False
     try:
-        meta = check_cache(folder, sources=True)
+        meta = check_cache(folder, deep=deep, sources=True, advise=False)
         asked = [T, split, n, list(sensor_size)]
         held = [meta["T"], meta["split"], meta["samples"], meta["sensor_size"]]
         if held != asked:
@@ -228,7 +232,8 @@ def _finished(folder: Path, T: int, split: str, n: int, sensor_size) -> bool:
 def build_frames_cache(samples: list[EventSample], folder: str | Path, T: int, split: str,
                        sensor_size: tuple[int, int], reader_opts: dict | None = None,
                        params: dict | None = None, workers: int | None = None, chunk_size: int = 64,
-                       progress: bool = True, allow_empty: bool = False, wait: bool = True) -> Path:
+                       progress: bool = True, allow_empty: bool = False, wait: bool = True,
+                       verify: bool = False) -> Path:
     """Make ``folder`` hold ``frames.npy`` ``[N, T, 2, H, W]`` and ``labels.npy`` ``[N]`` for ``samples``.
 
     ``workers``: processes (None = all CPUs, 0 = run in this process).  A finished folder whose
@@ -241,12 +246,14 @@ def build_frames_cache(samples: list[EventSample], folder: str | Path, T: int, s
     a ``torchrun`` job does) waits for that build, saying so on stderr every
     :data:`WAIT_REPORT_S` seconds, then uses the finished cache; when that build failed it raises
     the builder's message as a ``CacheError`` (one line).  ``wait=False``: refuse instead.
+    ``verify``: reuse a finished cache only once every recording and the frames hash as recorded
+    (:func:`check_cache` with ``deep``), not only when their stat is unchanged.
     """
     folder = Path(folder)
     if not samples:
         raise ValueError(f"{folder}: no samples to build a frame cache from")
     check_frame_shape(T, sensor_size, samples=min(chunk_size, len(samples)), hint="lower --T")  # one chunk in memory
-    if _finished(folder, T, split, len(samples), sensor_size):
+    if _finished(folder, T, split, len(samples), sensor_size, verify):
         return folder
     folder.mkdir(parents=True, exist_ok=True)
     with _Lock(folder, wait) as lock:
@@ -254,7 +261,7 @@ def build_frames_cache(samples: list[EventSample], folder: str | Path, T: int, s
         if lock.waited:  # another process (a torchrun rank) built it meanwhile, or failed
             if failed.is_file():
                 raise CacheError(failed.read_text().strip())
-            if _finished(folder, T, split, len(samples), sensor_size):
+            if _finished(folder, T, split, len(samples), sensor_size, verify):
                 return folder
         failed.unlink(missing_ok=True)
         _remove_stale_temps(folder)
@@ -346,9 +353,12 @@ def _join_chunks(chunk_paths: list[Path], sides: list[dict], out: Path, n: int) 
     need = len(header.getvalue()) + int(np.prod(shape)) * dtype.itemsize
     free = shutil.disk_usage(out.parent).free
     if free < need + _SPACE_MARGIN:
-        raise CacheError(f"{out}: joining the chunks needs {need / 1e9:.2f} GB of free space, {free / 1e9:.2f} GB "
-                         f"are free; free some space or use another cache folder (--cache-dir), then run again "
-                         f"(the finished chunks are kept)")
+        from ..memory import format_bytes
+
+        raise CacheError(f"{out}: joining the chunks needs {format_bytes(need + _SPACE_MARGIN)} of free space "
+                         f"({format_bytes(need)} for the file and a {format_bytes(_SPACE_MARGIN)} margin), "
+                         f"{format_bytes(free)} are free; free some space or use another cache folder (--cache-dir), "
+                         "then run again (the finished chunks are kept)")
     tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
     h = hashlib.blake2b(digest_size=16)
     try:
@@ -452,9 +462,24 @@ def _check_file(folder: Path, name: str, info: dict, deep: bool) -> bool:
     return False
 
 
-def check_cache(folder: str | Path, deep: bool = False, sources: bool = False) -> dict:
+def rebuild_advice(folder: Path, meta: dict | None = None) -> str:
+    """How to rebuild ``folder``, true for every fault: ``plif data prepare --verify`` with the options of
+    its build (it hashes everything, so it also rebuilds after an edit that kept size, mtime and inode,
+    which a plain load does not notice), or deleting it (the next load rebuilds it)."""
+    p = meta.get("params") if isinstance(meta, dict) and isinstance(meta.get("params"), dict) else {}
+    if p.get("dataset") and isinstance(p.get("train"), bool):
+        flags = [f"--T {meta['T']}", f"--split {meta['split']}", "--train-only" if p["train"] else "--test-only"]
+        flags += ["--allow-empty"] if p.get("allow_empty") else []
+        flags += ["--no-flip-x"] if (p.get("reader_opts") or {}).get("flip_x") is False else []
+        cmd = f"plif data prepare {p['dataset']} --verify {' '.join(flags)} --cache-dir {folder.parent} --root DIR"
+    else:
+        cmd = "plif data prepare DATASET --verify with the options of its build"
+    return f"rebuild it: {cmd}, or delete {folder} (the next load rebuilds it)"
+
+
+def check_cache(folder: str | Path, deep: bool = False, sources: bool = False, advise: bool = True) -> dict:
     """Check a finished cache folder; returns its metadata or raises :class:`CacheError` naming
-    the bad file and saying how to rebuild.
+    the bad file and (``advise``) saying how to rebuild (:func:`rebuild_advice`).
 
     Always: metadata, file sizes, npy headers, shapes against T / N / sensor, the labels'
     checksum.  ``deep``: the frames' checksum too.  ``sources``: every recording's fingerprint:
@@ -462,11 +487,14 @@ def check_cache(folder: str | Path, deep: bool = False, sources: bool = False) -
     hashes every recording, so an edit that kept size, mtime and inode is found too).
     """
     folder = Path(folder)
-    meta = _read_meta(folder)
+    try:
+        meta = _read_meta(folder)
+    except CacheError as e:
+        raise CacheError(f"{e} ({rebuild_advice(folder)})" if advise else str(e)) from None
     n, T = meta["samples"], meta["T"]
     h, w = meta["sensor_size"]
     want = [n, T, 2, h, w]
-    how = f" (rebuild: delete {folder} and run plif data prepare again, or just load it with plif)"
+    how = f" ({rebuild_advice(folder, meta)})" if advise else ""
     try:
         if meta["files"]["frames.npy"]["shape"] != want or meta["files"]["labels.npy"]["shape"] != [n]:
             raise CacheError(f"{folder / 'meta.json'}: file shapes disagree with T={T}, N={n}, sensor {h}x{w}")

@@ -8,6 +8,7 @@ unfinished build.  Nothing else in the cache folder is ever touched, nor a cache
 """
 from __future__ import annotations
 
+import os
 import re
 import shutil
 from dataclasses import dataclass
@@ -15,8 +16,9 @@ from pathlib import Path
 
 from ...filelock import FileLock
 
-__all__ = ["CacheFolder", "cache_folders", "older_caches", "remove_cache", "NAME"]
+__all__ = ["CacheFolder", "cache_folders", "cache_like_folders", "older_caches", "remove_cache", "NAME"]
 
+CACHE_FILES = ("meta.json", "frames.npy", "labels.npy", "chunks", ".build.lock")  # what a cache folder holds
 NAME = re.compile(r"^(?P<dataset>.+)-(?P<split>train|test)-T(?P<T>\d+)-(?P<slicing>count|time)-(?P<key>[0-9a-f]{16})$")
 
 
@@ -48,6 +50,17 @@ def cache_folders(base: str | Path) -> list[CacheFolder]:
         built = (meta if finished else d).stat().st_mtime
         found.append(CacheFolder(d, (m["dataset"], m["split"], int(m["T"]), m["slicing"]), finished, built, _size(d)))
     return sorted(found, key=lambda c: c.built)
+
+
+def cache_like_folders(base: str | Path) -> list[Path]:
+    """Every folder directly under ``base`` that is named like a frame cache or holds a cache's files
+    (a renamed copy too), sorted by name: what ``plif data verify`` checks, so that a cache whose
+    ``meta.json`` is gone is reported, not skipped.  Only listed, never removed."""
+    base = Path(base)
+    if not base.is_dir():
+        return []
+    return sorted(d for d in base.iterdir() if d.is_dir() and not d.is_symlink()
+                  and (NAME.match(d.name) or any(os.path.lexists(d / f) for f in CACHE_FILES)))
 
 
 def older_caches(base: str | Path, keep: str | Path | None = None) -> list[CacheFolder]:

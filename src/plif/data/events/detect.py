@@ -5,10 +5,12 @@ from pathlib import Path
 
 import numpy as np
 
+from ..catalog import ATIS_SENSOR
 from . import aedat2, aedat3, aedat4, nmnist
 from .types import EventFormatError, read_file_bytes
 
-__all__ = ["detect_format", "read_events", "read_with_sensor", "event_info", "time_warnings", "FORMATS"]
+__all__ = ["detect_format", "read_events", "read_with_sensor", "read_for_sensor", "event_info", "time_warnings",
+           "FORMATS"]
 
 FORMATS = ("nmnist", "aedat2", "aedat3.1", "aedat4")
 
@@ -91,6 +93,36 @@ def read_with_sensor(path: str | Path, flip_x: bool = True, atis_sensor: tuple[i
     return ev, sensor, fmt, len(data)
 
 
+def read_for_sensor(path: str | Path, flip_x: bool = True, sensor_size: tuple[int, int] | None = None
+                    ) -> tuple[np.ndarray, tuple[int, int] | None, str, int]:
+    """The one sensor rule of ``plif data info / frames / show``: ``(events, sensor, format, file bytes)``.
+
+    ``sensor_size`` (``--sensor``) replaces the size the format or header states, for every format: a
+    header-less ATIS ``.bin`` is then read up to the whole ATIS sensor (or the given size, if larger)
+    instead of N-MNIST's 34 x 34.  Events outside the sensor are a ``ValueError`` naming the file; a
+    header-less file that does not fit N-MNIST says which option reads it.  The sensor is None only
+    when neither the file nor ``sensor_size`` gives one (nothing is then checked).
+    """
+    from ..frames import check_coordinates
+
+    atis = None if sensor_size is None else tuple(max(a, s) for a, s in zip(ATIS_SENSOR, sensor_size))
+    try:
+        events, stated, fmt, nbytes = read_with_sensor(path, flip_x, atis)
+    except nmnist.OutsideSensorError as e:
+        if sensor_size is not None:
+            raise
+        raise EventFormatError(e.path, e.offset, f"{e.what}; if it is an ATIS recording of another size, give its "
+                                                 f"sensor size: --sensor H,W (N-Caltech101: --sensor "
+                                                 f"{ATIS_SENSOR[0]},{ATIS_SENSOR[1]})") from None
+    sensor = tuple(sensor_size) if sensor_size is not None else stated
+    if sensor is not None:
+        try:
+            check_coordinates(events, sensor)
+        except ValueError as e:
+            raise ValueError(f"{path}: {e}") from None
+    return events, sensor, fmt, nbytes
+
+
 def backward_steps(t: np.ndarray) -> int:
     """How many events are earlier than the event before them (0 for a time-ordered stream)."""
     return int(np.count_nonzero(t[1:] < t[:-1])) if len(t) > 1 else 0
@@ -109,18 +141,10 @@ def time_warnings(events: np.ndarray) -> list[str]:
 
 def event_info(path: str | Path, sensor_size: tuple[int, int] | None = None) -> dict:
     """Summary of one file: format, event count, first/last time and duration (us), sensor size
-    ``(H, W)`` when the format or header states it (or ``sensor_size`` when given), and the extent
-    actually observed.  Events outside the sensor are an error, by the same rule as for frames."""
-    from ..frames import check_coordinates
-
-    ev, sensor, fmt, nbytes = read_with_sensor(path)
-    if sensor_size is not None:
-        sensor = tuple(sensor_size)
-    if sensor is not None:
-        try:
-            check_coordinates(ev, sensor)
-        except ValueError as e:
-            raise ValueError(f"{path}: {e}") from None
+    ``(H, W)`` the format or header states (or ``sensor_size`` when given), and the extent
+    actually observed.  Events outside the sensor are an error, by the same rule as for frames
+    (:func:`read_for_sensor`)."""
+    ev, sensor, fmt, nbytes = read_for_sensor(path, sensor_size=sensor_size)
     n = len(ev)
     warnings = [] if n else ["no events: an empty recording (datasets refuse it unless allow_empty=True)"]
     info = {"path": str(path), "format": fmt, "events": n, "bytes": nbytes, "sensor_size": sensor,

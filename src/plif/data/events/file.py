@@ -7,9 +7,8 @@ from typing import Callable
 import numpy as np
 
 from ..frames import check_frame_shape, events_to_frames
-from .detect import read_with_sensor, time_warnings
+from .detect import read_for_sensor, time_warnings
 from .gesture import cut_events
-from .nmnist import ATIS_SENSOR
 
 __all__ = ["file_to_frames", "frames_of_events"]
 
@@ -28,7 +27,8 @@ def file_to_frames(path: str | Path, T: int, split: str = "count", sensor_size: 
     """Frames ``[T, 2, H, W]`` float32 of one event file (optionally its ``[start, end)`` µs cut).
 
     ``sensor_size=None`` takes the size the format or header states (N-MNIST 34x34, DVS128
-    128x128, AEDAT 4 from the file); an N-Caltech101 ``.bin`` needs it given (180x240).  A
+    128x128, AEDAT 4 from the file); an N-Caltech101 ``.bin`` needs it given (180x240), and
+    the error of one read without it says so (:func:`.detect.read_for_sensor`).  A
     recording, or a cut, without events is an error unless ``allow_empty`` (all-zero frames then);
     ``warn`` hears about timestamps going backwards.
     """
@@ -36,13 +36,9 @@ def file_to_frames(path: str | Path, T: int, split: str = "count", sensor_size: 
         raise ValueError(f"--start {start} must be less than --end {end} (the cut is [start, end) us)")
     if sensor_size is not None:
         check_frame_shape(T, sensor_size)  # a hopeless --T / --sensor is refused before the file is read
-    # a given sensor may be an ATIS recording's (N-Caltech101): read .bin files up to the whole ATIS
-    # sensor, and let the frames say which events do not fit the size given
-    events, stated, _, _ = read_with_sensor(path, flip_x, ATIS_SENSOR if sensor_size is not None else None)
+    events, sensor_size, _, _ = read_for_sensor(path, flip_x, sensor_size)
     if sensor_size is None:
-        sensor_size = stated
-        if sensor_size is None:
-            raise ValueError(f"{path}: the file does not state its sensor size; give it (--sensor H,W)")
+        raise ValueError(f"{path}: the file does not state its sensor size; give it (--sensor H,W)")
     if warn is not None:
         for w in time_warnings(events):
             warn(w)

@@ -1,46 +1,74 @@
 """``load_event_frames``: the one call training makes for an event dataset."""
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from ..catalog import default_root
+from ..catalog import default_root, get_dataset
 from .cache import build_frames_cache, cache_key, load_cached
-from .datasets import EVENT_DATASETS, list_samples
+from .datasets import list_samples
 from .file import file_to_frames
 
 __all__ = ["load_event_frames", "prepare_event_frames", "file_to_frames"]
 
 def prepare_event_frames(name: str, root: str | Path | None, T: int, train: bool, split: str = "count",
                          cache_dir: str | Path | None = None, workers: int | None = None,
-                         progress: bool = True, allow_empty: bool = False, **options) -> Path:
+                         progress: bool = True, allow_empty: bool = False, verify: bool = False,
+                         **options) -> Path:
     """Build (or find) the frame cache of one split; returns its folder (see :mod:`.cache`).
 
     ``root=None`` means ``default_root()/<name>``.  A recording without events stops the build
-    with its path unless ``allow_empty`` (then it is an all-zero sample).
+    with its path unless ``allow_empty`` (then it is an all-zero sample).  ``verify``: a finished
+    cache is reused only once every recording and the frames hash as recorded.
     """
-    if name not in EVENT_DATASETS:
-        raise ValueError(f"unknown event dataset {name!r}; known: {sorted(EVENT_DATASETS)}")
+    info = get_dataset(name, events=True)
     if root is None:
         root = default_root() / name
-    info = EVENT_DATASETS[name]
     reader_opts = {k: options.pop(k) for k in info.reader_options if k in options}
     samples = list_samples(name, root, train, **options)
     params = {"dataset": name, "train": bool(train), "T": int(T), "split": split,
               "sensor_size": list(info.sensor_size), "reader_opts": reader_opts, "list_options": options,
               "allow_empty": bool(allow_empty)}
-    key = cache_key(params, samples)
     base = Path(cache_dir) if cache_dir is not None else default_root() / "frames"
-    folder = base / f"{name}-{'train' if train else 'test'}-T{T}-{split}-{key[:16]}"
+    folder = _folder(base, params, samples)
     fresh = not (folder / "meta.json").is_file()
     folder = build_frames_cache(samples, folder, T, split, info.sensor_size, reader_opts, params,
-                                workers=workers, progress=progress, allow_empty=allow_empty)
+                                workers=workers, progress=progress, allow_empty=allow_empty, verify=verify)
     if fresh:
         _say_older(base, folder)
+    _refuse_copies(name, root, base, params, folder, options)
     return folder
+
+
+def _folder(base: Path, params: dict, samples) -> Path:
+    """The cache folder of a split: ``<dataset>-<split>-T<T>-<slicing>-<key>`` (see :mod:`.cache`)."""
+    split = "train" if params["train"] else "test"
+    return base / f"{params['dataset']}-{split}-T{params['T']}-{params['split']}-{cache_key(params, samples)[:16]}"
+
+
+def _refuse_copies(name: str, root, base: Path, params: dict, folder: Path, options: dict) -> None:
+    """Refuse a recording of one split whose bytes are a recording of the other split (a copy is a
+    train/test leak as much as the symlink the lister refuses).  The caches hash every recording
+    anyway: the other split's finished cache of the same options is compared; when it is not built
+    yet, its own build does the comparison.  Empty files (all alike) are not compared."""
+    try:
+        other = {**params, "train": not params["train"]}
+        other_folder = _folder(base, other, list_samples(name, root, other["train"], **options))
+        theirs = json.loads((other_folder / "meta.json").read_text())["sources"]
+        ours = json.loads((folder / "meta.json").read_text())["sources"]
+    except (OSError, ValueError, KeyError, TypeError):  # the other split is not listed or built (yet)
+        return
+    by_hash = {fp["hash"]: p for p, fp in theirs.items() if fp["stat"][0] > 0}
+    copies = sorted((p, by_hash[fp["hash"]]) for p, fp in ours.items() if fp["hash"] in by_hash)
+    if copies:
+        mine, twin = copies[0]
+        ours_is, theirs_is = ("train", "test") if params["train"] else ("test", "train")
+        raise ValueError(f"{name}: {mine} ({ours_is}) holds the same bytes as {twin} ({theirs_is}) ({len(copies)} "
+                         "such): a train/test leak; remove the copy")
 
 
 def _say_older(base: Path, folder: Path) -> None:
@@ -60,7 +88,7 @@ def _say_older(base: Path, folder: Path) -> None:
 def load_event_frames(name: str, root: str | Path | None, T: int, train: bool, split: str = "count",
                       cache_dir: str | Path | None = None, workers: int | None = None,
                       progress: bool = True, allow_empty: bool = False, **options) -> tuple[torch.Tensor, torch.Tensor]:
-    """Frames and labels of a whole split of the event dataset ``name`` (``EVENT_DATASETS``).
+    """Frames and labels of a whole split of the event dataset ``name``.
 
     Returns ``frames [N, T, 2, H, W]`` of integer event counts (uint8 / int16 / int32, whichever
     holds the largest count; call ``.float()`` per batch) backed by a memory-mapped cache file,

@@ -7,9 +7,11 @@ marker, not an event: it is dropped and 2**13 us is added to the time of every l
 the dataset's reference reader does.  N-MNIST: sensor 34 x 34 (ATIS saccades on MNIST digits);
 N-Caltech101: up to 240 x 180 (the ATIS sensor; each recording as wide as its image).
 
-The format has no magic number, so a file is accepted only when every event's coordinates fit
-the sensor asked for (N-MNIST's 34 x 34 unless given): random bytes or a text file are refused
-instead of decoded.
+The format has no magic number, so a file is accepted only when it can be a recording: its size
+is whole events, every event's coordinates fit the sensor asked for (N-MNIST's 34 x 34 unless
+given), and its timestamps never go backwards (the sensor writes events in time order, and the
+overflow records only make sense in that order).  Random bytes or a text file are refused instead
+of decoded: ASCII fits N-Caltech101's 240 x 180 sensor, but its "timestamps" jump back and forth.
 """
 from __future__ import annotations
 
@@ -17,15 +19,16 @@ from pathlib import Path
 
 import numpy as np
 
-from ..catalog import DATASETS
+from ..catalog import ATIS_SENSOR, DATASETS
 from .types import EventFormatError, make_events, read_file_bytes
 
-__all__ = ["read_nmnist_bin", "parse_nmnist", "NMNIST_SENSOR", "ATIS_SENSOR"]
+__all__ = ["read_nmnist_bin", "parse_nmnist", "NMNIST_SENSOR", "OutsideSensorError"]
 
 NMNIST_SENSOR = DATASETS["nmnist"].sensor_size  # (H, W) = (34, 34), from the dataset's description
+class OutsideSensorError(EventFormatError):
+    """A header-less file with an event outside the sensor asked for: not N-MNIST (or not a recording)."""
 
 
-ATIS_SENSOR = (180, 240)  # (H, W) of the whole ATIS sensor: the largest a .bin recording can be
 OVERFLOW_Y = 240  # y of a time-stamp overflow record
 OVERFLOW_US = 1 << 13  # what the reference reader adds per overflow record
 
@@ -37,7 +40,7 @@ def _check(data: bytes, path, sensor: tuple[int, int]) -> np.ndarray:
     bad = np.flatnonzero(((b[:, 0] >= sensor[1]) | (b[:, 1] >= sensor[0])) & ~marker)
     if len(bad):
         i = int(bad[0])
-        raise EventFormatError(path, 5 * i, f"not a recognised event file: no AEDAT header, and read as ATIS .bin "
+        raise OutsideSensorError(path, 5 * i, f"not a recognised event file: no AEDAT header, and read as ATIS .bin "
                                             f"(N-MNIST) its event {i} has x={b[i, 0]}, y={b[i, 1]} outside the "
                                             f"{sensor[0]}x{sensor[1]} sensor")
     if len(data) % 5:
@@ -45,17 +48,30 @@ def _check(data: bytes, path, sensor: tuple[int, int]) -> np.ndarray:
     return b
 
 
+def _check_time_order(t: np.ndarray, rows: np.ndarray, path) -> None:
+    """Refuse timestamps that go backwards; ``rows``: each event's record number (for the byte offset)."""
+    back = np.flatnonzero(t[1:] < t[:-1])
+    if len(back):
+        i = int(back[0]) + 1
+        raise EventFormatError(path, 5 * int(rows[i]), f"not an ATIS recording: its time goes backwards at event {i} "
+                                                       f"({int(t[i])} us after {int(t[i - 1])} us; {len(back)} such), "
+                                                       "which a sensor writing events in time order never does")
+
+
 def parse_nmnist(data: bytes, path: str | Path = "<bytes>", sensor: tuple[int, int] | None = None) -> np.ndarray:
     """Decode an ATIS ``.bin`` buffer -> structured events ``[N]`` (t, x, y, p), file order.
 
-    ``sensor`` ``(H, W)``: the size every event must fit (default N-MNIST's 34 x 34)."""
+    ``sensor`` ``(H, W)``: the size every event must fit (default N-MNIST's 34 x 34).  What cannot be
+    a recording (see the module's docstring) is an :class:`EventFormatError` naming the byte."""
     b = _check(data, path, tuple(sensor) if sensor is not None else NMNIST_SENSOR)
     b2 = b[:, 2].astype(np.int64)
     t = ((b2 & 0x7F) << 16) | (b[:, 3].astype(np.int64) << 8) | b[:, 4]
     marker = b[:, 1] == OVERFLOW_Y
+    rows = np.arange(len(b))
     if marker.any():
         t = t + OVERFLOW_US * np.cumsum(marker)
-        b, t, b2 = b[~marker], t[~marker], b2[~marker]
+        b, t, b2, rows = b[~marker], t[~marker], b2[~marker], rows[~marker]
+    _check_time_order(t, rows, path)
     return make_events(t, b[:, 0], b[:, 1], b2 >> 7)
 
 

@@ -17,7 +17,7 @@ class EventFormatError(ValueError):
 
     def __init__(self, path: str | Path, offset: int, what: str):
         super().__init__(f"{path}: byte offset {offset}: {what}")
-        self.path, self.offset = str(path), int(offset)
+        self.path, self.offset, self.what = str(path), int(offset), what
 
 
 def read_file_bytes(path: str | Path) -> bytes:
