@@ -4,7 +4,8 @@ import torch
 
 nir = pytest.importorskip("nir")
 
-from plif.deploy.bn_folding import fold_batchnorm, inner  # noqa: E402
+from plif.deploy.bn_folding import fold_batchnorm  # noqa: E402
+from plif.layers import unwrap  # noqa: E402
 from plif.deploy.nir_export import NIRExportError, export_nir, to_nir  # noqa: E402
 from plif.deploy.nir_import import read_nir  # noqa: E402
 
@@ -60,7 +61,7 @@ def test_per_channel_tau_and_avg_pool_and_voting(make_net, tmp_path):
     tau = g.nodes["1_plif"].tau
     assert not np.allclose(tau[0], tau[5]) and np.allclose(tau[2], tau[2, 0, 0])
     assert type(g.nodes["2_avgpool_sum"]).__name__ == "SumPool2d"  # 1/4 folded into the next linear:
-    fc = inner(fold_batchnorm(net).layers[4])
+    fc = unwrap(fold_batchnorm(net).layers[4])
     np.testing.assert_array_equal(g.nodes["4_linear"].weight, fc.weight.detach().numpy() / 4)
     parts, add = g.nodes["6_voting_parts"].weight, g.nodes["6_voting"].weight
     assert parts.shape == (4, 20) and add.shape == (2, 4)

@@ -10,19 +10,14 @@ import copy
 
 from torch import nn
 
-from ..layers import PerStepBatchNorm, TimeFolded, fold_bn_into
+from ..layers import TimeFolded, fold_bn_into, unwrap
 from ..models import LayerInfo, SpikingNetwork
 
-__all__ = ["fold_batchnorm", "is_batchnorm", "inner"]
-
-
-def inner(layer: nn.Module) -> nn.Module:
-    """The stateless module inside a time wrapper (``TimeFolded`` / ``PerStepBatchNorm``), else ``layer``."""
-    return layer.layer if isinstance(layer, (TimeFolded, PerStepBatchNorm)) else layer
+__all__ = ["fold_batchnorm", "is_batchnorm"]
 
 
 def is_batchnorm(layer: nn.Module) -> bool:
-    return isinstance(inner(layer), nn.modules.batchnorm._BatchNorm)
+    return isinstance(unwrap(layer), nn.modules.batchnorm._BatchNorm)
 
 
 def fold_batchnorm(net: SpikingNetwork) -> SpikingNetwork:
@@ -35,9 +30,9 @@ def fold_batchnorm(net: SpikingNetwork) -> SpikingNetwork:
     layers: list[nn.Module] = []
     info: list[LayerInfo] = []
     for layer, li in zip(net.layers, net.info):
-        prev = inner(layers[-1]) if layers else None
+        prev = unwrap(layers[-1]) if layers else None
         if is_batchnorm(layer) and isinstance(prev, (nn.Conv2d, nn.Linear)):
-            layers[-1] = TimeFolded(fold_bn_into(prev, inner(layer)))
+            layers[-1] = TimeFolded(fold_bn_into(prev, unwrap(layer)))
             last = info[-1]
             info[-1] = LayerInfo(f"{last.token}+BN", last.kind, last.out_shape,
                                  sum(p.numel() for p in layers[-1].parameters()), last.neurons)

@@ -60,10 +60,10 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..layers import TimeInvariantDropout, Voting
+from ..layers import TimeInvariantDropout, Voting, unwrap
 from ..models import SpikingNetwork
 from ..neurons import SpikingNeuron
-from .bn_folding import fold_batchnorm, inner, is_batchnorm
+from .bn_folding import fold_batchnorm, is_batchnorm
 from .nir_import import _meta, from_nir, rate_from_tau, threshold_to_nir
 from .nir_targets import check_target, target_dt
 from ..atomic import atomic_path
@@ -176,7 +176,7 @@ def _pair(v) -> np.ndarray:
 def _folds_forward(rest) -> bool:
     """Whether a conv/linear follows with only flatten/dropout between (layers that commute with a scale)."""
     for layer in rest:
-        m = inner(layer)
+        m = unwrap(layer)
         if isinstance(m, (nn.Conv2d, nn.Linear)):
             return True
         if not (isinstance(layer, TimeInvariantDropout) or isinstance(m, nn.Flatten)):
@@ -206,7 +206,7 @@ def to_nir(net: SpikingNetwork, dt: float | None = None, target: str = "generic"
     fed_spikes = spike_inputs(folded.layers)
     scale_next = None  # 1/(kh kw) of a sum-pool still to be folded into the next conv/linear
     for i, (layer, info, binary) in enumerate(zip(folded.layers, folded.info, fed_spikes)):
-        m = inner(layer)
+        m = unwrap(layer)
         where = f"layer {i} ({info.token})"
         if is_batchnorm(layer):
             raise NIRExportError(f"{where}: a BatchNorm that does not follow a conv/linear cannot be folded")
