@@ -1,10 +1,13 @@
 """One walk over a network's structure (plif.models.structure), used by forward, deploy and bench."""
+import pytest
+import torch
 from torch import nn
 
 from plif.layers import PerStepBatchNorm, TimeFolded, unwrap
 from plif.layers.spike_input import SpikeConv2d
 from plif.models import build_network
-from plif.models.structure import hoists_first_layer, spike_fed_layers, spike_inputs
+from plif.models.zoo import ZOO
+from plif.models.structure import hoists_first_layer, spec_as_built, spike_fed_layers, spike_inputs
 
 
 def test_spike_inputs_follow_the_spikes():
@@ -32,3 +35,21 @@ def test_in_training_dropout_ends_the_spikes_it_scales():
     differ = [tokens[i] for i, (e, t) in enumerate(zip(evaluated, trained)) if e != t]
     assert differ == ["flatten", "FC20"]  # after DP: spikes in eval, scaled spikes in training
     assert trained[tokens.index("DP")] and trained[tokens.index("FC10")]
+
+
+@pytest.mark.parametrize("neuron,pool", [("LIF", "avg"), ("IF", "max"), (None, None)])
+@pytest.mark.parametrize("entry", list(ZOO))
+def test_the_string_as_built_builds_the_same_layers(entry, neuron, pool):
+    """Issue 32: plif ablate with LIF logged a network string that still said PLIF."""
+    e = ZOO[entry]
+    shown = spec_as_built(e.network, e.input_shape, neuron, pool)
+    with torch.device("meta"):
+        want = build_network(e.network, e.input_shape, 2, neuron=neuron, pool=pool)
+        got = build_network(shown, e.input_shape, 2)
+    assert [i.token for i in got.info] == [i.token for i in want.info]
+    assert ("{" in shown) == ("{" in e.network) and (neuron is None) == (shown == e.network)
+
+
+def test_a_token_built_two_ways_is_written_out():
+    shown = spec_as_built("{APk2s2-FC20}*2", (1, 8, 8), pool="max")  # spatial pooling, then voting
+    assert shown == "MPk2s2-FC20-APk2s2-FC20"

@@ -1,5 +1,5 @@
 """One walk over a network's structure: which layers receive spikes (in evaluation and in training
-mode), and whether the first layer may run once for a static input.
+mode), whether the first layer may run once for a static input, and the network string as built.
 
 Pure functions of the layer list, so the network's forward and its training memory plan
 (:mod:`.memory`), deployment (spike-only layers, statistics, NIR export) and the benchmarks ask
@@ -15,8 +15,9 @@ from torch import nn
 
 from ..layers import TimeFolded, TimeInvariantDropout, unwrap
 from ..neurons import SpikingNeuron
+from .notation import parse
 
-__all__ = ["keeps_binary", "spike_inputs", "spike_fed_layers", "hoists_first_layer"]
+__all__ = ["keeps_binary", "spike_inputs", "spike_fed_layers", "hoists_first_layer", "spec_as_built"]
 
 
 def keeps_binary(layer: nn.Module, training: bool = False) -> bool:
@@ -46,3 +47,28 @@ def hoists_first_layer(layers) -> bool:
     it is repeated over T: true when that layer is a time-folded convolution or linear layer."""
     first = layers[0] if len(layers) else None
     return isinstance(first, TimeFolded) and isinstance(unwrap(first), (nn.Conv2d, nn.Linear))
+
+
+def spec_as_built(spec: str, input_shape, neuron: str | None = None, pool: str | None = None) -> str:
+    """``spec`` with :func:`~plif.models.build_network`'s ``neuron`` and ``pool`` overrides written
+    into it, as the network is built: every neuron token becomes ``neuron``, every spatial pooling
+    ``MP``/``AP`` as ``pool`` says, and the voting layer (pooling of features: after an ``FC``, or
+    of a ``(N,)`` input) stays.  Groups and repeats stay as written, unless one repeated token is
+    built two ways: then the tokens are written out one by one."""
+    features = len(input_shape) == 1
+    built = []  # (token, its text as built)
+    for tok in parse(spec):
+        text = tok.text
+        if tok.kind == "neuron" and neuron:
+            text = neuron.upper()
+        elif tok.kind == "pool" and pool and not features:
+            text = ("MP" if pool == "max" else "AP") + tok.text[2:]
+        features = features or tok.kind == "fc"
+        built.append((tok, text))
+    at = {tok.pos: (tok.text, text) for tok, text in built}
+    if len(at) != len({(tok.pos, text) for tok, text in built}):
+        return "-".join(text for _, text in built)
+    for pos in sorted(at, reverse=True):
+        written, text = at[pos]
+        spec = spec[:pos] + text + spec[pos + len(written):]
+    return spec

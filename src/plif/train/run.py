@@ -24,6 +24,7 @@ from pathlib import Path
 import torch
 
 from ..models import build_network
+from ..models.structure import spec_as_built
 from ..progress import sample_bar
 from .checkpoint import check_finite, load_checkpoint, save_checkpoint
 from ..data.pipeline import epoch_generator, load_train_data, planned_train_samples
@@ -334,7 +335,8 @@ def _loop(s: _Session, stopper: Stopper, log) -> tuple[Path, str | None]:
             capped = (f" (--max-train-samples {cfg.max_train_samples} caps the pool --val-split is taken from)"
                       if cfg.max_train_samples is not None and cfg.val_split > 0 else "")
             log(f"{cfg.dataset}: {len(s.data.train)} train, {len(s.data.val) if s.data.val else 0} val{capped}, "
-                f"{len(s.data.test)} test samples on {s.device}; network {cfg.network}, T={cfg.T}, "
+                f"{len(s.data.test)} test samples on {s.device}; "
+                f"network {spec_as_built(cfg.network, cfg.input_shape, cfg.neuron, cfg.pool)}, T={cfg.T}, "
                 f"every neuron {_neuron_label(cfg)}" + (f", {cfg.pool} pooling" if cfg.pool else ""))
             if s.dist.world > 1:
                 log(_placement(s))
@@ -585,7 +587,7 @@ def _epoch_line(row: dict, cfg: TrainConfig) -> str:
     taus = ", ".join(f"{t:.3g}" for t in row["taus"])
     return (f"epoch {row['epoch']:>4}/{cfg.epochs}  loss {row['train_loss']:.4f}  train {row['train_acc']:.2%}  "
             f"test {row['test_acc']:.2%}{val}  lr {row['lr']:.2e}  {row['samples_per_s']:.0f} samples/s  "
-            f"{row['epoch_time_s']:.1f}s  tau [{taus}]")
+            f"{row['epoch_time_s']:.1f}s" + (f"  tau [{taus}]" if taus else ""))  # LIF / IF: no learnt tau
 
 
 def _final_report(folder: RunFolder, metrics: list[dict], cfg: TrainConfig) -> str:
