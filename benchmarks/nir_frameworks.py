@@ -1,11 +1,12 @@
 """Full-size zoo networks through NIR into Norse, snnTorch and Sinabs: spike counts per layer and the
 spikes that differ from plif's (not a test: minutes on a CPU; the tests run narrow versions).
 
-    python benchmarks/nir_frameworks.py dvs128-gesture cifar10-dvs [--samples 2] [--T 20] [--old-threshold]
+    python benchmarks/nir_frameworks.py dvs128-gesture cifar10-dvs [--samples 2] [--T 20] [--old-threshold] [--bn fold]
 
 Weights are random, rescaled by ``liven_`` so that every layer fires, with a different learned-like
 ``k = sigmoid(w)`` per layer.  ``--old-threshold`` writes ``v_threshold = V_th`` as plif did before
-(NIR's ``>`` then misses every potential exactly on the threshold).
+(NIR's ``>`` then misses every potential exactly on the threshold).  The spikes are compared with
+the network as trained, or with ``--bn fold`` with the BN-folded network that file holds.
 """
 import argparse
 import time
@@ -26,6 +27,7 @@ def main(argv=None):
     p.add_argument("--T", type=int, default=None, help="time-steps [the zoo's]")
     p.add_argument("--frameworks", default="norse,snntorch,sinabs")
     p.add_argument("--old-threshold", action="store_true")
+    p.add_argument("--bn", choices=("exact", "fold"), default="exact", help="how the export writes BatchNorm")
     args = p.parse_args(argv)
     for name in args.networks:
         torch.manual_seed(0)
@@ -37,7 +39,7 @@ def main(argv=None):
                 m.w.fill_(0.35 * i - 0.6)
         x = torch.randn(args.samples, *e.input_shape).unsqueeze(0).expand(net.T, args.samples, *e.input_shape)
         for fw in args.frameworks.split(","):
-            graph = to_nir(net, target=fw)
+            graph = to_nir(net, target=fw, bn=args.bn)
             if args.old_threshold:
                 for node in graph.nodes.values():
                     if type(node).__name__ in ("LIF", "IF") and not np.all(node.v_threshold == 0.5):

@@ -1,7 +1,8 @@
+import pytest
 import torch
 from torch import nn
 
-from plif.deploy.bn_folding import fold_batchnorm, is_batchnorm
+from plif.deploy.bn_folding import bn_scale_shift, fold_batchnorm, is_batchnorm
 from plif.layers import TimeFolded
 
 
@@ -73,3 +74,26 @@ def test_folding_is_torchs_own_fusion_bit_for_bit():
     w, b = fuse_linear_bn_weights(lin.weight, lin.bias, bn1.running_mean, bn1.running_var, bn1.eps,
                                   torch.ones(5), torch.zeros(5))
     assert torch.equal(got.weight, w) and torch.equal(got.bias, b)
+
+
+@pytest.mark.parametrize("cls,channels,affine", [(nn.BatchNorm2d, 128, True), (nn.BatchNorm2d, 5, False),
+                                                 (nn.BatchNorm1d, 100, True)])
+def test_scale_and_shift_are_torchs_eval_arithmetic(cls, channels, affine):
+    """bn(x) == x α + β with one rounding, bit for bit: α from correctly rounded float32 operations
+    (torch.sqrt on the CPU is not: it would miss about one channel in five), β read from the kernel."""
+    torch.manual_seed(0)
+    bn = cls(channels, affine=affine).eval()
+    bn.running_mean.normal_()
+    bn.running_var.uniform_(1e-3, 5.0)
+    if affine:
+        nn.init.normal_(bn.weight)
+        nn.init.normal_(bn.bias)
+    alpha, beta = bn_scale_shift(bn)
+    x = torch.randn(24, channels, *((6, 7) if cls is nn.BatchNorm2d else ())) * 3
+    shape = (1, channels) + (1,) * (x.dim() - 2)
+    fma = (x.double() * alpha.double().view(shape) + beta.double().view(shape)).float()
+    with torch.no_grad():
+        assert torch.equal(fma, bn(x))
+    bn.track_running_stats, bn.running_var = False, None
+    with pytest.raises(ValueError, match="without running statistics"):
+        bn_scale_shift(bn)

@@ -45,15 +45,23 @@ def test_export_nir_with_dt(run_dir, tmp_path, capsys):
     assert not (tmp_path / "bad.nir").exists()
 
 
-def test_export_defaults_to_norses_dt_and_for_names_the_importer(run_dir, tmp_path, capsys):
-    """The default export runs in Norse's from_nir as called by default (dt = 1e-3); --for snntorch
-    writes snnTorch's fixed 1e-4 and refuses another --dt (issue 24: --dt 1 agreed 0/8, silently)."""
+def test_export_defaults_to_norse_at_an_exact_dt_and_for_names_the_importer(run_dir, tmp_path, capsys):
+    """The default export is for Norse at dt = 2**-10 (exact; 1e-3 is not, issue 32); --for snntorch
+    writes snnTorch's fixed 1e-4 and refuses another --dt (issue 24: --dt 1 agreed 0/8, silently).
+    Both say which importers run the file exactly, as --check FILE does."""
     nir = pytest.importorskip("nir")
     run, _ = run_dir
     assert main(["export", str(run), "--nir", str(tmp_path / "n.nir")]) == 0
     out = capsys.readouterr().out
-    assert "for norse" in out and "norse.torch.from_nir(" in out and "dt=0.001" in out
-    assert nir.read(tmp_path / "n.nir").metadata["dt"] == 1e-3
+    assert "for norse; BN exact" in out and "norse.torch.from_nir(" in out and "dt=0.0009765625" in out
+    assert "  norse     exact (norse.torch.from_nir, dt=0.0009765625)" in out
+    meta = nir.read(tmp_path / "n.nir").metadata
+    assert (meta["dt"], meta["target"], meta["bn"], meta["leak"]) == (2.0 ** -10, "norse", "exact", "exact")
+    assert main(["export", "--check", str(tmp_path / "n.nir")]) == 0
+    checked = capsys.readouterr().out
+    assert "target 'norse', dt 0.0009765625, bn 'exact', leak 'exact', T 6" in checked
+    assert checked.splitlines()[1:] == out.splitlines()[2:]  # the same verdicts as the export printed
+    assert "  snntorch  no: it steps with dt = 0.0001" in checked
     assert main(["export", str(run), "--nir", str(tmp_path / "s.nir"), "--for", "snntorch"]) == 0
     assert "import_from_nir" in capsys.readouterr().out
     assert nir.read(tmp_path / "s.nir").metadata["dt"] == 1e-4
@@ -68,12 +76,12 @@ def test_export_for_snntorch_refuses_what_it_cannot_run(make_net, make_run, tmp_
     spec = "c4k3s1-BN-PLIF-MPk2s2-FC20-IF-APk10s10"  # snnTorch 1.0 builds IF as a leaky neuron
     make_run(tmp_path / "if", make_net(spec, input_shape=(1, 8, 8), T=3), spec=spec, input_shape=(1, 8, 8), T=3)
     assert main(["export", str(tmp_path / "if"), "--nir", str(tmp_path / "x.nir"), "--for", "snntorch"]) == 2
-    assert "cannot export for snntorch: node '5_if'" in capsys.readouterr().err
+    assert "cannot export for snntorch: node '6_if'" in capsys.readouterr().err
     assert not (tmp_path / "x.nir").exists()
     assert main(["export", str(tmp_path / "if"), "--nir", str(tmp_path / "x.nir"), "--for", "norse"]) == 0
 
 
-def test_export_notes_a_leak_no_float32_tau_reaches(make_net, make_run, tmp_path, capsys):
+def test_export_refuses_a_leak_no_float32_tau_reaches_unless_allowed(make_net, make_run, tmp_path, capsys):
     pytest.importorskip("nir")
     import torch
 
@@ -82,6 +90,23 @@ def test_export_notes_a_leak_no_float32_tau_reaches(make_net, make_run, tmp_path
     with torch.no_grad():
         net.neuron_layers()[0].w.fill_(-0.4)  # k = sigmoid(-0.4): no float32 tau gives it at dt = 1e-3
     make_run(tmp_path / "run", net, spec=spec, input_shape=(1, 8, 8), T=3)
-    assert main(["export", str(tmp_path / "run"), "--nir", str(tmp_path / "n.nir")]) == 0
+    argv = ["export", str(tmp_path / "run"), "--nir", str(tmp_path / "n.nir"), "--dt", "1e-3"]
+    assert main(argv) == 2
     err = capsys.readouterr().err
-    assert err.startswith("note: layer 1 (PLIF): at dt = 0.001") and "--dt 0.0009765625" in err
+    assert "layer 2 (PLIF): at dt = 0.001 no float32 tau" in err and "--allow-inexact-dt" in err
+    assert len(err.strip().splitlines()) == 1 and not (tmp_path / "n.nir").exists()
+    assert main(argv + ["--allow-inexact-dt"]) == 0
+    captured = capsys.readouterr()
+    assert captured.err.startswith("note: layer 2 (PLIF): at dt = 0.001") and "0.0009765625" in captured.err
+    assert "  norse     close, not exact: a trained k without a float32 tau at this dt" in captured.out
+
+
+def test_export_check_needs_a_file_alone(run_dir, tmp_path, capsys):
+    pytest.importorskip("nir")
+    run, _ = run_dir
+    assert main(["export", str(run)]) == 2
+    assert "needs a run folder and --nir FILE (or --check FILE alone)" in capsys.readouterr().err
+    assert main(["export", str(run), "--check", str(tmp_path / "x.nir")]) == 2
+    assert "--check FILE takes no run folder" in capsys.readouterr().err
+    assert main(["export", "--check", str(tmp_path / "x.nir")]) == 2
+    assert "x.nir not found" in capsys.readouterr().err

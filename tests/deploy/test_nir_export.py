@@ -4,9 +4,10 @@ import torch
 
 nir = pytest.importorskip("nir")
 
-from plif.deploy.bn_folding import fold_batchnorm, inner  # noqa: E402
-from plif.deploy.nir_export import NIRExportError, export_nir, to_nir  # noqa: E402
-from plif.deploy.nir_import import read_nir  # noqa: E402
+from plif.deploy.bn_folding import fold_batchnorm  # noqa: E402
+from plif.deploy.nir_export import InexactExportWarning, NIRExportError, export_nir, to_nir  # noqa: E402
+from plif.deploy.nir_import import from_nir, read_nir  # noqa: E402
+from plif.layers import unwrap  # noqa: E402
 
 
 def _frames(net, b=8):
@@ -23,22 +24,99 @@ def test_round_trip_through_a_file_reproduces_the_spikes(make_net, tmp_path):
     imported = read_nir(path)
     x = _frames(net, 16)
     with torch.no_grad():
-        folded, original, got = fold_batchnorm(net)(x), net(x), imported(x)
-    assert folded.sum() > 0
-    assert torch.equal(got, folded)  # bit-exact against the BN-folded network
-    assert (got != original).float().mean() < 1e-3  # BN folding itself only rounds differently
+        original, got = net(x), imported(x)
+    assert original.sum() > 0
+    assert torch.equal(got, original)  # bit-exact against the network as trained (BN unfolded)
     assert torch.equal(imported(x[0]), got)  # static input repeated over the recorded T
+
+
+def _on_threshold_after_bn():
+    """conv (weight 1) -> BN -> IF on one value, the BN chosen so that the trained network's
+    potential for this input is exactly V_th = 1 (it fires) while the BN-folded conv rounds it
+    below: the folded network does not fire."""
+    from plif.models import build_network
+
+    net = build_network("c1k1s1-BN-IF", (1, 1, 1), 1).eval()
+    with torch.no_grad():
+        net.layers[0].layer.weight.fill_(1.0)
+        bn = net.layers[1].layer
+        bn.running_mean.fill_(0.6035430431365967)
+        bn.running_var.fill_(0.6645371913909912)
+        bn.weight.fill_(0.8109818696975708)
+        bn.bias.fill_(-0.5966353416442871)
+    return net, torch.full((1, 2, 1, 1, 1), 2.2084782123565674)  # [T, B, ...]: batch 2 (see docs)
+
+
+def test_the_default_export_is_the_trained_network_where_bn_folding_is_not():
+    """Issue 32: the folded network is the trained one only up to rounding (on the full DVS128
+    Gesture network 155 of 440 outputs differed, and the export checked against the folded one).
+    The default writes BatchNorm exactly; bn="fold" still folds, and rounds differently."""
+    net, x = _on_threshold_after_bn()
+    with torch.no_grad():
+        trained, folded = net(x), fold_batchnorm(net)(x)
+        assert trained.all() and not folded.any()  # the case this test is about is really there
+        graph = to_nir(net)
+        assert graph.metadata["bn"] == "exact" and type(graph.nodes["1_bn"]).__name__ == "Conv2d"
+        assert torch.equal(from_nir(graph)(x), trained)
+        assert torch.equal(from_nir(to_nir(net, bn="fold"))(x), folded)
+
+
+def test_the_batchnorm_node_is_a_dilated_1x1_convolution_equal_to_batchnorm(make_net):
+    """diag(α) with bias β: the accumulator starts at β and adds x α in one fused multiply-add,
+    BN's own arithmetic; dilation 2 (a no-op for 1x1) keeps torch on that path single-threaded too."""
+    net = make_net("c16k3s1-BN-PLIF", input_shape=(2, 9, 9), T=3)
+    bn = unwrap(net.layers[1])
+    with torch.no_grad():
+        bn.running_mean.normal_()
+        bn.running_var.uniform_(1e-3, 5.0)
+        bn.weight.normal_()
+    node = to_nir(net).nodes["1_bn"]
+    assert node.weight.shape == (16, 16, 1, 1) and list(node.dilation) == [2, 2]
+    assert not (node.weight[:, :, 0, 0] - np.diag(np.diag(node.weight[:, :, 0, 0]))).any()
+    x = torch.randn(3, 4, 16, 9, 9) * 3
+    conv = from_nir(to_nir(net)).layers[1]  # plif's importer: torch's convolution over T*B
+    threads = torch.get_num_threads()
+    try:
+        for n in (threads, 1):
+            torch.set_num_threads(n)
+            with torch.no_grad():
+                assert torch.equal(conv(x), bn(x.flatten(0, 1)).unflatten(0, (3, 4)))
+    finally:
+        torch.set_num_threads(threads)
+
+
+def test_batchnorm_on_features_exports_only_folded(make_net):
+    net = make_net("FC20-BN-PLIF-FC10-PLIF", input_shape=(6,), T=2)
+    with pytest.raises(NIRExportError, match=r"layer 1 \(BN\): BatchNorm on features has no exact NIR form"):
+        to_nir(net)
+    graph = to_nir(net, bn="fold")
+    assert graph.metadata["bn"] == "folded" and "1_plif" in graph.nodes  # folded: the neuron is layer 1
+    with pytest.raises(NIRExportError, match="bn must be one of exact, fold"):
+        to_nir(net, bn="folded")
+    after_neuron = make_net("FC20-PLIF-BN-FC10-PLIF", input_shape=(6,), T=2)
+    with pytest.raises(NIRExportError, match=r"layer 2 \(BN\): a BatchNorm on features that follows no linear"):
+        to_nir(after_neuron, bn="fold")
+
+
+def test_an_inexact_export_says_how_many_outputs_of_the_check_differ(make_net, tmp_path, monkeypatch):
+    import plif.deploy.nir_export as exp
+
+    net = make_net()
+    monkeypatch.setattr(exp, "verify_nir", lambda net, graph: (3, 192))
+    with pytest.warns(InexactExportWarning, match="BN folding changes 3 of 192 outputs of the check"):
+        export_nir(net, tmp_path / "f.nir", bn="fold")
+    assert exp.verify_nir(net, to_nir(net)) == (3, 192)
 
 
 def test_neuron_parameters_follow_the_documented_mapping(make_net):
     net = make_net("c4k3s1-BN-PLIF-FC20-LIF-FC10-IF", input_shape=(2, 6, 6), T=3, tau0=3.0)
     with torch.no_grad():
         net.neuron_layers()[0].w.fill_(1.25)
-    g = to_nir(net)
-    assert [type(n).__name__ for n in g.nodes.values()] == ["Input", "Conv2d", "LIF", "Flatten", "Affine", "LIF",
-                                                         "Affine", "IF", "Output"]
-    assert not g.nodes["3_linear"].bias.any()  # plif's bias-free linear: zero bias (Sinabs knows only Affine)
-    plif, lif, if_ = g.nodes["1_plif"], g.nodes["4_lif"], g.nodes["6_if"]
+    g = to_nir(net, target="generic")  # dt = 1: tau in time-steps
+    assert [type(n).__name__ for n in g.nodes.values()] == ["Input", "Conv2d", "Conv2d", "LIF", "Flatten", "Affine",
+                                                         "LIF", "Affine", "IF", "Output"]
+    assert not g.nodes["4_linear"].bias.any()  # plif's bias-free linear: zero bias (Sinabs knows only Affine)
+    plif, lif, if_ = g.nodes["2_plif"], g.nodes["5_lif"], g.nodes["7_if"]
     assert plif.tau.shape == (4, 6, 6)
     np.testing.assert_allclose(plif.tau, 1 / torch.sigmoid(torch.tensor(1.25)).item(), rtol=1e-6)
     np.testing.assert_allclose(lif.tau, 3.0)
@@ -49,7 +127,8 @@ def test_neuron_parameters_follow_the_documented_mapping(make_net):
         assert n.v_threshold.dtype == np.float32 and (n.v_threshold == below_one).all()
     assert (if_.r == 1).all()
     assert g.metadata["dt"] == 1.0 and g.metadata["T"] == 3
-    assert g.nodes["0_conv"].bias.shape == (4,)  # BN folded into a bias
+    assert not g.nodes["0_conv"].bias.any() and g.nodes["1_bn"].bias.shape == (4,)  # BN its own node
+    assert to_nir(net, target="generic", bn="fold").nodes["0_conv"].bias.any()  # folded into a bias
 
 
 def test_per_channel_tau_and_avg_pool_and_voting(make_net, tmp_path):
@@ -57,12 +136,12 @@ def test_per_channel_tau_and_avg_pool_and_voting(make_net, tmp_path):
     with torch.no_grad():
         net.neuron_layers()[0].w.copy_(torch.linspace(-1, 1, 6))
     g = to_nir(net)
-    tau = g.nodes["1_plif"].tau
+    tau = g.nodes["2_plif"].tau
     assert not np.allclose(tau[0], tau[5]) and np.allclose(tau[2], tau[2, 0, 0])
-    assert type(g.nodes["2_avgpool_sum"]).__name__ == "SumPool2d"  # 1/4 folded into the next linear:
-    fc = inner(fold_batchnorm(net).layers[4])
-    np.testing.assert_array_equal(g.nodes["4_linear"].weight, fc.weight.detach().numpy() / 4)
-    parts, add = g.nodes["6_voting_parts"].weight, g.nodes["6_voting"].weight
+    assert type(g.nodes["3_avgpool_sum"]).__name__ == "SumPool2d"  # 1/4 folded into the next linear:
+    fc = unwrap(net.layers[5])
+    np.testing.assert_array_equal(g.nodes["5_linear"].weight, fc.weight.detach().numpy() / 4)
+    parts, add = g.nodes["7_voting_parts"].weight, g.nodes["7_voting"].weight
     assert parts.shape == (4, 20) and add.shape == (2, 4)
     assert np.float64(parts[0, 0]) + np.float64(parts[2, 0]) == pytest.approx(0.1, rel=1e-10)  # 1/10 = c_hi + c_lo
     assert not parts[0, 10:].any() and not parts[2, 10:].any()
@@ -77,17 +156,17 @@ def test_per_channel_tau_and_avg_pool_and_voting(make_net, tmp_path):
 ])
 def test_average_pool_is_a_sum_pool_only_where_its_scale_can_be_folded(make_net, tmp_path, spec, kind):
     net = make_net(spec, input_shape=(1, 8, 8), T=3)
-    g = to_nir(net)
+    g = to_nir(net, target="generic")  # Norse has no AvgPool2d
     assert [type(n).__name__ for n in g.nodes.values()].count(kind) == 1
-    export_nir(net, tmp_path / "a.nir")  # verify=True: exact either way
+    export_nir(net, tmp_path / "a.nir", target="generic")  # verify=True: exact either way
 
 
 def test_max_pool_is_exported_as_sum_pool_and_a_memoryless_threshold_neuron(make_net):
-    g = to_nir(make_net(), dt=1e-3)
-    assert type(g.nodes["2_maxpool_sum"]).__name__ == "SumPool2d"
-    neuron = g.nodes["2_maxpool_or"]
+    g = to_nir(make_net(), dt=2.0 ** -11)
+    assert type(g.nodes["3_maxpool_sum"]).__name__ == "SumPool2d"
+    neuron = g.nodes["3_maxpool_or"]
     assert type(neuron).__name__ == "LIF"
-    assert np.all(neuron.tau == np.float32(1e-3)) and np.all(neuron.v_threshold == 0.5)
+    assert np.all(neuron.tau == np.float32(2.0 ** -11)) and np.all(neuron.v_threshold == 0.5)
     assert np.all(neuron.v_reset == 0) and np.all(neuron.v_leak == 0) and np.all(neuron.r == 1)
 
 
@@ -132,15 +211,16 @@ def test_tau_gives_the_learned_rate_back_as_the_importers_compute_it(dt):
 
 def test_dt_scales_tau_and_the_if_input_gain_and_round_trips(make_net, tmp_path):
     net = make_net("c4k3s1-BN-PLIF-MPk2s2-FC20-LIF-FC10-IF", input_shape=(2, 8, 8), T=4, tau0=3.0)
-    g1, g2 = to_nir(net, dt=1.0), to_nir(net, dt=1e-3)
-    np.testing.assert_allclose(g2.nodes["1_plif"].tau, g1.nodes["1_plif"].tau * 1e-3, rtol=1e-6)
-    np.testing.assert_allclose(g2.nodes["5_lif"].tau, 3e-3, rtol=1e-6)
-    np.testing.assert_allclose(g2.nodes["7_if"].r, 1e3, rtol=1e-6)  # NIR IF: dv/dt = r I, so r = 1/dt
-    assert g2.metadata["dt"] == 1e-3
-    export_nir(net, tmp_path / "ms.nir", dt=1e-3)  # verify=True: plif's importer reproduces the spikes
+    dt = 2.0 ** -10
+    g1, g2 = to_nir(net, dt=1.0), to_nir(net, dt=dt)
+    np.testing.assert_allclose(g2.nodes["2_plif"].tau, g1.nodes["2_plif"].tau * dt, rtol=1e-6)
+    np.testing.assert_allclose(g2.nodes["6_lif"].tau, 3 * dt, rtol=1e-6)
+    np.testing.assert_allclose(g2.nodes["8_if"].r, 1 / dt, rtol=1e-6)  # NIR IF: dv/dt = r I, so r = 1/dt
+    assert g2.metadata["dt"] == dt
+    export_nir(net, tmp_path / "ms.nir", dt=dt)  # verify=True: plif's importer reproduces the spikes
     x = _frames(net, 4)
     with torch.no_grad():
-        assert torch.equal(read_nir(tmp_path / "ms.nir")(x), fold_batchnorm(net)(x))
+        assert torch.equal(read_nir(tmp_path / "ms.nir")(x), net(x))
 
 
 @pytest.mark.parametrize("dt", [0, -1.0, float("nan"), float("inf"), "1", True])
@@ -218,22 +298,69 @@ def test_a_voting_group_without_an_exact_split_falls_back_to_one_node(make_net, 
     net = make_net("FC522-PLIF-APk261s261", input_shape=(8,), T=2)  # 261: the first group with no exact split
     g = to_nir(net)
     assert type(g.nodes["2_voting_mean"]).__name__ == "Affine" and "2_voting" not in g.nodes
+    assert g.metadata["bn"] == "exact" and g.metadata["leak"] == "exact"
     export_nir(net, tmp_path / "v.nir")  # verify=True: within a float32 step, not exact
 
 
-def test_a_trained_k_no_float32_tau_reaches_is_reported(make_net):
-    """At dt = 1e-3 about a quarter of the float32 k come back a float32 step off (k = sigmoid(-0.4)
-    is one): the export says so; a power-of-two dt is exact and says nothing."""
+def test_the_default_dt_is_exact_and_an_inexact_one_is_refused_unless_allowed(make_net):
+    """Issue 32: at dt = 1e-3 (the old default for Norse) about a quarter of the float32 k have no
+    float32 tau (k = sigmoid(-0.4) is one), which changed outputs of the full CIFAR10-DVS network in
+    Norse; the default is now 2**-10, where every k has one, and 1e-3 must be asked for."""
     import warnings
 
     from plif.deploy.nir_export import InexactLeakWarning
+    from plif.deploy.nir_targets import DEFAULT_TARGET, TARGETS
 
     net = make_net("FC10-PLIF-FC10-PLIF", input_shape=(4,), T=2)
     with torch.no_grad():
         net.neuron_layers()[1].w.fill_(-0.4)
-    with pytest.warns(InexactLeakWarning, match=r"layer 3 \(PLIF\): at dt = 0.001 no float32 tau") as seen:
-        to_nir(net, target="norse")
-    assert len(seen) == 1
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        to_nir(net, dt=2.0 ** -10, target="norse")
+        g = to_nir(net)
+    assert (g.metadata["target"], g.metadata["dt"], g.metadata["leak"]) == ("norse", 2.0 ** -10, "exact")
+    assert DEFAULT_TARGET == "norse" and all(np.frexp(TARGETS[t].dt)[0] == 0.5 for t in ("norse", "generic"))
+    with pytest.raises(NIRExportError, match=r"layer 3 \(PLIF\): at dt = 0.001 no float32 tau.*--allow-inexact-dt"):
+        to_nir(net, dt=1e-3)
+    with pytest.warns(InexactLeakWarning, match=r"layer 3 \(PLIF\): at dt = 0.001 no float32 tau") as seen:
+        g = to_nir(net, dt=1e-3, allow_inexact_dt=True)
+    assert len(seen) == 1 and g.metadata["leak"] == "inexact"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # snnTorch's importer never runs plif's float32 leak: nothing to refuse
+        assert to_nir(net, target="snntorch").metadata["dt"] == 1e-4
+
+
+def test_export_nir_and_to_nir_share_the_clis_defaults():
+    """Issue 32: plif export wrote for Norse at dt 1e-3, plif.deploy.export_nir for "generic" at dt 1
+    (all zeros in Norse): one default everywhere."""
+    import inspect
+
+    from plif.cli.main import build_parser
+    from plif.deploy.nir_targets import DEFAULT_TARGET
+
+    args = build_parser("export").parse_args(["export", "RUN", "--nir", "x.nir"])
+    for fn in (to_nir, export_nir):
+        params = inspect.signature(fn).parameters
+        assert params["target"].default == args.target == DEFAULT_TARGET
+        assert params["bn"].default == args.bn == "exact"
+        assert params["dt"].default is args.dt is None
+        assert params["allow_inexact_dt"].default is args.allow_inexact_dt is False
+
+
+def test_which_importers_run_a_file_exactly(make_net):
+    from plif.deploy.nir_targets import importer_report
+
+    net = make_net()
+    report = dict(importer_report(to_nir(net)))
+    assert report["plif"].startswith("exact") and report["norse"] == (
+        "exact (norse.torch.from_nir, dt=0.0009765625)")
+    assert report["snntorch"].startswith("no: it steps with dt = 0.0001")
+    assert report["sinabs"].startswith("no: it steps with dt = 1")
+    folded = dict(importer_report(to_nir(net, bn="fold")))
+    assert folded["norse"].startswith("close, not exact: BatchNorm folded")
+    for_snn = dict(importer_report(to_nir(net, target="snntorch")))
+    assert for_snn["snntorch"].startswith("close, not exact: it rounds differently")
+    lif_if = make_net("c4k3s1-BN-PLIF-FC20-IF-APk10s10", input_shape=(1, 6, 6), T=2)
+    assert dict(importer_report(to_nir(lif_if)))["snntorch"].startswith("no: node '5_if': snnTorch 1.0 imports IF")
+    g = to_nir(net)
+    g.metadata = {}
+    assert all(v.startswith("unknown: not a file plif exported") for _, v in importer_report(g))

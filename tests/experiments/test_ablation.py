@@ -30,7 +30,11 @@ def test_sweep_runs_every_ablation_then_skips_then_resumes(tiny_fashion, tmp_pat
         assert len(metrics) == 1
         taus = json.loads(metrics[0])["taus"]
         assert len(taus) == (2 if a.neuron == "plif" else 0)
-    capsys.readouterr()
+    log = capsys.readouterr().out
+    # issue 32: a LIF run logged "tau []" and the network string with PLIF in it
+    assert "tau []" not in log and log.count("tau [") == 3  # the epoch line of each of the 3 PLIF entries
+    assert log.count("network c4k3s1-BN-LIF-MPk4s4-DP-FC100-LIF-APk10s10,") == 2
+    assert log.count("network c4k3s1-BN-PLIF-APk4s4-DP-FC100-PLIF-APk10s10,") == 1
 
     before = {e["label"]: (out / e["path"] / "metrics.jsonl").stat().st_mtime_ns for e in sweep["runs"]}
     assert main(_argv(tiny_fashion, out)) == 0

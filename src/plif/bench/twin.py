@@ -49,14 +49,15 @@ def spikingjelly_twin(net, device: str = "cpu"):
     from spikingjelly.activation_based import functional, layer
     from torch import nn
 
-    from ..layers import TimeInvariantDropout, Voting
-    from ..models.structure import inner
+    from ..layers import PerStepBatchNorm, TimeInvariantDropout, Voting, unwrap
     from ..neurons import SpikingNeuron
 
     dev = torch.device(device).type
     out = []
     for m, info in zip(net.layers, net.info):
-        m = inner(m)
+        if isinstance(m, PerStepBatchNorm):  # SpikingJelly normalises over T*B only
+            raise ValueError(f"no SpikingJelly layer for {info.token} per time-step")
+        m = unwrap(m)
         if isinstance(m, nn.Conv2d):
             sj = layer.Conv2d(m.in_channels, m.out_channels, m.kernel_size, m.stride,
                               m.padding, bias=m.bias is not None, step_mode="m")

@@ -31,9 +31,14 @@ def run_stats(args) -> int:
 
 
 def run_export(args) -> int:
+    if args.check:
+        return _check(args)
+    if not args.run or not args.nir:
+        raise ValueError("plif export needs a run folder and --nir FILE (or --check FILE alone)")
     from ..deploy import load_run
-    from ..deploy.nir_export import InexactLeakWarning, export_nir
-    from ..deploy.nir_targets import TARGETS, target_dt
+    from ..deploy.nir_export import InexactExportWarning, InexactLeakWarning, export_nir
+    from ..deploy.nir_import import read_graph
+    from ..deploy.nir_targets import TARGETS, describe, target_dt
     from ..train.config import read_stored_config
 
     dt = target_dt(args.target, args.dt)  # a --dt the target's importer cannot take: refused before loading
@@ -41,15 +46,32 @@ def run_export(args) -> int:
     net, _ = load_run(args.run, which=args.which)
     with warnings.catch_warnings(record=True) as notes:
         warnings.simplefilter("always", InexactLeakWarning)
-        path = export_nir(net, args.nir, verify=not args.no_verify, dt=dt, target=args.target)
+        warnings.simplefilter("always", InexactExportWarning)
+        path = export_nir(net, args.nir, verify=not args.no_verify, dt=dt, target=args.target, bn=args.bn,
+                          allow_inexact_dt=args.allow_inexact_dt)
     for note in notes:
         print(f"note: {note.message}", file=sys.stderr)
-    print(f"wrote {path} (NIR for {args.target}; BN folded, dt = {dt!r} in metadata['dt'], T = {net.T})")
+    bn = "BN folded" if args.bn == "fold" else "BN exact"
+    print(f"wrote {path} (NIR for {args.target}; {bn}, dt = {dt!r} in metadata['dt'], T = {net.T})")
     print("load it with " + TARGETS[args.target].load.format(dt=dt).replace("FILE", repr(str(path))))
+    print(*describe(read_graph(path))[1:], sep="\n")  # what --check FILE says of the file written
+    return 0
+
+
+def _check(args) -> int:
+    """``plif export --check FILE``: which importers run the file exactly, from its nodes and metadata."""
+    if args.run or args.nir:
+        raise ValueError("--check FILE takes no run folder and no --nir")
+    from ..deploy.nir_import import read_graph
+    from ..deploy.nir_targets import describe
+
+    lines = describe(read_graph(args.check))
+    print(f"{args.check}: {lines[0]}", *lines[1:], sep="\n")
     return 0
 
 
 def register(sub) -> None:
+    from ..deploy.nir_targets import BN_MODES, DEFAULT_TARGET, TARGETS
     from .checks import MAX_INT, MAX_SEED, existing_folder, int_in
 
     p = sub.add_parser("stats", help="per-layer firing rates, synaptic operations and energy estimate of a trained run")
@@ -64,16 +86,28 @@ def register(sub) -> None:
     p.add_argument("--json", help="also write the statistics as JSON to this file")
     p.set_defaults(func=run_stats)
 
-    e = sub.add_parser("export", help="export a trained run to NIR (Neuromorphic Intermediate Representation)")
-    e.add_argument("run", help="run folder (config.json + checkpoints/)")
-    e.add_argument("--nir", required=True, help="output .nir file (HDF5), written atomically")
+    e = sub.add_parser("export", help="export a trained run to NIR (Neuromorphic Intermediate Representation), "
+                                      "or say which importers run a NIR file exactly (--check FILE)")
+    e.add_argument("run", nargs="?", help="run folder (config.json + checkpoints/)")
+    e.add_argument("--nir", help="output .nir file (HDF5), written atomically")
+    e.add_argument("--check", metavar="FILE", help="read a .nir file and say which importers (plif, Norse, snnTorch, "
+                                                   "Sinabs) run it exactly, close, or not at all; exports nothing")
     e.add_argument("--which", default="best", help="checkpoint name under checkpoints/ or a .pt path [best]")
-    e.add_argument("--no-verify", action="store_true", help="skip re-importing the graph and comparing spikes")
-    e.add_argument("--for", dest="target", choices=["norse", "snntorch", "sinabs", "generic"], default="norse",
-                   help="importer the file is for: sets dt to the one it assumes (Norse 1e-3, snnTorch 1e-4 "
-                        "fixed, Sinabs and generic 1, written to metadata['dt']) and refuses layers it would run "
-                        "differently from plif [norse]")
+    e.add_argument("--no-verify", action="store_true",
+                   help="skip re-importing the graph and comparing its outputs with the network as trained")
+    e.add_argument("--for", dest="target", choices=list(TARGETS), default=DEFAULT_TARGET,
+                   help="importer the file is for: sets dt to the one it takes (Norse 2**-10, exact, pass it to "
+                        "from_nir; snnTorch 1e-4 fixed; Sinabs and generic 1), written to metadata['dt'] with the "
+                        "target, and refuses layers it would run differently from plif [%(default)s]")
     e.add_argument("--dt", type=float, default=None,
                    help="time-step the file assumes, instead of the target's; tau and the IF input gain are "
-                        "scaled so an importer stepping with this dt reproduces plif (not with --for snntorch)")
+                        "scaled so an importer stepping with this dt reproduces plif (not with --for snntorch); "
+                        "one at which a trained k has no float32 tau is refused unless --allow-inexact-dt")
+    e.add_argument("--allow-inexact-dt", action="store_true",
+                   help="export even where a trained k has no float32 tau at dt (a potential within ~1e-7 of "
+                        "the threshold can then fire differently); the check says how many outputs change")
+    e.add_argument("--bn", choices=BN_MODES, default="exact",
+                   help="exact: BatchNorm as its own node, computing what the trained network computes; fold: "
+                        "merged into the conv before it (smaller, rounds differently: the check says how many "
+                        "outputs change) [%(default)s]")
     e.set_defaults(func=run_export)

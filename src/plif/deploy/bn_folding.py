@@ -1,28 +1,50 @@
-"""Fold every inference-mode BatchNorm of a network into the convolution or linear layer before it.
+"""BatchNorm at inference: folded into the convolution or linear layer before it, or kept exactly
+as the per-channel scale and shift that torch's CPU kernel applies.
 
 In eval mode BN is an affine map per channel, so ``BN(conv(x))`` is one conv with a bias: the
-folded network computes the same potentials with one layer less, and exporters (NIR) only have
-to know conv/linear layers with bias.
+folded network computes the same potentials with one layer less, up to rounding (the folded
+weights ``W γ/√(σ²+ε)`` round differently from ``conv`` then BN, so a potential within rounding of
+the threshold can fire differently).  :func:`bn_scale_shift` gives the exact alternative: the
+float32 ``α``, ``β`` with which torch computes BN's eval output as ``x α + β``.
 """
 from __future__ import annotations
 
 import copy
 
+import numpy as np
+import torch
+import torch.nn.functional as F
 from torch import nn
 
-from ..layers import PerStepBatchNorm, TimeFolded, fold_bn_into
+from ..layers import TimeFolded, fold_bn_into, unwrap
 from ..models import LayerInfo, SpikingNetwork
 
-__all__ = ["fold_batchnorm", "is_batchnorm", "inner"]
-
-
-def inner(layer: nn.Module) -> nn.Module:
-    """The stateless module inside a time wrapper (``TimeFolded`` / ``PerStepBatchNorm``), else ``layer``."""
-    return layer.layer if isinstance(layer, (TimeFolded, PerStepBatchNorm)) else layer
+__all__ = ["fold_batchnorm", "is_batchnorm", "bn_scale_shift"]
 
 
 def is_batchnorm(layer: nn.Module) -> bool:
-    return isinstance(inner(layer), nn.modules.batchnorm._BatchNorm)
+    return isinstance(unwrap(layer), nn.modules.batchnorm._BatchNorm)
+
+
+@torch.no_grad()
+def bn_scale_shift(bn: nn.modules.batchnorm._BatchNorm) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(α, β)`` ``[C]`` float32 with ``bn(x) = x α + β`` per channel in eval mode, as torch's CPU
+    kernel computes it: ``α = (1 / sqrt(σ² + float32(ε))) γ`` in float32 operations, and ``β`` is
+    read from ``bn`` itself (its output for ``x = 0``), so however the kernel rounds ``γ' - μ α``
+    (one rounding, or two) ``β`` is that value.  The product and sum are one fused multiply-add
+    where the CPU has one (x86-64 with FMA), else two roundings; a convolution whose accumulator
+    starts at its bias computes the same (see :mod:`.nir_export`)."""
+    if not bn.track_running_stats or bn.running_mean is None or bn.running_var is None:
+        raise ValueError("a BatchNorm without running statistics is not a fixed affine map at inference")
+    f32 = lambda t: None if t is None else t.detach().float().cpu()  # noqa: E731
+    var = f32(bn.running_var)
+    # numpy's float32 sqrt is correctly rounded, as the kernel's scalar std::sqrt; torch.sqrt on
+    # the CPU is not (vectorised): it differs in the last bit for about one value in five
+    invstd = np.float32(1) / np.sqrt(var.numpy() + np.float32(bn.eps))
+    alpha = torch.from_numpy(invstd * (1 if bn.weight is None else f32(bn.weight).numpy()))
+    beta = F.batch_norm(torch.zeros(1, var.numel()), f32(bn.running_mean), var, f32(bn.weight), f32(bn.bias),
+                        False, 0.0, bn.eps)
+    return alpha, beta.reshape(-1)
 
 
 def fold_batchnorm(net: SpikingNetwork) -> SpikingNetwork:
@@ -35,9 +57,9 @@ def fold_batchnorm(net: SpikingNetwork) -> SpikingNetwork:
     layers: list[nn.Module] = []
     info: list[LayerInfo] = []
     for layer, li in zip(net.layers, net.info):
-        prev = inner(layers[-1]) if layers else None
+        prev = unwrap(layers[-1]) if layers else None
         if is_batchnorm(layer) and isinstance(prev, (nn.Conv2d, nn.Linear)):
-            layers[-1] = TimeFolded(fold_bn_into(prev, inner(layer)))
+            layers[-1] = TimeFolded(fold_bn_into(prev, unwrap(layer)))
             last = info[-1]
             info[-1] = LayerInfo(f"{last.token}+BN", last.kind, last.out_shape,
                                  sum(p.numel() for p in layers[-1].parameters()), last.neurons)

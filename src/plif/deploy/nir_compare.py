@@ -20,7 +20,9 @@ import torch
 from ..models import SpikingNetwork
 from ..neurons import SpikingNeuron
 from .bn_folding import fold_batchnorm
+from .nir_export import as_trained
 from .nir_import import graph_dt
+from .nir_targets import graph_meta
 
 __all__ = ["FRAMEWORKS", "plif_spikes", "framework_spikes", "compare_spikes"]
 
@@ -28,12 +30,14 @@ FRAMEWORKS = ("norse", "snntorch", "sinabs")
 
 
 @torch.no_grad()
-def plif_spikes(net: SpikingNetwork, x: torch.Tensor) -> tuple[dict[int, torch.Tensor], torch.Tensor]:
-    """``{layer index: [T, B, ...] spikes}`` of every spiking layer of the BN-folded ``net`` (what
-    the NIR graph holds), and its output, for frames ``x [T, B, ...]``."""
-    folded = fold_batchnorm(net).float()
+def plif_spikes(net: SpikingNetwork, x: torch.Tensor, folded: bool = False) -> tuple[dict[int, torch.Tensor],
+                                                                                     torch.Tensor]:
+    """``{layer index: [T, B, ...] spikes}`` of every spiking layer of ``net`` as trained (eval
+    mode, float32), or of the BN-folded ``net`` with ``folded`` (what a ``--bn fold`` graph holds),
+    and its output, for frames ``x [T, B, ...]``."""
+    ref = fold_batchnorm(net).float() if folded else as_trained(net)
     out, h = {}, x
-    for i, layer in enumerate(folded.layers):
+    for i, layer in enumerate(ref.layers):
         h = layer(h)
         if isinstance(layer, SpikingNeuron):
             out[i] = h
@@ -96,11 +100,12 @@ def framework_spikes(graph, x: torch.Tensor, framework: str) -> tuple[dict[str, 
 
 
 def compare_spikes(net: SpikingNetwork, graph, x: torch.Tensor, framework: str) -> list[dict]:
-    """One row per spiking node of ``graph`` (``net`` exported): plif's and the framework's spike
+    """One row per spiking node of ``graph`` (``net`` exported; compared with the BN-folded ``net``
+    unless the graph's ``metadata["bn"]`` says ``exact``): plif's and the framework's spike
     counts and the number of spikes that differ; the max-pool OR nodes (no plif layer of their
     own) are left out, their effect shows in the next layer.  The last row, ``output``, counts
     output values that differ."""
-    want, want_out = plif_spikes(net, x)
+    want, want_out = plif_spikes(net, x, folded=graph_meta(graph, "bn") != "exact")
     got, got_out = framework_spikes(graph, x, framework)
     rows = []
     for name, spikes in got.items():

@@ -19,8 +19,9 @@ import torch
 from torch import nn
 
 from ..layers import TimeFolded
+from .nir_targets import graph_meta
 
-__all__ = ["NIRNeuron", "NIRNetwork", "from_nir", "read_nir", "threshold_to_nir", "threshold_from_nir"]
+__all__ = ["NIRNeuron", "NIRNetwork", "from_nir", "read_nir", "read_graph", "threshold_to_nir", "threshold_from_nir"]
 
 
 def _t(a) -> torch.Tensor:
@@ -166,11 +167,6 @@ def _chain(graph) -> list[str]:
     return order
 
 
-def _meta(graph, key, default=None):
-    v = (graph.metadata or {}).get(key, default)
-    return v.decode() if isinstance(v, bytes) else v
-
-
 class NIRNetwork(nn.Module):
     """The imported chain; ``forward(x [T, B, ...] or static [B, ...]) -> [T, B, outputs]``."""
 
@@ -207,7 +203,7 @@ def graph_dt(graph, dt: float | None = None) -> float:
 
     A ``dt`` that differs from the metadata's is an error: τ and the IF gain were scaled for the
     file's step, so any other step changes every neuron's leak (``plif export --for``)."""
-    recorded = _meta(graph, "dt")
+    recorded = graph_meta(graph, "dt")
     if recorded is not None and dt is not None and float(dt) != float(recorded):
         raise ValueError(f"the NIR graph was exported for dt = {float(recorded):g} (metadata['dt']), "
                          f"not dt = {float(dt):g}: step it with the file's dt or export again for yours")
@@ -226,21 +222,27 @@ def from_nir(graph, dt: float | None = None) -> NIRNetwork:
             names.append(name)
     declared = graph.nodes[order[0]].input_type["input"]
     shape = None if declared is None else tuple(int(s) for s in np.asarray(declared).tolist())
-    T = _meta(graph, "T")
+    T = graph_meta(graph, "T")
     return NIRNetwork(layers, names, shape, None if T is None else int(T)).eval()
 
 
-def read_nir(path: str | Path, dt: float | None = None) -> NIRNetwork:
-    """Read a ``.nir`` file written by :func:`plif.deploy.nir_export.write_nir` (or any chain of supported nodes)."""
+def read_graph(path: str | Path):
+    """The ``nir.NIRGraph`` in the ``.nir`` file ``path``; a missing or unreadable file is one
+    error naming it."""
     import nir
 
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"NIR file {path} not found")
     try:
-        graph = nir.read(path)
+        return nir.read(path)
     except Exception as e:  # h5py / nir raise many types for damaged files
         raise ValueError(f"{path}: not a readable NIR file ({type(e).__name__}: {e})") from None
+
+
+def read_nir(path: str | Path, dt: float | None = None) -> NIRNetwork:
+    """Read a ``.nir`` file written by :func:`plif.deploy.nir_export.write_nir` (or any chain of supported nodes)."""
+    graph = read_graph(path)
     try:
         return from_nir(graph, dt)
     except ValueError as e:

@@ -1,16 +1,21 @@
 """The frameworks a NIR file is exported for (``plif export --for``): the time-step each importer
-steps with and the nodes it cannot run as plif does, checked before anything is written.
+steps with, the nodes it cannot run as plif does (checked before anything is written), and which
+importers run a given file exactly (``plif export --check FILE``).
 
 What each importer assumes, read from its source (Norse 1.1.0, snnTorch 1.0.0):
 
-- Norse: ``norse.torch.from_nir(graph, dt=0.001)``: ``dt`` is an argument, 1e-3 by default.  It
-  has no ``AvgPool2d`` (the node is skipped, the module cannot be built).
+- Norse: ``norse.torch.from_nir(graph, dt=0.001)``: ``dt`` is an argument, 1e-3 by default; plif
+  exports for ``dt = 2**-10`` (about 1e-3), a power of two, at which every float32 ``k`` has a τ
+  (1e-3 leaves about a quarter without one).  It has no ``AvgPool2d`` (the node is skipped, the
+  module cannot be built).  It computes plif's float32 operations: exact.
 - snnTorch: ``snntorch.import_nir.import_from_nir(graph)`` hard-codes ``dt = 1e-4`` for LIF and
   keeps one threshold scale ``dt/τ`` per layer (the first neuron's); it builds ``IF`` as a leaky
-  neuron (β = 0.9, subtractive reset) and refuses ``v_leak != 0``.
+  neuron (β = 0.9, subtractive reset) and refuses ``v_leak != 0``.  It steps a rescaled potential:
+  close, not exact.
 - Sinabs 3.1.3: ``sinabs.from_nir(graph, batch_size)`` has no ``dt`` (τ in time-steps, ``r``
   ignored: ``dt = 1``), no ``AvgPool2d`` and only ``v_leak = 0``; its neurons differ from plif's
-  unless set as :func:`plif.deploy.nir_sinabs.sinabs_from_nir` sets them.
+  unless set as :func:`plif.deploy.nir_sinabs.sinabs_from_nir` sets them, and then round
+  differently: close, not exact.
 - generic: ``dt = 1`` (τ in time-steps), for importers that read ``metadata["dt"]`` (plif's own).
 """
 from __future__ import annotations
@@ -19,7 +24,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Target", "TARGETS", "target_dt", "check_target"]
+__all__ = ["Target", "TARGETS", "DEFAULT_TARGET", "BN_MODES", "target_dt", "check_target", "graph_meta",
+           "importer_report", "describe"]
+
+BN_MODES = ("exact", "fold")
 
 
 @dataclass(frozen=True)
@@ -27,16 +35,27 @@ class Target:
     name: str
     dt: float
     dt_fixed: bool  # the importer cannot be told another dt
+    exact: bool  # it computes plif's float32 operations (given an exact BN and leak)
     load: str  # how a user loads the file there (printed by plif export)
 
 
 TARGETS = {
-    "norse": Target("norse", 1e-3, False, "norse.torch.from_nir(nir.read(FILE), dt={dt!r})"),
-    "snntorch": Target("snntorch", 1e-4, True, "snntorch.import_nir.import_from_nir(nir.read(FILE))"),
-    "sinabs": Target("sinabs", 1.0, True, "plif.deploy.nir_sinabs.sinabs_from_nir(nir.read(FILE), batch_size=B) "
-                                          "(sinabs.from_nir alone builds other neurons: docs/deployment.md)"),
-    "generic": Target("generic", 1.0, False, "plif.deploy.read_nir(FILE) (dt = {dt!r} in metadata['dt'])"),
+    "norse": Target("norse", 2.0 ** -10, False, True, "norse.torch.from_nir(nir.read(FILE), dt={dt!r})"),
+    "snntorch": Target("snntorch", 1e-4, True, False, "snntorch.import_nir.import_from_nir(nir.read(FILE))"),
+    "sinabs": Target("sinabs", 1.0, True, False,
+                     "plif.deploy.nir_sinabs.sinabs_from_nir(nir.read(FILE), batch_size=B) "
+                     "(sinabs.from_nir alone builds other neurons: docs/deployment.md)"),
+    "generic": Target("generic", 1.0, False, True, "plif.deploy.read_nir(FILE) (dt = {dt!r} in metadata['dt'])"),
 }
+
+# what plif export and plif.deploy.export_nir / to_nir write when no target is named
+DEFAULT_TARGET = "norse"
+
+
+def graph_meta(graph, key: str, default=None):
+    """``graph.metadata[key]`` (``default`` if absent), a string where HDF5 gave back bytes."""
+    v = (graph.metadata or {}).get(key, default)
+    return v.decode() if isinstance(v, bytes) else v
 
 
 def target_dt(target: str, dt: float | None = None) -> float:
@@ -71,3 +90,49 @@ def check_target(graph, target: str) -> None:
             if np.unique(rate).size != 1:
                 raise ValueError(f"node {name!r}: snnTorch 1.0 keeps one dt/tau per layer, this layer has "
                                  f"{np.unique(rate).size} (per-channel tau); export --for norse or generic")
+
+
+# the importers --check names, each with its target (the nodes and dt it needs)
+_IMPORTERS = (("plif", "generic", "plif.deploy.read_nir"), ("norse", "norse", "norse.torch.from_nir"),
+              ("snntorch", "snntorch", "snntorch.import_nir.import_from_nir"),
+              ("sinabs", "sinabs", "plif.deploy.nir_sinabs.sinabs_from_nir"))
+
+
+def importer_report(graph) -> list[tuple[str, str]]:
+    """``[(importer, verdict)]`` for plif's, Norse's, snnTorch's and Sinabs' importers: ``exact``
+    (the trained network's spikes, bit for bit), ``close`` (runs, rounds differently), or ``no``,
+    each with its reason, judged from the file's nodes and its metadata (``dt``, ``bn``, ``leak``)."""
+    dt = graph_meta(graph, "dt")
+    if graph_meta(graph, "source") != "plif" or dt is None:
+        return [(name, "unknown: not a file plif exported (no metadata['dt'])") for name, _, _ in _IMPORTERS]
+    dt = float(dt)
+    inexact = [why for key, why in (("bn", "BatchNorm folded into the conv"),
+                                    ("leak", "a trained k without a float32 tau at this dt"))
+               if graph_meta(graph, key) != "exact"]
+    out = []
+    for name, target, call in _IMPORTERS:
+        t = TARGETS[target]
+        try:
+            check_target(graph, target)
+        except ValueError as e:
+            out.append((name, f"no: {e}"))
+            continue
+        if t.dt_fixed and dt != t.dt:
+            out.append((name, f"no: it steps with dt = {t.dt:g}, the file is for dt = {dt!r}"))
+        elif not t.exact:
+            out.append((name, f"close, not exact: it rounds differently from plif ({call})"))
+        elif inexact:
+            out.append((name, f"close, not exact: {' and '.join(inexact)} ({call})"))
+        else:
+            out.append((name, f"exact ({call}" + (")" if t.dt_fixed or name == "plif" else f", dt={dt!r})")))
+    return out
+
+
+def describe(graph) -> list[str]:
+    """What ``plif export --check FILE`` prints: the file's metadata (target, dt, bn, leak, T), then
+    one line per importer of :func:`importer_report`."""
+    values = {key: graph_meta(graph, key) for key in ("target", "dt", "bn", "leak", "T")}
+    facts = ", ".join(f"{key} {v if isinstance(v, str) else v.item() if hasattr(v, 'item') else v!r}"
+                      for key, v in values.items() if v is not None)  # .item(): numpy scalars from HDF5
+    return ([facts or "no plif metadata", "importers (the trained network's spikes bit for bit: exact):"]
+            + [f"  {name:<9} {verdict}" for name, verdict in importer_report(graph)])

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from torch import nn
 
-from ..layers import TimeFolded
+from ..layers import TimeFolded, unwrap
 from ..models import SpikingNetwork
-from ..models.structure import inner, keeps_binary, spike_fed_layers
+from ..models.structure import keeps_binary, spike_fed_layers
 from .bn_folding import fold_batchnorm
 from .spike_ops import DEFAULT_MAX_DENSITY, DEFAULT_MAX_DENSITY_CONV, GatherConv2d, GatherLinear
 
@@ -30,7 +30,7 @@ def to_spike_inference(net: SpikingNetwork, max_density: float | None = None,
     """
     out = fold_batchnorm(net)
     for i in spike_fed_layers(out):
-        syn = inner(out.layers[i])
+        syn = unwrap(out.layers[i])
         if isinstance(syn, nn.Linear):
             d = DEFAULT_MAX_DENSITY if max_density is None else max_density
             out.layers[i] = TimeFolded(GatherLinear(syn, d, validate))

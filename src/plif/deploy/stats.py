@@ -22,7 +22,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..models import SpikingNetwork
-from ..models.structure import hoists_first_layer, inner
+from ..layers import unwrap
+from ..models.structure import hoists_first_layer
 from ..neurons import SpikingNeuron
 from .bn_folding import fold_batchnorm
 
@@ -115,7 +116,7 @@ def _accumulate(net: SpikingNetwork, x: torch.Tensor, st: NetworkStats) -> torch
     hoist = static and hoists_first_layer(net.layers)
     h = x.unsqueeze(0) if hoist else (x.unsqueeze(0).expand(net.T, *x.shape) if static else x)
     for layer, ls, info in zip(net.layers, st.layers, net.info):
-        syn = inner(layer)
+        syn = unwrap(layer)
         if isinstance(syn, (nn.Conv2d, nn.Linear)):
             steps = h.shape[0]
             ls.ann_macs += ann_macs(syn, info.out_shape) * h.shape[1]

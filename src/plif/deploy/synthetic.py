@@ -11,7 +11,8 @@ import torch
 from torch import nn
 
 from ..models import SpikingNetwork
-from .bn_folding import inner, is_batchnorm
+from ..layers import unwrap
+from .bn_folding import is_batchnorm
 
 __all__ = ["liven_"]
 
@@ -27,7 +28,7 @@ def liven_(net: SpikingNetwork, x: torch.Tensor, std: float = 1.0, shift: float 
     h = x if x.dim() == len(net.input_shape) + 2 else x.unsqueeze(0).expand(net.T, *x.shape)
     layers = list(net.layers)
     for i, layer in enumerate(layers):
-        m = inner(layer)
+        m = unwrap(layer)
         if is_batchnorm(layer):
             dims = [d for d in range(h.dim()) if d != 2]
             m.running_mean.copy_(h.mean(dims))

@@ -10,39 +10,19 @@ Running the same sweep again skips finished runs and resumes unfinished ones fro
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 from pathlib import Path
 
 from ..runs import RunFolder
+from .paper_numbers import ABLATION_RESULTS, Setting
 from .sweep import read_sweep, write_sweep
 
-__all__ = ["Ablation", "ABLATIONS", "run_sweep", "sweep_status"]
+__all__ = ["ABLATIONS", "run_sweep", "sweep_status"]
+
+# the sweep's entries by name: the settings of Tables 4 and 5
+ABLATIONS: dict[str, Setting] = {s.name(): s for s in ABLATION_RESULTS}
 
 
-@dataclass(frozen=True)
-class Ablation:
-    """One entry: a label, the paper table it belongs to and the config fields it sets."""
-
-    label: str
-    table: str
-    neuron: str
-    tau0: float
-    pool: str
-
-    def overrides(self) -> dict:
-        return {"neuron": self.neuron, "tau0": self.tau0, "pool": self.pool}
-
-
-ABLATIONS: dict[str, Ablation] = {a.label: a for a in (
-    Ablation("plif-tau2", "Table 4, Table 5 (max)", "plif", 2.0, "max"),
-    Ablation("lif-tau2", "Table 4", "lif", 2.0, "max"),
-    Ablation("plif-tau16", "Table 4", "plif", 16.0, "max"),
-    Ablation("lif-tau16", "Table 4", "lif", 16.0, "max"),
-    Ablation("plif-tau2-avgpool", "Table 5 (average)", "plif", 2.0, "avg"),
-)}
-
-
-def _select(only) -> list[Ablation]:
+def _select(only) -> list[Setting]:
     if not only:
         return list(ABLATIONS.values())
     unknown = [name for name in only if name not in ABLATIONS]
@@ -71,8 +51,8 @@ def _read_summary(run_dir: Path) -> dict:
     return s if isinstance(s, dict) else {}
 
 
-def _entry(a: Ablation, status: str, run_dir: Path) -> dict:
-    entry = {"label": a.label, "path": a.label, "table": a.table, **a.overrides(), "status": status}
+def _entry(a: Setting, status: str, run_dir: Path) -> dict:
+    entry = {"label": a.name(), "path": a.name(), "table": a.tables(), **a.overrides(), "status": status}
     summary = _read_summary(run_dir)
     if summary:
         entry["accuracy_A"] = summary.get("accuracy_A", {}).get("test_acc")
@@ -98,35 +78,34 @@ def run_sweep(base, out: str | Path, only=None, command: str = "", log=print) ->
                              "choose another --out")
         previous = {e["label"]: e for e in old.get("runs", [])}
 
-    configs = {a.label: resolve_config(dataclasses.replace(base, **a.overrides(), out=str(out / a.label)))
-               for a in chosen}
+    configs = {a: resolve_config(dataclasses.replace(base, **a.overrides(), out=str(out / a.name()))) for a in chosen}
     entries = dict(previous)
 
     def write(status_of: dict):
         for a in chosen:
-            entries[a.label] = _entry(a, status_of[a.label], out / a.label)
+            entries[a.name()] = _entry(a, status_of[a], out / a.name())
         write_sweep(out, command, base.dataset, {**dataclasses.asdict(base), "input_shape": list(base.input_shape)},
                     list(entries.values()))
 
-    status = {a.label: sweep_status(out / a.label, configs[a.label].epochs) for a in chosen}
+    status = {a: sweep_status(out / a.name(), configs[a].epochs) for a in chosen}
     write(status)
     for a in chosen:
-        cfg = configs[a.label]
-        if status[a.label] == "finished":
-            log(f"[{a.label}] finished already ({out / a.label}); skipped")
+        cfg = configs[a]
+        if status[a] == "finished":
+            log(f"[{a.name()}] finished already ({out / a.name()}); skipped")
             continue
-        resume = status[a.label] == "partial"
-        log(f"[{a.label}] {'resuming' if resume else 'starting'}: neuron {a.neuron}, tau0 {a.tau0:g}, "
+        resume = status[a] == "partial"
+        log(f"[{a.name()}] {'resuming' if resume else 'starting'}: neuron {a.neuron}, tau0 {a.tau0:g}, "
             f"{a.pool} pooling, {cfg.epochs} epochs")
-        status[a.label] = "running"
+        status[a] = "running"
         write(status)
         try:
             stopped = train_status(cfg, resume=resume, log=log)[1]
         except BaseException:
-            status[a.label] = sweep_status(out / a.label, cfg.epochs)
+            status[a] = sweep_status(out / a.name(), cfg.epochs)
             write(status)
             raise
-        status[a.label] = sweep_status(out / a.label, cfg.epochs)
+        status[a] = sweep_status(out / a.name(), cfg.epochs)
         write(status)
         if stopped:  # --time-limit (one deadline for the whole sweep) or a signal: the rest waits too
             log(f"sweep stopped ({stopped}); run the same command again to continue it")

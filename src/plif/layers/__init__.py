@@ -2,7 +2,7 @@
 and the memory-saving forms of conv/linear/pooling/BN on spikes."""
 from .bn_fold import fold_bn_into
 from .dropout import TimeInvariantDropout
-from .fold import PerStepBatchNorm, TimeFolded
+from .fold import PerStepBatchNorm, TimeFolded, unwrap
 from .max_pool import MaxPool2d
 from .saved_dtype import BF16SavedPotential
 from .spike_input import SpikeConv2d, SpikeConvBN, SpikeLinear
@@ -11,4 +11,4 @@ from .voting import Voting
 
 __all__ = ["TimeFolded", "PerStepBatchNorm", "TimeInvariantDropout", "Voting", "fold_bn_into",
            "MaxPool2d", "SpikeMaxPool2d", "spike_max_pool2d", "SpikeConv2d", "SpikeLinear", "SpikeConvBN",
-           "BF16SavedPotential"]
+           "BF16SavedPotential", "unwrap"]

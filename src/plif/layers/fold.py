@@ -7,7 +7,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-__all__ = ["TimeFolded", "PerStepBatchNorm"]
+__all__ = ["TimeFolded", "PerStepBatchNorm", "unwrap"]
 
 
 class TimeFolded(nn.Module):
@@ -39,3 +39,10 @@ class PerStepBatchNorm(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return torch.stack([self.layer(x[t]) for t in range(x.shape[0])])
+
+
+def unwrap(layer: nn.Module) -> nn.Module:
+    """The module a time wrapper runs (:class:`TimeFolded` and its subclasses, :class:`PerStepBatchNorm`),
+    else ``layer`` itself: what a layer *is*.  How it runs over time (over ``T*B`` at once, or step
+    by step) is the wrapper's type, which callers that care ask separately."""
+    return layer.layer if isinstance(layer, (TimeFolded, PerStepBatchNorm)) else layer

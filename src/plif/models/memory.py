@@ -35,12 +35,13 @@ import torch
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
-from ..layers import PerStepBatchNorm, TimeFolded, TimeInvariantDropout
+from ..layers import PerStepBatchNorm, TimeFolded, TimeInvariantDropout, unwrap
 from ..layers.saved_dtype import BF16SavedPotential
 from ..layers.spike_input import SpikeConv2d, SpikeConvBN, SpikeLinear
 from ..layers.spike_pool import SpikeMaxPool2d
 from ..layers.time_chunked import TimeChunkedBlock
 from ..neurons import SpikingNeuron
+from .structure import spike_inputs
 
 __all__ = ["MemoryOptions", "make_plan", "run_plan", "MEMORY_PRESETS"]
 
@@ -79,7 +80,8 @@ MEMORY_PRESETS: dict[str, MemoryOptions] = {
 
 
 def _is(m: nn.Module, cls) -> bool:
-    return isinstance(m, TimeFolded) and type(m) is TimeFolded and isinstance(m.layer, cls)
+    """A ``cls`` layer run once over ``T*B`` (not per step, as :class:`PerStepBatchNorm` runs)."""
+    return isinstance(m, TimeFolded) and isinstance(unwrap(m), cls)
 
 
 class _DropoutLinear:
@@ -160,19 +162,18 @@ def make_plan(layers: list[nn.Module], opts: MemoryOptions) -> list[tuple[int, i
     """``[(first layer, end layer, step)]``: the callables ``forward`` runs in order, each
     running the layers ``first .. end-1``.  With every option off, each layer is its own step."""
     steps: list[tuple[int, int, object]] = []
-    binary = False  # the network's input is not assumed to be spikes
+    fed = spike_inputs(layers, training=True)  # the network's input is not assumed to be spikes
     i, n = 0, len(layers)
     used = _first_block(layers) if opts.chunk_first_block else 0
     if used:
         plain = make_plan(layers[:used], replace(opts, chunk_first_block=False, checkpoint_blocks=False))
         steps.append((0, used, TimeChunkedBlock(list(layers[:used]), lambda x, start: run_plan(plain, x, start))))
-        i, binary = used, True
+        i = used
     while i < n:
-        m, step, used = layers[i], layers[i], 1
+        m, step, used, binary = layers[i], layers[i], 1, fed[i]
         nxt = layers[i + 1] if i + 1 < n else None
         if isinstance(m, SpikingNeuron):
             step = BF16SavedPotential(m) if opts.h_bf16 else m
-            binary = True
         elif _is(m, nn.MaxPool2d):
             step = SpikeMaxPool2d(m.layer) if opts.spike_storage else m
         elif _is(m, nn.Flatten):
@@ -181,19 +182,14 @@ def make_plan(layers: list[nn.Module], opts: MemoryOptions) -> list[tuple[int, i
             j = i + 1 + (1 if nxt is not None and _is(nxt, nn.Flatten) else 0)
             if j < n and _is(layers[j], nn.Linear) and layers[j].layer.bias is None:
                 step, used = _DropoutLinear(m, layers[j].layer), j - i + 1
-            binary = False
         elif _is(m, nn.Conv2d) and m.layer.bias is None and (binary or opts.recompute_bn):
             # exactly BatchNorm2d: a SyncBatchNorm (not a subclass) keeps its own, synchronised, forward
             if opts.recompute_bn and nxt is not None and _is(nxt, nn.BatchNorm2d) and nxt.layer.track_running_stats:
                 step, used = SpikeConvBN(m, nxt, binary=binary), 2
             elif binary and opts.spike_storage:
                 step = SpikeConv2d(m.layer)
-            binary = False
         elif _is(m, nn.Linear) and binary and opts.spike_storage and m.layer.bias is None:
             step = SpikeLinear(m.layer)
-            binary = False
-        else:
-            binary = False
         steps.append((i, i + used, step))
         i += used
     return _checkpoint_blocks(steps, layers) if opts.checkpoint_blocks else steps

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from ..layers import PerStepBatchNorm, TimeFolded
+from ..layers import unwrap
 from ..neurons import SpikingNeuron
 from .memory import MemoryOptions, make_plan, run_plan
 from .builders import BUILDERS, BuildError, BuildOptions
@@ -122,7 +122,7 @@ def _same_every_step(layer: nn.Module) -> bool:
     once before the input is repeated over T (bit-identical): BatchNorm in eval mode with running
     statistics (an affine map per channel).  In training it normalises with the batch's statistics
     over ``T*B``, which must see the repeated input."""
-    bn = layer.layer if isinstance(layer, (TimeFolded, PerStepBatchNorm)) else None
+    bn = unwrap(layer)
     return (isinstance(bn, nn.modules.batchnorm._BatchNorm) and not bn.training and bn.running_mean is not None
             and bn.running_var is not None)
 

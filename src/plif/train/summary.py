@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from ..runs.folder import CHECKPOINT_DIR, CHECKPOINTS, RunFolder
 from ..data.catalog import get_dataset
+from ..models.structure import spec_as_built
 from .config import TrainConfig
 
 if TYPE_CHECKING:
@@ -49,7 +50,8 @@ def start_lines(s: "Session") -> list[str]:
               if cfg.max_train_samples is not None and cfg.val_split > 0 else "")
     lines = [f"run folder: {s.folder.path}",
              f"{cfg.dataset}: {len(s.data.train)} train, {len(s.data.val) if s.data.val else 0} val{capped}, "
-             f"{len(s.data.test)} test samples on {s.device}; network {cfg.network}, T={cfg.T}, "
+             f"{len(s.data.test)} test samples on {s.device}; "
+             f"network {spec_as_built(cfg.network, cfg.input_shape, cfg.neuron, cfg.pool)}, T={cfg.T}, "
              f"every neuron {_neuron_label(cfg)}" + (f", {cfg.pool} pooling" if cfg.pool else "")]
     if s.dist.world > 1:
         lines.append(_placement(s))
