@@ -48,9 +48,9 @@ def test_nesting_depth_cap_has_a_position_not_a_recursion_error():
 
 
 @pytest.mark.parametrize("text,pos,message", [
-    ("FC" + "1" * 100_000, 0, "out='1111111111'... (100,000 characters) in 'FC111111111111111111'... (100,002 characters) is more than 2147483647"),
-    ("c8k3s1p" + "9" * 6000 + "-FC10", 0, "p='9999999999'... (6,000 characters)"),
-    ("FC10-{FC10}*" + "9" * 5000, 12, "repeat count '9999999999'... (5,000 characters) is more than 1000"),
+    ("FC" + "1" * 100_000, 0, "out=1111111111... (100,000 digits) in 'FC111111111111111111'... (100,002 characters) is more than 2147483647"),
+    ("c8k3s1p" + "9" * 6000 + "-FC10", 0, "p=9999999999... (6,000 digits)"),
+    ("FC10-{FC10}*" + "9" * 5000, 12, "repeat count 9999999999... (5,000 digits) is more than 1000"),
     ("DP" + "9" * 100_000, 0, "dropout probability inf in 'DP999999999999999999'... (100,002 characters)"),
 ])
 def test_a_number_of_any_length_names_its_token_in_a_short_message(text, pos, message):

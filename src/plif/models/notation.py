@@ -71,6 +71,11 @@ def _quote(word: str, limit: int = 40) -> str:
     return repr(word) if len(word) <= limit else f"{word[:limit // 2]!r}... ({len(word):,} characters)"
 
 
+def _digits(number: str) -> str:
+    """A number as written, cut to its first digits and its length when it is long."""
+    return number if len(number) <= 20 else f"{number[:10]}... ({len(number):,} digits)"
+
+
 @dataclass(frozen=True)
 class Token:
     """One layer token: ``kind`` (``conv``, ``bn``, ``neuron``, ``pool``, ``dropout``, ``fc``),
@@ -130,8 +135,7 @@ def _token(text: str, word: str, pos: int) -> Token:
                 if isinstance(value, int) and value <= 0 and not (name == "p" and kind == "conv"):  # p0 is valid
                     raise NotationError(text, pos, len(word), f"{name}={value} in {_quote(word)} must be positive")
                 if isinstance(value, int) and value > MAX_INT:
-                    shown = _quote(m.group(name), 20)
-                    raise NotationError(text, pos, len(word), f"{name}={shown} in {_quote(word)} is more than "
+                    raise NotationError(text, pos, len(word), f"{name}={_digits(m.group(name))} in {_quote(word)} is more than "
                                                               f"{MAX_INT} (2^31-1)")
             if kind == "dropout" and not 0.0 <= args["p"] < 1.0:
                 raise NotationError(text, pos, len(word), f"dropout probability {args['p']:g} in "
@@ -193,7 +197,7 @@ class _Parser:
             if count < 1:
                 self._error(f"bad repeat count {count}: must be at least 1", length=len(m.group(0)))
             if count > MAX_REPEAT:
-                self._error(f"repeat count {_quote(m.group(0), 20)} is more than {MAX_REPEAT}", length=len(m.group(0)))
+                self._error(f"repeat count {_digits(m.group(0))} is more than {MAX_REPEAT}", length=len(m.group(0)))
             if len(inner) * count > MAX_LAYERS:
                 self._error(f"this repeat makes {len(inner) * count} layers, more than {MAX_LAYERS}",
                             length=len(m.group(0)))
