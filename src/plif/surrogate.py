@@ -47,6 +47,11 @@ class Surrogate:
         """True for the four surrogates the fused kernels implement."""
         return self.code is not None
 
+    @property
+    def fused(self) -> bool:
+        """True when the fused kernels run it (a ``code`` and the constants of its closed form)."""
+        return self.code is not None
+
 
 def _atan(x, alpha):
     return torch.atan(math.pi / 2 * alpha * x) / math.pi + 0.5

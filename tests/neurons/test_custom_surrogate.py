@@ -59,7 +59,7 @@ def test_primitive_only_is_differentiated_by_autograd(custom):
 
 def test_fused_backend_named_for_custom_is_refused(custom):
     custom("box", grad=lambda x, a: (x.abs() < 0.5).to(x.dtype))
-    with pytest.raises(ValueError, match="fused 'cpu' backend has only the built-in surrogates"):
+    with pytest.raises(ValueError, match="backend 'cpu': the fused kernels have only their closed-form surrogates"):
         PLIF(surrogate="box", backend="cpu")(torch.randn(2, 3))
 
 

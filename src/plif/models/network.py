@@ -100,11 +100,10 @@ class SpikingNetwork(nn.Module):
     def set_backend(self, backend: str = "auto") -> "SpikingNetwork":
         """How every neuron runs (:func:`plif.neurons.multi_step`'s ``backend``): not part of the
         network, its state dict or a checkpoint, so a network trained with one runs with another."""
-        if backend != "auto":
-            from ..neurons.dispatch import available_backends
+        from ..neurons.dispatch import check_backend
 
-            if backend not in available_backends():
-                raise ValueError(f"unknown backend {backend!r}; available: auto, {', '.join(available_backends())}")
+        for m in self.neuron_layers():
+            check_backend(backend, surrogate=m.cfg.surrogate)
         for m in self.neuron_layers():
             m.backend = backend
         return self

@@ -29,6 +29,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from ..neurons import NEURONS
+
 __all__ = ["Token", "NotationError", "parse", "TOKENS", "MAX_REPEAT", "MAX_LAYERS", "MAX_DEPTH", "MAX_INT"]
 
 MAX_INT = 2**31 - 1
@@ -107,7 +109,7 @@ TOKENS: dict[str, tuple[re.Pattern, str, callable]] = {
     "conv": (re.compile(r"c(?P<out>[0-9]+)k(?P<k>[0-9]+)s(?P<s>[0-9]+)(?:p(?P<p>[0-9]+))?"), "conv",
              lambda m: _ints(m, ("out", "k", "s", "p"))),
     "bn": (re.compile(r"BN"), "bn", lambda m: {}),
-    "neuron": (re.compile(r"(?P<name>PLIF|LIF|IF)"), "neuron", lambda m: {"name": m.group("name")}),
+    "neuron": (re.compile(f"(?P<name>{'|'.join(NEURONS)})"), "neuron", lambda m: {"name": m.group("name")}),
     "pool": (re.compile(r"(?P<op>MP|AP)k(?P<k>[0-9]+)s(?P<s>[0-9]+)"), "pool",
              lambda m: {"op": m.group("op"), **_ints(m, ("k", "s"))}),
     "dropout": (re.compile(r"DP(?P<p>[0-9]*\.?[0-9]+)?"), "dropout",
@@ -144,7 +146,7 @@ def _token(text: str, word: str, pos: int) -> Token:
     for pattern, hint in _HINTS:
         if pattern.fullmatch(word):
             raise NotationError(text, pos, len(word), f"incomplete token {_quote(word)}: {hint}")
-    valid = "c<out>k<k>s<s>, BN, PLIF, LIF, IF, MPk<k>s<s>, APk<k>s<s>, DP, FC<n>, {...}*n"
+    valid = f"c<out>k<k>s<s>, BN, {', '.join(NEURONS)}, MPk<k>s<s>, APk<k>s<s>, DP, FC<n>, {{...}}*n"
     raise NotationError(text, pos, len(word), f"unknown token {_quote(word)} (valid: {valid})")
 
 

@@ -17,15 +17,15 @@ from ..data.catalog import EVENT, STATIC
 from ..device import pick_device
 from ..models import get_entry
 from ..models.notation import MAX_INT
+from ..neurons import NEURONS, check_tau
 from ..surrogate import SURROGATES
 
 __all__ = ["TrainConfig", "PRESETS", "resolve_config", "config_diff", "field_kind", "flag_name", "pick_device",
-           "check_network", "check_outputs", "check_stored", "STATIC", "EVENT", "MAX_SEED", "MAX_TAU0"]
+           "check_network", "check_outputs", "check_stored", "STATIC", "EVENT", "MAX_SEED"]
 
-NEURON_NAMES = ("plif", "lif", "if")
+NEURON_NAMES = tuple(name.lower() for name in NEURONS)
 MAX_SEED = 2**32 - 1  # every generator seeded from it stays inside torch's 64-bit seeds
 MEMORY_CHOICES = ("none", "exact", "low", "all")  # --memory: presets of plif.models.MEMORY_PRESETS
-MAX_TAU0 = 1e30  # 1/tau0 stays a normal float32 (and PLIF's sigmoid(w) with it); 1e30 steps is no leak at all
 
 
 @dataclass(frozen=True)
@@ -235,7 +235,7 @@ def check_stored(cfg: TrainConfig, d: dict, source: str) -> None:
 
     The data folder is not checked: a run may be evaluated elsewhere (``--data-dir``)."""
     try:
-        resolved = resolve_config(dataclasses.replace(cfg, data_dir=None))
+        resolved = resolve_config(dataclasses.replace(cfg, data_dir=None, backend="auto"))  # how it ran there
         if "num_classes" in d and cfg.num_classes != resolved.num_classes:  # the input shape build_network checks
             raise ValueError(f"num_classes is {cfg.num_classes!r} but {cfg.dataset} has {resolved.num_classes}")
         kwargs = d.get("network_kwargs", {})
@@ -302,10 +302,8 @@ def _check_values(cfg: TrainConfig) -> None:
         parse_duration(cfg.time_limit)
     if cfg.lr <= 0:
         raise ValueError(f"--lr must be positive, got {cfg.lr:g}")
-    neuron = cfg.neuron.lower()
-    if neuron != "if" and not 1 < cfg.tau0 <= MAX_TAU0:  # also every neuron token of the network string
-        raise ValueError(f"--tau0 must be greater than 1 and at most {MAX_TAU0:g} (the membrane keeps 1 - 1/tau of "
-                         f"its potential each step), got {cfg.tau0:g}")
+    if cfg.neuron.lower() != "if":  # also every neuron token of the network string
+        check_tau(cfg.tau0, "--tau0")
     if not 0.0 <= cfg.val_split < 1.0:
         raise ValueError(f"--val-split must be in [0, 1), got {cfg.val_split}")
     if not 0 <= cfg.seed <= MAX_SEED:
@@ -317,12 +315,9 @@ def _check_values(cfg: TrainConfig) -> None:
             raise ValueError(f"{flag_name(name)} must not be empty (leave it out for the default)")
     if cfg.data_dir is not None and not os.path.isdir(cfg.data_dir):
         raise ValueError(f"--data-dir {cfg.data_dir}: no such folder")
-    if cfg.backend != "auto":
-        from ..neurons.dispatch import available_backends
+    from ..neurons.dispatch import check_backend
 
-        if cfg.backend not in available_backends():
-            raise ValueError(f"--backend {cfg.backend!r}: unknown; available: auto, {', '.join(available_backends())}")
-    pick_device(cfg.device, check=False)
+    check_backend(cfg.backend, pick_device(cfg.device, check=False), cfg.surrogate, option="--backend")
 
 
 def check_outputs(model, cfg: TrainConfig) -> None:
