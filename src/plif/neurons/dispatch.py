@@ -7,9 +7,9 @@ lazily the first time a backend is asked for, so ``plif.neurons`` never imports 
 at import time (no cycle).  A fused backend that fails to load keeps its reason
 (:func:`backend_status`), is named in the error when it is asked for by name, and triggers one
 warning when ``auto`` has to fall back to ``bptt`` because of it.  A custom surrogate
-(:func:`plif.surrogate.register_surrogate`) is not in the fused kernels: ``auto`` runs it on ``bptt``
-with one notice per surrogate, and naming a fused backend for it is an error.  Nothing is swallowed
-silently.
+(:func:`plif.surrogate.register_surrogate`) runs in the fused kernels when it declares one of their
+closed forms; otherwise ``auto`` runs it on ``bptt`` with one notice per surrogate, and naming a
+fused backend for it is an error.  Nothing is swallowed silently.
 
 bf16 and fp16 inputs (autocast) keep an fp32 potential and ``k`` on every backend
 (:func:`~plif.neurons.functional.state_dtype`): the fused kernels read the input as it is and keep
@@ -136,12 +136,12 @@ def select_backend(x: torch.Tensor, cfg: NeuronConfig) -> str:
     """The backend ``auto`` uses for this input: the first fused kernel that supports it, else ``bptt``.
 
     Warns once when a fused backend meant for ``x``'s device failed to load, and once per custom
-    surrogate (those run on ``bptt``)."""
+    surrogate without a closed form of the kernels (those run on ``bptt``)."""
     load_backends()
     if not get_surrogate(cfg.surrogate).fused:
         _warn_once(f"surrogate {cfg.surrogate}",
-                   f"plif: custom surrogate {cfg.surrogate!r} is not in the fused kernels; backend='auto' runs "
-                   f"it on 'bptt' (same gradients, slower than the fused built-ins)")
+                   f"plif: surrogate {cfg.surrogate!r} declares no closed form of the fused kernels; backend='auto' "
+                   f"runs it on 'bptt' (same gradients, slower; register_surrogate's closed_form puts it in the kernels)")
         return "bptt"
     for name, supports in _SUPPORTS.items():
         if supports(x, cfg):

@@ -18,7 +18,7 @@ from ..device import pick_device
 from ..models import get_entry
 from ..models.notation import MAX_INT
 from ..neurons import NEURONS, check_tau
-from ..surrogate import SURROGATES
+from ..surrogate import SURROGATES, get_surrogate, surrogate_spec
 
 __all__ = ["TrainConfig", "PRESETS", "resolve_config", "config_diff", "field_kind", "flag_name", "pick_device",
            "check_network", "check_outputs", "check_stored", "STATIC", "EVENT", "MAX_SEED"]
@@ -58,8 +58,9 @@ class TrainConfig:
     authors_code: bool = field(default=False, metadata={"help": "the authors' code's network variant"})
     bn_per_step: bool = field(default=False, metadata={"help": "BatchNorm statistics per time-step"})
     surrogate: str = field(default="atan", metadata={
-        "help": "surrogate gradient of the spike (atan is the paper's)",
-        "choices": tuple(SURROGATES)})
+        "help": f"surrogate gradient of the spike: {', '.join(SURROGATES)} (atan is the paper's), or MODULE:NAME, a "
+                "surrogate that importing MODULE registers (plif.surrogate.register_surrogate; MODULE installed or "
+                "on PYTHONPATH)", "metavar": "NAME"})
     detach_reset: bool = field(default=True, metadata={
         "help": "detach the reset from the graph (the authors' code does)"})
     device: str = field(default="auto", metadata={"help": "auto (cuda if available), cpu, cuda, cuda:1, ..."})
@@ -226,7 +227,7 @@ def resolve_config(cfg: TrainConfig) -> TrainConfig:
         resolved = dataclasses.replace(resolved, T=entry.T)
     _check_values(resolved)
     return dataclasses.replace(resolved, neuron=cfg.neuron.lower(), input_shape=tuple(entry.input_shape),
-                               num_classes=entry.num_classes)
+                               num_classes=entry.num_classes, surrogate=surrogate_spec(cfg.surrogate, "--surrogate"))
 
 
 def check_stored(cfg: TrainConfig, d: dict, source: str) -> None:
@@ -264,6 +265,7 @@ def _check_names(cfg: TrainConfig, zoo) -> None:
         raise ValueError(f"unknown preset {cfg.preset!r}; valid: {', '.join(PRESETS)}")
     if not isinstance(cfg.neuron, str) or cfg.neuron.lower() not in NEURON_NAMES:
         raise ValueError(f"unknown neuron {cfg.neuron!r}; valid: {', '.join(NEURON_NAMES)}")
+    get_surrogate(cfg.surrogate, option="--surrogate")  # the registry, importing MODULE of MODULE:NAME
     for f in dataclasses.fields(TrainConfig):
         choices = f.metadata.get("choices")
         value = getattr(cfg, f.name)
