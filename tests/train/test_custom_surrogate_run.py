@@ -82,5 +82,5 @@ def test_a_run_whose_module_cannot_be_imported_is_refused_in_one_line(run, code,
     assert main(["eval", str(run), "--device", "cpu"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "Traceback" not in err, err
-    assert (f"config.json: --surrogate {SPEC!r}: cannot import module 'plif_run_surrogates' (ModuleNotFoundError: "
+    assert (f"surrogate {SPEC!r}: cannot import module 'plif_run_surrogates' (ModuleNotFoundError: "
             "No module named 'plif_run_surrogates'); it must be installed or on PYTHONPATH") in err, err
