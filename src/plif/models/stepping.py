@@ -10,7 +10,9 @@ potential ``V_t`` and each dropout layer's keep mask, which is drawn at the firs
 every later one (the multi-step forward draws it once per sample, in the same layer order, so a
 seeded generator gives the same masks).  Every other layer runs on the frame with a time dimension
 of one, through the same module the multi-step forward runs; in eval mode stepping through ``T``
-frames gives that forward's output bit for bit, and beyond ``T`` it keeps going (a stream).
+frames gives that forward's output bit for bit (on the CPU, where a layer computes each sample the
+same way in a batch of ``B`` as in one of ``T*B``; a GPU convolution library may choose another
+algorithm for the smaller batch), and beyond ``T`` it keeps going (a stream).
 
 In training the same holds for dropout and for BatchNorm with statistics per time-step
 (``bn_per_step=True``: each step normalises its own frame, as in the multi-step forward).  A
