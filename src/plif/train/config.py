@@ -17,11 +17,11 @@ from ..data.catalog import EVENT, STATIC
 from ..device import pick_device
 from ..models import get_entry
 from ..models.notation import MAX_INT
-from ..neurons import NEURONS, check_tau
+from ..neurons import MAX_TAU as MAX_TAU0, NEURONS, check_tau
 from ..surrogate import SURROGATES, get_surrogate, surrogate_spec
 
 __all__ = ["TrainConfig", "PRESETS", "resolve_config", "config_diff", "field_kind", "flag_name", "pick_device",
-           "check_network", "check_outputs", "check_stored", "STATIC", "EVENT", "MAX_SEED"]
+           "check_network", "check_outputs", "check_stored", "STATIC", "EVENT", "MAX_SEED", "MAX_TAU0"]
 
 NEURON_NAMES = tuple(name.lower() for name in NEURONS)
 MAX_SEED = 2**32 - 1  # every generator seeded from it stays inside torch's 64-bit seeds
