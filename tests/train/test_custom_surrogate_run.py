@@ -56,6 +56,9 @@ def test_train_config_takes_a_registered_name_and_stores_module_colon_name(code)
     with pytest.raises(ValueError, match=r"--surrogate 'relu': unknown; valid: atan, sigmoid, rect, triangle, "
                                          r"superspike, or MODULE:NAME"):
         resolve_config(TrainConfig(surrogate="relu", device="cpu"))
+    with pytest.raises(ValueError, match=r"--backend 'cpu': the fused kernels have only their closed-form "
+                                         r"surrogates; surrogate 'plif_run_surrogates:superspike' runs on bptt"):
+        resolve_config(TrainConfig(surrogate="superspike", backend="cpu", device="cpu"))
 
 
 def test_eval_stats_and_export_import_the_module_again(run, tmp_path):
