@@ -57,7 +57,7 @@ def test_train_config_takes_a_registered_name_and_stores_module_colon_name(code)
                                          r"superspike, or MODULE:NAME"):
         resolve_config(TrainConfig(surrogate="relu", device="cpu"))
     with pytest.raises(ValueError, match=r"--backend 'cpu': the fused kernels have only their closed-form "
-                                         r"surrogates; surrogate 'plif_run_surrogates:superspike' runs on bptt"):
+                                         r"surrogates; surrogate 'superspike' runs on bptt"):
         resolve_config(TrainConfig(surrogate="superspike", backend="cpu", device="cpu"))
 
 
