@@ -9,6 +9,24 @@ import numpy as np
 
 TINY_NET = "c4k3s1-BN-PLIF-MPk4s4-DP-FC100-PLIF-APk10s10"
 
+# the zoo's input sides shrunk so that every pooling of its network still has a window
+SMALL_INPUT = {28: 12, 34: 12, 32: 8, 128: 32, 180: 16, 240: 16}
+
+
+def narrow_zoo(name):
+    """``(spec, input shape)``: zoo network ``name`` with its real layer sequence, 8 channels, 32 hidden
+    features and 2 voting classes, on small frames."""
+    import re
+
+    from plif.models import ZOO
+
+    e = ZOO[name]
+    spec = re.sub(r"c\d+k", "c8k", e.network)
+    spec = re.sub(r"FC\d+(?=-PLIF-APk10s10)", "FC20", spec)
+    spec = re.sub(r"FC\d+(?!-PLIF-APk10s10)", "FC32", spec)
+    c, h, w = e.input_shape
+    return spec, (c, SMALL_INPUT[h], SMALL_INPUT[w])
+
 
 def idx_bytes(arr: np.ndarray, type_byte: int = 0x08) -> bytes:
     """An IDX file, byte by byte: magic (0, 0, type, ndim), big-endian uint32 dims, big-endian data."""

@@ -36,8 +36,8 @@ def test_spec_refuses_T_out_of_range(T, capsys):
     (["c8k3s1p2147483647-FC10"], "its output per sample would be"),
     (["FC10", "--input", "1,99999999999999999999,28"], "--input must be C,H,W or N with each between 1 and 2147483647"),
     (["FC10", "--input", "１,28,28"], "--input must be comma-separated integers like 1,28,28, got '１,28,28'"),
-    (["FC10-PLIF", "--tau0", "nan"], "a membrane time constant must be a finite number > 1"),
-    (["FC10-PLIF", "--tau0", "inf", "--neuron", "LIF"], "LIF needs a finite tau > 1, got inf"),
+    (["FC10-PLIF", "--tau0", "nan"], "PLIF tau0 must be greater than 1 and at most 1e+30 time-steps"),
+    (["FC10-PLIF", "--tau0", "inf", "--neuron", "LIF"], "LIF tau must be greater than 1 and at most 1e+30 time-steps"),
 ])
 def test_integers_too_large_for_torch_and_non_finite_tau_are_one_line(argv, message, capsys):
     assert main(["spec", *argv]) == 2

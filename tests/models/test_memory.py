@@ -1,27 +1,15 @@
 """Every memory saving against the plain network, on narrow versions of the zoo's six network forms."""
-import re
-
 import pytest
 import torch
 from torch import nn
 
 from plif.models import ZOO, build_network
 from plif.models.memory import MEMORY_PRESETS, MemoryOptions
+from plif_testing import narrow_zoo as narrow
 
 THRESHOLD = 0.2  # low enough that narrow random networks spike in every layer within T = 3
-SMALL_INPUT = {28: 12, 34: 12, 32: 8, 128: 32}
 # one network of each form (N-Caltech101 runs CIFAR10-DVS's network on a larger sensor)
 FORMS = [n for n in ZOO if n != "ncaltech101"]
-
-
-def narrow(name):
-    """The zoo network with 8 channels, 32 hidden features, 2 voting classes, on small frames."""
-    e = ZOO[name]
-    spec = re.sub(r"c\d+k", "c8k", e.network)
-    spec = re.sub(r"FC\d+(?=-PLIF-APk10s10)", "FC20", spec)
-    spec = re.sub(r"FC\d+(?!-PLIF-APk10s10)", "FC32", spec)
-    c, h, w = e.input_shape
-    return spec, (c, SMALL_INPUT[h], SMALL_INPUT[w])
 
 
 def run(net, x, seed=1):

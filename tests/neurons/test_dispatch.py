@@ -49,12 +49,12 @@ def test_auto_warns_once_when_falling_back(fresh_table):
 
 
 def test_asking_for_a_broken_backend_names_the_reason(fresh_table):
-    with pytest.raises(RuntimeError, match="backend 'cpu' failed to load: ImportError: simulated bug"):
+    with pytest.raises(RuntimeError, match="backend 'cpu': the kernel failed to load here: ImportError: simulated bug"):
         multi_step(torch.randn(3, 2, 4), 0.5, backend="cpu")
 
 
 def test_unknown_backend_lists_the_valid_ones():
-    with pytest.raises(ValueError, match="unknown backend 'nope'; available: reference, bptt"):
+    with pytest.raises(ValueError, match="backend 'nope': unknown; available: auto, reference, bptt"):
         multi_step(torch.randn(3, 2, 4), 0.5, backend="nope")
 
 

@@ -33,7 +33,7 @@ def test_run_trained_with_triton_evaluates_exports_and_resumes_on_cpu(tiny_fashi
     # resume: the stored GPU kernel is refused on the CPU in one line; --backend changes it like --device
     assert main(["train", "--resume", str(out), "--epochs", "2"]) == 2
     err = capsys.readouterr().err
-    assert "--backend triton" in err and "--backend auto" in err and len(err.strip().splitlines()) == 1
+    assert "--backend 'triton'" in err and "--backend auto" in err and len(err.strip().splitlines()) == 1
     assert main(["train", "--resume", str(out), "--epochs", "2", "--backend", "cpu"]) == 0
     assert [m["epoch"] for m in read_metrics(out)] == [1, 2]
     assert json.loads((out / "config.json").read_text())["backend"] == "cpu"

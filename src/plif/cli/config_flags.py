@@ -47,8 +47,8 @@ def _number(kind):
 def add_config_flags(parser: argparse.ArgumentParser, exclude=(), cls=None) -> list[str]:
     """Add one flag per field of ``cls`` (default TrainConfig) not in ``exclude``; returns the field names.
 
-    bool fields get ``--x`` / ``--no-x``; int, float and str fields take a value (with ``choices``
-    when the metadata names them); ``T | None`` fields are the same with "not given" meaning the preset.
+    bool fields get ``--x`` / ``--no-x``; int, float and str fields take a value (with the ``choices``
+    and ``metavar`` the metadata names); ``T | None`` fields are the same with "not given" meaning the preset.
     Fields marked ``metadata={"derived": True}`` are computed, not set, and get no flag.
     """
     from ..train.config import TrainConfig, field_kind
@@ -70,7 +70,8 @@ def add_config_flags(parser: argparse.ArgumentParser, exclude=(), cls=None) -> l
             group.add_argument(flag_name(f.name), dest=f.name, type=_number(kind) if kind in (int, float) else kind,
                                default=None,
                                choices=tuple(choices) if choices else None,
-                               metavar=None if choices else kind.__name__.upper(), help=help_text)
+                               metavar=f.metadata.get("metavar") or (None if choices else kind.__name__.upper()),
+                               help=help_text)
         names.append(f.name)
     return names
 

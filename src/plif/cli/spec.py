@@ -55,7 +55,9 @@ def register(sub) -> None:
     p.add_argument("network", help='e.g. "{c128k3s1-BN-PLIF-MPk2s2}*2-DP-FC2048-PLIF-DP-FC100-PLIF-APk10s10"')
     p.add_argument("--input", default="1,28,28", help="per-sample input shape C,H,W (or N) [1,28,28]")
     p.add_argument("--T", type=int_in(1, MAX_INT), default=8, help="time-steps [8]")
-    p.add_argument("--neuron", choices=["PLIF", "LIF", "IF"], help="replace every neuron token")
+    from ..neurons import NEURONS
+
+    p.add_argument("--neuron", choices=list(NEURONS), help="replace every neuron token")
     p.add_argument("--tau0", type=float, default=2.0, help="initial tau of PLIF / tau of LIF [2]")
     p.set_defaults(func=run_spec)
 

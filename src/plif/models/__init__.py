@@ -1,9 +1,10 @@
 """The paper's network notation, the network builder and the zoo of paper configurations."""
 from .memory import MEMORY_PRESETS, MemoryOptions
 from .network import LayerInfo, SpikingNetwork, build_network
+from .stepping import NetworkState
 from .notation import NotationError, Token, parse
 from .summary import layer_table
 from .zoo import ZOO, ZooEntry, build_zoo, get_entry
 
-__all__ = ["parse", "Token", "NotationError", "build_network", "SpikingNetwork", "LayerInfo",
+__all__ = ["parse", "Token", "NotationError", "build_network", "SpikingNetwork", "LayerInfo", "NetworkState",
            "layer_table", "MemoryOptions", "MEMORY_PRESETS", "ZOO", "ZooEntry", "get_entry", "build_zoo"]

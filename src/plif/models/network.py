@@ -21,6 +21,7 @@ from ..neurons import SpikingNeuron
 from .memory import MemoryOptions, make_plan, run_plan
 from .builders import BUILDERS, BuildError, BuildOptions
 from .notation import MAX_INT, NotationError, parse
+from .stepping import NetworkState, initial_state, step
 from .structure import hoists_first_layer
 
 __all__ = ["LayerInfo", "SpikingNetwork", "build_network"]
@@ -97,14 +98,26 @@ class SpikingNetwork(nn.Module):
             raise ValueError(f"expected [B, ...] or [T, B, ...] with per-sample shape {self.input_shape}, got {tuple(x.shape)}")
         return run_plan(self.plan(), x, start)
 
+    def initial_state(self) -> NetworkState:
+        """The state before the first :meth:`step`: every neuron at rest, no dropout mask drawn."""
+        return initial_state(self.layers)
+
+    def step(self, x_t: torch.Tensor, state: NetworkState | None = None) -> tuple[torch.Tensor, NetworkState]:
+        """One time-step with carried state (streaming, online inference; :mod:`plif.models.stepping`):
+        ``x_t [B, *input_shape]`` -> ``(out_t [B, classes], state)``; ``state=None`` starts at rest.
+        In eval mode ``T`` steps give :meth:`forward`'s output bit for bit."""
+        if tuple(x_t.shape[1:]) != self.input_shape or x_t.dim() != len(self.input_shape) + 1:
+            raise ValueError(f"step takes one frame x_t [B, {', '.join(map(str, self.input_shape))}], "
+                             f"got {tuple(x_t.shape)}")
+        return step(self.layers, x_t, self.initial_state() if state is None else state)
+
     def set_backend(self, backend: str = "auto") -> "SpikingNetwork":
         """How every neuron runs (:func:`plif.neurons.multi_step`'s ``backend``): not part of the
         network, its state dict or a checkpoint, so a network trained with one runs with another."""
-        if backend != "auto":
-            from ..neurons.dispatch import available_backends
+        from ..neurons.dispatch import check_backend
 
-            if backend not in available_backends():
-                raise ValueError(f"unknown backend {backend!r}; available: auto, {', '.join(available_backends())}")
+        for m in self.neuron_layers():
+            check_backend(backend, surrogate=m.cfg.surrogate)
         for m in self.neuron_layers():
             m.backend = backend
         return self

@@ -15,17 +15,21 @@ Tokens (a registry: :data:`TOKENS`):
     FC2048        Linear, 2048 out features
 
 Numbers are ASCII digits, each at most :data:`MAX_INT` (2^31-1, what every size in torch
-holds).  To keep a typo from allocating the machine away, a repeat count is at most
+holds; a longer one is refused by its digits, before Python's own limit on converting them).  To keep a typo from allocating the machine away, a repeat count is at most
 :data:`MAX_REPEAT`, the expanded network at most :data:`MAX_LAYERS` tokens and braces nest at
 most :data:`MAX_DEPTH` deep; each limit's error points at the token that crosses it.
 
 The result is a flat list of :class:`Token` in order, each remembering where it was written, so
-that errors later (shape inference) can point at the token too.
+that errors later (shape inference) can point at the token too.  Every way a string can fail to
+parse (a non-string included) raises :class:`NotationError`; a long string or token is shown as an
+excerpt around the place.
 """
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+
+from ..neurons import NEURONS
 
 __all__ = ["Token", "NotationError", "parse", "TOKENS", "MAX_REPEAT", "MAX_LAYERS", "MAX_DEPTH", "MAX_INT"]
 
@@ -40,8 +44,38 @@ class NotationError(ValueError):
 
     def __init__(self, text: str, pos: int, length: int, message: str):
         self.text, self.pos, self.message = text, pos, message
-        caret = " " * pos + "^" * max(1, length)
-        super().__init__(f"{message} at position {pos}:\n  {text}\n  {caret}")
+        shown, caret = _excerpt(text, pos, max(1, length))
+        super().__init__(f"{message} at position {pos}:\n  {shown}\n  {caret}")
+
+
+_SHOWN = 100  # characters of the string shown around an error (a 100,000-digit number stays readable)
+
+
+def _printable(text: str) -> str:
+    """``text`` with what a terminal cannot print (control characters, lone surrogates) escaped."""
+    return "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in text)
+
+
+def _excerpt(text: str, pos: int, length: int) -> tuple[str, str]:
+    """The string (or a window of it around ``pos``) and the caret line under ``[pos, pos+length)``."""
+    start, end, before, after = 0, len(text), "", ""
+    if len(text) > _SHOWN:
+        start = max(0, pos - _SHOWN // 4)
+        end = min(len(text), max(pos + min(length, _SHOWN // 2), start + _SHOWN))
+        before, after = ("..." if start else ""), ("..." if end < len(text) else "")
+    stop = min(pos + length, end)
+    head, marked = before + _printable(text[start:pos]), _printable(text[pos:stop])
+    return head + marked + _printable(text[stop:end]) + after, " " * len(head) + "^" * max(1, len(marked))
+
+
+def _quote(word: str, limit: int = 40) -> str:
+    """``repr(word)``, cut to its first characters and its length when it is long."""
+    return repr(word) if len(word) <= limit else f"{word[:limit // 2]!r}... ({len(word):,} characters)"
+
+
+def _digits(number: str) -> str:
+    """A number as written, cut to its first digits and its length when it is long."""
+    return number if len(number) <= 20 else f"{number[:10]}... ({len(number):,} digits)"
 
 
 @dataclass(frozen=True)
@@ -55,8 +89,19 @@ class Token:
     args: dict = field(default_factory=dict, compare=False, hash=False)
 
 
+_MAX_DIGITS = len(str(MAX_INT))
+
+
+def _int(digits: str) -> int:
+    """ASCII digits as an int, or ``MAX_INT + 1`` when they have more digits than any allowed
+    number (so the caller's "more than MAX_INT" check names the token, instead of Python refusing
+    to convert more than 4300 digits)."""
+    digits = digits.lstrip("0") or "0"
+    return MAX_INT + 1 if len(digits) > _MAX_DIGITS else int(digits)
+
+
 def _ints(m, names):
-    return {n: int(m.group(n)) for n in names if m.group(n) is not None}
+    return {n: _int(m.group(n)) for n in names if m.group(n) is not None}
 
 
 # name -> (regex, kind, argument builder); tried in order, the whole token must match.
@@ -64,7 +109,7 @@ TOKENS: dict[str, tuple[re.Pattern, str, callable]] = {
     "conv": (re.compile(r"c(?P<out>[0-9]+)k(?P<k>[0-9]+)s(?P<s>[0-9]+)(?:p(?P<p>[0-9]+))?"), "conv",
              lambda m: _ints(m, ("out", "k", "s", "p"))),
     "bn": (re.compile(r"BN"), "bn", lambda m: {}),
-    "neuron": (re.compile(r"(?P<name>PLIF|LIF|IF)"), "neuron", lambda m: {"name": m.group("name")}),
+    "neuron": (re.compile(f"(?P<name>{'|'.join(NEURONS)})"), "neuron", lambda m: {"name": m.group("name")}),
     "pool": (re.compile(r"(?P<op>MP|AP)k(?P<k>[0-9]+)s(?P<s>[0-9]+)"), "pool",
              lambda m: {"op": m.group("op"), **_ints(m, ("k", "s"))}),
     "dropout": (re.compile(r"DP(?P<p>[0-9]*\.?[0-9]+)?"), "dropout",
@@ -83,28 +128,26 @@ _HINTS = [
 def _token(text: str, word: str, pos: int) -> Token:
     if not word.isascii():
         bad = next(i for i, ch in enumerate(word) if not ch.isascii())
-        raise NotationError(text, pos + bad, 1, f"{word!r}: {word[bad]!r} is not ASCII (write numbers with digits 0-9)")
+        raise NotationError(text, pos + bad, 1, f"{_quote(word)}: {word[bad]!r} is not ASCII (write numbers with digits 0-9)")
     for kind, (pattern, _, build) in TOKENS.items():
         m = pattern.fullmatch(word)
         if m:
             args = build(m)
             for name, value in args.items():
-                if name == "p" and kind == "conv":
-                    continue  # padding 0 is a valid override
-                if isinstance(value, int) and value <= 0:
-                    raise NotationError(text, pos, len(word), f"{name}={value} in {word!r} must be positive")
+                if isinstance(value, int) and value <= 0 and not (name == "p" and kind == "conv"):  # p0 is valid
+                    raise NotationError(text, pos, len(word), f"{name}={value} in {_quote(word)} must be positive")
                 if isinstance(value, int) and value > MAX_INT:
-                    raise NotationError(text, pos, len(word), f"{name}={value} in {word!r} is more than "
+                    raise NotationError(text, pos, len(word), f"{name}={_digits(m.group(name))} in {_quote(word)} is more than "
                                                               f"{MAX_INT} (2^31-1)")
             if kind == "dropout" and not 0.0 <= args["p"] < 1.0:
-                raise NotationError(text, pos, len(word), f"dropout probability {args['p']:g} in {word!r} "
-                                                          "must be in [0, 1)")
+                raise NotationError(text, pos, len(word), f"dropout probability {args['p']:g} in "
+                                                          f"{_quote(word)} must be in [0, 1)")
             return Token(kind, word, pos, args)
     for pattern, hint in _HINTS:
         if pattern.fullmatch(word):
-            raise NotationError(text, pos, len(word), f"incomplete token {word!r}: {hint}")
-    valid = "c<out>k<k>s<s>, BN, PLIF, LIF, IF, MPk<k>s<s>, APk<k>s<s>, DP, FC<n>, {...}*n"
-    raise NotationError(text, pos, len(word), f"unknown token {word!r} (valid: {valid})")
+            raise NotationError(text, pos, len(word), f"incomplete token {_quote(word)}: {hint}")
+    valid = f"c<out>k<k>s<s>, BN, {', '.join(NEURONS)}, MPk<k>s<s>, APk<k>s<s>, DP, FC<n>, {{...}}*n"
+    raise NotationError(text, pos, len(word), f"unknown token {_quote(word)} (valid: {valid})")
 
 
 class _Parser:
@@ -151,12 +194,12 @@ class _Parser:
             m = re.compile(r"[0-9]+").match(self.text, self.i)
             if not m:
                 bad = re.compile(r"[^-{}\s]*").match(self.text, self.i).group(0)
-                self._error(f"bad repeat count {bad!r}: expected a positive integer after '*'", length=len(bad))
-            count = int(m.group(0))
+                self._error(f"bad repeat count {_quote(bad)}: expected a positive integer after '*'", length=len(bad))
+            count = _int(m.group(0))
             if count < 1:
                 self._error(f"bad repeat count {count}: must be at least 1", length=len(m.group(0)))
             if count > MAX_REPEAT:
-                self._error(f"repeat count {count} is more than {MAX_REPEAT}", length=len(m.group(0)))
+                self._error(f"repeat count {_digits(m.group(0))} is more than {MAX_REPEAT}", length=len(m.group(0)))
             if len(inner) * count > MAX_LAYERS:
                 self._error(f"this repeat makes {len(inner) * count} layers, more than {MAX_LAYERS}",
                             length=len(m.group(0)))
@@ -185,5 +228,9 @@ class _Parser:
 
 
 def parse(text: str) -> list[Token]:
-    """Parse a network string into its flat, repeat-expanded list of tokens."""
+    """Parse a network string into its flat, repeat-expanded list of tokens; raises
+    :class:`NotationError` (a ``ValueError``) for anything that is not a valid network string."""
+    if not isinstance(text, str):
+        shown = repr(text)
+        raise NotationError(shown, 0, len(shown), f"a network string must be text (str), got {type(text).__name__}")
     return _Parser(text).parse()

@@ -7,9 +7,9 @@ lazily the first time a backend is asked for, so ``plif.neurons`` never imports 
 at import time (no cycle).  A fused backend that fails to load keeps its reason
 (:func:`backend_status`), is named in the error when it is asked for by name, and triggers one
 warning when ``auto`` has to fall back to ``bptt`` because of it.  A custom surrogate
-(:func:`plif.surrogate.register_surrogate`) is not in the fused kernels: ``auto`` runs it on ``bptt``
-with one notice per surrogate, and naming a fused backend for it is an error.  Nothing is swallowed
-silently.
+(:func:`plif.surrogate.register_surrogate`) runs in the fused kernels when it declares one of their
+closed forms; otherwise ``auto`` runs it on ``bptt`` with one notice per surrogate, and naming a
+fused backend for it is an error.  Nothing is swallowed silently.
 
 bf16 and fp16 inputs (autocast) keep an fp32 potential and ``k`` on every backend
 (:func:`~plif.neurons.functional.state_dtype`): the fused kernels read the input as it is and keep
@@ -31,7 +31,7 @@ from .functional import NeuronConfig, initial_state, state_dtype
 from .reference import multi_step_reference
 
 __all__ = ["BACKENDS", "FUSED", "FusedBackend", "register_backend", "multi_step", "available_backends",
-           "backend_status", "load_backends", "select_backend", "auto_order", "reset"]
+           "backend_status", "load_backends", "select_backend", "auto_order", "reset", "check_backend"]
 
 Backend = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, NeuronConfig], tuple]
 
@@ -136,12 +136,12 @@ def select_backend(x: torch.Tensor, cfg: NeuronConfig) -> str:
     """The backend ``auto`` uses for this input: the first fused kernel that supports it, else ``bptt``.
 
     Warns once when a fused backend meant for ``x``'s device failed to load, and once per custom
-    surrogate (those run on ``bptt``)."""
+    surrogate without a closed form of the kernels (those run on ``bptt``)."""
     load_backends()
-    if not get_surrogate(cfg.surrogate).builtin:
+    if not get_surrogate(cfg.surrogate).fused:
         _warn_once(f"surrogate {cfg.surrogate}",
-                   f"plif: custom surrogate {cfg.surrogate!r} is not in the fused kernels; backend='auto' runs "
-                   f"it on 'bptt' (same gradients, slower than the fused built-ins)")
+                   f"plif: surrogate {cfg.surrogate!r} declares no closed form of the fused kernels; backend='auto' "
+                   f"runs it on 'bptt' (same gradients, slower; register_surrogate's closed_form puts it in the kernels)")
         return "bptt"
     for name, supports in _SUPPORTS.items():
         if supports(x, cfg):
@@ -153,14 +153,31 @@ def select_backend(x: torch.Tensor, cfg: NeuronConfig) -> str:
     return "bptt"
 
 
-def _backend(name: str) -> Backend:
+def check_backend(name: str, device: torch.device | str | None = None, surrogate: str | None = None,
+                  option: str = "backend") -> None:
+    """Refuse a backend that :func:`multi_step` could not run, before anything runs (the one check of a
+    backend name: layers, networks and the training config call it; ``option`` names it in the message).
+
+    ``auto`` is always valid.  Otherwise the name must be a backend here (``RuntimeError`` with the
+    reason for a fused kernel that failed to load), a fused kernel must be meant for ``device``'s type,
+    and it must have ``surrogate`` among its closed forms."""
+    if name == "auto":
+        return
     if name not in BACKENDS:
         load_backends()
-    if name in BACKENDS:
-        return BACKENDS[name]
     if name in _FAILED:
-        raise RuntimeError(f"neuron backend {name!r} failed to load: {_FAILED[name]}")
-    raise ValueError(f"unknown backend {name!r}; available: {', '.join(available_backends())}")
+        raise RuntimeError(f"{option} {name!r}: the kernel failed to load here: {_FAILED[name]}")
+    if name not in BACKENDS:
+        raise ValueError(f"{option} {name!r}: unknown; available: auto, {', '.join(BACKENDS)}")
+    fused = FUSED.get(name)
+    if fused is None:
+        return
+    kind = torch.device(device).type if device is not None else None
+    if kind is not None and kind != fused.device and kind != "meta":
+        raise ValueError(f"{option} {name!r}: a {fused.device} kernel, but this runs on {kind}; use {option} auto")
+    if surrogate is not None and not get_surrogate(surrogate).fused:
+        raise ValueError(f"{option} {name!r}: the fused kernels have only their closed-form surrogates; "
+                         f"surrogate {surrogate!r} runs on bptt, reference or auto")
 
 
 def multi_step(x: torch.Tensor, k=None, v0: torch.Tensor | None = None,
@@ -178,11 +195,12 @@ def multi_step(x: torch.Tensor, k=None, v0: torch.Tensor | None = None,
         v0 = initial_state(x[0], cfg)
     elif v0.shape != x.shape[1:]:
         v0 = v0.expand(x.shape[1:]).contiguous()
-    if backend in FUSED and not get_surrogate(cfg.surrogate).builtin:
-        raise ValueError(f"the fused {backend!r} backend has only the built-in surrogates; custom surrogate "
-                         f"{cfg.surrogate!r} runs on backend='bptt', 'reference' or 'auto'")
-    name = select_backend(x, cfg) if backend == "auto" else backend
-    fn = _backend(name)
+    if backend == "auto":
+        name = select_backend(x, cfg)
+    else:
+        check_backend(backend, x.device, cfg.surrogate)
+        name = backend
+    fn = BACKENDS[name]
     if state_dtype(x.dtype) != x.dtype and name not in FUSED:  # the PyTorch loops: fp32 state, as in the kernels
         spikes, v_last = fn(x.float(), k.float(), v0.float(), cfg)
         return spikes.to(x.dtype), v_last.to(x.dtype)

@@ -19,17 +19,27 @@ import numbers
 import torch
 from torch import nn
 
-from .dispatch import load_backends, multi_step
+from .dispatch import check_backend, load_backends, multi_step
 from .functional import NeuronConfig, neuron_step, state_dtype
 
-__all__ = ["SpikingNeuron", "IF", "LIF", "PLIF", "NEURONS", "make_neuron", "tau_to_w"]
+__all__ = ["SpikingNeuron", "IF", "LIF", "PLIF", "NEURONS", "make_neuron", "tau_to_w", "check_tau", "MAX_TAU"]
+
+MAX_TAU = 1e30  # 1/τ stays a normal float32 (and PLIF's sigmoid(w) with it); 1e30 steps is no leak at all
+
+
+def check_tau(tau, name: str = "tau") -> float:
+    """``tau`` as a float when a neuron can run with it: greater than 1 time-step and at most
+    :data:`MAX_TAU`; else ``ValueError`` naming ``name`` (the layers', the zoo's and the training
+    config's one check)."""
+    if isinstance(tau, bool) or not isinstance(tau, numbers.Real) or not 1 < tau <= MAX_TAU:  # NaN fails too
+        raise ValueError(f"{name} must be greater than 1 and at most {MAX_TAU:g} time-steps (the membrane keeps "
+                         f"1 - 1/tau of its potential each step), got {tau!r}")
+    return float(tau)
 
 
 def tau_to_w(tau: float) -> float:
     """``w0 = -log(τ0 - 1)`` so that ``1/sigmoid(w0) = τ0`` (τ0 = 2 gives 0)."""
-    if not 1 < tau < math.inf:  # NaN fails every comparison, so it is refused here too
-        raise ValueError(f"a membrane time constant must be a finite number > 1 time-step, got tau={tau}")
-    return -math.log(tau - 1)
+    return -math.log(check_tau(tau) - 1)
 
 
 class SpikingNeuron(nn.Module):
@@ -42,6 +52,7 @@ class SpikingNeuron(nn.Module):
         super().__init__()
         self.cfg = NeuronConfig(leak=self.leak, v_threshold=v_threshold, v_reset=v_reset,
                                 detach_reset=detach_reset, surrogate=surrogate, alpha=alpha)
+        check_backend(backend, surrogate=surrogate)
         self.backend = backend
         if backend != "reference" and backend != "bptt":
             load_backends()  # import the fused kernels now, never inside a torch.compile trace
@@ -78,9 +89,7 @@ class LIF(SpikingNeuron):
 
     def __init__(self, tau: float = 2.0, **kwargs):
         super().__init__(**kwargs)
-        if not 1 < tau < math.inf:
-            raise ValueError(f"LIF needs a finite tau > 1, got {tau}")
-        self.tau = float(tau)
+        self.tau = check_tau(tau, "LIF tau")
 
     def k(self, x):
         # a fill kernel, not a host-to-device copy: keeps the step capturable in a CUDA graph
@@ -103,8 +112,8 @@ class PLIF(SpikingNeuron):
                                          or num_channels < 1):
             raise ValueError(f"PLIF num_channels must be a positive integer or None, got {num_channels!r}")
         shape = () if num_channels is None else (int(num_channels),)
-        self.tau0 = float(tau0)
-        self.w = nn.Parameter(torch.full(shape, tau_to_w(tau0)))
+        self.tau0 = check_tau(tau0, "PLIF tau0")
+        self.w = nn.Parameter(torch.full(shape, tau_to_w(self.tau0)))
 
     @property
     def tau(self) -> torch.Tensor:
@@ -150,7 +159,8 @@ class PLIF(SpikingNeuron):
         return learnt + ", " + super().extra_repr()
 
 
-NEURONS: dict[str, type[SpikingNeuron]] = {"IF": IF, "LIF": LIF, "PLIF": PLIF}
+# The one list of neuron names: the notation's tokens, --neuron's choices and make_neuron read it.
+NEURONS: dict[str, type[SpikingNeuron]] = {"PLIF": PLIF, "LIF": LIF, "IF": IF}
 
 
 def make_neuron(name: str, tau: float = 2.0, **kwargs) -> SpikingNeuron:

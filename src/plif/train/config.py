@@ -17,15 +17,15 @@ from ..data.catalog import DATASETS
 from ..device import pick_device
 from ..models import get_entry
 from ..models.notation import MAX_INT
-from ..surrogate import SURROGATES
+from ..neurons import MAX_TAU as MAX_TAU0, NEURONS, check_tau
+from ..surrogate import SURROGATES, get_surrogate, surrogate_spec
 
 __all__ = ["TrainConfig", "PRESETS", "resolve_config", "config_diff", "field_kind", "flag_name", "pick_device",
            "check_network", "check_outputs", "check_stored", "read_stored_config", "MAX_SEED", "MAX_TAU0"]
 
-NEURON_NAMES = ("plif", "lif", "if")
+NEURON_NAMES = tuple(name.lower() for name in NEURONS)
 MAX_SEED = 2**32 - 1  # every generator seeded from it stays inside torch's 64-bit seeds
 MEMORY_CHOICES = ("none", "exact", "low", "all")  # --memory: presets of plif.models.MEMORY_PRESETS
-MAX_TAU0 = 1e30  # 1/tau0 stays a normal float32 (and PLIF's sigmoid(w) with it); 1e30 steps is no leak at all
 
 
 @dataclass(frozen=True)
@@ -59,8 +59,9 @@ class TrainConfig:
     authors_code: bool = field(default=False, metadata={"help": "the authors' code's network variant"})
     bn_per_step: bool = field(default=False, metadata={"help": "BatchNorm statistics per time-step"})
     surrogate: str = field(default="atan", metadata={
-        "help": "surrogate gradient of the spike (atan is the paper's)",
-        "choices": tuple(SURROGATES)})
+        "help": f"surrogate gradient of the spike: {', '.join(SURROGATES)} (atan is the paper's), or MODULE:NAME, a "
+                "surrogate that importing MODULE registers (plif.surrogate.register_surrogate; MODULE installed or "
+                "on PYTHONPATH)", "metavar": "NAME"})
     detach_reset: bool = field(default=True, metadata={
         "help": "detach the reset from the graph (the authors' code does)"})
     device: str = field(default="auto", metadata={"help": "auto (cuda if available), cpu, cuda, cuda:1, ..."})
@@ -228,7 +229,7 @@ def resolve_config(cfg: TrainConfig) -> TrainConfig:
         resolved = dataclasses.replace(resolved, T=entry.T)
     _check_values(resolved)
     return dataclasses.replace(resolved, neuron=cfg.neuron.lower(), input_shape=tuple(entry.input_shape),
-                               num_classes=entry.num_classes)
+                               num_classes=entry.num_classes, surrogate=surrogate_spec(cfg.surrogate, "--surrogate"))
 
 
 def check_stored(cfg: TrainConfig, d: dict, source: str) -> None:
@@ -237,7 +238,7 @@ def check_stored(cfg: TrainConfig, d: dict, source: str) -> None:
 
     The data folder is not checked: a run may be evaluated elsewhere (``--data-dir``)."""
     try:
-        resolved = resolve_config(dataclasses.replace(cfg, data_dir=None))
+        resolved = resolve_config(dataclasses.replace(cfg, data_dir=None, backend="auto"))  # how it ran there
         if "num_classes" in d and cfg.num_classes != resolved.num_classes:  # the input shape build_network checks
             raise ValueError(f"num_classes is {cfg.num_classes!r} but {cfg.dataset} has {resolved.num_classes}")
         kwargs = d.get("network_kwargs", {})
@@ -278,6 +279,7 @@ def _check_names(cfg: TrainConfig, zoo) -> None:
         raise ValueError(f"unknown preset {cfg.preset!r}; valid: {', '.join(PRESETS)}")
     if not isinstance(cfg.neuron, str) or cfg.neuron.lower() not in NEURON_NAMES:
         raise ValueError(f"unknown neuron {cfg.neuron!r}; valid: {', '.join(NEURON_NAMES)}")
+    get_surrogate(cfg.surrogate, option="--surrogate")  # the registry, importing MODULE of MODULE:NAME
     for f in dataclasses.fields(TrainConfig):
         choices = f.metadata.get("choices")
         value = getattr(cfg, f.name)
@@ -316,10 +318,8 @@ def _check_values(cfg: TrainConfig) -> None:
         parse_duration(cfg.time_limit)
     if cfg.lr <= 0:
         raise ValueError(f"--lr must be positive, got {cfg.lr:g}")
-    neuron = cfg.neuron.lower()
-    if neuron != "if" and not 1 < cfg.tau0 <= MAX_TAU0:  # also every neuron token of the network string
-        raise ValueError(f"--tau0 must be greater than 1 and at most {MAX_TAU0:g} (the membrane keeps 1 - 1/tau of "
-                         f"its potential each step), got {cfg.tau0:g}")
+    if cfg.neuron.lower() != "if":  # also every neuron token of the network string
+        check_tau(cfg.tau0, "--tau0")
     if not 0.0 <= cfg.val_split < 1.0:
         raise ValueError(f"--val-split must be in [0, 1), got {cfg.val_split}")
     if not 0 <= cfg.seed <= MAX_SEED:
@@ -331,12 +331,9 @@ def _check_values(cfg: TrainConfig) -> None:
             raise ValueError(f"{flag_name(name)} must not be empty (leave it out for the default)")
     if cfg.data_dir is not None and not os.path.isdir(cfg.data_dir):
         raise ValueError(f"--data-dir {cfg.data_dir}: no such folder")
-    if cfg.backend != "auto":
-        from ..neurons.dispatch import available_backends
+    from ..neurons.dispatch import check_backend
 
-        if cfg.backend not in available_backends():
-            raise ValueError(f"--backend {cfg.backend!r}: unknown; available: auto, {', '.join(available_backends())}")
-    pick_device(cfg.device, check=False)
+    check_backend(cfg.backend, pick_device(cfg.device, check=False), cfg.surrogate, option="--backend")
 
 
 def check_outputs(model, cfg: TrainConfig) -> None:

@@ -123,16 +123,6 @@ def _agree_on_folder(cfg: TrainConfig, resume, dist, log, restart: bool = False)
 
 # --- the model, optimiser and data ---------------------------------------------------------------
 
-def check_backend_device(backend: str, device: torch.device) -> None:
-    """Refuse a fused neuron kernel made for another kind of device (``triton`` on a CPU run)."""
-    from ..neurons.dispatch import FUSED
-
-    fused = FUSED.get(backend)
-    if fused is not None and fused.device != device.type:
-        raise ValueError(f"--backend {backend}: a {fused.device} kernel, but this run is on {device}; "
-                         f"use --backend auto (with --resume too: the backend is not part of the run)")
-
-
 def setup_model(cfg: TrainConfig, device: torch.device) -> torch.nn.Module:
     """The network, seeded, on ``device``; its output width must equal the dataset's classes."""
     torch.manual_seed(cfg.seed)
@@ -194,7 +184,6 @@ def open_session(cfg: TrainConfig, resume, log, restart: bool = False) -> Sessio
         device = torch.device("cuda", dist.local_rank)
         torch.cuda.set_device(device)
     check_graph_options(device, cfg.cuda_graph, cfg.amp, cfg.compile, dist.world)  # before the folder is touched
-    check_backend_device(cfg.backend, device)
     if cfg.checkpoint_every and cfg.cuda_graph:
         raise ValueError("--checkpoint-every: not available with --cuda-graph (the captured epoch has no step "
                          "boundary to save at); checkpoints are written after every epoch")

@@ -1,0 +1,100 @@
+"""A :class:`~plif.models.SpikingNetwork` run one time-step at a time with carried state: streaming
+input and online inference.
+
+    state = net.initial_state()
+    for x_t in frames:                      # x_t [B, *input_shape]
+        out_t, state = net.step(x_t, state)  # out_t [B, classes]
+
+The state is what the multi-step forward keeps from one step to the next: each neuron layer's
+potential ``V_t`` and each dropout layer's keep mask, which is drawn at the first step and reused at
+every later one (the multi-step forward draws it once per sample, in the same layer order, so a
+seeded generator gives the same masks).  Every other layer runs on the frame with a time dimension
+of one, through the same module the multi-step forward runs; in eval mode stepping through ``T``
+frames gives that forward's output bit for bit (on the CPU, where a layer computes each sample the
+same way in a batch of ``B`` as in one of ``T*B``; a GPU convolution library may choose another
+algorithm for the smaller batch), and beyond ``T`` it keeps going (a stream).
+
+In training the same holds for dropout and for BatchNorm with statistics per time-step
+(``bn_per_step=True``: each step normalises its own frame, as in the multi-step forward).  A
+BatchNorm whose statistics run over all ``T*B`` inputs of a batch (the default in training, or one
+without running statistics) needs every step at once: stepping refuses it, naming the layer.
+Stepping ignores the training memory plan (:mod:`plif.models.memory`), which changes what backward
+keeps, never the output.  Under bf16 autocast the potential carried between steps is rounded to bf16
+(the neurons return ``V`` in the input's dtype), so only fp32 and fp64 step bit for bit.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from ..layers import PerStepBatchNorm, TimeFolded, TimeInvariantDropout
+from ..neurons import SpikingNeuron
+
+__all__ = ["NetworkState", "initial_state", "step"]
+
+
+@dataclass(frozen=True)
+class NetworkState:
+    """What a network carries between steps.
+
+    t: steps taken.  potentials: ``V_{t-1} [B, ...]`` per neuron layer, in layer order (``None``
+    before the first step: the rest potential).  masks: the scaled keep mask ``[B, ...]`` per dropout
+    layer (``None`` before the first step, and in eval mode or with ``p = 0``)."""
+
+    t: int
+    potentials: tuple
+    masks: tuple
+
+    def detach(self) -> "NetworkState":
+        """The same state cut from the autograd graph (truncated backpropagation through time)."""
+        return NetworkState(self.t, tuple(None if v is None else v.detach() for v in self.potentials), self.masks)
+
+
+def initial_state(layers) -> NetworkState:
+    """The state before the first step of ``layers``: every neuron at rest, no dropout mask drawn."""
+    neurons = sum(isinstance(m, SpikingNeuron) for m in layers)
+    dropouts = sum(isinstance(m, TimeInvariantDropout) for m in layers)
+    return NetworkState(0, (None,) * neurons, (None,) * dropouts)
+
+
+def _batch_statistics(layer: nn.Module) -> bool:
+    """Whether ``layer`` is a BatchNorm normalising with the statistics of all ``T*B`` inputs (as
+    ``_BatchNorm.forward`` decides it); a per-step BatchNorm normalises each step alone."""
+    if isinstance(layer, PerStepBatchNorm) or not isinstance(layer, TimeFolded):
+        return False
+    bn = layer.layer
+    return isinstance(bn, nn.modules.batchnorm._BatchNorm) and (
+        bn.training or (bn.running_mean is None and bn.running_var is None))
+
+
+def step(layers, x_t: torch.Tensor, state: NetworkState) -> tuple[torch.Tensor, NetworkState]:
+    """One time-step through ``layers``: ``x_t [B, ...]`` -> ``(out_t [B, ...], next state)``.
+
+    Pure: ``state`` is not changed; the returned one holds the new potentials (and, after the first
+    training step, the dropout masks)."""
+    potentials, masks = list(state.potentials), list(state.masks)
+    carried = next((v for v in potentials if v is not None), None)
+    if carried is not None and carried.shape[0] != x_t.shape[0]:
+        raise ValueError(f"step(): the state is for a batch of {carried.shape[0]}, but x_t has {x_t.shape[0]} samples; "
+                         "start a new stream with initial_state()")
+    n = d = 0
+    x = x_t.unsqueeze(0)  # [1, B, ...]: every layer takes time first
+    for i, m in enumerate(layers):
+        if isinstance(m, SpikingNeuron):
+            x, potentials[n] = m(x, v0=potentials[n], return_state=True)
+            n += 1
+        elif isinstance(m, TimeInvariantDropout):
+            if m.training and masks[d] is None:
+                masks[d] = m.mask(x)  # None when p = 0
+            if m.training and masks[d] is not None:
+                x = x * masks[d]
+            d += 1
+        else:
+            if _batch_statistics(m):
+                raise ValueError(f"step(): layer {i} ({type(m.layer).__name__}) normalises over all T*B inputs of a "
+                                 "batch in training, which needs every step at once; step in eval mode, or build "
+                                 "the network with bn_per_step=True")
+            x = m(x)
+    return x[0], NetworkState(state.t + 1, tuple(potentials), tuple(masks))
