@@ -44,7 +44,8 @@ def launch_config(m, channels: int, table: str = "default") -> Launch:
       (8 neurons a thread);
     - ``wide``: the same programs with 8 warps (4 neurons a thread: one 16-byte load of fp32);
     - ``fine``: programs of 512, 256 or 128 neurons (4 a thread) where 1,024-neuron programs would
-      number fewer than 1,024 (an FC layer of B64 x 2048 is 128 programs, under an H100's 132 SMs).
+      number fewer than 1,024 (an FC layer of B64 x 2048 is 128 programs, under an H100's 132 SMs);
+      the default launch elsewhere.
     """
     block = _fit(m)
     if table == "default":
@@ -58,7 +59,7 @@ def launch_config(m, channels: int, table: str = "default") -> Launch:
         else:
             b = 128
         block = min(block, b)
-        return Launch(block, max(1, block // 128))
+        return Launch(block, min(4, max(1, block // 128)))  # 1,024 neurons: the default launch
     raise ValueError(f"unknown launch table {table!r}; valid: default, fine, wide")
 
 

@@ -30,6 +30,7 @@ from ..data.pipeline import epoch_generator, load_train_data, planned_train_samp
 from .config import STATIC, TrainConfig, check_network, check_outputs, config_diff, pick_device, resolve_config
 from .distributed import (all_gather_object, all_reduce_sum, any_rank, broadcast_object, init_distributed,
                           restart_count, shutdown)
+from ..kernels.gpu_switches import apply_torch_flags
 from .graph import GraphTrainer, autocast_context, check_graph_options, graph_adam
 from .loop import Diverged, EpochTotals, adam, evaluate, nonfinite_count, train_epoch
 from .run_folder import CHECKPOINT_DIR, CHECKPOINTS, RunFolder, prepare_out, read_metrics
@@ -250,6 +251,7 @@ def _setup(cfg: TrainConfig, resume, log, restart: bool = False) -> _Session:
         torch.cuda.set_device(device)
     check_graph_options(device, cfg.cuda_graph, cfg.amp, cfg.compile, dist.world)  # before the folder is touched
     check_backend_device(cfg.backend, device)
+    apply_torch_flags()  # $PLIF_GPU's process-wide switches (tf32): plif.kernels.gpu_switches
     if cfg.checkpoint_every and cfg.cuda_graph:
         raise ValueError("--checkpoint-every: not available with --cuda-graph (the captured epoch has no step "
                          "boundary to save at); checkpoints are written after every epoch")
