@@ -75,7 +75,7 @@ CANDIDATES = [
 
 
 def host_overhead(calls: int = 300, shape=(8, 2, 3, 2, 2)) -> dict:
-    """Host CPU time (µs, best of 5 rounds, process time) of one eager PLIF call, forward and
+    """Host CPU time (µs, best of 5 rounds, process time, one thread) of one eager PLIF call, forward and
     forward + backward, through ``plif::triton_forward`` and through the lean path, with the
     kernel launches themselves left out (no GPU needed; Triton's launcher and the CUDA driver's
     launch cost come on top on a device)."""
@@ -104,6 +104,8 @@ def host_overhead(calls: int = 300, shape=(8, 2, 3, 2, 2)) -> dict:
         return min(rounds)
 
     launch, triton_neuron._launch = triton_neuron._launch, lambda *a, **kw: None
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # process time counts every thread: no idle OpenMP spinning in it
     try:
         out = {}
         for path, lean in (("op", False), ("lean", True)):
@@ -111,6 +113,7 @@ def host_overhead(calls: int = 300, shape=(8, 2, 3, 2, 2)) -> dict:
                 out[path] = {"fwd_us": best_us(fwd), "fwd_bwd_us": best_us(fwd_bwd)}
     finally:
         triton_neuron._launch = launch
+        torch.set_num_threads(threads)
     return out
 
 
