@@ -2,7 +2,8 @@
 
 Without a GPU the kernels run in Triton's interpreter, which is chosen when ``triton.jit``
 decorates a function, so ``TRITON_INTERPRET=1`` must be set before ``plif.kernels`` is first
-imported: the grid runs in one subprocess and each case is reported back as a JSON line.
+imported: everything interpreted runs in one subprocess (one import of torch and Triton) and each
+case is reported back as a JSON line tagged with its group.
 """
 import importlib.util
 import json
@@ -19,30 +20,50 @@ pytestmark = pytest.mark.skipif(importlib.util.find_spec("triton") is None, reas
 
 DTYPES = ["float32", "bfloat16", "float16"]
 
-_H_BF16 = """
-import functools, json, torch
+_INTERPRETED = """
+import functools, json, sys, torch
+from dataclasses import asdict
 from plif.neurons import register_backend
 from plif.kernels.triton_neuron import multi_step_triton
-from plif.kernels.check import case_grid, run_case
+from plif.kernels.check import Case, _run, case_grid, make_inputs, run_case
+for dtype in sys.argv[1].split(","):
+    for case in case_grid(quick=True):
+        print(json.dumps({"group": "grid", **run_case(Case(**{**asdict(case), "dtype": dtype}), "triton")}), flush=True)
 register_backend("triton-h-bf16", functools.partial(multi_step_triton, h_dtype=torch.bfloat16))
 for case in case_grid(quick=True)[::4]:
-    print(json.dumps(run_case(case, "triton-h-bf16")))
+    print(json.dumps({"group": "h_bf16", **run_case(case, "triton-h-bf16")}), flush=True)
+for case in (Case((5, 2, 3, 13, 17), "PLIF", "channel", True, False), Case((3, 2, 4, 5, 6), "LIF", "layer", False, True, "rect")):
+    x, k, v0, cfg, g_s, g_v = make_inputs(case)
+    base = _run("triton", x, k, v0, cfg, g_s, g_v)
+    for switches, layout in (("prefetch", "contiguous"), ("launch=fine", "contiguous"), ("launch=wide", "contiguous"),
+                             ("lean_eager", "contiguous"), ("", "channels_last")):
+        s, v, (g_x, g_k, g_v0) = _run("triton", x, k, v0, cfg, g_s, g_v, switches, layout)
+        same = [torch.equal(a, b) for a, b in zip((s, v, g_x, g_v0), (base[0], base[1], base[2][0], base[2][2]))]
+        print(json.dumps({"group": "exact", "case": f"{case.name}-{switches}-{layout}", "same": same,
+                          "g_k": float((g_k - base[2][1]).abs().max() / base[2][1].abs().max())}))
 """
 
 
-def _interpret(args: list[str]) -> dict:
+@pytest.fixture(scope="module")
+def interpreted() -> dict:
+    """``group -> case name -> result`` of one interpreter run."""
     env = {**os.environ, "TRITON_INTERPRET": "1"}
-    out = subprocess.run([sys.executable, *args], env=env, capture_output=True, text=True, timeout=600)
+    out = subprocess.run([sys.executable, "-c", _INTERPRETED, ",".join(DTYPES)], env=env, capture_output=True,
+                         text=True, timeout=600)
     rows = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
     if not rows:
         pytest.fail(f"the interpreter run produced no results:\n{out.stderr[-3000:]}")
-    return {r["case"]: r for r in rows}
+    groups: dict = {}
+    for r in rows:
+        groups.setdefault(r.pop("group"), {})[r["case"]] = r
+    if out.returncode != 0:
+        pytest.fail(f"the interpreter run stopped early:\n{out.stderr[-3000:]}")
+    return groups
 
 
 @pytest.fixture(scope="module")
-def grid_results():
-    return _interpret(["-m", "plif.kernels.check", "--backend", "triton", "--quick", "--json",
-                       "--dtypes", ",".join(DTYPES)])
+def grid_results(interpreted):
+    return interpreted["grid"]
 
 
 CASES = [(c, d) for d in DTYPES for c in case_grid(quick=True)]
@@ -55,13 +76,37 @@ def test_triton_matches_reference(grid_results, case, dtype):
     assert grid_results[name]["ok"], grid_results[name]
 
 
-def test_bf16_h_storage_keeps_forward_exact_and_gradients_close():
+def test_bf16_h_storage_keeps_forward_exact_and_gradients_close(interpreted):
     """Storing H in bf16 changes only backward, by about bf16's rounding (up to ~10% on ∂k, the sum of H differences)."""
-    results = _interpret(["-c", _H_BF16])
+    results = interpreted["h_bf16"]
     assert len(results) >= 10
     for r in results.values():
         assert r["spikes_equal"] and r["v_last"] == 0.0, r
         assert r["g_x"] < 0.05 and r["g_v0"] < 0.05 and r["g_k"] < 0.2, r
+
+
+def test_speed_variants_compute_exactly_what_the_default_kernel_does(interpreted):
+    """Loads a step ahead, other launch tables, the lean eager path and a channels-last input change
+    how the kernels run, not what they compute: spikes, V, ∂x and ∂V_{-1} are bit-identical to the
+    default launch; ∂k, summed per block, moves only with the block size (rounding)."""
+    results = interpreted["exact"]
+    assert len(results) == 10
+    for r in results.values():
+        assert all(r["same"]), r
+        assert r["g_k"] < 1e-6, r
+
+
+def test_channels_last_steps_are_read_in_place_only_with_one_tau_per_layer():
+    from plif.kernels.check import _channels_last
+    from plif.kernels.triton_neuron import _steps, _strided_as
+
+    x = _channels_last(torch.randn(3, 2, 4, 5, 6))
+    assert _steps(x, per_layer=True) is x
+    assert _steps(x, per_layer=False).is_contiguous() and torch.equal(_steps(x, per_layer=False), x)
+    assert _steps(x[:, :, :2], per_layer=True).is_contiguous()  # a slice is not dense: copied
+    v0 = torch.randn(2, 4, 5, 6)
+    assert _strided_as(v0, x[0]).stride() == x[0].stride() and torch.equal(_strided_as(v0, x[0]), v0)
+    assert _strided_as(v0, v0) is v0
 
 
 def test_h_dtype_is_validated():

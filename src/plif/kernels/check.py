@@ -5,7 +5,9 @@ a GPU machine as ``python -m plif.kernels.check --backend triton --device cuda``
 line per case and exits non-zero if any case differs.
 
 A case compares spikes (must be identical), ``V_{T-1}``, and the gradients of ``x``, ``k`` and
-``v0`` for a random upstream gradient on both outputs.  Low-precision inputs are compared with the
+``v0`` for a random upstream gradient on both outputs.  A case may run its backend under GPU speed
+switches (:mod:`plif.kernels.gpu_switches`: launch table, prefetch, lean eager path) or with a
+channels-last input, so every kernel variant is checked against the reference on the same grid.  Low-precision inputs are compared with the
 reference run in fp32 on the same (rounded) values, since the kernels keep their state in fp32.
 """
 from __future__ import annotations
@@ -21,8 +23,9 @@ import torch
 from ..neurons.dispatch import multi_step
 from ..neurons.functional import NeuronConfig
 from ..surrogate import SURROGATES
+from .gpu_switches import parse_changes, switched
 
-__all__ = ["Case", "case_grid", "run_case", "main"]
+__all__ = ["Case", "case_grid", "variant_cases", "run_case", "main"]
 
 
 @dataclass(frozen=True)
@@ -37,13 +40,16 @@ class Case:
     detach: bool = True
     surrogate: str = "atan"
     dtype: str = "float32"
+    switches: str = ""  # GPU speed switches for the backend's call, in ``$PLIF_GPU``'s syntax
+    layout: str = "contiguous"  # or "channels_last": x ``[T, B, C, H, W]`` channels-last in each step
 
     @property
     def name(self) -> str:
         reset = "hard" if self.hard else "soft"
         det = "detach" if self.detach else "attached"
         dims = "x".join(map(str, self.shape))
-        return f"{self.neuron}-{self.k_mode}-{reset}-{det}-{self.surrogate}-{self.dtype}-{dims}"
+        extra = (f"-[{self.switches}]" if self.switches else "") + ("-cl" if self.layout == "channels_last" else "")
+        return f"{self.neuron}-{self.k_mode}-{reset}-{det}-{self.surrogate}-{self.dtype}-{dims}{extra}"
 
 
 def case_grid(quick: bool = False) -> list[Case]:
@@ -60,6 +66,25 @@ def case_grid(quick: bool = False) -> list[Case]:
         cases.append(Case((6, 2, 3, 5, 7), "PLIF", "channel", False, detach, sg))
     big = (3, 2, 3, 30, 30) if quick else (9, 3, 40, 45)  # more neurons than one block or chunk
     cases += [Case(big, "PLIF", "layer"), Case(big, "PLIF", "channel", False, False), Case(big, "IF")]
+    return cases + variant_cases(quick)
+
+
+def variant_cases(quick: bool = False) -> list[Case]:
+    """The GPU speed variants on small shapes: loads a step ahead (T = 1 and 2 are the edges), the
+    finer and wider launch tables (more than one program per channel), the lean eager path (with
+    and without ``∂k``), and channels-last inputs (read in place with one τ, copied per channel)."""
+    cl = (3, 2, 4, 5, 6)
+    cases = [Case((1, 3, 5), "PLIF", switches="prefetch"), Case((2, 3, 5), "IF", switches="prefetch"),
+             Case((5, 2, 3, 4, 5), "PLIF", "channel", True, False, switches="prefetch"),
+             Case((4, 2, 3, 13, 17), "LIF", "layer", False, False, "sigmoid", switches="launch=fine,prefetch"),
+             Case((4, 2, 3, 13, 17), "PLIF", "channel", switches="launch=fine"),
+             Case((5, 2, 3, 4, 5), "PLIF", "channel", True, False, switches="lean_eager"),
+             Case((4, 3, 6), "IF", switches="lean_eager"),
+             Case(cl, "PLIF", layout="channels_last"), Case(cl, "PLIF", "channel", layout="channels_last")]
+    if not quick:
+        cases += [Case((9, 3, 40, 45), "PLIF", "layer", switches="launch=wide"),
+                  Case((6, 2, 3, 5, 7), "PLIF", "layer", True, False, "triangle", switches="prefetch,lean_eager"),
+                  Case(cl, "LIF", "layer", False, True, "rect", switches="lean_eager,prefetch", layout="channels_last")]
     return cases
 
 
@@ -93,10 +118,18 @@ def make_inputs(case: Case, device="cpu", seed: int = 0):
     return cast(x), cast(k), cast(v0), cfg, cast(g_s), cast(g_v)
 
 
-def _run(backend, x, k, v0, cfg, g_s, g_v):
-    x, k, v0 = (t.detach().clone().requires_grad_(True) for t in (x, k, v0))
-    s, v = multi_step(x, k, v0, cfg, backend=backend)
-    grads = torch.autograd.grad([s, v], [x, k, v0], [g_s.to(s.dtype), g_v.to(v.dtype)], allow_unused=True)
+def _channels_last(x: torch.Tensor) -> torch.Tensor:
+    """``[T, B, C, H, W]`` with each step in channels-last memory order (same values)."""
+    return x.permute(0, 1, 3, 4, 2).contiguous().permute(0, 1, 4, 2, 3)
+
+
+def _run(backend, x, k, v0, cfg, g_s, g_v, switches: str = "", layout: str = "contiguous"):
+    if layout == "channels_last":
+        x = _channels_last(x)
+    x, k, v0 = (t.detach().clone(memory_format=torch.preserve_format).requires_grad_(True) for t in (x, k, v0))
+    with switched(**parse_changes(switches)):
+        s, v = multi_step(x, k, v0, cfg, backend=backend)
+        grads = torch.autograd.grad([s, v], [x, k, v0], [g_s.to(s.dtype), g_v.to(v.dtype)], allow_unused=True)
     return s.detach(), v.detach(), grads
 
 
@@ -110,7 +143,7 @@ def _max_rel_err(a, b) -> float:
 def run_case(case: Case, backend: str, device="cpu") -> dict:
     """Compare ``backend`` with the reference; returns the errors and whether they are within tolerance."""
     x, k, v0, cfg, g_s, g_v = make_inputs(case, device)
-    s, v, grads = _run(backend, x, k, v0, cfg, g_s, g_v)
+    s, v, grads = _run(backend, x, k, v0, cfg, g_s, g_v, case.switches, case.layout)
     ref_dtype = torch.float64 if case.dtype == "float64" else torch.float32
     up = lambda t: t.to(ref_dtype)  # noqa: E731
     s_ref, v_ref, grads_ref = _run("reference", up(x), up(k), up(v0), cfg, up(g_s), up(g_v))

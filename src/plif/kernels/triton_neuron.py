@@ -7,13 +7,15 @@ The backward is the closed-form recursion of :mod:`plif.neurons.bptt`; ``∂L/�
 block in fp32 into a ``[C, blocks]`` buffer and summed once on the device: deterministic, no
 atomics, no host synchronisation (so it can be captured in a CUDA graph).
 
-Variants (leak, hard/soft reset, detached reset, surrogate, per-channel ``k``) are
-``tl.constexpr`` flags.  State and accumulation are fp32 whatever the input dtype.  Floating
-point contraction is switched off so that ``H_t`` is bit-identical to the PyTorch reference in
-fp32, which makes the spikes identical too.
+Variants (leak, hard/soft reset, detached reset, surrogate, per-channel ``k``, loads issued a
+step ahead) are ``tl.constexpr`` flags, chosen with the launch by :mod:`.triton_launch`.  State
+and accumulation are fp32 whatever the input dtype, and whatever type the scalar arguments arrive
+in (fp64 under Inductor).  Floating point contraction is switched off so that ``H_t`` is
+bit-identical to the PyTorch reference in fp32, which makes the spikes identical too.  The GPU
+speed switches (:mod:`.gpu_switches`: launch table, prefetch, lean eager path) change how the
+kernels run, never what they compute (``∂k`` is summed in blocks of the launch's size).
 """
 from __future__ import annotations
-
 
 import torch
 import triton
@@ -23,11 +25,11 @@ from torch.library import wrap_triton
 
 from ..neurons.functional import NeuronConfig, rest_potential
 from ..surrogate import get_surrogate
+from .gpu_switches import current
 from .layout import flat_k, k_layout
+from .triton_launch import backward_flags, forward_flags, launch_config
 
 __all__ = ["multi_step_triton", "triton_supports", "triton_forward", "triton_backward"]
-
-_MAX_BLOCK = 1024
 
 
 # ----------------------------------------------------------------------------------------- kernels
@@ -70,16 +72,25 @@ def _neuron_offsets(M, INNER, C, BLOCK: tl.constexpr, PER_CHANNEL: tl.constexpr)
 
 @triton.jit
 def _forward_kernel(x_ptr, k_ptr, v0_ptr, s_ptr, h_ptr, v_last_ptr,
-                    T, N, M, INNER, C, v_th, v_reset,
+                    T, N, LAST, M, INNER, C, v_th, v_reset,
                     BLOCK: tl.constexpr, LEAK: tl.constexpr, HARD: tl.constexpr,
-                    PER_CHANNEL: tl.constexpr):
+                    PER_CHANNEL: tl.constexpr, PREFETCH: tl.constexpr):
+    # Inductor passes Python floats as fp64 scalars: fp32 here, or they would widen the state
+    v_th = tl.cast(v_th, tl.float32)
+    v_reset = tl.cast(v_reset, tl.float32)
     offs, mask = _neuron_offsets(M, INNER, C, BLOCK, PER_CHANNEL)
     v = tl.load(v0_ptr + offs, mask=mask, other=0.0).to(tl.float32)
     if LEAK:
         k = tl.load(k_ptr + tl.program_id(0)).to(tl.float32)
     step = offs.to(tl.int64)
+    if PREFETCH:
+        x_next = tl.load(x_ptr + step, mask=mask, other=0.0)
     for _ in range(T):
-        x = tl.load(x_ptr + step, mask=mask, other=0.0).to(tl.float32)
+        if PREFETCH:  # step t+1's load is in flight while step t computes; LAST = (T - 1) N
+            x = x_next.to(tl.float32)
+            x_next = tl.load(x_ptr + step + N, mask=mask & (step < LAST), other=0.0)
+        else:
+            x = tl.load(x_ptr + step, mask=mask, other=0.0).to(tl.float32)
         if LEAK:  # charge
             h = v + k * (x - (v - v_reset))
         else:
@@ -97,7 +108,12 @@ def _backward_kernel(g_s_ptr, g_v_last_ptr, h_ptr, v0_ptr, k_ptr, g_x_ptr, g_v0_
                      T, N, LAST, M, INNER, C, v_th, v_reset, sg_a, sg_b,
                      BLOCK: tl.constexpr, LEAK: tl.constexpr, HARD: tl.constexpr,
                      DETACH: tl.constexpr, SG: tl.constexpr, PER_CHANNEL: tl.constexpr,
-                     NEED_K: tl.constexpr):
+                     NEED_K: tl.constexpr, PREFETCH: tl.constexpr):
+    # Inductor passes Python floats as fp64 scalars: fp32 here, or they would widen ∂V and ∂k
+    v_th = tl.cast(v_th, tl.float32)
+    v_reset = tl.cast(v_reset, tl.float32)
+    sg_a = tl.cast(sg_a, tl.float32)
+    sg_b = tl.cast(sg_b, tl.float32)
     offs, mask = _neuron_offsets(M, INNER, C, BLOCK, PER_CHANNEL)
     g_v = tl.load(g_v_last_ptr + offs, mask=mask, other=0.0).to(tl.float32)
     v0 = tl.load(v0_ptr + offs, mask=mask, other=0.0).to(tl.float32)
@@ -106,10 +122,20 @@ def _backward_kernel(g_s_ptr, g_v_last_ptr, h_ptr, v0_ptr, k_ptr, g_x_ptr, g_v0_
     g_k = tl.zeros([BLOCK], dtype=tl.float32)
     step = offs.to(tl.int64) + LAST  # LAST = (T - 1) N, passed as a 64-bit-safe host integer
     h = tl.load(h_ptr + step, mask=mask, other=0.0).to(tl.float32)
+    if PREFETCH:
+        g_s_next = tl.load(g_s_ptr + step, mask=mask, other=0.0)
+        h_prev_next = tl.load(h_ptr + step - N, mask=mask & (step >= N), other=0.0)
     for _ in range(T):
         # H_{t-1} is both V_{t-1}'s source (for ∂k) and next iteration's H_t: one load per step
         has_prev = step >= N  # i.e. t > 0, since step = t N + offs with offs < N
-        h_prev = tl.load(h_ptr + step - N, mask=mask & has_prev, other=0.0).to(tl.float32)
+        if PREFETCH:  # step t-1's loads are in flight while step t computes
+            g_s = g_s_next.to(tl.float32)
+            h_prev = h_prev_next.to(tl.float32)
+            g_s_next = tl.load(g_s_ptr + step - N, mask=mask & has_prev, other=0.0)
+            h_prev_next = tl.load(h_ptr + step - 2 * N, mask=mask & (step >= 2 * N), other=0.0)
+        else:
+            h_prev = tl.load(h_ptr + step - N, mask=mask & has_prev, other=0.0).to(tl.float32)
+            g_s = tl.load(g_s_ptr + step, mask=mask, other=0.0).to(tl.float32)
         u = h - v_th
         spike = u >= 0.0
         sg = _surrogate_grad(u, sg_a, sg_b, SG)
@@ -121,7 +147,7 @@ def _backward_kernel(g_s_ptr, g_v_last_ptr, h_ptr, v0_ptr, k_ptr, g_x_ptr, g_v0_
             dv_dh = tl.full([BLOCK], 1.0, tl.float32)
             if not DETACH:
                 dv_dh -= v_th * sg
-        g_h = tl.load(g_s_ptr + step, mask=mask, other=0.0).to(tl.float32) * sg + g_v * dv_dh
+        g_h = g_s * sg + g_v * dv_dh
         if LEAK:
             tl.store(g_x_ptr + step, (g_h * k).to(g_x_ptr.dtype.element_ty), mask=mask)
             if NEED_K:
@@ -140,14 +166,6 @@ def _backward_kernel(g_s_ptr, g_v_last_ptr, h_ptr, v0_ptr, k_ptr, g_x_ptr, g_v0_
 
 
 # ------------------------------------------------------------------------------------ operators
-def _block_size(m) -> int:
-    """Neurons per program.  ``m`` may be symbolic under ``torch.compile`` (dynamic batch): only a
-    comparison is guarded on, and a size below one block is specialised (small layers only)."""
-    if m >= _MAX_BLOCK:
-        return _MAX_BLOCK
-    return max(16, triton.next_power_of_2(int(m)))
-
-
 def _grid(channels: int, m, block: int):
     return (channels, triton.cdiv(m, block))
 
@@ -172,24 +190,76 @@ def _tracing(x: Tensor) -> bool:
         return True
 
 
-@torch.library.triton_op("plif::triton_forward", mutates_args=())
-def triton_forward(x: Tensor, k: Tensor, v0: Tensor, inner: int, leak: bool, hard: bool, v_th: float,
-                   v_rest: float, h_bf16: bool, detach: bool, sg_code: int, sg_a: float,
-                   sg_b: float) -> tuple[Tensor, Tensor, Tensor]:
+def _steps(x: Tensor, per_layer: bool) -> Tensor:
+    """``x`` as the kernels read it: ``T`` outermost, each step one dense block of ``N`` neurons.
+    A channels-last ``[T, B, C, H, W]`` (a channels-last network's convolution output) is read in
+    place when ``k`` is one per layer, since every neuron is then alike and memory order does not
+    matter; anything else is made contiguous."""
+    if x.is_contiguous():
+        return x
+    if (per_layer and x.dim() == 5 and x.stride(0) == x[0].numel()
+            and x[0].is_contiguous(memory_format=torch.channels_last)):
+        return x
+    return x.contiguous()
+
+
+def _strided_as(t: Tensor, ref: Tensor) -> Tensor:
+    """``t`` laid out like ``ref`` (same shape), so one flat offset means one neuron in both; a copy
+    only when the strides differ (an expanded ∂S from ``sum()``, a state made another way)."""
+    if t.stride() == ref.stride():
+        return t
+    return torch.empty_like(ref, dtype=t.dtype).copy_(t)
+
+
+def _forward_impl(x: Tensor, k: Tensor, v0: Tensor, inner: int, leak: bool, hard: bool, v_th: float,
+                  v_rest: float, h_bf16: bool, detach: bool, sg_code: int, sg_a: float,
+                  sg_b: float) -> tuple[Tensor, Tensor, Tensor]:
     """``(spikes, H, V_{T-1})``.  ``k [C]``: one value per channel, each shared by ``inner``
     consecutive neurons (``C = 1``: one per layer); ignored without leak.  ``detach`` and the
-    surrogate arguments are only read by the backward."""
-    x, v0, k = x.contiguous(), v0.contiguous(), k.contiguous()
-    T, n, channels = x.shape[0], v0.numel(), k.numel()
+    surrogate arguments are only read by the backward.  The outputs are laid out like ``x`` as
+    :func:`_steps` reads it."""
+    channels = k.numel()
+    x, k = _steps(x, channels == 1), k.contiguous()
+    v0 = _strided_as(v0, x[0])
+    T, n = x.shape[0], v0.numel()
     m = n // channels
     spikes = torch.empty_like(x)
-    h_seq = torch.empty(x.shape, dtype=torch.bfloat16 if h_bf16 else torch.float32, device=x.device)
+    h_seq = torch.empty_like(x, dtype=torch.bfloat16 if h_bf16 else torch.float32)
     v_last = torch.empty_like(v0)
-    block = _block_size(m)
-    _launch(_forward_kernel, _grid(channels, m, block),
-        x, k, v0, spikes, h_seq, v_last, T, n, m, inner, channels, v_th, v_rest,
-        BLOCK=block, LEAK=leak, HARD=hard, PER_CHANNEL=channels > 1, num_warps=4)
+    sw = current()
+    launch = launch_config(m, channels, sw.launch)
+    _launch(_forward_kernel, _grid(channels, m, launch.block),
+        x, k, v0, spikes, h_seq, v_last, T, n, (T - 1) * n, m, inner, channels, v_th, v_rest,
+        **forward_flags(leak, hard, channels > 1, launch.block, sw.prefetch), num_warps=launch.num_warps)
     return spikes, h_seq, v_last
+
+
+def _backward_impl(g_s: Tensor, g_v_last: Tensor, h_seq: Tensor, v0: Tensor, k: Tensor, inner: int,
+                   leak: bool, hard: bool, v_th: float, v_rest: float, h_bf16: bool, detach: bool,
+                   sg_code: int, sg_a: float, sg_b: float, need_k: bool, lean: bool = False):
+    """``(∂x in g_s's dtype, ∂V_{-1}, ∂k [C] in fp32)``; ``∂k`` is zeros unless ``need_k`` (``lean``:
+    ``None`` then, and the per-block partials are not zero-filled first: every block writes its own)."""
+    channels = k.numel()
+    g_s, k = _strided_as(g_s, h_seq), k.contiguous()
+    v0 = _strided_as(v0, h_seq[0])
+    g_v_last = _strided_as(g_v_last, v0)
+    T, n = h_seq.shape[0], v0.numel()
+    m = n // channels
+    g_x = torch.empty_like(h_seq, dtype=g_s.dtype)
+    g_v0 = torch.empty_like(v0)
+    sw = current()
+    launch = launch_config(m, channels, sw.launch)
+    grid = _grid(channels, m, launch.block)
+    g_k_part = (torch.empty if lean and need_k else torch.zeros)(grid, dtype=torch.float32, device=h_seq.device)
+    _launch(_backward_kernel, grid,
+        g_s, g_v_last, h_seq, v0, k, g_x, g_v0, g_k_part, T, n, (T - 1) * n, m, inner, channels,
+        v_th, v_rest, sg_a, sg_b,
+        **backward_flags(leak, hard, detach, sg_code, channels > 1, need_k, launch.block, sw.prefetch),
+        num_warps=launch.num_warps)
+    return g_x, g_v0, (None if lean and not need_k else g_k_part.sum(dim=1))
+
+
+triton_forward = torch.library.triton_op("plif::triton_forward", _forward_impl, mutates_args=())
 
 
 @torch.library.triton_op("plif::triton_backward", mutates_args=())
@@ -197,20 +267,8 @@ def triton_backward(g_s: Tensor, g_v_last: Tensor, h_seq: Tensor, v0: Tensor, k:
                     leak: bool, hard: bool, v_th: float, v_rest: float, h_bf16: bool, detach: bool,
                     sg_code: int, sg_a: float, sg_b: float, need_k: bool) -> tuple[Tensor, Tensor, Tensor]:
     """``(∂x in g_s's dtype, ∂V_{-1}, ∂k [C] in fp32)`` (the last is zeros unless ``need_k``)."""
-    g_s, g_v_last, v0, k = g_s.contiguous(), g_v_last.contiguous(), v0.contiguous(), k.contiguous()
-    T, n, channels = h_seq.shape[0], v0.numel(), k.numel()
-    m = n // channels
-    g_x = torch.empty(h_seq.shape, dtype=g_s.dtype, device=h_seq.device)
-    g_v0 = torch.empty_like(v0)
-    block = _block_size(m)
-    grid = _grid(channels, m, block)
-    g_k_part = torch.zeros(grid, dtype=torch.float32, device=h_seq.device)
-    _launch(_backward_kernel, grid,
-        g_s, g_v_last, h_seq, v0, k, g_x, g_v0, g_k_part, T, n, (T - 1) * n, m, inner, channels,
-        v_th, v_rest, sg_a, sg_b,
-        BLOCK=block, LEAK=leak, HARD=hard, DETACH=detach, SG=sg_code,
-        PER_CHANNEL=channels > 1, NEED_K=need_k, num_warps=4)
-    return g_x, g_v0, g_k_part.sum(dim=1)
+    return _backward_impl(g_s, g_v_last, h_seq, v0, k, inner, leak, hard, v_th, v_rest, h_bf16, detach,
+                          sg_code, sg_a, sg_b, need_k)
 
 
 def _setup(ctx, inputs, output):
@@ -220,18 +278,37 @@ def _setup(ctx, inputs, output):
     ctx.args = tuple(args)
 
 
-def _backward(ctx, g_s, g_h, g_v_last):
+def _backward(ctx, g_s, g_h, g_v_last, lean: bool = False):
     h_seq, v0, k = ctx.saved_tensors
     need_k = bool(ctx.needs_input_grad[1] and ctx.args[1])  # args: inner, leak, ...
     if g_s is None and g_v_last is None:  # only H reached the loss, and H is not differentiable
         return None, None, None, *([None] * len(ctx.args))
     g_s = torch.zeros(h_seq.shape, dtype=v0.dtype, device=v0.device) if g_s is None else g_s
     g_v_last = torch.zeros_like(v0) if g_v_last is None else g_v_last
-    g_x, g_v0, g_k = triton_backward(g_s, g_v_last, h_seq, v0, k, *ctx.args, need_k)
+    if lean:
+        g_x, g_v0, g_k = _backward_impl(g_s, g_v_last, h_seq, v0, k, *ctx.args, need_k, lean=True)
+    else:
+        g_x, g_v0, g_k = triton_backward(g_s, g_v_last, h_seq, v0, k, *ctx.args, need_k)
     return g_x, (g_k.to(k.dtype) if need_k else None), g_v0, *([None] * len(ctx.args))
 
 
 triton_forward.register_autograd(_backward, setup_context=_setup)
+
+
+class _LeanNeuron(torch.autograd.Function):
+    """The eager call under the ``lean_eager`` switch: the same kernels and autograd contract as
+    ``plif::triton_forward``, entered directly instead of through the dispatcher."""
+
+    @staticmethod
+    def forward(ctx, x, k, v0, *args):
+        out = _forward_impl(x, k, v0, *args)
+        ctx.mark_non_differentiable(out[1])
+        _setup(ctx, (x, k, v0, *args), out)
+        return out
+
+    @staticmethod
+    def backward(ctx, g_s, g_h, g_v_last):
+        return _backward(ctx, g_s, g_h, g_v_last, lean=True)
 
 
 # ---------------------------------------------------------------------------------- public function
@@ -255,9 +332,11 @@ def multi_step_triton(x: torch.Tensor, k: torch.Tensor, v0: torch.Tensor, cfg: N
         k_flat, inner = torch.ones(1, dtype=x.dtype, device=x.device), 1
     sg = get_surrogate(cfg.surrogate)
     sg_a, sg_b = sg.kernel_constants(float(cfg.alpha))
-    spikes, _, v_last = triton_forward(x, k_flat, v0.to(x.dtype), inner, cfg.leak, cfg.hard_reset,
-                                       float(cfg.v_threshold), float(rest_potential(cfg)),
-                                       h_dtype == torch.bfloat16, cfg.detach_reset, sg.code, sg_a, sg_b)
+    args = (x, k_flat, v0.to(x.dtype), inner, cfg.leak, cfg.hard_reset, float(cfg.v_threshold),
+            float(rest_potential(cfg)), h_dtype == torch.bfloat16, cfg.detach_reset, sg.code, sg_a, sg_b)
+    # is_compiling first: Dynamo folds it, and never traces the switch or the dispatch-mode query
+    lean = not torch.compiler.is_compiling() and current().lean_eager and not _tracing(x)
+    spikes, _, v_last = (_LeanNeuron.apply if lean else triton_forward)(*args)
     return spikes, v_last
 
 

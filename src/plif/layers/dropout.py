@@ -25,7 +25,8 @@ class TimeInvariantDropout(nn.Module):
         """The scaled keep mask ``[B, ...]`` for ``x [T, B, ...]`` (``None`` when dropout is off)."""
         if not self.training or self.p == 0.0:
             return None
-        return torch.empty_like(x[0]).bernoulli_(1.0 - self.p) / (1.0 - self.p)
+        # drawn in logical order whatever x's memory layout, so a channels-last run draws the same mask
+        return torch.empty(x.shape[1:], dtype=x.dtype, device=x.device).bernoulli_(1.0 - self.p) / (1.0 - self.p)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         keep = self.mask(x)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from ..kernels.gpu_switches import current
 from ..layers import unwrap
 from ..neurons import SpikingNeuron
 from .memory import MemoryOptions, make_plan, run_plan
@@ -202,4 +203,5 @@ def build_network(spec: str, input_shape, T: int = 8, *, neuron: str | None = No
             layers.append(module)
             info.append(LayerInfo(label, kind, out_shape, params, neurons))
             shape = out_shape
-    return SpikingNetwork(spec, layers, info, input_shape, T, memory)
+    net = SpikingNetwork(spec, layers, info, input_shape, T, memory)
+    return net.to(memory_format=torch.channels_last) if current().channels_last else net  # a GPU switch

@@ -15,6 +15,7 @@ from pathlib import Path
 import torch
 
 from ..data.pipeline import load_train_data, planned_train_samples
+from ..kernels.gpu_switches import apply_torch_flags
 from ..models import build_network
 from ..runs.folder import CHECKPOINT_DIR, CHECKPOINTS, RunFolder, prepare_out
 from .config import TrainConfig, check_network, check_outputs, pick_device, resolve_config
@@ -184,6 +185,7 @@ def open_session(cfg: TrainConfig, resume, log, restart: bool = False) -> Sessio
         device = torch.device("cuda", dist.local_rank)
         torch.cuda.set_device(device)
     check_graph_options(device, cfg.cuda_graph, cfg.amp, cfg.compile, dist.world)  # before the folder is touched
+    apply_torch_flags()  # $PLIF_GPU's process-wide switches (tf32): plif.kernels.gpu_switches
     if cfg.checkpoint_every and cfg.cuda_graph:
         raise ValueError("--checkpoint-every: not available with --cuda-graph (the captured epoch has no step "
                          "boundary to save at); checkpoints are written after every epoch")

@@ -1,0 +1,86 @@
+"""Every Triton kernel variant lowers for an H100 on the CPU, with eager and with Inductor scalar types.
+
+Issue 29: under ``torch.compile`` Inductor passed the kernels' float scalars as fp64 and
+``_forward_kernel`` failed to compile ("Loop-carried variable v has initial type fp32 but is
+re-assigned to fp64").  Triton lowers an ``ASTSource`` for ``GPUTarget("cuda", 90, 32)`` without a
+GPU, so each variant the launchers can ask for is lowered here as far as TTGIR, twice: fp32/i32
+scalars (an eager launch) and fp64/i64 (Inductor), and the second must hold no fp64 tensor.
+"""
+import importlib.util
+import itertools
+import os
+
+import pytest
+
+pytestmark = [
+    pytest.mark.skipif(importlib.util.find_spec("triton") is None, reason="triton is not installed"),
+    pytest.mark.skipif(os.environ.get("TRITON_INTERPRET") == "1",
+                       reason="TRITON_INTERPRET=1 makes the kernels interpreted functions, which do not lower"),
+]
+
+
+def _api_or_skip():
+    try:
+        from triton._C.libtriton import ir  # noqa: F401
+        from triton.compiler import ASTSource  # noqa: F401
+        from triton.compiler.compiler import make_backend  # noqa: F401
+    except ImportError as e:
+        pytest.skip(f"this Triton lacks the ASTSource/make_backend lowering API (3.x has it): {e}")
+
+
+def _variants():
+    from plif.kernels.lowering import covering_variants
+
+    return covering_variants()
+
+
+VARIANTS = _variants() if importlib.util.find_spec("triton") else []
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=[v.name for v in VARIANTS])
+def test_kernel_variant_lowers_with_fp32_and_fp64_scalars(variant):
+    _api_or_skip()
+    from plif.kernels.lowering import fp64_tensors, lower
+
+    assert "tt.func" in lower(variant, "eager")
+    ttgir = lower(variant, "inductor")  # raised CompilationError (fp32 state re-assigned to fp64) before
+    assert "f64" in ttgir and not fp64_tensors(ttgir), fp64_tensors(ttgir)[:3]
+
+
+def test_lowered_set_covers_every_value_and_pair_the_launchers_use():
+    """The all-pairs set misses no flag value, no pair of two factors' values, no launch shape."""
+    from plif.kernels import lowering as L
+
+    for kernel, rows in (("forward", L._forward_rows()), ("backward", L._backward_rows())):
+        rows = list(rows)
+        chosen = L._cover(rows)
+        pairs = lambda rs: {p for r in rs for p in itertools.combinations(sorted(r.items()), 2)}  # noqa: E731
+        assert pairs(chosen) == pairs(rows), kernel
+        lowered = [v for v in VARIANTS if v.kernel == kernel]
+        assert {(dict(v.flags)["BLOCK"], v.num_warps) for v in lowered} == {
+            (s.block, s.num_warps) for s in L.launches()}, kernel
+        assert {dict(v.flags)["PREFETCH"] for v in lowered} == {False, True}
+
+
+def test_launch_flags_name_every_constexpr_of_the_kernels():
+    """A constexpr added to a kernel but not to its flags (or the reverse) would go unlowered."""
+    import inspect
+
+    from plif.kernels import triton_neuron
+    from plif.kernels.triton_launch import backward_flags, forward_flags
+
+    for kernel, flags in ((triton_neuron._forward_kernel, forward_flags(True, True, True, 16, True)),
+                          (triton_neuron._backward_kernel, backward_flags(True, True, True, 0, True, True, 16, True))):
+        params = inspect.signature(kernel.fn).parameters.values()
+        constexprs = {p.name for p in params if "constexpr" in str(p.annotation)}
+        assert constexprs == set(flags), kernel.fn.__name__
+
+
+def test_num_stages_leaves_the_time_loops_alone():
+    """``triton_launch`` says ``num_stages`` is not a lever (no pipelining without ``tl.dot``):
+    the TTGIR is the same for 1 and 3 stages."""
+    _api_or_skip()
+    from plif.kernels.lowering import lower
+
+    v = next(v for v in VARIANTS if v.kernel == "forward" and dict(v.flags)["BLOCK"] == 1024)
+    assert lower(v, num_stages=1) == lower(v, num_stages=3)
