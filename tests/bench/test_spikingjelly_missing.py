@@ -25,6 +25,8 @@ def test_reason_names_the_missing_dependency(sj_without_loguru):
 
 
 def test_not_installed(monkeypatch):
+    for name in [m for m in sys.modules if m.startswith("spikingjelly.")]:  # imported by an earlier test
+        monkeypatch.delitem(sys.modules, name)
     monkeypatch.setitem(sys.modules, "spikingjelly", None)  # import of it raises ModuleNotFoundError
     assert spikingjelly_unavailable() == "not installed"
 
