@@ -99,23 +99,24 @@ def _inputs(entry, T: int, b: int, dev):
     return x, x.unsqueeze(0).repeat(T, *([1] * x.dim())), y
 
 
-def _build_step(v: str, entry, T: int, x, xs, y, dev):
-    """The step of variant ``v`` (a fresh network and optimiser)."""
+def _build_step(v: str, entry, T: int, x, xs, y, dev, network: str | None = None):
+    """The step of variant ``v`` (a fresh network and optimiser) on ``network`` (default: the paper's)."""
+    network = network or entry.network
     if v.startswith("spikingjelly"):
-        sj, reset_net = spikingjelly_twin(build_network(entry.network, entry.input_shape, T), str(dev))
+        sj, reset_net = spikingjelly_twin(build_network(network, entry.input_shape, T), str(dev))
         graph = v.endswith("graph")
         step = _step_fn(sj.to(dev), xs, y, entry.num_classes, capturable=graph, after=reset_net)
         return capture_cuda_graph(step, dev) if graph else step
     if v.startswith("cuda-graph"):
         from ..train.graph import GraphTrainer, graph_adam
 
-        net = build_network(entry.network, entry.input_shape, T).to(dev)
+        net = build_network(network, entry.input_shape, T).to(dev)
         trainer = GraphTrainer(net, graph_adam(net.parameters(), 1e-3, dev), entry.num_classes, dev,
                                amp="bf16" if v.endswith("bf16") else None)
         net.train()
         return lambda: trainer.train_step(x, y)
     backend = {"naive": "reference", "bptt": "bptt"}.get(v, "auto")
-    net = build_network(entry.network, entry.input_shape, T, backend=backend).to(dev)
+    net = build_network(network, entry.input_shape, T, backend=backend).to(dev)
     step = _step_fn(torch.compile(net) if v == "compile" else net, x, y, entry.num_classes,
                     capturable=v.endswith("graph"), amp="bf16" if v.endswith("bf16") else None)
     return capture_cuda_graph(step, dev) if v.endswith("graph") else step
