@@ -31,10 +31,13 @@ def _dry_case() -> str:
 
 # ---------------------------------------------------------------------------- set-up and checks
 def stage_spikingjelly(ctx, st) -> dict:
-    """Install SpikingJelly offline from the wheels folder and say which neuron implementation it binds."""
-    wheels = ctx.args.spikingjelly_wheels
-    cmd = [sys.executable, "-m", "pip", "install", "--no-index", "--no-deps", "--find-links", str(wheels),
-           "spikingjelly", "loguru"]
+    """Install every wheel of the wheels folder offline, without dependencies (SpikingJelly, loguru, and
+    what else the folder carries, e.g. pooch and platformdirs), and say which neuron implementation
+    SpikingJelly binds."""
+    wheels = sorted(str(w) for w in Path(ctx.args.spikingjelly_wheels).glob("*.whl"))
+    if not any(Path(w).name.startswith("spikingjelly-") for w in wheels):
+        raise FileNotFoundError(f"no spikingjelly wheel in {ctx.args.spikingjelly_wheels}")
+    cmd = [sys.executable, "-m", "pip", "install", "--no-index", "--no-deps", *wheels]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=max(5.0, st.deadline - time.monotonic()))
     if proc.returncode != 0:
         raise RuntimeError(f"pip failed ({proc.returncode}): {proc.stderr[-1500:]}")
@@ -44,7 +47,8 @@ def stage_spikingjelly(ctx, st) -> dict:
     importlib.invalidate_caches()
     from plif.bench.spikingjelly import spikingjelly_path, spikingjelly_unavailable
 
-    return {"version": importlib.metadata.version("spikingjelly"), "unavailable": spikingjelly_unavailable(),
+    return {"version": importlib.metadata.version("spikingjelly"), "wheels": [Path(w).name for w in wheels],
+            "unavailable": spikingjelly_unavailable(),
             "plif_neuron": spikingjelly_path(ctx.device)}
 
 

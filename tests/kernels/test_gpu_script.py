@@ -138,3 +138,12 @@ def test_usage_errors():
     assert proc.returncode == 2 and "usage:" in proc.stderr
     proc = subprocess.run(["bash", str(SCRIPT), "/no/such/dir", "/tmp/x"], capture_output=True, text=True, env=_env())
     assert proc.returncode == 2 and "Fashion-MNIST folder not found: /no/such/dir" in proc.stderr
+
+
+def test_a_wheels_folder_without_spikingjelly_is_named(tmp_path):
+    (tmp_path / "wheels").mkdir()
+    out = tmp_path / "gpu"
+    assert _script().main(["--data-dir", "x", "--out", str(out), "--work", str(tmp_path / "w"), "--dry-run",
+                           "--stages", "spikingjelly", "--spikingjelly-wheels", str(tmp_path / "wheels")]) == 1
+    error = json.loads((out / "summary.json").read_text())["stages"]["spikingjelly"]["error"]
+    assert error == f"FileNotFoundError: no spikingjelly wheel in {tmp_path / 'wheels'}"
