@@ -18,3 +18,10 @@ fi
 # Sinabs 3.1 (SynSense; tests/deploy/test_nir_sinabs.py) pins nir<=1.0.4 and pulls samna, the chip
 # driver, which it does not need to import NIR: without dependencies, plus pbr (its version lookup).
 .venv/bin/pip install -qq --disable-pip-version-check --no-deps "sinabs==3.1.3" "pbr>=6"
+# SpikingJelly 2.0.0 is the benchmarks' comparison point, never a dependency: the tests that build the
+# same network in it (tests/bench/test_twin.py) run where it is installed. It declares torchvision,
+# torchaudio and plotting packages it does not import for its neurons and layers: without
+# dependencies, plus loguru (its logger). It needs Python >= 3.11; on 3.10 those tests skip and say why.
+if .venv/bin/python -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
+    .venv/bin/pip install -qq --disable-pip-version-check --no-deps "spikingjelly==2.0.0" "loguru>=0.7,<1"
+fi

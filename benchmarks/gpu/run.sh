@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
-# The prepared GPU benchmark (issue #10 builds it, issue #11 runs it): one invocation, < 9 minutes
-# on one H100/H200, no network.  Without CUDA it is a tiny CPU dry run (what CI tests).
+# The prepared GPU benchmark: one invocation, < 9 minutes on one H100/H200, no network; every stage
+# has a time budget (benchmarks/gpu/run.py's docstring lists them with their H100 estimates).
+# Without CUDA it is a tiny CPU dry run (what CI tests).
 #
-#   benchmarks/gpu/run.sh FASHION_MNIST_GZ_DIR OUT_DIR [SPIKINGJELLY_WHEELS_DIR]
+#   benchmarks/gpu/run.sh FASHION_MNIST_GZ_DIR OUT_DIR [SPIKINGJELLY_WHEELS_DIR] [run.py options]
 #
-# Prints a summary table and writes OUT_DIR/<stage>.json, summary.json and summary.txt (a failing
-# stage records its error; the others still run).  $PYTHON picks the interpreter (default python3);
-# extra options after the positional ones go to benchmarks/gpu/run.py (e.g. --stages grid,sync).
+# Prints a summary table; OUT_DIR gets four files: results.tar.gz (every stage's JSON and the
+# protocol's run folder without checkpoints, repacked after each stage), summary.json, summary.txt
+# and log.txt (a failing stage records its error; the others still run).  $PYTHON picks the
+# interpreter (default python3); extra options go to benchmarks/gpu/run.py (e.g. --stages grid,sync,
+# --stages protocol-full for the whole 64-epoch protocol, --stage-budgets candidates=200).
 set -u
 if [ $# -lt 2 ]; then
     echo "usage: $0 FASHION_MNIST_GZ_DIR OUT_DIR [SPIKINGJELLY_WHEELS_DIR] [run.py options]" >&2

@@ -34,7 +34,7 @@ def test_live_peak_is_the_headline_and_the_default_allocator_is_measured_beside_
 
     calls = []
 
-    def fake(network, config, batch, T, steps, device, threads, mmap_threshold=None):
+    def fake(network, config, batch, T, steps, device, threads, mmap_threshold=None, timeout=None):
         calls.append(mmap_threshold)
         return MemoryResult(network, config, batch, T, 1000.0 if mmap_threshold else 4400.0, 300.0, 1.0)
 
@@ -71,3 +71,35 @@ def test_spikingjelly_twin_has_the_same_shapes():
     assert sum(p.numel() for p in sj.parameters()) == sum(p.numel() for p in net.parameters())
     assert sj(torch.rand(2, 3, 2, 8, 8)).shape == (2, 3, 2)
     reset(sj)
+
+
+def test_each_configuration_gets_a_share_of_the_time_left(monkeypatch):
+    """The H100 run gave five configurations 75 s in all and the last never ran: now each gets an equal
+    share of what is left, a fast one leaves its share to the rest, and one that hangs is stopped
+    at its share, so the ones after it still run."""
+    import plif.bench.memory as mem
+
+    clock = [0.0]
+    monkeypatch.setattr(mem.time, "monotonic", lambda: clock[0])
+    limits = []
+    needs = {"naive": 10.0, "default": 5.0, "low": math.inf, "exact": 8.0}  # "low" hangs
+
+    def fake(network, config, batch, T, steps, device, threads, mmap_threshold=None, timeout=None):
+        limits.append(timeout)
+        clock[0] += min(needs[config], timeout)
+        if needs[config] > timeout:
+            return MemoryResult(network, config, batch, T, math.nan, math.nan, math.nan, error=f"timed out after {timeout:.0f} s")
+        return MemoryResult(network, config, batch, T, 1000.0, 300.0, 1.0)
+
+    monkeypatch.setattr(mem, "measure", fake)
+    rows = mem.bench_memory(["dvs128-gesture"], list(needs), (16,), device="cuda", log=lambda *a: None,
+                            timeout=50, deadline=100.0)
+    assert limits == [25.0, 30.0, 42.5, 42.5]  # min(timeout, time left / configurations not yet run)
+    assert [r.error for r in rows] == [None, None, "timed out after 42 s", None]
+    rows = mem.bench_memory(["dvs128-gesture"], ["naive"], (16,), device="cuda", log=lambda *a: None, deadline=0.0)
+    assert rows[0].error == "not run: time budget spent" and len(limits) == 4
+
+
+def test_measure_stops_a_worker_at_its_timeout():
+    r = measure("cifar10-dvs", "all", 1, T=1, steps=1, threads=1, timeout=0.5)
+    assert r.error == "timed out after 0 s" and math.isnan(r.peak_mb)

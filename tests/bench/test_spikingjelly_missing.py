@@ -25,6 +25,8 @@ def test_reason_names_the_missing_dependency(sj_without_loguru):
 
 
 def test_not_installed(monkeypatch):
+    for name in [m for m in sys.modules if m.startswith("spikingjelly.")]:  # imported by an earlier test
+        monkeypatch.delitem(sys.modules, name)
     monkeypatch.setitem(sys.modules, "spikingjelly", None)  # import of it raises ModuleNotFoundError
     assert spikingjelly_unavailable() == "not installed"
 
@@ -43,4 +45,4 @@ def test_train_table_says_why(sj_without_loguru):
     rows = bench_train("fashion-mnist", (2,), "cpu", ["spikingjelly"], warmup=0, iters=1, T=1)
     assert [r.variant for r in rows] == ["spikingjelly"] and rows[0].ms_per_step is None
     assert rows[0].ratio_to_naive is None and rows[0].ratio_to_spikingjelly is None
-    assert "spikingjelly       2 unavailable: ModuleNotFoundError: No module named 'loguru'" in format_train_table(rows, "t")
+    assert "spikingjelly           2 unavailable: ModuleNotFoundError: No module named 'loguru'" in format_train_table(rows, "t")

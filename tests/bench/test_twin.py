@@ -32,3 +32,25 @@ def test_twin_with_the_same_weights_gives_the_same_output():
     reset(sj)
     assert out.abs().sum() > 0
     torch.testing.assert_close(twin, out)
+
+
+def test_twin_builds_for_cuda_on_the_cpu():
+    """SpikingJelly 2.0 has no backend argument: building the twin for a CUDA run chose one and failed
+    with "'ParametricLIFNode' object has no attribute 'supported_backends'" (the H100 run of 27a092c)."""
+    from spikingjelly.activation_based import neuron
+
+    net = build_network("c4k3s1-BN-PLIF-MPk2s2-DP-FC20-LIF-APk10s10", (2, 8, 8), 2)
+    sj, _ = spikingjelly_twin(net, device="cuda")
+    kinds = [type(m) for m in sj if isinstance(m, neuron.BaseNode)]
+    assert kinds == [neuron.ParametricLIFNode, neuron.LIFNode]
+    assert all(m.step_mode == "m" for m in sj if isinstance(m, neuron.BaseNode))
+    with pytest.raises(ValueError, match="runs on cpu or cuda, not 'meta'"):
+        spikingjelly_twin(net, device="meta")
+
+
+def test_the_tables_name_the_path_spikingjelly_runs():
+    from plif.bench.spikingjelly import spikingjelly_path
+
+    assert spikingjelly_path("cpu") == "torch-reference (automatic)"
+    if not torch.cuda.is_available():
+        assert spikingjelly_path("cuda") == "unknown: needs CUDA to ask"

@@ -69,3 +69,41 @@ def test_bench_without_what_prints_help_and_train_is_wired(capsys):
     with pytest.raises(SystemExit):
         main(["bench", "train", "--help"])
     assert "--batches" in capsys.readouterr().out
+
+
+def test_a_bound_exceeded_is_flagged_as_noise(tiny_case, monkeypatch):
+    """Under load the copy can be timed slower than the pass (a run printed "1268 % of copy bound")."""
+    calls = []
+
+    def timer(device, fn, reps, budget_s):
+        calls.append(fn)
+        return (1.0 if len(calls) == 1 else 1e-4), 1  # the first timing of a case is the copy
+
+    monkeypatch.setattr(bn, "_timer", timer)
+    rows = bn.run_neuron_bench([tiny_case], ["bptt"], "cpu", reps=1, budget_s=1, log=lambda *_: None)
+    assert all(r.pct_copy_bound > 100 and r.note == bn.NOISE for r in rows)
+    table = bn.format_table(rows)
+    assert "(noise)" in table and bn.NOISE in table
+    assert bn.bound_note(99.0, None) == "" and bn.bound_note(None, 101.0) == bn.NOISE
+
+
+def test_cpu_rows_say_the_device_time_needs_cuda(tiny_case):
+    rows = bn.run_neuron_bench([tiny_case], ["bptt"], "cpu", reps=1, budget_s=1, log=lambda *_: None)
+    assert all(r.device_ms is None and r.kernels is None and r.extra["device_time"] == "needs CUDA" for r in rows)
+    assert "device ms" not in bn.format_table(rows)  # the device columns only where there is a device
+
+
+def test_past_the_deadline_nothing_more_runs(tiny_case):
+    rows = bn.run_neuron_bench([tiny_case], ["bptt", "reference"], "cpu", reps=1, budget_s=1,
+                               log=lambda *_: None, deadline=0.0)
+    assert len(rows) == 4 and all(r.time_ms is None and r.note == "not run: time budget spent" for r in rows)
+
+
+def test_device_columns_and_the_spikingjelly_path_in_the_table():
+    rows = [bn.BenchRow("c", "triton", "fwd+bwd", 0.9, 345.0, 14.8, device_ms=0.3, pct_device_bound=44.0, kernels=4),
+            bn.BenchRow("c", "spikingjelly", "fwd+bwd", 0.8, 389.0, 16.7, device_ms=0.35, pct_device_bound=38.0,
+                        kernels=7, extra={"spikingjelly_path": "triton (automatic; not available: cuda)"})]
+    lines = bn.format_table(rows).splitlines()
+    assert lines[0].endswith("| device ms (kernels) | % of bound (device) | kernels per call |")
+    assert lines[2] == "| c | triton | fwd+bwd | 0.90 | 345.0 | 15 | — | — | 0.300 | 44 | 4 |"
+    assert lines[-1] == "SpikingJelly's neuron ran as: triton (automatic; not available: cuda)"

@@ -14,7 +14,7 @@ def test_cpu_variants_give_rows_with_ratios():
     assert auto.ratio_to_naive == pytest.approx(naive.ms_per_step / auto.ms_per_step)  # the other row's time
 
 
-@pytest.mark.parametrize("variant", ["cuda-graph", "cuda-graph+bf16", "auto+graph"])
+@pytest.mark.parametrize("variant", ["cuda-graph", "cuda-graph+bf16", "auto+graph", "spikingjelly+graph"])
 def test_cuda_variants_refuse_on_cpu(variant):
     with pytest.raises(ValueError, match=re.escape(f"variant {variant!r} needs a CUDA device")):
         bench_train("fashion-mnist", (2,), "cpu", [variant])
@@ -23,3 +23,32 @@ def test_cuda_variants_refuse_on_cpu(variant):
 def test_unknown_variant():
     with pytest.raises(ValueError, match="unknown variant 'fast'; valid: naive, bptt, auto"):
         bench_train("fashion-mnist", (2,), "cpu", ["fast"])
+
+
+def test_event_datasets_get_frames_and_static_ones_a_repeated_image():
+    from plif.bench.train import _inputs
+    from plif.models import get_entry
+
+    x, xs, y = _inputs(get_entry("dvs128-gesture"), 3, 2, "cpu")
+    assert x.shape == (3, 2, 2, 128, 128) and xs is x and y.shape == (2,)
+    assert x.min() >= 0 and float(x.mean()) == pytest.approx(0.3, abs=0.01)  # Poisson event counts
+    x, xs, y = _inputs(get_entry("fashion-mnist"), 3, 2, "cpu")
+    assert x.shape == (2, 1, 28, 28) and xs.shape == (3, 2, 1, 28, 28) and bool((xs == x).all())
+
+
+def test_kernels_need_cuda_and_the_deadline_stops_rows():
+    rows = bench_train("fashion-mnist", (2,), "cpu", ["auto", "naive"], warmup=0, iters=1, T=1, deadline=0.0)
+    assert [(r.ms_per_step, r.note) for r in rows] == [(None, "not run: time budget spent")] * 2
+    rows = bench_train("fashion-mnist", (2,), "cpu", ["auto"], warmup=0, iters=1, T=1)
+    assert rows[0].ms_per_step > 0 and rows[0].kernels is None and rows[0].kernel_ms is None
+
+
+def test_spikingjelly_rows_name_the_implementation_that_ran():
+    from plif.bench.spikingjelly import spikingjelly_unavailable
+    from plif.bench.train import format_train_table
+
+    if spikingjelly_unavailable():
+        pytest.skip(f"SpikingJelly: {spikingjelly_unavailable()}")
+    rows = bench_train("fashion-mnist", (2,), "cpu", ["spikingjelly"], warmup=0, iters=1, T=1)
+    assert rows[0].ms_per_step > 0 and rows[0].note == "SpikingJelly neuron: torch-reference (automatic)"
+    assert format_train_table(rows, "t").splitlines()[-1] == rows[0].note

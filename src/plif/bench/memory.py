@@ -17,7 +17,8 @@ Configurations:
 
 naive          every neuron through the autograd reference loop; plain PyTorch layers
 spikingjelly   the same network built from SpikingJelly 2.0 layers (:mod:`plif.bench.twin`;
-               multi-step, its fastest neuron backend), when SpikingJelly is installed
+               multi-step, the neuron implementation SpikingJelly picks itself, named in the
+               row's ``note``), when SpikingJelly is installed
 default        plif as it trains by default (fused neuron saving only ``H``)
 spikes         one-byte spikes and two-byte pool offsets only (exact, no recomputation)
 exact          ``--memory exact``: one-byte spikes and two-byte pool offsets, BN recomputed (bit-identical)
@@ -53,6 +54,7 @@ class MemoryResult:
     step_s: float  # fastest of the timed steps
     error: str | None = None
     rss_default_mb: float | None = None  # peak RSS of a second worker with glibc's default allocator
+    note: str = ""  # e.g. which neuron implementation SpikingJelly ran
 
 
 LIVE_MMAP_THRESHOLD = 131072  # bytes: blocks above it are unmapped when freed, so RSS follows live tensors
@@ -86,10 +88,12 @@ def worker(network: str, config: str, batch: int, T: int, steps: int, device: st
     net = build_zoo(network, T=T, backend=backend)
     if config in MEMORY_PRESETS:
         net.set_memory(MEMORY_PRESETS[config])
-    model, reset = net, None
+    model, reset, note = net, None, ""
     if config == "spikingjelly":
+        from .spikingjelly import spikingjelly_path
         from .twin import spikingjelly_twin
         model, reset = spikingjelly_twin(net, device)
+        note = f"SpikingJelly neuron: {spikingjelly_path(dev)}"
     model = model.to(dev).train()
     opt = adam(model.parameters(), 1e-3)
     # event frames: spike counts of a sparse sensor, the input the DVS networks see
@@ -109,7 +113,7 @@ def worker(network: str, config: str, batch: int, T: int, steps: int, device: st
             torch.cuda.synchronize(dev)
         times.append(time.perf_counter() - t0)
     peak = torch.cuda.max_memory_allocated(dev) / 2**20 if dev.type == "cuda" else _rss_mb()
-    return MemoryResult(network, config, batch, T, peak, base, min(times[1:] or times))
+    return MemoryResult(network, config, batch, T, peak, base, min(times[1:] or times), note=note)
 
 
 def measure(network: str, config: str, batch: int, T: int = 20, steps: int = 3, device: str = "cpu",
@@ -130,7 +134,11 @@ def measure(network: str, config: str, batch: int, T: int = 20, steps: int = 3, 
             + "from dataclasses import asdict\nfrom plif.bench.memory import worker\n"
             + f"r = worker({network!r}, {config!r}, {int(batch)}, {int(T)}, {int(steps)}, {device!r})\n"
             + "print('RESULT ' + json.dumps(asdict(r)))\n")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout, env=env)
+    try:
+        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout, env=env)
+    except subprocess.TimeoutExpired:
+        return MemoryResult(network, config, batch, T, math.nan, math.nan, math.nan,
+                            error=f"timed out after {timeout:.0f} s")
     for line in proc.stdout.splitlines():
         if line.startswith("RESULT "):
             return MemoryResult(**json.loads(line[7:]))
@@ -159,28 +167,37 @@ def fit_batches(results: list[MemoryResult], budget_mb: float) -> dict[tuple[str
 
 def bench_memory(networks=("dvs128-gesture", "cifar10-dvs"), configs=CONFIGS, batches=(1, 2), T: int = 20,
                  steps: int = 3, device: str = "cpu", threads: int | None = None, log=print,
-                 mmap_threshold: int | None = LIVE_MMAP_THRESHOLD, default_rss: bool = True) -> list[MemoryResult]:
+                 mmap_threshold: int | None = LIVE_MMAP_THRESHOLD, default_rss: bool = True,
+                 timeout: float = 1800, deadline: float | None = None) -> list[MemoryResult]:
     """Measure every (network, configuration, batch), each in its own process: the peak with
     ``mmap_threshold`` (default: the live peak) and, with ``default_rss`` on the CPU, the peak RSS of
-    a second process under glibc's default allocator."""
+    a second process under glibc's default allocator.
+
+    Each process gets at most ``timeout`` seconds; with a ``deadline`` (``time.monotonic()``) each
+    gets an equal share of the time left for those not yet run, so a slow one cannot take the
+    others' time (one that ends early leaves its share to the rest)."""
     results = []
-    for network in networks:
-        for config in configs:
-            for b in batches:
-                r = measure(network, config, b, T, steps, device, threads, mmap_threshold=mmap_threshold)
-                if default_rss and device == "cpu" and mmap_threshold is not None and r.error is None:
-                    d = measure(network, config, b, T, steps, device, threads)
-                    r.rss_default_mb = d.peak_mb if d.error is None else None
-                beside = f" (default allocator {r.rss_default_mb:8.0f} MB)" if r.rss_default_mb is not None else ""
-                log(f"  {network:15s} {config:15s} B={b}: "
-                    + (f"peak {r.peak_mb:8.0f} MB{beside}, step {r.step_s:6.2f} s" if r.error is None
-                       else f"failed: {r.error}"))
-                results.append(r)
+    plan = [(n, c, b) for n in networks for c in configs for b in batches]
+    for i, (network, config, b) in enumerate(plan):
+        limit = timeout if deadline is None else min(timeout, (deadline - time.monotonic()) / (len(plan) - i))
+        if limit < 1:
+            r = MemoryResult(network, config, b, T, math.nan, math.nan, math.nan, error="not run: time budget spent")
+        else:
+            r = measure(network, config, b, T, steps, device, threads, timeout=limit, mmap_threshold=mmap_threshold)
+            if default_rss and device == "cpu" and mmap_threshold is not None and r.error is None:
+                d = measure(network, config, b, T, steps, device, threads, timeout=timeout)
+                r.rss_default_mb = d.peak_mb if d.error is None else None
+        beside = f" (default allocator {r.rss_default_mb:8.0f} MB)" if r.rss_default_mb is not None else ""
+        log(f"  {network:15s} {config:15s} B={b}: "
+            + (f"peak {r.peak_mb:8.0f} MB{beside}, step {r.step_s:6.2f} s" if r.error is None
+               else f"failed: {r.error}") + (f"  [{r.note}]" if r.note else ""))
+        results.append(r)
     return results
 
 
 def format_memory_table(results: list[MemoryResult], budget_mb: float) -> str:
-    """Markdown: peak per batch, per-sample slope, derived largest batch, step time and ratios."""
+    """Markdown: peak per batch, per-sample slope, derived largest batch, step time and ratios; the
+    rows' notes (SpikingJelly's implementation) as last lines."""
     fits = fit_batches(results, budget_mb)
     batches = sorted({r.batch for r in results})
     head = (["network", "configuration"] + [f"peak B={b} (MB)" for b in batches]
@@ -207,7 +224,7 @@ def format_memory_table(results: list[MemoryResult], budget_mb: float) -> str:
             cells.append(f"{last.peak_mb / naive.peak_mb:.2f}" if ok and naive and not naive.error else "-")
             cells.append(f"{last.step_s / default.step_s:.2f}" if ok and default and not default.error else "-")
             lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+    return "\n".join(lines + sorted({r.note for r in results if r.note and r.error is None}))
 
 
 def write_results(path: str, results: list[MemoryResult], meta: dict) -> None:

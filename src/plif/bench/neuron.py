@@ -8,7 +8,14 @@ hard reset, detached reset) with the gradient of ``x`` and ``w`` requested.  Rep
   X and writes S and H, backward reads ∂L/∂S and H and writes ∂L/∂X (H counted as fp32), so
   forward + backward is 6 X-sized transfers, three copies' worth of traffic in fp32;
 - % of copy bound: that ideal traffic at the speed of a measured ``y.copy_(x)``, over the time;
-- speed-ups over the naive PyTorch loop (``reference``) and over SpikingJelly when importable.
+  above 100% the copy was timed slower than the pass (another job's load), and the row says so;
+- speed-ups over the naive PyTorch loop (``reference``) and over SpikingJelly when importable;
+- on CUDA, the kernels' own device time per call (``torch.profiler``: the sum of their durations, no
+  host time) with its % of the copy bound, and the number of kernels one call launches.  At small
+  shapes the eager call is host-bound, so the two percentages differ: the first is what a user's
+  call costs, the second what the kernels leave on the table.  The CPU rows say "needs CUDA".
+
+SpikingJelly picks its own neuron implementation per call; the table's last line names it.
 
 A backend whose working set would not fit in the free memory is reported as skipped.
 """
@@ -30,7 +37,8 @@ from ..atomic import atomic_write_text
 from ..device import free_memory
 from ..neurons.dispatch import available_backends, multi_step, select_backend
 from ..neurons.functional import NeuronConfig
-from .spikingjelly import INSTALL_HINT, spikingjelly_unavailable
+from .kernels import profile_kernels
+from .spikingjelly import INSTALL_HINT, spikingjelly_path, spikingjelly_unavailable
 
 __all__ = ["CASES", "BenchRow", "run_neuron_bench", "default_backends", "format_table", "write_json",
            "write_json_data", "machine_description"]
@@ -63,6 +71,17 @@ class BenchRow:
     reps: int = 0
     note: str = ""
     extra: dict = field(default_factory=dict)
+    device_ms: float | None = None  # kernels' summed device time per call (CUDA only)
+    pct_device_bound: float | None = None  # the ideal traffic at copy speed over ``device_ms``
+    kernels: float | None = None  # kernels launched per call (CUDA only)
+
+
+NOISE = "above the copy bound: the copy was timed under load, not a real speed"
+
+
+def bound_note(*pcts: float | None) -> str:
+    """A row whose % of the copy bound exceeds 100 measured noise (the copy timed slow), not speed."""
+    return NOISE if any(p is not None and p > 100 for p in pcts) else ""
 
 
 def machine_description(device: torch.device) -> str:
@@ -123,7 +142,8 @@ def _plif_runner(backend: str, cfg: NeuronConfig, device):
     return run
 
 
-def _measure(run, x, g, passes, device, reps, budget_s) -> dict[str, tuple[float, int]]:
+def _measure(run, x, g, passes, device, reps, budget_s) -> dict[str, tuple[float, int, dict]]:
+    """Per pass: (median seconds, repetitions, :func:`profile_kernels` of one call)."""
     def fwd():
         run(x)
 
@@ -135,7 +155,7 @@ def _measure(run, x, g, passes, device, reps, budget_s) -> dict[str, tuple[float
     # a training loop alternates both passes; warming both first keeps the allocator's state
     # (which decides how many fresh pages each pass faults in) independent of the order measured
     fwd_bwd()
-    return {p: _timer(device, fns[p], reps, budget_s) for p in passes}
+    return {p: (*_timer(device, fns[p], reps, budget_s), profile_kernels(fns[p], device)) for p in passes}
 
 
 def _ideal_bytes(x: torch.Tensor, pass_: str) -> int:
@@ -151,9 +171,11 @@ def default_backends(device: torch.device) -> list[str]:
 
 def run_neuron_bench(cases: list[str] | None = None, backends: list[str] | None = None,
                      device: str | torch.device | None = None, dtype: torch.dtype = torch.float32,
-                     passes=PASSES, reps: int = 10, budget_s: float = 10.0, log=print) -> list[BenchRow]:
+                     passes=PASSES, reps: int = 10, budget_s: float = 10.0, log=print,
+                     deadline: float | None = None) -> list[BenchRow]:
     """Benchmark the listed cases (default all of :data:`CASES`) and backends; returns one row per
-    (case, backend, pass).  ``budget_s`` caps the time spent on one measurement."""
+    (case, backend, pass).  ``budget_s`` caps the time spent on one measurement; past ``deadline``
+    (``time.monotonic()``) the remaining (case, backend) pairs are reported as not run."""
     from ..device import pick_device
 
     device = pick_device(device) if isinstance(device, (str, type(None))) else device
@@ -168,9 +190,13 @@ def run_neuron_bench(cases: list[str] | None = None, backends: list[str] | None 
     sj_missing = spikingjelly_unavailable() if SPIKINGJELLY in backends else None
     if sj_missing:
         log(f"SpikingJelly unavailable: {sj_missing} ({INSTALL_HINT})")
+    sj_path = spikingjelly_path(device) if SPIKINGJELLY in backends and not sj_missing else None
     cfg = NeuronConfig()
     rows: list[BenchRow] = []
     for name in cases:
+        if deadline is not None and time.monotonic() > deadline:
+            rows += [BenchRow(name, b, p, note="not run: time budget spent") for b in backends for p in passes]
+            continue
         x_bytes = math.prod(CASES[name]) * torch.empty((), dtype=dtype).element_size()
         if 3 * x_bytes > _MEMORY_FRACTION * free_memory(device):  # X, its gradient and the copy target
             rows += [BenchRow(name, b, p, note=f"skipped: needs > {3 * x_bytes / 1e9:.0f} GB") for b in backends for p in passes]
@@ -189,6 +215,9 @@ def run_neuron_bench(cases: list[str] | None = None, backends: list[str] | None 
             if b == SPIKINGJELLY and sj_missing:
                 case_rows += [BenchRow(name, b, p, note=f"unavailable: {sj_missing}") for p in passes]
                 continue
+            if deadline is not None and time.monotonic() > deadline:
+                case_rows += [BenchRow(name, b, p, note="not run: time budget spent") for p in passes]
+                continue
             run = _spikingjelly_runner(cfg, device) if b == SPIKINGJELLY else _plif_runner(b, cfg, device)
             need = _MEMORY_FACTOR.get(b, _DEFAULT_FACTOR) * x.numel() * x.element_size()
             if need > _MEMORY_FRACTION * free_memory(device):
@@ -197,11 +226,23 @@ def run_neuron_bench(cases: list[str] | None = None, backends: list[str] | None 
                 log(f"  {b}: skipped (needs ~{need / 1e9:.0f} GB)")
                 continue
             timings = _measure(run, x, g, passes, device, reps, budget_s)
-            for p, (t, n) in timings.items():
+            for p, (t, n, k) in timings.items():
                 ideal = _ideal_bytes(x, p)
-                case_rows.append(BenchRow(name, b, p, t * 1e3, ideal / t / 1e9, 100 * (ideal / copy_bw) / t, reps=n,
-                                          extra={"copy_ms": copy_s * 1e3, "ideal_bytes": ideal}))
-                log(f"  {b:>12} {p:>8}: {t * 1e3:10.2f} ms")
+                dev_s = k["kernel_ms"] / 1e3 if k["kernel_ms"] else None
+                extra = {"copy_ms": copy_s * 1e3, "ideal_bytes": ideal}
+                if k["note"]:
+                    extra["device_time"] = k["note"]
+                if b == SPIKINGJELLY:
+                    extra["spikingjelly_path"] = sj_path
+                if k["top"]:
+                    extra["top_kernels"] = k["top"]
+                row = BenchRow(name, b, p, t * 1e3, ideal / t / 1e9, 100 * (ideal / copy_bw) / t, reps=n, extra=extra,
+                               device_ms=k["kernel_ms"], kernels=k["kernels"],
+                               pct_device_bound=100 * (ideal / copy_bw) / dev_s if dev_s else None)
+                row.note = bound_note(row.pct_copy_bound, row.pct_device_bound)
+                case_rows.append(row)
+                log(f"  {b:>12} {p:>8}: {t * 1e3:10.2f} ms" + (f", kernels {k['kernel_ms']:.3f} ms device "
+                                                                f"({k['kernels']:.0f} launched)" if dev_s else ""))
         for base, attr in (("reference", "vs_naive"), (SPIKINGJELLY, "vs_spikingjelly")):
             ref = {r.pass_: r.time_ms for r in case_rows if r.backend == base and r.time_ms}
             for r in case_rows:
@@ -216,15 +257,33 @@ def _fmt(v, spec):
     return "—" if v is None else format(v, spec)
 
 
+def _pct(v):
+    return "—" if v is None else f"{v:.0f}" + (" (noise)" if v > 100 else "")
+
+
 def format_table(rows: list[BenchRow]) -> str:
-    """A Markdown table: one line per (case, backend, pass)."""
+    """A Markdown table: one line per (case, backend, pass); on CUDA also the kernels' device time,
+    its % of the bound and the kernels per call; a last line names SpikingJelly's implementation."""
+    device = any(r.device_ms is not None for r in rows)
     head = "| case | backend | pass | time (ms) | eff. GB/s | % of copy bound | vs naive loop | vs SpikingJelly |"
-    lines = [head, "|" + "---|" * 8]
+    if device:
+        head += " device ms (kernels) | % of bound (device) | kernels per call |"
+    lines = [head, "|" + "---|" * (11 if device else 8)]
     for r in rows:
         time_ms = r.note if r.time_ms is None else f"{r.time_ms:.2f}"
-        lines.append(f"| {r.case} | {r.backend} | {r.pass_} | {time_ms} | {_fmt(r.gb_per_s, '.1f')} | "
-                     f"{_fmt(r.pct_copy_bound, '.0f')} | {_fmt(r.vs_naive, '.2f') + ('×' if r.vs_naive else '')} | "
-                     f"{_fmt(r.vs_spikingjelly, '.2f') + ('×' if r.vs_spikingjelly else '')} |")
+        line = (f"| {r.case} | {r.backend} | {r.pass_} | {time_ms} | {_fmt(r.gb_per_s, '.1f')} | "
+                f"{_pct(r.pct_copy_bound)} | {_fmt(r.vs_naive, '.2f') + ('×' if r.vs_naive else '')} | "
+                f"{_fmt(r.vs_spikingjelly, '.2f') + ('×' if r.vs_spikingjelly else '')} |")
+        if device:
+            line += f" {_fmt(r.device_ms, '.3f')} | {_pct(r.pct_device_bound)} | {_fmt(r.kernels, '.0f')} |"
+        lines.append(line)
+    paths = {r.extra["spikingjelly_path"] for r in rows if r.extra.get("spikingjelly_path")}
+    if paths:
+        lines.append("")
+        lines.append("SpikingJelly's neuron ran as: " + "; ".join(sorted(paths)))
+    if any(r.note == NOISE for r in rows):
+        lines.append("")
+        lines.append("(noise): " + NOISE + "; rerun on a quiet machine")
     return "\n".join(lines)
 
 

@@ -1,4 +1,5 @@
-"""Whether SpikingJelly (an optional comparison point, never a dependency) can be used here, and why not.
+"""Whether SpikingJelly (an optional comparison point, never a dependency) can be used here, why not,
+and which of its neuron implementations runs.
 
 ``find_spec`` is not enough: SpikingJelly 2.0 installed with ``--no-deps`` finds its package but fails
 on ``import loguru``.  The benchmarks import the modules they use and keep the error, so a table says
@@ -8,7 +9,7 @@ from __future__ import annotations
 
 import importlib
 
-__all__ = ["spikingjelly_unavailable", "INSTALL_HINT"]
+__all__ = ["spikingjelly_unavailable", "spikingjelly_path", "INSTALL_HINT"]
 
 INSTALL_HINT = "pip install spikingjelly==2.0.0 --no-deps && pip install loguru"
 _MODULES = ("spikingjelly.activation_based.neuron", "spikingjelly.activation_based.surrogate",
@@ -25,3 +26,26 @@ def spikingjelly_unavailable() -> str | None:
                 return "not installed"
             return f"{type(e).__name__}: {e}"
     return None
+
+
+def spikingjelly_path(device, neuron: str = "plif") -> str:
+    """The neuron implementation SpikingJelly 2.0 binds on ``device``, for the bench tables.
+
+    SpikingJelly 2.0 has no backend argument: per its documentation each call is dispatched from the
+    input's device, CUDA eager preferring its native CUDA extension (built only from source with
+    ``SJ_BUILD_NATIVE_CUDA=1``), then Triton, then its torch reference; the CPU always runs the torch
+    reference.  ``SJ_PLIF_CUDA_IMPLEMENTATION`` (and ``SJ_LIF_...``) can force one.  This asks its own
+    ``functional.neuron_implementation``; e.g. ``"triton (automatic; not available: cuda)"``."""
+    import torch
+
+    dev = torch.device(device)
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        return "unknown: needs CUDA to ask"
+    try:
+        from spikingjelly.activation_based.functional import neuron_implementation
+
+        found = neuron_implementation(neuron, dev)
+    except Exception as e:  # noqa: BLE001  (a comparison point: say why, never stop the benchmark)
+        return f"unknown: {type(e).__name__}: {e}"
+    skipped = sorted(found.get("unavailable") or {})
+    return f"{found['implementation']} (automatic" + (f"; not available: {', '.join(skipped)})" if skipped else ")")

@@ -11,7 +11,15 @@ Variants measured in one process so ratios are fair:
 - ``cuda-graph`` / ``cuda-graph+bf16`` (CUDA only): the step of ``plif train --cuda-graph``
   (:class:`plif.train.graph.GraphTrainer`: device-side totals, lr tensor), fp32 or bf16 autocast;
 - ``spikingjelly``: the same network (the zoo's, rebuilt by :func:`plif.bench.twin.spikingjelly_twin`) in
-  SpikingJelly 2.0 (multi-step, its fastest backend), when installed.
+  SpikingJelly 2.0 (multi-step; its neuron implementation is its own automatic choice, named in the
+  row's note), when installed;
+- ``spikingjelly+graph`` (CUDA only): that step captured in one CUDA graph, as ``auto+graph`` does for
+  plif (SpikingJelly's documentation: a CUDA graph keeps the implementation chosen before capture).
+
+Static datasets feed one random image batch ``[B, C, H, W]`` (the network repeats it over T); event
+datasets feed synthetic event frames ``[T, B, 2, H, W]`` (Poisson counts, mean 0.3 per pixel), not
+recordings: the step's cost does not depend on the values.  On CUDA each row also gets the kernels
+one step launches and their summed device time (:func:`plif.bench.kernels.profile_kernels`).
 """
 from __future__ import annotations
 
@@ -25,13 +33,15 @@ from ..train.graph import autocast_context, capture_cuda_graph
 from ..train.loop import train_step
 from ..train.malloc import keep_freed_memory
 from ..train.optim import adam
-from .spikingjelly import INSTALL_HINT, spikingjelly_unavailable
+from .kernels import profile_kernels
+from .spikingjelly import INSTALL_HINT, spikingjelly_path, spikingjelly_unavailable
 from .twin import spikingjelly_twin
 
 __all__ = ["TrainBenchResult", "bench_train", "format_train_table", "VARIANTS", "CUDA_ONLY"]
 
-VARIANTS = ("naive", "bptt", "auto", "auto+bf16", "auto+graph", "compile", "cuda-graph", "cuda-graph+bf16", "spikingjelly")
-CUDA_ONLY = ("auto+graph", "cuda-graph", "cuda-graph+bf16")
+VARIANTS = ("naive", "bptt", "auto", "auto+bf16", "auto+graph", "compile", "cuda-graph", "cuda-graph+bf16", "spikingjelly",
+            "spikingjelly+graph")
+CUDA_ONLY = ("auto+graph", "cuda-graph", "cuda-graph+bf16", "spikingjelly+graph")
 
 
 @dataclass
@@ -44,6 +54,8 @@ class TrainBenchResult:
     ratio_to_spikingjelly: float | None = None
     peak_mem_mb: float | None = None
     note: str = ""
+    kernels: float | None = None  # kernels one step launches (CUDA; None elsewhere)
+    kernel_ms: float | None = None  # their summed device time per step
 
 
 def _sync(device):
@@ -76,9 +88,48 @@ def _step_fn(net, x, y, classes, capturable=False, after=None, amp=None):
     return step
 
 
+def _inputs(entry, T: int, b: int, dev):
+    """``(x for plif, x for SpikingJelly, y)``: a static batch (SpikingJelly gets it repeated T times) or
+    synthetic event frames ``[T, B, C, H, W]`` for both."""
+    gen = torch.Generator().manual_seed(0)
+    y = torch.randint(0, entry.num_classes, (b,), generator=gen).to(dev)
+    if entry.kind == "event":
+        x = torch.poisson(torch.full((T, b, *entry.input_shape), 0.3), generator=gen).to(dev)
+        return x, x, y
+    x = torch.randn(b, *entry.input_shape, generator=gen).to(dev)
+    return x, x.unsqueeze(0).repeat(T, *([1] * x.dim())), y
+
+
+def _build_step(v: str, entry, T: int, x, xs, y, dev, network: str | None = None):
+    """The step of variant ``v`` (a fresh network and optimiser) on ``network`` (default: the paper's)."""
+    network = network or entry.network
+    if v.startswith("spikingjelly"):
+        sj, reset_net = spikingjelly_twin(build_network(network, entry.input_shape, T), str(dev))
+        graph = v.endswith("graph")
+        step = _step_fn(sj.to(dev), xs, y, entry.num_classes, capturable=graph, after=reset_net)
+        return capture_cuda_graph(step, dev) if graph else step
+    if v.startswith("cuda-graph"):
+        from ..train.graph import GraphTrainer
+        from ..train.optim import graph_adam
+
+        net = build_network(network, entry.input_shape, T).to(dev)
+        trainer = GraphTrainer(net, graph_adam(net.parameters(), 1e-3, dev), entry.num_classes, dev,
+                               amp="bf16" if v.endswith("bf16") else None)
+        net.train()
+        return lambda: trainer.train_step(x, y)
+    backend = {"naive": "reference", "bptt": "bptt"}.get(v, "auto")
+    net = build_network(network, entry.input_shape, T, backend=backend).to(dev)
+    step = _step_fn(torch.compile(net) if v == "compile" else net, x, y, entry.num_classes,
+                    capturable=v.endswith("graph"), amp="bf16" if v.endswith("bf16") else None)
+    return capture_cuda_graph(step, dev) if v.endswith("graph") else step
+
+
 def bench_train(dataset: str = "fashion-mnist", batches=(16,), device: str = "cpu", variants=None,
-                warmup: int = 2, iters: int = 5, T: int | None = None) -> list[TrainBenchResult]:
-    """Time one training step of the paper's network for ``dataset`` at each batch size."""
+                warmup: int = 2, iters: int = 5, T: int | None = None, kernels: bool = True,
+                deadline: float | None = None) -> list[TrainBenchResult]:
+    """Time one training step of the paper's network for ``dataset`` at each batch size; with
+    ``kernels`` (CUDA) also count the kernels of one step.  Past ``deadline`` (``time.monotonic()``)
+    the remaining rows say "not run"."""
     dev = torch.device(device)
     entry = get_entry(dataset)
     T = T or entry.T
@@ -89,47 +140,33 @@ def bench_train(dataset: str = "fashion-mnist", batches=(16,), device: str = "cp
             raise ValueError(f"unknown variant {v!r}; valid: {', '.join(VARIANTS)}")
         if v in CUDA_ONLY and dev.type != "cuda":
             raise ValueError(f"variant {v!r} needs a CUDA device, got {dev}")
-    sj_missing = spikingjelly_unavailable() if "spikingjelly" in variants else None
+    wants_sj = any(v.startswith("spikingjelly") for v in variants)
+    sj_missing = spikingjelly_unavailable() if wants_sj else None
+    sj_note = f"SpikingJelly neuron: {spikingjelly_path(dev)}" if wants_sj and not sj_missing else ""
     if dev.type == "cpu":
         keep_freed_memory()  # as plif train does on the CPU
     results = []
     for b in batches:
-        x = torch.randn(b, *entry.input_shape, device=dev)
-        y = torch.randint(0, entry.num_classes, (b,), device=dev)
-        row: dict[str, TrainBenchResult] = {}
+        x, xs, y = _inputs(entry, T, b, dev)
         for v in variants:
             torch.manual_seed(0)
-            if dev.type == "cuda":
-                torch.cuda.reset_peak_memory_stats(dev)
-            if v == "spikingjelly" and sj_missing:
-                row[v] = TrainBenchResult(v, b, None, None, note=f"unavailable: {sj_missing} ({INSTALL_HINT})")
+            if v.startswith("spikingjelly") and sj_missing:
+                results.append(TrainBenchResult(v, b, None, None, note=f"unavailable: {sj_missing} ({INSTALL_HINT})"))
                 continue
-            if v == "spikingjelly":
-                sj, reset_net = spikingjelly_twin(build_network(entry.network, entry.input_shape, T), device)
-                xs = x.unsqueeze(0).repeat(T, *([1] * x.dim()))
-                step = _step_fn(sj.to(dev), xs, y, entry.num_classes, after=reset_net)
-            elif v.startswith("cuda-graph"):
-                from ..train.graph import GraphTrainer
-                from ..train.optim import graph_adam
-
-                net = build_network(entry.network, entry.input_shape, T).to(dev)
-                trainer = GraphTrainer(net, graph_adam(net.parameters(), 1e-3, dev), entry.num_classes, dev,
-                                       amp="bf16" if v.endswith("bf16") else None)
-                net.train()
-
-                def step(trainer=trainer):
-                    trainer.train_step(x, y)
-            else:
-                backend = {"naive": "reference", "bptt": "bptt"}.get(v, "auto")
-                net = build_network(entry.network, entry.input_shape, T, backend=backend).to(dev)
-                step = _step_fn(torch.compile(net) if v == "compile" else net, x, y, entry.num_classes,
-                                capturable=v.endswith("graph"), amp="bf16" if v.endswith("bf16") else None)
-                if v.endswith("graph"):
-                    step = capture_cuda_graph(step, dev)
+            if deadline is not None and time.monotonic() > deadline:
+                results.append(TrainBenchResult(v, b, None, None, note="not run: time budget spent"))
+                continue
+            if dev.type == "cuda":
+                torch.cuda.empty_cache()
+                torch.cuda.reset_peak_memory_stats(dev)
+            step = _build_step(v, entry, T, x, xs, y, dev)
             sec = _time(step, dev, warmup, iters)
             mem = torch.cuda.max_memory_allocated(dev) / 2**20 if dev.type == "cuda" else None
-            row[v] = TrainBenchResult(v, b, sec * 1e3, b / sec, peak_mem_mb=mem)
-        results.extend(row.values())
+            k = profile_kernels(step, dev, calls=2) if kernels else {"kernels": None, "kernel_ms": None}
+            results.append(TrainBenchResult(v, b, sec * 1e3, b / sec, peak_mem_mb=mem, kernels=k["kernels"],
+                                            kernel_ms=k["kernel_ms"],
+                                            note=sj_note if v.startswith("spikingjelly") else ""))
+            del step
     return fill_ratios(results)
 
 
@@ -144,13 +181,19 @@ def fill_ratios(results: list[TrainBenchResult]) -> list[TrainBenchResult]:
 
 
 def format_train_table(results: list[TrainBenchResult], title: str) -> str:
-    head = f"{'variant':14s} {'batch':>5s} {'ms/step':>9s} {'samples/s':>10s} {'x naive':>8s} {'x SJ':>6s} {'peak MB':>8s}"
+    """One line per (variant, batch); kernel columns where a row has them (CUDA); the SpikingJelly
+    rows' implementation as a last line."""
+    kernels = any(r.kernels is not None for r in results)
+    head = f"{'variant':18s} {'batch':>5s} {'ms/step':>9s} {'samples/s':>10s} {'x naive':>8s} {'x SJ':>6s} {'peak MB':>8s}"
+    head += f" {'kernels':>8s} {'kernel ms':>9s}" if kernels else ""
     lines = [title, head, "-" * len(head)]
     for r in results:
         f = lambda v, fmt: format(v, fmt) if v is not None else "-"  # noqa: E731
         if r.ms_per_step is None:
-            lines.append(f"{r.variant:14s} {r.batch:5d} {r.note}")
+            lines.append(f"{r.variant:18s} {r.batch:5d} {r.note}")
             continue
-        lines.append(f"{r.variant:14s} {r.batch:5d} {r.ms_per_step:9.2f} {r.samples_per_s:10.0f} "
-                     f"{f(r.ratio_to_naive, '8.2f'):>8s} {f(r.ratio_to_spikingjelly, '6.2f'):>6s} {f(r.peak_mem_mb, '8.0f'):>8s}")
-    return "\n".join(lines)
+        lines.append(f"{r.variant:18s} {r.batch:5d} {r.ms_per_step:9.2f} {r.samples_per_s:10.0f} "
+                     f"{f(r.ratio_to_naive, '8.2f'):>8s} {f(r.ratio_to_spikingjelly, '6.2f'):>6s} {f(r.peak_mem_mb, '8.0f'):>8s}"
+                     + (f" {f(r.kernels, '8.0f'):>8s} {f(r.kernel_ms, '9.2f'):>9s}" if kernels else ""))
+    notes = sorted({r.note for r in results if r.ms_per_step is not None and r.note})
+    return "\n".join(lines + notes)

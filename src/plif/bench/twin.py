@@ -3,6 +3,9 @@
 ``spikingjelly_twin(net)`` rebuilds a :class:`~plif.models.SpikingNetwork` layer by layer from
 SpikingJelly 2.0 multi-step layers (same layer kinds, shapes, neuron type, initial tau, threshold,
 reset and surrogate; its own initial weights) and returns it with SpikingJelly's ``reset_net``.
+SpikingJelly 2.0 chooses its neuron implementation itself, per call, from the input's device
+(:func:`plif.bench.spikingjelly.spikingjelly_path` names the one it binds), so the twin is the same
+for every device.
 The plif network takes static input ``[B, C, H, W]`` or frames ``[T, B, C, H, W]``; the twin
 always takes ``[T, B, ...]`` (repeat a static input T times).  SpikingJelly is never a dependency
 of plif: the import fails with ``ImportError`` when it is not installed.
@@ -12,7 +15,7 @@ from __future__ import annotations
 __all__ = ["spikingjelly_twin"]
 
 
-def _neuron(m, device_type: str):
+def _neuron(m):
     from spikingjelly.activation_based import neuron, surrogate
 
     from ..neurons import IF, LIF, PLIF
@@ -32,19 +35,15 @@ def _neuron(m, device_type: str):
         n = neuron.IFNode(**common)
     else:
         raise ValueError(f"no SpikingJelly neuron for {type(m).__name__}")
-    if device_type == "cuda":  # its fastest backend that is installed; the CPU has only "torch"
-        for backend in ("triton", "cupy"):
-            if backend in n.supported_backends:
-                try:
-                    n.backend = backend
-                    break
-                except Exception:  # the backend's package is missing
-                    continue
+    # SpikingJelly 2.0 has no backend argument: each call picks its implementation from the tensor's
+    # device (CUDA eager: native CUDA if built, else Triton, else torch); spikingjelly_path() says which
     return n
 
 
 def spikingjelly_twin(net, device: str = "cpu"):
-    """``(twin, reset_net)``: ``net`` rebuilt from SpikingJelly layers, for ``device``'s backend."""
+    """``(twin, reset_net)``: ``net`` rebuilt from SpikingJelly layers, to run on ``device`` (built on
+    the CPU; the caller moves it).  SpikingJelly runs on the CPU and NVIDIA CUDA only: another device
+    type is refused here rather than in the first step."""
     import torch
     from spikingjelly.activation_based import functional, layer
     from torch import nn
@@ -52,7 +51,8 @@ def spikingjelly_twin(net, device: str = "cpu"):
     from ..layers import PerStepBatchNorm, TimeInvariantDropout, Voting, unwrap
     from ..neurons import SpikingNeuron
 
-    dev = torch.device(device).type
+    if torch.device(device).type not in ("cpu", "cuda"):
+        raise ValueError(f"the SpikingJelly twin runs on cpu or cuda, not {device!r}")
     out = []
     for m, info in zip(net.layers, net.info):
         if isinstance(m, PerStepBatchNorm):  # SpikingJelly normalises over T*B only
@@ -66,7 +66,7 @@ def spikingjelly_twin(net, device: str = "cpu"):
         elif isinstance(m, nn.BatchNorm1d):
             sj = layer.BatchNorm1d(m.num_features, step_mode="m")
         elif isinstance(m, SpikingNeuron):
-            sj = _neuron(m, dev)
+            sj = _neuron(m)
         elif isinstance(m, nn.MaxPool2d):
             sj = layer.MaxPool2d(m.kernel_size, m.stride, step_mode="m")
         elif isinstance(m, nn.AvgPool2d):

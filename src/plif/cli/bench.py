@@ -99,12 +99,13 @@ def _run_train(args: argparse.Namespace) -> int:
 
 def _add_train(sub) -> None:
     p = sub.add_parser("train", help="time one training step of the paper's network per backend",
-                       description="Time forward + backward + Adam of a paper network (naive, bptt, fused, SpikingJelly).")
+                       description="Time forward + backward + Adam of a paper network (naive, bptt, fused, SpikingJelly); "
+                                   "event datasets get synthetic event frames; on CUDA also the kernels per step.")
     p.add_argument("--dataset", default="fashion-mnist", help="zoo entry whose network is timed (default fashion-mnist)")
     p.add_argument("--batches", default="16", help="comma-separated batch sizes (default 16)")
     p.add_argument("--variants", help="comma-separated: naive, bptt, auto, auto+bf16 (bf16 autocast), auto+graph (CUDA), "
-                                      "compile, cuda-graph (CUDA), "
-                                         "cuda-graph+bf16 (CUDA), spikingjelly")
+                                      "compile, cuda-graph (CUDA), cuda-graph+bf16 (CUDA), spikingjelly, "
+                                      "spikingjelly+graph (CUDA)")
     p.add_argument("--device", help="cpu or cuda (default: cuda when available)")
     p.add_argument("--warmup", type=int, default=2)
     p.add_argument("--iters", type=int, default=5)
