@@ -89,6 +89,7 @@ class DatasetSpec:
         return (self.name, *(f for f in self.folders if f != self.name))
 
     def network_string(self, authors_code: bool = False, cpu: bool = False) -> str:
+        """The network to build: the paper's, the authors' code's (where it differs) or the CPU one."""
         if cpu:
             return self.cpu_network
         return self.authors_network if authors_code and self.authors_network else self.network
@@ -176,6 +177,7 @@ DATASETS: dict[str, DatasetSpec] = {d.name: d for d in (
                 "(BACKGROUND_Google included)", "class-folders", folders=("Caltech101", "N-Caltech101", "NCaltech101"),
                 suffixes=(".bin",), train_fraction=0.9),
 )}
+"""Every dataset's record by name: the one place its facts (shapes, T, networks, files, splits) live."""
 
 STATIC = tuple(n for n, d in DATASETS.items() if d.kind == "static")
 EVENT = tuple(n for n, d in DATASETS.items() if d.kind == "event")

@@ -25,7 +25,9 @@ FASHION_SYSTEM_DIR = Path("/usr/share/datasets/fashion-mnist")  # Debian: datase
 
 
 StaticDataset = DatasetSpec  # the record of one static dataset (mean, std, files, md5, urls, ...)
+"""The record of one static dataset: a :class:`plif.data.catalog.DatasetSpec` of kind ``static``."""
 STATIC_DATASETS: dict[str, DatasetSpec] = {n: d for n, d in DATASETS.items() if d.kind == "static"}
+"""The static datasets' records by name (MNIST, Fashion-MNIST, CIFAR-10), a subset of ``DATASETS``."""
 
 CIFAR_DIR = "cifar-10-batches-py"
 CIFAR_TRAIN = tuple(f"data_batch_{i}" for i in range(1, 6))

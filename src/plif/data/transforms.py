@@ -80,7 +80,7 @@ def random_affine(x: torch.Tensor, degrees: float = 30.0, translate: float = 0.1
                   mode: str = "nearest") -> torch.Tensor:
     """torchvision ``RandomAffine(degrees, translate=(t, t), scale)`` on a batch ``[B, C, H, W]``.
 
-    Per sample: angle ~ U[-degrees, degrees], shift = round(U[-t*W, t*W]) whole pixels in x (H in
+    Per sample: angle ~ U[-degrees, degrees], shift = round(U[-t W, t W]) whole pixels in x (H in
     y) as torchvision, scale ~ U[scale]; zero fill; ``mode`` as :func:`apply_affine`.
     """
     if x.dim() != 4:

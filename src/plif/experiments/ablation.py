@@ -30,6 +30,7 @@ class Ablation:
     pool: str
 
     def overrides(self) -> dict:
+        """The :class:`plif.train.TrainConfig` fields this entry sets."""
         return {"neuron": self.neuron, "tau0": self.tau0, "pool": self.pool}
 
 
@@ -40,6 +41,7 @@ ABLATIONS: dict[str, Ablation] = {a.label: a for a in (
     Ablation("lif-tau16", "Table 4", "lif", 16.0, "max"),
     Ablation("plif-tau2-avgpool", "Table 5 (average)", "plif", 2.0, "avg"),
 )}
+"""The paper's ablations (Tables 4 and 5) by label: PLIF against LIF at τ = 2 and 16, max against average pooling."""
 
 
 def _select(only) -> list[Ablation]:

@@ -54,12 +54,14 @@ def check_finite(state: dict, path) -> None:
 def load_run_model(run_dir, which: str = "best", map_location="cpu", backend: str = "auto"):
     """Rebuild the network of a run and load its weights: returns ``(SpikingNetwork, config dict)``.
 
-    which: ``best`` (the validation-selected checkpoint of protocol B if the run has one, else the
-    best-test one of protocol A), ``best_test``, ``best_val``, ``last``, or a path to a ``.pt`` file
-    holding weights for this run's network.  A folder that is not a run, a malformed
-    ``config.json`` and a checkpoint with non-finite weights raise errors naming the file.
-    backend: how the neurons run here; the backend the run was trained with is not used (a run
-    trained with ``triton`` on a GPU loads on a CPU-only machine).
+    - which: ``best`` (the validation-selected checkpoint of protocol B if the run has one, else the
+      best-test one of protocol A), ``best_test``, ``best_val``, ``last``, or a path to a ``.pt`` file
+      holding weights for this run's network.
+    - backend: how the neurons run here; the backend the run was trained with is not used (a run
+      trained with ``triton`` on a GPU loads on a CPU-only machine).
+
+    A folder that is not a run, a malformed ``config.json`` and a checkpoint with non-finite
+    weights raise errors naming the file.
     """
     from ..models import build_network
 
