@@ -133,7 +133,7 @@ AUGMENTATIONS: dict[str, Callable[..., torch.Tensor]] = {
 
 def augment_for(name: str) -> Callable[..., torch.Tensor]:
     """The training augmentation of dataset ``name`` (the supplement's Preprocessing section) as
-    ``f(x, generator=None) -> x``, applied to raw pixel batches before :func:`normalize`: MNIST
+    ``f(x, generator=None) -> x``, applied to raw pixel batches ``x [B, C, H, W]`` before :func:`normalize`: MNIST
     affine, CIFAR-10 crop + flip, Fashion-MNIST none (``augment`` of its catalog record)."""
     from .catalog import get_dataset
 
