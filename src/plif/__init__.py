@@ -1,4 +1,17 @@
-"""plif: Parametric Leaky Integrate-and-Fire spiking neural networks (Fang et al., ICCV 2021)."""
+"""plif: Parametric Leaky Integrate-and-Fire spiking neural networks (Fang et al., ICCV 2021).
+
+Tensors are time-first everywhere: a layer takes and returns ``[T, B, ...]``.  Where the pieces live:
+
+- `plif.neurons`: ``IF``, ``LIF``, ``PLIF`` layers, their pure step functions and ``multi_step``;
+- `plif.surrogate`: the surrogate-gradient registry, ``plif.surrogate.register_surrogate``;
+- `plif.layers`: ``plif.layers.TimeFolded``, ``plif.layers.TimeInvariantDropout``,
+  ``plif.layers.Voting``, ``plif.layers.SpikeMaxPool2d``, ...;
+- `plif.models`: the paper's network notation, ``build_network`` and the zoo (``build_zoo``);
+- `plif.data`, `plif.data.events`, `plif.data.frames`: datasets, event-file readers, frame integration;
+- `plif.train`: ``plif.train.TrainConfig`` and ``plif.train.train``;
+- `plif.deploy`: ``plif.deploy.load_run``, BN folding, spike-only inference, NIR export;
+- `plif.experiments`: the ablation sweep, the report and the figures.
+"""
 from ._lazy import lazy_names
 
 __version__ = "0.1.0"

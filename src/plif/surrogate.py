@@ -11,8 +11,8 @@ four with their constants:
 |-----------|---------------------------------------------|-----------------------------------------|
 | atan      | arctan(π/2·α·x)/π + 1/2  (paper, α = 2)      | (α/2) / (1 + (π/2·α·x)²)                |
 | sigmoid   | sigmoid(α·x)                (α = 4)          | α·sigmoid(αx)·(1 - sigmoid(αx))         |
-| rect      | clamp(α·x/2 + 1/2, 0, 1)  piecewise linear  (α = 1) | α/2 where |x| < 1/α, else 0        |
-| triangle  | piecewise quadratic         (α = 1)          | max(0, α - α²·|x|)                      |
+| rect      | clamp(α·x/2 + 1/2, 0, 1)  piecewise linear  (α = 1) | α/2 where abs(x) < 1/α, else 0     |
+| triangle  | piecewise quadratic         (α = 1)          | max(0, α - α²·abs(x))                   |
 
 Custom surrogates: :func:`register_surrogate` adds a name with its derivative (or only its
 primitive, differentiated by autograd).  One that is a closed form of the kernels with other
@@ -145,9 +145,11 @@ SURROGATES: dict[str, Surrogate] = {
         _builtin("triangle", 1.0, _triangle, lambda a: (a, a * a)),
     )
 }
+"""The four built-in surrogates by name (the table above), each with its kernel ``code``."""
 
 
 CUSTOM_SURROGATES: dict[str, Surrogate] = {}
+"""Surrogates added by :func:`register_surrogate`, by name (``code=None``: PyTorch paths only)."""
 
 
 def _grad_of(primitive: Callable) -> Callable:

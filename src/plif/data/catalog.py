@@ -119,6 +119,7 @@ class DatasetSpec:
         return (self.name, *(f for f in self.folders if f != self.name))
 
     def network_string(self, authors_code: bool = False, cpu: bool = False) -> str:
+        """The network to build: the paper's, the authors' code's (where it differs) or the CPU one."""
         if cpu:
             return self.cpu_network
         return self.authors_network if authors_code and self.authors_network else self.network
@@ -250,6 +251,7 @@ DATASETS: dict[str, DatasetSpec] = {d.name: d for d in (
                                                      "file_downloaded",), "66201824eabb0239c7ab992480b50ba3",
                                   _in_class_folders("Caltech101", NCALTECH101_CLASSES, ".bin")),)),
 )}
+"""Every dataset's record by name: the one place its facts (shapes, T, networks, files, splits) live."""
 
 
 

@@ -9,6 +9,7 @@ from .memory import check_fits_memory
 __all__ = ["events_to_frames", "slice_index", "check_frame_shape", "check_coordinates", "SPLITS"]
 
 SPLITS = ("count", "time")
+"""How :func:`slice_index` cuts a stream into T slices: equal event counts (the paper) or equal durations."""
 
 
 def slice_index(events: np.ndarray, T: int, split: str = "count") -> np.ndarray:

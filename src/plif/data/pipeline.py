@@ -48,7 +48,7 @@ class DataConfig(Protocol):
 @dataclass
 class Split:
     """One split: labels ``y`` ``[n]`` and its samples, rows ``rows`` of ``x`` (all rows of
-    ``x`` when ``rows`` is None).  Resident: ``x`` is on the training device.  Streamed: ``x``
+    ``x`` when ``rows`` is None); ``x`` is ``[N, C, H, W]`` uint8 images or ``[N, T, 2, H, W]`` event frames.  Resident: ``x`` is on the training device.  Streamed: ``x``
     stays on the CPU (host memory, or the memory-mapped frame cache) and batches go to ``device``."""
 
     x: torch.Tensor
@@ -82,6 +82,7 @@ class Split:
         return Split(x.to(device), self.y.to(device))
 
     def streaming(self, device) -> "Split":
+        """This split streamed: ``x`` stays where it is, batches go to ``device``."""
         return replace(self, device=torch.device(device))
 
     def limit(self, n: int | None) -> "Split":
@@ -91,6 +92,7 @@ class Split:
         return self if n is None or n >= len(self) else self.subset(stratified_subset(self.y.cpu(), n, seed=0))
 
     def subset(self, idx: torch.Tensor) -> "Split":
+        """The samples at positions ``idx [n]`` of this split (no copy of ``x``)."""
         return replace(self, y=self.y[idx], rows=idx if self.rows is None else self.rows[idx])
 
 
@@ -139,7 +141,11 @@ def _stream(split: Split, batches: list[torch.Tensor], workers: int | None = Non
 
 @dataclass
 class TrainData:
-    """Train / validation / test splits plus how to turn a raw batch into network input."""
+    """Train / validation / test splits plus how to turn a raw batch into network input.
+
+    ``prepare(x, gen)`` makes a batch of :class:`Split` rows network input: normalised float
+    ``[B, C, H, W]`` images or float ``[T, B, 2, H, W]`` frames; ``augment`` is the training augmentation.
+    """
 
     train: Split
     val: Split | None
@@ -171,6 +177,7 @@ class TrainData:
         return eval_batches(split, self.prepare, batch_size, rank, world, self.workers)
 
     def steps_per_epoch(self, batch_size: int, world: int = 1) -> int:
+        """Full batches per epoch on each of ``world`` ranks (the remainder is dropped)."""
         return (len(self.train) // world) // batch_size
 
 

@@ -25,6 +25,7 @@ FASHION_SYSTEM_DIR = Path("/usr/share/datasets/fashion-mnist")  # Debian: datase
 
 
 StaticDataset = DatasetSpec  # the record of one static dataset (mean, std, files, md5, urls, ...)
+"""The record of one static dataset: a :class:`plif.data.catalog.DatasetSpec` of kind ``static``."""
 
 CIFAR_DIR = "cifar-10-batches-py"
 CIFAR_TRAIN = tuple(f"data_batch_{i}" for i in range(1, 6))

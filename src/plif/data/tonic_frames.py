@@ -3,7 +3,7 @@
 Tonic datasets yield structured event arrays with fields ``x``, ``y``, ``t``, ``p`` (any order,
 extra fields ignored) and take transforms that are callables on them; sensor sizes are given in
 Tonic's order ``(W, H, P)``.  ``ToPaperFrames`` returns float32 ``[T, 2, H, W]`` exactly as
-:func:`plif.data.frames.events_to_frames` (the paper's integration of events into frames)::
+:func:`plif.data.frames.events_to_frames` (the paper's integration of events into frames):
 
     import tonic
     ds = tonic.datasets.NMNIST("data", train=True,
@@ -28,7 +28,9 @@ __all__ = ["ToPaperFrames"]
 
 @dataclass(frozen=True)
 class ToPaperFrames:
-    """``sensor_size``: Tonic's ``(W, H, P)`` with P = 2; ``n_time_bins``: T; ``split``:
+    """A Tonic transform: structured events ``[N]`` (fields x, y, t, p) -> float32 frames ``[T, 2, H, W]``.
+
+    ``sensor_size``: Tonic's ``(W, H, P)`` with P = 2; ``n_time_bins``: T; ``split``:
     ``"count"`` (the paper: equal event counts) or ``"time"`` (equal durations)."""
 
     sensor_size: tuple[int, int, int]

@@ -80,7 +80,7 @@ def random_affine(x: torch.Tensor, degrees: float = 30.0, translate: float = 0.1
                   mode: str = "nearest") -> torch.Tensor:
     """torchvision ``RandomAffine(degrees, translate=(t, t), scale)`` on a batch ``[B, C, H, W]``.
 
-    Per sample: angle ~ U[-degrees, degrees], shift = round(U[-t*W, t*W]) whole pixels in x (H in
+    Per sample: angle ~ U[-degrees, degrees], shift = round(U[-t W, t W]) whole pixels in x (H in
     y) as torchvision, scale ~ U[scale]; zero fill; ``mode`` as :func:`apply_affine`.
     """
     if x.dim() != 4:
@@ -133,7 +133,7 @@ AUGMENTATIONS: dict[str, Callable[..., torch.Tensor]] = {
 
 def augment_for(name: str) -> Callable[..., torch.Tensor]:
     """The training augmentation of dataset ``name`` (the supplement's Preprocessing section) as
-    ``f(x, generator=None) -> x``, applied to raw pixel batches before :func:`normalize`: MNIST
+    ``f(x, generator=None) -> x``, applied to raw pixel batches ``x [B, C, H, W]`` before :func:`normalize`: MNIST
     affine, CIFAR-10 crop + flip, Fashion-MNIST none (``augment`` of its catalog record)."""
     from .catalog import get_dataset
 

@@ -34,6 +34,7 @@ E_MAC_PJ = 4.6
 E_AC_PJ = 0.9
 ENERGY_SOURCE = ("M. Horowitz, 'Computing's energy problem (and what we can do about it)', ISSCC 2014, "
                  "45 nm: 32-bit float MAC 4.6 pJ, 32-bit float add (AC) 0.9 pJ")
+"""Where the energy per operation (:data:`plif.deploy.stats.E_MAC_PJ`, :data:`plif.deploy.stats.E_AC_PJ`) comes from."""
 
 
 @dataclass
@@ -53,6 +54,9 @@ class LayerStats:
 
 @dataclass
 class NetworkStats:
+    """What :func:`collect_stats` counted: per-layer totals (:class:`LayerStats`) over ``samples``
+    samples of ``T`` steps of the network ``spec``, and ``correct`` predictions when labels were given."""
+
     spec: str
     T: int
     samples: int = 0
@@ -60,13 +64,16 @@ class NetworkStats:
     layers: list[LayerStats] = field(default_factory=list)
 
     def firing_rate(self, ls: LayerStats) -> float:
+        """Spikes per neuron and time-step of layer ``ls``."""
         return ls.spikes / max(1, ls.neurons * self.T * self.samples)
 
     def per_sample(self, value: float) -> float:
+        """A total over all samples, divided by their number."""
         return value / max(1, self.samples)
 
     @property
     def totals(self) -> dict:
+        """Per sample: SynOps, SNN and ANN MACs, energy estimates (uJ) and their ratio, accuracy."""
         syn = self.per_sample(sum(ls.synops for ls in self.layers))
         mac = self.per_sample(sum(ls.macs for ls in self.layers))
         ann = self.per_sample(sum(ls.ann_macs for ls in self.layers))
@@ -77,6 +84,7 @@ class NetworkStats:
                 "accuracy": None if self.correct is None else self.correct / max(1, self.samples)}
 
     def to_dict(self) -> dict:
+        """Everything as JSON-ready values (``plif stats --json``): totals, per-layer rows, energy source."""
         return {"spec": self.spec, "T": self.T, "samples": self.samples,
                 "energy_per_op_pJ": {"MAC": E_MAC_PJ, "AC": E_AC_PJ, "source": ENERGY_SOURCE},
                 "totals_per_sample": self.totals,

@@ -25,6 +25,7 @@ class Setting:
     pool: str  # "max" | "avg"
 
     def label(self) -> str:
+        """A readable name, e.g. ``PLIF(tau0=2), max-pool``."""
         name = f"PLIF(tau0={self.tau0:g})" if self.neuron == "plif" else f"{self.neuron.upper()}(tau={self.tau0:g})"
         return f"{name}, {self.pool}-pool"
 
@@ -45,9 +46,11 @@ class Setting:
 
 # the proposed method: PLIF, tau0 = 2, max pooling (Table 3 and the supplement)
 PAPER_SETTING = Setting("plif", 2.0, "max")
+"""The paper's proposed method: PLIF, τ0 = 2, max pooling."""
 
 # dataset -> (accuracy A, accuracy B) for PAPER_SETTING: ``paper_accuracy`` of each dataset's record
 MAIN_RESULTS: dict[str, tuple[float, float]] = {n: d.paper_accuracy for n, d in DATASETS.items() if d.paper_accuracy}
+"""Dataset -> the paper's (accuracy A, accuracy B) in % for :data:`PAPER_SETTING` (Table 3, supplement)."""
 
 _T4_T5_DATASETS = ("fashion-mnist", "cifar10", "cifar10-dvs", "dvs128-gesture")
 
@@ -65,6 +68,7 @@ ABLATION_RESULTS: dict[Setting, dict[str, float]] = {
     Setting("lif", 16.0, "max"): _row((94.47, 47.50, 62.40, 76.74)),
     Setting("plif", 2.0, "avg"): _row((94.74, 93.30, 72.70, 97.22)),
 }
+"""Setting -> dataset -> the paper's accuracy A in % (Tables 4 and 5)."""
 
 
 def paper_accuracy(dataset: str, setting: Setting) -> tuple[float | None, float | None, str]:

@@ -11,7 +11,13 @@ __all__ = ["TimeFolded", "PerStepBatchNorm", "unwrap"]
 
 
 class TimeFolded(nn.Module):
-    """Wrap a stateless ``layer`` so it takes and returns ``[T, B, ...]``."""
+    """Wrap a stateless ``layer`` so it takes and returns ``[T, B, ...]``.
+
+    ``x [T, B, ...]`` is folded to ``[T*B, ...]``, ``layer`` runs once on it, and its output
+    ``[T*B, ...']`` is unfolded to ``[T, B, ...']``: one conv/linear/pool/BN call instead of T
+    (a BatchNorm so wrapped computes its statistics over ``T*B``).  ``.layer`` is the wrapped
+    module, so the state dict reads ``<name>.layer.weight``.
+    """
 
     def __init__(self, layer: nn.Module):
         super().__init__()

@@ -51,10 +51,15 @@ class MemoryOptions:
     """Which activation savings a network uses in training (all off: plain PyTorch layers)."""
 
     spike_storage: bool = False
+    """Spike inputs kept as one byte, max-pool windows as two-byte offsets.  Exact."""
     recompute_bn: bool = False
+    """A conv's output (BN's input) recomputed in backward.  Exact; needs ``spike_storage``."""
     h_bf16: bool = False
+    """Neurons keep ``H`` in bf16.  Not exact."""
     checkpoint_blocks: bool = False
+    """Each convolutional block keeps only its input and runs again in backward.  Exact."""
     chunk_first_block: bool = False
+    """The first block runs a few time-steps at a time.  Not bit-identical (sums add up per chunk)."""
 
     def __post_init__(self):
         for f in fields(self):
@@ -64,6 +69,7 @@ class MemoryOptions:
             raise ValueError("recompute_bn recomputes from the one-byte spikes: it needs spike_storage=True")
 
     def any(self) -> bool:
+        """True if any saving is on."""
         return any(getattr(self, f.name) for f in fields(self))
 
 
@@ -77,6 +83,8 @@ MEMORY_PRESETS: dict[str, MemoryOptions] = {
     "all+checkpoint": MemoryOptions(spike_storage=True, recompute_bn=True, h_bf16=True, checkpoint_blocks=True,
                                     chunk_first_block=True),
 }
+"""Named :class:`MemoryOptions` (``plif train --memory`` picks one): ``none`` is plain PyTorch, ``spikes``,
+``exact`` and ``checkpoint`` give the same results, ``low`` and ``all`` add the inexact savings."""
 
 
 def _is(m: nn.Module, cls) -> bool:

@@ -40,7 +40,14 @@ class LayerInfo:
 
 
 class SpikingNetwork(nn.Module):
-    """A sequence of layers over ``[T, B, ...]`` built from a notation string (see :func:`build_network`)."""
+    """A sequence of layers over ``[T, B, ...]`` built from a notation string (see :func:`build_network`).
+
+    Input ``[B, *input_shape]`` (a static image, fed at every step) or ``[T, B, *input_shape]``
+    (event frames); output the voting layer's spikes ``[T, B, classes]``, whose mean over T is the
+    firing rate the prediction takes the argmax of.  ``layers`` is an ``nn.ModuleList``, ``info``
+    one :class:`LayerInfo` per layer.  Neurons carry no state between calls: each call starts
+    every neuron at its rest potential.
+    """
 
     def __init__(self, spec: str, layers: list[nn.Module], info: list[LayerInfo], input_shape: tuple, T: int,
                  memory: MemoryOptions | None = None):
@@ -124,6 +131,7 @@ class SpikingNetwork(nn.Module):
         return self
 
     def neuron_layers(self) -> list[SpikingNeuron]:
+        """The spiking neuron layers, in order."""
         return [m for m in self.layers if isinstance(m, SpikingNeuron)]
 
     def taus(self) -> list[float]:
@@ -166,15 +174,15 @@ def build_network(spec: str, input_shape, T: int = 8, *, neuron: str | None = No
                   **neuron_kwargs) -> SpikingNetwork:
     """Parse ``spec`` and build the network for per-sample ``input_shape`` (``(C, H, W)`` or ``(N,)``).
 
-    T: time-steps, a positive integer.
-    neuron: replace every neuron token with this one (``PLIF``, ``LIF``, ``IF``; ablations).
-    tau0: initial τ of PLIF layers, the fixed τ of LIF layers.
-    pool: ``max`` or ``avg`` replaces every spatial pooling (the voting layer is kept).
-    bn_per_step: BatchNorm statistics per time-step (authors' code) instead of over ``T*B``.
-    per_channel_tau: one learnable τ per channel (or per feature after FC) instead of per layer.
-    dropout_p: override the probability of every ``DP``.
-    memory: activation savings for training (:class:`plif.models.memory.MemoryOptions`).
-    neuron_kwargs: passed to every neuron (``v_threshold``, ``v_reset``, ``surrogate``, ...).
+    - T: time-steps, a positive integer.
+    - neuron: replace every neuron token with this one (``PLIF``, ``LIF``, ``IF``; ablations).
+    - tau0: initial τ of PLIF layers, the fixed τ of LIF layers.
+    - pool: ``max`` or ``avg`` replaces every spatial pooling (the voting layer is kept).
+    - bn_per_step: BatchNorm statistics per time-step (authors' code) instead of over ``T*B``.
+    - per_channel_tau: one learnable τ per channel (or per feature after FC) instead of per layer.
+    - dropout_p: override the probability of every ``DP``.
+    - memory: activation savings for training (:class:`plif.models.memory.MemoryOptions`).
+    - neuron_kwargs: passed to every neuron (``v_threshold``, ``v_reset``, ``surrogate``, ...).
 
     Build under ``with torch.device("meta"):`` to get shapes and parameter counts without
     allocating weights (``plif spec`` does).

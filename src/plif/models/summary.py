@@ -7,7 +7,8 @@ __all__ = ["layer_table"]
 
 
 def layer_table(net: SpikingNetwork) -> str:
-    """Render the table with totals; shapes are per time-step and per sample."""
+    """``net``'s layers as a text table (output shape, parameters, spiking neurons) with totals;
+    shapes are per time-step and per sample (``[C, H, W]`` or ``[N]``)."""
     rows = [("#", "layer", "output [C,H,W]/[N]", "params", "neurons")]
     rows.append(("", "input", "x".join(map(str, net.input_shape)), "", ""))
     for i, l in enumerate(net.info):

@@ -9,7 +9,10 @@ __all__ = ["ZooEntry", "ZOO", "get_entry", "build_zoo"]
 
 
 ZooEntry = DatasetSpec  # a zoo entry is the dataset's record: network strings, input shape, T, classes
+"""A zoo entry: the dataset's :class:`plif.data.catalog.DatasetSpec` (network strings, input shape, T, classes)."""
 ZOO: dict[str, DatasetSpec] = DATASETS
+"""The paper's configurations by dataset name (``mnist``, ``cifar10``, ``dvs128-gesture``, ...): the
+dataset records of :data:`plif.data.catalog.DATASETS`."""
 
 
 def get_entry(name: str) -> DatasetSpec:

@@ -55,6 +55,9 @@ FUSED: dict[str, FusedBackend] = {
 }
 
 BACKENDS: dict[str, Backend] = {"reference": multi_step_reference, "bptt": multi_step_bptt}
+"""Every backend :func:`multi_step` can run by name: ``reference``, ``bptt``, and the fused kernels
+that loaded (``triton``, ``cpu``) or were registered; each maps ``(x [T, B, ...], k, v0, cfg)`` to
+``(spikes [T, B, ...], V_{T-1} [B, ...])``."""
 _SUPPORTS: dict[str, Callable[[torch.Tensor, NeuronConfig], bool]] = {}
 _FAILED: dict[str, str] = {}  # fused backend -> why it did not load
 _WARNED: set[str] = set()

@@ -25,9 +25,12 @@ __all__ = ["NeuronConfig", "charge", "fire", "reset", "neuron_step", "rest_poten
 class NeuronConfig:
     """Everything about a neuron layer except its time constant.
 
-    leak: False for IF (no leak, ``k`` ignored), True for LIF/PLIF.
-    v_reset: the hard-reset potential, or ``None`` for soft reset (subtract ``v_threshold``).
-    detach_reset: cut the reset path out of the backward graph (paper default).
+    - leak: False for IF (no leak, ``k`` ignored), True for LIF/PLIF.
+    - v_threshold: the firing threshold ``V_th``.
+    - v_reset: the hard-reset potential, or ``None`` for soft reset (subtract ``v_threshold``).
+    - detach_reset: cut the reset path out of the backward graph (paper default).
+    - surrogate, alpha: the surrogate gradient's name (:func:`plif.surrogate.get_surrogate`) and its
+      sharpness; ``alpha=None`` becomes that surrogate's default.
     """
 
     leak: bool = True
@@ -46,6 +49,7 @@ class NeuronConfig:
 
     @property
     def hard_reset(self) -> bool:
+        """True unless ``v_reset`` is None (soft reset)."""
         return self.v_reset is not None
 
 
@@ -65,21 +69,21 @@ def initial_state(x_t: torch.Tensor, cfg: NeuronConfig) -> torch.Tensor:
 
 
 def charge(x_t: torch.Tensor, v: torch.Tensor, k, cfg: NeuronConfig) -> torch.Tensor:
-    """``H_t`` from ``X_t`` and ``V_{t-1}``."""
+    """``H_t`` from ``X_t`` and ``V_{t-1}`` (``x_t``, ``v`` ``[B, ...]``; ``k`` broadcastable to them)."""
     if not cfg.leak:
         return v + x_t
     return v + k * (x_t - (v - rest_potential(cfg)))
 
 
 def fire(h: torch.Tensor, cfg: NeuronConfig, differentiable: bool = True) -> torch.Tensor:
-    """``S_t = Θ(H_t - V_th)``; with ``differentiable`` the surrogate defines the backward."""
+    """``S_t = Θ(H_t - V_th)``, shaped like ``h``; with ``differentiable`` the surrogate defines the backward."""
     if differentiable:
         return spike_fn(h - cfg.v_threshold, cfg.surrogate, cfg.alpha)
     return heaviside(h - cfg.v_threshold)
 
 
 def reset(h: torch.Tensor, s: torch.Tensor, cfg: NeuronConfig) -> torch.Tensor:
-    """``V_t`` from ``H_t`` and ``S_t`` (the caller detaches ``s`` for ``detach_reset``)."""
+    """``V_t`` from ``H_t`` and ``S_t``, both ``[B, ...]`` (the caller detaches ``s`` for ``detach_reset``)."""
     if cfg.hard_reset:
         return h * (1 - s) + cfg.v_reset * s
     return h - cfg.v_threshold * s

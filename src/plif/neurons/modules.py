@@ -43,7 +43,18 @@ def tau_to_w(tau: float) -> float:
 
 
 class SpikingNeuron(nn.Module):
-    """Base layer: subclasses say whether they leak and provide ``k()`` (``1/τ``)."""
+    """Base layer: subclasses say whether they leak and provide ``k()`` (``1/τ``).
+
+    Called on ``x [T, B, ...]`` it returns spikes ``[T, B, ...]`` (same dtype), starting every
+    neuron at the rest potential unless ``v0 [B, ...]`` is given; :meth:`step` runs one time-step.
+
+    - v_threshold: ``V_th``; v_reset: the hard-reset potential, or ``None`` for soft reset.
+    - detach_reset: cut the reset out of the backward graph (the paper's default).
+    - surrogate, alpha: a name in :data:`plif.surrogate.SURROGATES` or one added by
+      :func:`plif.surrogate.register_surrogate`, and its sharpness (``None``: the surrogate's default).
+    - backend: ``auto`` or a name in :data:`plif.neurons.BACKENDS` (all compute the same
+      dynamics; the fused ones are tested against ``reference``).
+    """
 
     leak = True
 
@@ -161,6 +172,7 @@ class PLIF(SpikingNeuron):
 
 # The one list of neuron names: the notation's tokens, --neuron's choices and make_neuron read it.
 NEURONS: dict[str, type[SpikingNeuron]] = {"PLIF": PLIF, "LIF": LIF, "IF": IF}
+"""The neuron layers by the names the network notation uses (``IF``, ``LIF``, ``PLIF``)."""
 
 
 def make_neuron(name: str, tau: float = 2.0, **kwargs) -> SpikingNeuron:

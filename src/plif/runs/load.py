@@ -12,13 +12,14 @@ __all__ = ["load_run"]
 def load_run(run_dir: str | Path, which: str = "best", map_location="cpu", backend: str = "auto"):
     """Rebuild the network of a run and load its weights: ``(SpikingNetwork in eval mode, config dict)``.
 
-    which: ``best`` (the validation-selected checkpoint of protocol B if the run has one, else the
-    best-test one of protocol A), ``best_test``, ``best_val``, ``last``, or a path to a ``.pt`` file
-    holding weights for this run's network.  A folder that is not a run, a malformed
-    ``config.json``, a corrupted checkpoint, one whose tensors do not match the network and one
-    with non-finite weights raise errors naming the file.
-    backend: how the neurons run here; the backend the run was trained with is not used (a run
-    trained with ``triton`` on a GPU loads on a CPU-only machine).
+    - which: ``best`` (the validation-selected checkpoint of protocol B if the run has one, else the
+      best-test one of protocol A), ``best_test``, ``best_val``, ``last``, or a path to a ``.pt`` file
+      holding weights for this run's network.
+    - backend: how the neurons run here; the backend the run was trained with is not used (a run
+      trained with ``triton`` on a GPU loads on a CPU-only machine).
+
+    A folder that is not a run, a malformed ``config.json``, a corrupted checkpoint, one whose
+    tensors do not match the network and one with non-finite weights raise errors naming the file.
     """
     from ..models import build_network
 

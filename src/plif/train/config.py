@@ -134,6 +134,7 @@ class TrainConfig:
         return dataclasses.replace(MEMORY_PRESETS[self.memory], checkpoint_blocks=bool(self.checkpoint_blocks))
 
     def to_dict(self) -> dict:
+        """Every field as JSON-ready values plus the network's keyword arguments (a run's ``config.json``)."""
         d = dataclasses.asdict(self)
         d["input_shape"] = list(self.input_shape)
         d["network_kwargs"] = self.network_kwargs()
@@ -203,6 +204,7 @@ PRESETS: dict[str, dict] = {
     # t_max: the epochs (resolve_config)
     "cpu": {"epochs": 2, "batch_size": 64, "lr": 2e-3, "T": 4, "cpu_network": True},
 }
+"""The values each ``preset`` gives the fields left ``None`` (see the module docstring)."""
 
 
 def resolve_config(cfg: TrainConfig) -> TrainConfig:

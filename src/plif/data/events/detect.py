@@ -13,6 +13,7 @@ __all__ = ["detect_format", "read_events", "read_with_sensor", "read_for_sensor"
            "FORMATS"]
 
 FORMATS = ("nmnist", "aedat2", "aedat3.1", "aedat4")
+"""The event file formats :func:`read_events` reads, as :func:`detect_format` names them."""
 
 
 def _format_of(head: bytes, path: str | Path, atis: bool = False) -> str:

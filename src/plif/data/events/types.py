@@ -10,6 +10,8 @@ __all__ = ["EVENT_DTYPE", "EventFormatError", "make_events", "read_header_lines"
 # t: microseconds (int64: AEDAT 3.1 overflow counters and AEDAT 4 epoch times exceed 32 bits);
 # x, y: pixel column / row; p: polarity, 1 = ON (brighter), 0 = OFF.
 EVENT_DTYPE = np.dtype([("t", "<i8"), ("x", "<u2"), ("y", "<u2"), ("p", "i1")])
+"""The structured event record every reader returns, ``[N]`` of (t int64 us, x uint16, y uint16, p int8
+with 1 = ON, 0 = OFF)."""
 
 
 class EventFormatError(ValueError):
