@@ -58,7 +58,8 @@ KEY = [
     ("plif/models.html", "plif.models", ["build_network", "SpikingNetwork", "build_zoo", "parse"]),
     ("plif/data/events.html", "plif.data.events", ["read_events", "read_nmnist_bin", "read_aedat2", "read_aedat31"]),
     ("plif/data/frames.html", "plif.data.frames", ["events_to_frames"]),
-    ("plif/train.html", "plif.train", ["TrainConfig", "train", "load_run_model"]),
+    ("plif/train.html", "plif.train", ["TrainConfig", "train"]),
+    ("plif/runs.html", "plif.runs", ["load_run", "RunFolder", "read_metrics"]),
     ("plif/deploy.html", "plif.deploy", ["load_run", "fold_batchnorm", "export_nir"]),
 ]
 

@@ -2,8 +2,8 @@
 
 Forward is always the exact step ``Θ(x) = 1 if x >= 0 else 0``; backward replaces ``Θ'(x)``
 with the derivative of a smooth (or piecewise) primitive ``σ(x)``.  Each entry is a pure
-function of ``(x, alpha)``.  The fused kernels implement four derivative formulas, the *closed
-forms* of :data:`CLOSED_FORMS`, each selected by a small integer ``code`` (a compile-time flag
+function of ``(x, alpha)``.  The fused kernels implement four derivative formulas, the closed
+forms of :data:`CLOSED_FORMS`, each selected by a small integer ``code`` (a compile-time flag
 there) and fed two constants ``(a, b)`` folded from ``alpha`` on the host; the built-ins are those
 four with their constants:
 
@@ -72,6 +72,8 @@ CLOSED_FORMS: dict[str, ClosedForm] = {
     "rect": ClosedForm(2, _rect_form),  # a where |u| < b, else 0
     "triangle": ClosedForm(3, _triangle_form),  # max(0, a - b |u|)
 }
+"""The four derivative formulas the fused kernels implement, by name: ``(code, constants)`` each;
+a surrogate declares one of them (with its own constants) to run in the kernels."""
 
 
 @dataclass(frozen=True)

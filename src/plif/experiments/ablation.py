@@ -20,6 +20,7 @@ __all__ = ["ABLATIONS", "run_sweep", "sweep_status"]
 
 # the sweep's entries by name: the settings of Tables 4 and 5
 ABLATIONS: dict[str, Setting] = {s.name(): s for s in ABLATION_RESULTS}
+"""The paper's ablations (Tables 4 and 5) by name: PLIF against LIF at τ = 2 and 16, max against average pooling."""
 
 
 def _select(only) -> list[Setting]:

@@ -49,6 +49,6 @@ class PerStepBatchNorm(nn.Module):
 
 def unwrap(layer: nn.Module) -> nn.Module:
     """The module a time wrapper runs (:class:`TimeFolded` and its subclasses, :class:`PerStepBatchNorm`),
-    else ``layer`` itself: what a layer *is*.  How it runs over time (over ``T*B`` at once, or step
+    else ``layer`` itself: what a layer is.  How it runs over time (over ``T*B`` at once, or step
     by step) is the wrapper's type, which callers that care ask separately."""
     return layer.layer if isinstance(layer, (TimeFolded, PerStepBatchNorm)) else layer

@@ -25,6 +25,7 @@ from .functional import NeuronConfig, neuron_step, state_dtype
 __all__ = ["SpikingNeuron", "IF", "LIF", "PLIF", "NEURONS", "make_neuron", "tau_to_w", "check_tau", "MAX_TAU"]
 
 MAX_TAU = 1e30  # 1/τ stays a normal float32 (and PLIF's sigmoid(w) with it); 1e30 steps is no leak at all
+"""The largest τ (and τ0) accepted: 1e30 steps, i.e. no leak at all, with 1/τ still a normal float32."""
 
 
 def check_tau(tau, name: str = "tau") -> float:

@@ -36,6 +36,8 @@ CONFIG, METRICS, SUMMARY, LOCK, CHECKPOINT_DIR, TENSORBOARD = (
     "config.json", "metrics.jsonl", "summary.json", ".lock", "checkpoints", "tensorboard")
 # which -> file name under <run>/checkpoints
 CHECKPOINTS = {"last": "last.pt", "best_test": "best_test.pt", "best_val": "best_val.pt"}
+"""The checkpoint files of a run (under ``checkpoints/``) by name: ``last`` every epoch, ``best_test``
+(protocol A) and ``best_val`` (protocol B)."""
 
 
 class RunFolderBusy(RuntimeError):
@@ -135,12 +137,14 @@ class RunFolder:
         return self.path / TENSORBOARD
 
     def checkpoint(self, which: str) -> Path:
+        """The path of checkpoint ``which`` (a key of :data:`CHECKPOINTS`), whether or not it exists."""
         if which not in CHECKPOINTS:
             raise ValueError(f"unknown checkpoint {which!r}; valid: {', '.join(CHECKPOINTS)}")
         return self.path / CHECKPOINT_DIR / CHECKPOINTS[which]
 
     # --- state -------------------------------------------------------------------------------
     def has_config(self) -> bool:
+        """Whether ``config.json`` exists."""
         return self.config.is_file()
 
     def has_finished_epoch(self) -> bool:
@@ -194,16 +198,20 @@ class RunFolder:
         return d
 
     def write_config(self, cfg_dict: dict) -> None:
+        """Write ``config.json`` (the resolved config) atomically."""
         write_json(self.config, cfg_dict)
 
     def write_metrics(self, rows: list[dict]) -> None:
+        """Write ``metrics.jsonl`` (one strict-JSON line per epoch) atomically."""
         atomic_write_bytes(self.metrics, "".join(json.dumps(strict_json(r), allow_nan=False) + "\n"
                                                  for r in rows).encode())
 
     def write_summary(self, summary: dict) -> None:
+        """Write ``summary.json`` (accuracies A and B) atomically."""
         write_json(self.summary, summary)
 
     def read_summary(self) -> dict:
+        """``summary.json`` as a dict (``{}`` when absent); a damaged file raises an error naming it."""
         return read_json_file(self.summary, "run summary") if self.summary.is_file() else {}
 
     # --- ownership ---------------------------------------------------------------------------
