@@ -19,6 +19,7 @@ back in the input's dtype, as the kernels' do.
 from __future__ import annotations
 
 import importlib
+import os
 import warnings
 from dataclasses import dataclass
 from typing import Callable
@@ -46,11 +47,18 @@ class FusedBackend:
     supports: str
     device: str  # the device type it is for: a load failure only matters to auto on that device
     unavailable: str | None = None
+    interpreter: str | None = None  # an environment variable that, set to "1", runs it on CPU tensors
+
+    def runs_on(self, kind: str) -> bool:
+        """Whether an explicitly named backend can take tensors of device type ``kind`` here."""
+        return kind in (self.device, "meta") or (
+            kind == "cpu" and self.interpreter is not None and os.environ.get(self.interpreter) == "1")
 
 
 # In ``auto`` order: the first loaded backend whose predicate accepts the input wins.
 FUSED: dict[str, FusedBackend] = {
-    "triton": FusedBackend("plif.kernels.triton_neuron", "multi_step_triton", "triton_supports", "cuda"),
+    "triton": FusedBackend("plif.kernels.triton_neuron", "multi_step_triton", "triton_supports", "cuda",
+                            interpreter="TRITON_INTERPRET"),
     "cpu": FusedBackend("plif.kernels.cpu_neuron", "multi_step_cpu", "cpu_supports", "cpu", "cpu_unavailable"),
 }
 
@@ -176,7 +184,7 @@ def check_backend(name: str, device: torch.device | str | None = None, surrogate
     if fused is None:
         return
     kind = torch.device(device).type if device is not None else None
-    if kind is not None and kind != fused.device and kind != "meta":
+    if kind is not None and not fused.runs_on(kind):
         raise ValueError(f"{option} {name!r}: a {fused.device} kernel, but this runs on {kind}; use {option} auto")
     if surrogate is not None and not get_surrogate(surrogate).fused:
         raise ValueError(f"{option} {name!r}: the fused kernels have only their closed-form surrogates; "
