@@ -55,8 +55,14 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2 if argv else 0
+    from ..signals import StopSignal, stop_signals_raise
+
     try:
-        return int(args.func(args) or 0)
+        with stop_signals_raise():  # plif train installs its own (it stops after a checkpoint)
+            return int(args.func(args) or 0)
+    except StopSignal as e:  # a cluster's notice: clean-up has run, say why the command ended
+        print(f"plif {args.command}: {e} before it finished (exit status {e.exit_status})", file=sys.stderr)
+        return e.exit_status
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

@@ -72,22 +72,7 @@ def _stored_config(folder):
 
 
 def run_eval(args) -> int:
-    """``plif eval``; SIGTERM or SIGUSR1 (a cluster's notice) end it with one line and exit status
-    128 + the signal's number, as a shell reports a process a signal ended (it writes nothing)."""
-    import sys
-
-    from ..train.stopping import StopSignal, stop_signals_raise
-
-    try:
-        with stop_signals_raise():
-            return _evaluate_run(args)
-    except StopSignal as e:
-        print(f"plif eval: {e} before it finished; nothing was written (exit status {e.exit_status})",
-              file=sys.stderr)
-        return e.exit_status
-
-
-def _evaluate_run(args) -> int:
+    """``plif eval RUN``: accuracy A and B of a run's best checkpoints on its test split."""
     from ..progress import sample_bar
     from ..device import pick_device
     from ..data.pipeline import eval_batches, load_test_split

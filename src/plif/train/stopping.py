@@ -5,7 +5,8 @@ The run stops cleanly after the last epoch (or ``--checkpoint-every`` step) whos
 before the deadline, judged from the slowest such stretch this process has run.  The deadline
 counts from the start of the process (of the torchrun agent under torchrun); ``plif train`` then
 exits with :data:`EXIT_STOPPED` and the same command continues the run.  A command with nothing to
-save (``plif eval``) stops at once on those signals, saying so (:func:`stop_signals_raise`).
+save (``plif eval``, ``plif stats`` ...) stops at once on those signals, saying so
+(:func:`plif.signals.stop_signals_raise`).
 """
 from __future__ import annotations
 
@@ -14,13 +15,12 @@ import os
 import re
 import signal
 import time
-from contextlib import contextmanager
+from ..signals import STOP_SIGNALS, StopSignal, stop_signals_raise
 
 __all__ = ["EXIT_STOPPED", "stopped_exit_status", "parse_duration", "Stopper", "STOP_SIGNALS", "StopSignal",
            "stop_signals_raise"]
 
 EXIT_STOPPED = 75  # EX_TEMPFAIL: not finished, not failed; run the same command again to continue
-STOP_SIGNALS = (signal.SIGTERM, signal.SIGUSR1)
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
@@ -138,31 +138,3 @@ class Stopper:
         return None
 
 
-class StopSignal(BaseException):
-    """One of :data:`STOP_SIGNALS` arrived while a command with nothing to save ran (a BaseException,
-    as KeyboardInterrupt: no ``except Exception`` on the way swallows it)."""
-
-    def __init__(self, signum: int):
-        self.name = signal.Signals(signum).name
-        self.exit_status = 128 + signum  # what a shell reports for a process the signal ended
-        super().__init__(f"stopped by {self.name}")
-
-
-@contextmanager
-def stop_signals_raise():
-    """While the block runs, :data:`STOP_SIGNALS` raise :class:`StopSignal` (in the main thread)
-    instead of ending the process without a word (SIGUSR1's default action)."""
-    def handle(signum, frame):
-        raise StopSignal(signum)
-
-    previous = {}
-    try:
-        for sig in STOP_SIGNALS:
-            previous[sig] = signal.signal(sig, handle)
-    except ValueError:  # not the main thread: leave the signals alone
-        pass
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
