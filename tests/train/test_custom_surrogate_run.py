@@ -78,12 +78,16 @@ def test_resume_imports_the_module_again(run):
     assert json.loads((run / "config.json").read_text())["surrogate"] == SPEC
 
 
-def test_a_run_whose_module_cannot_be_imported_is_refused_in_one_line(run, code, monkeypatch, capsys):
+@pytest.mark.parametrize("command", ["eval", "resume"])
+def test_a_run_whose_module_cannot_be_imported_is_refused_in_one_line(run, code, command, monkeypatch, capsys):
     monkeypatch.setattr(sys, "path", [p for p in sys.path if p != str(code)])
     _forget()
     capsys.readouterr()
-    assert main(["eval", str(run), "--device", "cpu"]) == 2
-    err = capsys.readouterr().err.strip()
+    argv = ["eval", str(run), "--device", "cpu"] if command == "eval" else ["train", "--resume", str(run)]
+    assert main(argv) == 2
+    out, err = capsys.readouterr()
+    err = err.strip()
     assert len(err.splitlines()) == 1 and "Traceback" not in err, err
     assert (f"surrogate {SPEC!r}: cannot import module 'plif_run_surrogates' (ModuleNotFoundError: "
             "No module named 'plif_run_surrogates'); it must be installed or on PYTHONPATH") in err, err
+    assert "using the copy" not in out  # config.json is intact: its copy in last.pt is no way out
