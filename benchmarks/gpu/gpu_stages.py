@@ -261,6 +261,7 @@ def load_candidates(path: Path) -> tuple[list, str]:
         return [], f"no candidates ({path.name} absent)"
     spec = importlib.util.spec_from_file_location("plif_gpu_candidates", path)
     mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod  # a dataclass in the file looks its module up there while it is built
     spec.loader.exec_module(mod)
     cands = list(getattr(mod, "CANDIDATES", []))
     return cands, "" if cands else f"no candidates ({path.name} lists none)"
