@@ -17,7 +17,8 @@ import torch
 NARROW_FMNIST = "{c8k3s1-BN-PLIF-MPk2s2}*2-DP-FC64-PLIF-DP-FC100-PLIF-APk10s10"
 DRY_CASE = ("dry-T4-B2-C8-8x8", (4, 2, 8, 8, 8))
 MEMORY_CONFIGS = ("naive", "spikingjelly", "default", "exact", "low")
-TRAIN_VARIANTS = ("naive", "auto", "cuda-graph", "cuda-graph+bf16", "spikingjelly", "spikingjelly+graph", "compile")
+TRAIN_VARIANTS = ("naive", "auto", "cuda-graph", "cuda-graph+bf16", "spikingjelly", "spikingjelly+graph", "compile",
+                  "compile+graph")
 DVS_VARIANTS = ("auto", "cuda-graph", "spikingjelly", "spikingjelly+graph", "naive")
 CANDIDATES_FILE = Path(__file__).with_name("candidates.py")
 
