@@ -1,44 +1,55 @@
-"""``torch.compile(fullgraph=True)`` of every zoo network, every CPU backend, changing batch sizes.
+"""``torch.compile(fullgraph=True)`` of every zoo network and every CPU backend, changing batch sizes.
 
-The six zoo entries are rebuilt narrow (same token kinds and nesting, a few channels, tiny
-images), so a trace takes seconds.  Dynamo + AOTAutograd (``aot_eager``) checks every
-(network, backend) pair: no graph break, fake implementations that agree with the kernels,
-symbolic batch sizes, and the same spikes and gradients as eager.  Inductor, which is where
-``plif train --compile`` used to crash (issue #10: ``cannot determine truth value of
-Relational``), is run on the default backend of the Fashion-MNIST network, exactly as
-``plif train --compile`` uses it: static first batch, then a recompile for dynamic batches.
+The zoo entries are rebuilt narrow (:func:`plif_testing.narrow_zoo`: the same layer sequence, a
+few channels, tiny images), so a trace takes seconds.  Dynamo + AOTAutograd (``aot_eager``)
+checks no graph break, fake implementations that agree with the kernels, symbolic batch sizes,
+and the same spikes and gradients as eager.  Inductor, which is where ``plif train --compile``
+used to crash (issue #10: ``cannot determine truth value of Relational``), is run on the default
+backend of the Fashion-MNIST network, exactly as ``plif train --compile`` uses it: static first
+batch, then a recompile for dynamic batches.
+
+Which pairs are traced, and why that is enough: what differs between zoo networks (how many
+blocks, their nesting, input channels, the sizes left after each pooling, the compiled max-pool
+kernel on those sizes) is traced on the default backend (``auto``, the one training uses), for
+every network (MNIST and Fashion-MNIST share one).  What differs between neuron backends is only how one neuron layer's sweep is
+traced: ``cpu`` is a custom op with a fake implementation, ``bptt`` one ``autograd.Function``
+that loops inside, ``reference`` a loop of per-step surrogate functions.  None of them looks at
+the layers around it; each sees a convolution's ``[T, B, C, H, W]`` and a linear layer's
+``[T, B, F]`` input, which every zoo network has.  So ``bptt`` and ``reference`` are traced once
+each, on one network; tracing them on the others repeated the same neuron traces (14 of the
+suite's 15 slowest tests).
 """
 from __future__ import annotations
+
+import re
 
 import pytest
 import torch
 
-from plif.models import build_network, get_entry
+from plif.models import ZOO, build_network
 from plif.neurons import available_backends
+from plif_testing import narrow_zoo
 
-# zoo entry -> (narrow spec with the same tokens, tiny input shape, T)
-NARROW = {
-    "mnist": ("{c4k3s1-BN-PLIF-MPk2s2}*2-DP-FC16-PLIF-DP-FC20-PLIF-APk2s2", (1, 8, 8), 2),
-    "fashion-mnist": ("{c4k3s1-BN-PLIF-MPk2s2}*2-DP-FC16-PLIF-DP-FC20-PLIF-APk2s2", (1, 12, 12), 2),
-    "nmnist": ("{c4k3s1-BN-PLIF-MPk2s2}*2-DP-FC16-PLIF-DP-FC20-PLIF-APk2s2", (2, 10, 10), 2),
-    "cifar10": ("{{c4k3s1-BN-PLIF}*3-MPk2s2}*2-DP-FC16-PLIF-DP-FC20-PLIF-APk2s2", (3, 8, 8), 2),
-    "cifar10-dvs": ("{c4k3s1-BN-PLIF-MPk2s2}*4-DP-FC16-PLIF-DP-FC20-PLIF-APk2s2", (2, 16, 16), 2),
-    "dvs128-gesture": ("{c4k3s1-BN-PLIF-MPk2s2}*5-DP-FC16-PLIF-DP-FC22-PLIF-APk2s2", (2, 32, 32), 2),
-}
+T = 2
+CLASSES = 32  # narrow_zoo's voting layer
 BATCHES = (4, 6, 3)  # a training batch, a bigger evaluation batch, a short last batch
-# the default CPU path first; the PyTorch-loop backends unroll T steps per neuron and trace slower
-CPU_BACKENDS = [pytest.param(b, marks=[pytest.mark.slow] if b != "cpu" else [])
-                for b in ("cpu", "bptt", "reference") if b in available_backends()]
+# each narrow zoo network once: MNIST and Fashion-MNIST share theirs
+NETWORKS: dict[tuple, list[str]] = {}
+for _name in ZOO:
+    NETWORKS.setdefault(narrow_zoo(_name), []).append(_name)
+# the backends ``auto`` does not pick on CPU tensors: one network each (see the module docstring)
+OTHER_BACKENDS = [b for b in ("bptt", "reference") if b in available_backends()]
 
 
-def test_narrow_specs_keep_the_zoo_token_kinds():
-    import re
-
-    kinds = lambda spec: sorted(set(re.findall(r"[A-Za-z]+", spec)))  # noqa: E731
-    for name, (spec, shape, _) in NARROW.items():
-        entry = get_entry(name)
-        assert kinds(spec) == kinds(entry.network), name
-        assert spec.count("{") == entry.network.count("{") and shape[0] == entry.input_shape[0], name
+def test_narrow_zoo_keeps_each_networks_layer_sequence():
+    """Only the widths change (convolution channels, linear features): the tokens, kernel sizes,
+    strides and nesting are the zoo's, and the voting layer gives 32 classes."""
+    widths = lambda spec: re.sub(r"(c|FC)\d+", r"\1#", spec)  # noqa: E731
+    for name, entry in ZOO.items():
+        spec, shape = narrow_zoo(name)
+        assert widths(spec) == widths(entry.network) and shape[0] == entry.input_shape[0], name
+        net = build_network(spec, shape, T)
+        assert net(torch.rand(1, *shape)).shape == (T, 1, CLASSES), name
 
 
 def _run(net, fn, x, y):
@@ -54,7 +65,7 @@ def _compare(net, compiled, shape, batches, exact=True):
     for b in batches:
         gen = torch.Generator().manual_seed(b)
         x = torch.rand(b, *shape, generator=gen) * 4
-        y = torch.randint(0, 10, (b,), generator=gen)
+        y = torch.randint(0, CLASSES, (b,), generator=gen)
         out_c, g_c = _run(net, compiled, x, y)
         out_e, g_e = _run(net, net, x, y)
         assert out_c.shape == out_e.shape == (net.T, b, out_e.shape[-1])
@@ -66,12 +77,9 @@ def _compare(net, compiled, shape, batches, exact=True):
             torch.testing.assert_close(a, e, rtol=1e-4, atol=1e-5)
 
 
-@pytest.mark.parametrize("backend", CPU_BACKENDS)
-@pytest.mark.parametrize("name", list(NARROW))
-def test_zoo_network_traces_as_one_graph_with_dynamic_batch(name, backend):
-    spec, shape, T = NARROW[name]
+def _traces_as_one_graph_with_dynamic_batch(spec, shape, **kwargs):
     torch.manual_seed(0)
-    net = build_network(spec, shape, T, backend=backend)
+    net = build_network(spec, shape, T, **kwargs)
     torch._dynamo.reset()
     compiled = torch.compile(net, fullgraph=True, backend="aot_eager")  # raises on a graph break
 
@@ -81,12 +89,22 @@ def test_zoo_network_traces_as_one_graph_with_dynamic_batch(name, backend):
     _compare(net, with_dynamic_batch, shape, BATCHES)
 
 
+@pytest.mark.parametrize("network", list(NETWORKS), ids=["+".join(names) for names in NETWORKS.values()])
+def test_zoo_network_traces_as_one_graph_with_dynamic_batch(network):
+    _traces_as_one_graph_with_dynamic_batch(*network)
+
+
+@pytest.mark.parametrize("backend", OTHER_BACKENDS)
+def test_other_backends_trace_as_one_graph_with_dynamic_batch(backend):
+    _traces_as_one_graph_with_dynamic_batch(*narrow_zoo("mnist"), backend=backend)
+
+
 @pytest.mark.slow
 def test_inductor_compiles_the_default_path_across_batch_sizes():
     """The ``plif train --compile`` regression: static first batch, then dynamic ones, Inductor."""
     import torch._inductor.config as inductor_config
 
-    spec, shape, T = NARROW["fashion-mnist"]
+    spec, shape = narrow_zoo("fashion-mnist")
     torch.manual_seed(0)
     net = build_network(spec, shape, T)
     torch._dynamo.reset()
@@ -98,13 +116,4 @@ def test_inductor_compiles_the_default_path_across_batch_sizes():
 @pytest.mark.parametrize("kwargs", [{"per_channel_tau": True, "v_reset": None, "detach_reset": False},
                                     {"neuron": "IF", "surrogate": "sigmoid"}], ids=["per-channel-soft", "IF"])
 def test_other_neuron_variants_trace_on_the_default_backend(kwargs):
-    spec, shape, T = NARROW["mnist"]
-    torch.manual_seed(0)
-    net = build_network(spec, shape, T, **kwargs)
-    torch._dynamo.reset()
-    compiled = torch.compile(net, fullgraph=True, backend="aot_eager")
-
-    def with_dynamic_batch(x):
-        torch._dynamo.mark_dynamic(x, 0)
-        return compiled(x)
-    _compare(net, with_dynamic_batch, shape, BATCHES)
+    _traces_as_one_graph_with_dynamic_batch(*narrow_zoo("mnist"), **kwargs)

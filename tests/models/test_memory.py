@@ -232,8 +232,11 @@ def test_plain_pooling_and_classifier_steps():
 
 def test_compiles_fullgraph_with_changing_batch_size():
     """Every exact saving under torch.compile(fullgraph=True), batch 3 then 2: same outputs,
-    gradients and running statistics as the plain eager network (BatchNorm updated once per step)."""
-    base, net, x = pair("cifar10-dvs", MEMORY_PRESETS_T["exact+checkpoint"], False, backend="bptt")
+    gradients and running statistics as the plain eager network (BatchNorm updated once per step).
+    On the default neuron backend, the one ``plif train --compile`` traces (tests/kernels/test_compile.py
+    traces the others), and N-MNIST's form: event input and checkpointed blocks like CIFAR10-DVS's, in two
+    blocks instead of four."""
+    base, net, x = pair("nmnist", MEMORY_PRESETS_T["exact+checkpoint"], False)
     torch._dynamo.reset()
     compiled = torch.compile(net, fullgraph=True, backend="aot_eager")
     for B in (3, 2):
