@@ -93,12 +93,17 @@ def tiny_train_config(root, out, **kw):
 
 def tiny_train_argv(root, out, *extra, command="train", **kw):
     """The tiny run as a command line (``plif train``, ``plif ablate``): one flag per field of
-    :data:`TINY_RUN` and of ``kw`` (``max_train_samples=100`` -> ``--max-train-samples 100``), then ``extra``."""
+    :data:`TINY_RUN` and of ``kw`` (``max_train_samples=100`` -> ``--max-train-samples 100``; ``True`` /
+    ``False`` -> ``--compile`` / ``--no-compile``; ``None`` leaves the field to plif, e.g.
+    ``network=None`` for the dataset's own network), then ``extra``."""
     from plif.train.config import flag_name
 
     argv = [command]
     for name, value in {**TINY_RUN, "data_dir": str(root), "out": str(out), **kw}.items():
-        argv += [flag_name(name), str(value)]
+        if isinstance(value, bool):
+            argv.append(flag_name(name) if value else flag_name("no_" + name))
+        elif value is not None:
+            argv += [flag_name(name), str(value)]
     return argv + [str(e) for e in extra]
 
 

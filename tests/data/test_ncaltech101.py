@@ -7,7 +7,7 @@ from plif.data.catalog import ATIS_SENSOR, DATASETS
 from plif.data.events.datasets import list_samples
 from plif.data.events.nmnist import parse_nmnist
 from plif.data.events.types import EventFormatError
-from plif_testing import atis_bin
+from plif_testing import atis_bin, tiny_train_argv
 
 D = DATASETS["ncaltech101"]
 
@@ -78,8 +78,8 @@ def test_plif_train_ncaltech101(caltech, tmp_path, capsys):
     paper = resolve_config(TrainConfig(dataset="ncaltech101", preset="paper"))
     assert paper.network == DATASETS["cifar10-dvs"].network.replace("FC100-", "FC1010-") and paper.T == 20
     out = tmp_path / "run"
-    assert main(["train", "--dataset", "ncaltech101", "--data-dir", str(caltech), "--T", "2", "--epochs", "1",
-                 "--batch-size", "8", "--max-train-samples", "16", "--device", "cpu", "--out", str(out)]) == 0
+    assert main(tiny_train_argv(caltech, out, dataset="ncaltech101", network=None, epochs=1, batch_size=8,
+                                max_train_samples=16)) == 0
     (m,) = read_metrics(out)
     assert 0.0 <= m["test_acc"] <= 1.0 and np.isfinite(m["train_loss"])
 

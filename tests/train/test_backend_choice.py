@@ -6,17 +6,12 @@ import torch
 
 from plif.cli.main import main
 from plif.runs import load_run, read_metrics
-from plif_testing import TINY_NET
-
-
-def _train_args(root, out, *extra):
-    return ["train", "--data-dir", str(root), "--network", TINY_NET, "--T", "2", "--batch-size", "20",
-            "--device", "cpu", "--out", str(out), *extra]
+from plif_testing import tiny_train_argv
 
 
 def test_run_trained_with_triton_evaluates_exports_and_resumes_on_cpu(tiny_fashion, tmp_path, capsys):
     out = tmp_path / "run"
-    assert main(_train_args(tiny_fashion, out, "--epochs", "1")) == 0
+    assert main(tiny_train_argv(tiny_fashion, out, epochs=1)) == 0
     config = json.loads((out / "config.json").read_text())
     assert "backend" not in config["network_kwargs"]  # not part of the network
     # what a run trained with --backend triton on a GPU leaves (older runs kept it in network_kwargs too)

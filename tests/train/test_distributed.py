@@ -14,14 +14,13 @@ from pathlib import Path
 import pytest
 import torch
 
-from plif_testing import TINY_NET
+from plif_testing import tiny_train_argv
 
 ENV = {**os.environ, "OMP_NUM_THREADS": "1"}
 
 
 def _train_args(root, out, *extra):
-    return ["-m", "plif", "train", "--data-dir", str(root), "--network", TINY_NET, "--T", "2", "--epochs", "4",
-            "--batch-size", "10", "--device", "cpu", "--out", str(out), *extra]
+    return ["-m", "plif", *tiny_train_argv(root, out, *extra, epochs=4, batch_size=10)]
 
 
 def _torchrun(*args):

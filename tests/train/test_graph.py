@@ -4,10 +4,11 @@ import pytest
 import torch
 
 from plif.models import build_network
-from plif.train import TrainConfig, train
+from plif.train import train
 from plif.train.graph import GraphTrainer, _Snapshot, check_graph_options
 from plif.train.loop import evaluate, train_epoch
 from plif.train.optim import adam, graph_adam
+from plif_testing import tiny_train_argv, tiny_train_config
 
 SPEC = "{c4k3s1-BN-PLIF-MPk2s2}*2-DP-FC16-PLIF-DP-FC20-PLIF-APk2s2"
 SHAPE = (1, 8, 8)
@@ -97,7 +98,7 @@ def test_capture_refuses_without_cuda():
 def test_cuda_only_options_refuse_on_cpu(kwargs, match, tmp_path):
     out = tmp_path / "run"
     with pytest.raises(ValueError, match=match):
-        train(TrainConfig(device="cpu", out=str(out), **kwargs))
+        train(tiny_train_config(tmp_path, out, **kwargs))
     assert not out.exists()  # refused before anything was written
 
 
@@ -116,11 +117,11 @@ def test_graph_and_compile_or_torchrun_do_not_combine():
         check_graph_options(cuda, True, None, world=2)
 
 
-def test_cli_flags_reach_the_config(capsys):
+def test_cli_flags_reach_the_config(tmp_path, capsys):
     from plif.cli.main import main
 
-    assert main(["train", "--cuda-graph", "--device", "cpu", "--max-train-samples", "8"]) != 0
-    assert "--cuda-graph needs a CUDA device" in capsys.readouterr().err
+    assert main(tiny_train_argv(tmp_path, tmp_path / "run", cuda_graph=True, max_train_samples=8)) == 2
+    assert "--cuda-graph needs a CUDA device" in capsys.readouterr().err and not (tmp_path / "run").exists()
 
 
 @pytest.mark.filterwarnings("ignore:Detected call of `lr_scheduler.step\\(\\)`")

@@ -9,7 +9,7 @@ from plif.train import TrainConfig, train
 from plif.train import session as session_mod
 from plif.runs import RunFolder, RunFolderBusy, read_metrics
 
-from plif_testing import TINY_NET, quiet, tiny_train_argv, tiny_train_config
+from plif_testing import quiet, tiny_train_argv, tiny_train_config
 
 
 def _cfg(root, out, **kw):
@@ -274,8 +274,7 @@ def test_a_second_plif_train_process_is_refused_with_the_holders_pid(tiny_fashio
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
     try:
         assert holder.stdout.readline().strip() == "locked"
-        r = subprocess.run([sys.executable, "-m", "plif", "train", "--data-dir", str(tiny_fashion), "--network",
-                            TINY_NET, "--T", "2", "--epochs", "1", "--device", "cpu", "--out", str(out)],
+        r = subprocess.run([sys.executable, "-m", "plif", *tiny_train_argv(tiny_fashion, out, epochs=1)],
                            capture_output=True, text=True, env=env, timeout=120)
     finally:
         holder.stdin.close()

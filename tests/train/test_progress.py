@@ -9,7 +9,7 @@ import torch
 from plif.models import build_network
 from plif.train.loop import evaluate
 
-from plif_testing import TINY_NET
+from plif_testing import TINY_NET, tiny_train_argv
 
 
 class _Counter:
@@ -35,9 +35,9 @@ def test_evaluation_and_stats_advance_their_bars():
 def test_off_a_terminal_each_epoch_is_one_plain_line(tiny_fashion, tmp_path):
     src = Path(__file__).resolve().parents[2] / "src"
     env = {**os.environ, "PYTHONPATH": str(src), "OMP_NUM_THREADS": "1"}
-    r = subprocess.run([sys.executable, "-m", "plif", "train", "--data-dir", str(tiny_fashion), "--network", TINY_NET,
-                        "--T", "2", "--epochs", "2", "--batch-size", "40", "--device", "cpu", "--val-split", "0.2",
-                        "--out", str(tmp_path / "r")], capture_output=True, text=True, env=env, timeout=300)
+    r = subprocess.run([sys.executable, "-m", "plif", *tiny_train_argv(tiny_fashion, tmp_path / "r", epochs=2, batch_size=40,
+                                                                        val_split=0.2)],
+                       capture_output=True, text=True, env=env, timeout=300)
     assert r.returncode == 0, r.stderr
     assert "\r" not in r.stderr and "sample/s" not in r.stderr  # no bars when stderr is not a terminal
     epoch_lines = [line for line in r.stdout.splitlines() if line.startswith("epoch ")]

@@ -135,10 +135,10 @@ def test_nan_loss_stops_and_keeps_last_good_checkpoint(tiny_fashion, tmp_path, m
 ])
 def test_bad_names_list_valid_ones(field, value, valid, tmp_path):
     with pytest.raises(ValueError, match=valid):
-        train(TrainConfig(**{field: value}, out=str(tmp_path / "x")), log=_quiet)
+        train(_cfg(tmp_path, tmp_path / "x", **{field: value}), log=_quiet)
 
 
 def test_missing_data_says_where(tmp_path):
     with pytest.raises(FileNotFoundError) as e:
-        train(TrainConfig(dataset="cifar10", data_dir=str(tmp_path), out=str(tmp_path / "x"), device="cpu"), log=_quiet)
+        train(_cfg(tmp_path, tmp_path / "x", dataset="cifar10", network=None), log=_quiet)
     assert "cifar-10" in str(e.value)

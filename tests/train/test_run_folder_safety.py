@@ -205,7 +205,7 @@ def test_an_interrupted_first_epoch_leaves_no_stub_folder(tiny_fashion, tmp_path
 def test_a_full_disk_names_the_file_that_could_not_be_written(tiny_fashion, tmp_path, monkeypatch, capsys):
     import plif.atomic as atomic
     from plif.cli.main import main
-    from plif_testing import TINY_NET
+    from plif_testing import tiny_train_argv
 
     real_write = os.write
 
@@ -215,8 +215,7 @@ def test_a_full_disk_names_the_file_that_could_not_be_written(tiny_fashion, tmp_
         return real_write(fd, data)
 
     monkeypatch.setattr(atomic.os, "write", full)
-    rc = main(["train", "--data-dir", str(tiny_fashion), "--network", TINY_NET, "--T", "2", "--epochs", "1",
-               "--batch-size", "20", "--device", "cpu", "--out", str(tmp_path / "r")])
+    rc = main(tiny_train_argv(tiny_fashion, tmp_path / "r", epochs=1))
     err = capsys.readouterr().err.strip()
     assert rc == 2 and "\n" not in err and "Traceback" not in err
     assert err.endswith(f"{tmp_path / 'r' / 'checkpoints' / 'best_test.pt'}: No space left on device")

@@ -12,7 +12,7 @@ from plif.train import train
 from plif.train import loop as loop_mod
 from plif.train.run import EXIT_STOPPED, train_status
 from plif.train.stopping import parse_duration
-from plif_testing import TINY_NET, quiet, tiny_train_config
+from plif_testing import quiet, tiny_train_argv, tiny_train_config
 
 
 def _strip(rows):
@@ -60,10 +60,8 @@ def test_deadline_counts_from_the_start_of_the_process():
 
 def test_time_limit_stops_after_an_epoch_and_the_same_command_continues(tiny_fashion, tmp_path, capsys,
                                                                         monkeypatch):
-    args = ["train", "--data-dir", str(tiny_fashion), "--network", TINY_NET, "--T", "2", "--batch-size", "20",
-            "--device", "cpu", "--epochs", "2"]
-    assert main([*args, "--out", str(tmp_path / "full")]) == 0
-    limited = [*args, "--out", str(tmp_path / "run"), "--time-limit", "0.001"]
+    assert main(tiny_train_argv(tiny_fashion, tmp_path / "full", epochs=2)) == 0
+    limited = tiny_train_argv(tiny_fashion, tmp_path / "run", epochs=2, time_limit="0.001")
     assert main(limited) == EXIT_STOPPED  # the first epoch always runs; the second does not fit
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary["stopped"] == "time limit" and not summary["finished"] and summary["epochs_run"] == 1

@@ -74,13 +74,12 @@ def test_auto_streams_what_does_not_fit(nmnist_root, monkeypatch):
 
 
 def test_training_streamed_gives_the_same_run(nmnist_root, tmp_path):
-    from plif_testing import TINY_NET
+    from plif_testing import TINY_NET, tiny_train_config
 
     runs = {}
     for mode in ("yes", "no"):
-        cfg = TrainConfig(dataset="nmnist", data_dir=str(nmnist_root), network=TINY_NET.replace("MPk4s4", "MPk8s8"),
-                          T=2, epochs=2, batch_size=10, lr=5e-3, t_max=2, device="cpu", data_on_device=mode,
-                          out=str(tmp_path / mode))
+        cfg = tiny_train_config(nmnist_root, tmp_path / mode, dataset="nmnist", network=TINY_NET.replace("MPk4s4", "MPk8s8"),
+                                epochs=2, batch_size=10, t_max=2, data_on_device=mode)
         runs[mode] = train(cfg, log=lambda *a, **k: None)
     keys = ("train_loss", "train_acc", "test_acc", "taus")
     assert [[m[k] for k in keys] for m in read_metrics(runs["yes"])] == \

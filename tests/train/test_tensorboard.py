@@ -2,9 +2,9 @@
 import pytest
 
 from plif.runs import read_metrics
-from plif.train import TrainConfig, train
+from plif.train import train
 
-from plif_testing import TINY_NET, tiny_train_config
+from plif_testing import tiny_train_config
 
 
 def test_tensorboard_event_file_holds_each_epoch(tiny_fashion, tmp_path):
@@ -40,6 +40,5 @@ def test_without_tensorboard_the_error_says_what_to_install(tiny_fashion, tmp_pa
 
     monkeypatch.setitem(sys.modules, "torch.utils.tensorboard", None)  # import fails as if not installed
     with pytest.raises(ValueError, match=r"--log tensorboard needs the tensorboard package: pip install 'plif\[tensorboard\]'"):
-        train(TrainConfig(dataset="fashion-mnist", data_dir=str(tiny_fashion), network=TINY_NET, T=2, epochs=1,
-                          out=str(tmp_path / "r"), device="cpu", log="tensorboard"), log=lambda *a: None)
+        train(tiny_train_config(tiny_fashion, tmp_path / "r", epochs=1, log="tensorboard"), log=lambda *a: None)
     assert not (tmp_path / "r").exists()

@@ -23,18 +23,19 @@ def test_validation_is_sized_from_the_capped_pool():
 
 
 def test_the_run_prints_what_it_used(tiny_fashion, tmp_path):
-    from plif_testing import TINY_NET
+    from plif_testing import tiny_train_config
 
     lines = []
-    train(TrainConfig(dataset="fashion-mnist", data_dir=str(tiny_fashion), network=TINY_NET, T=2, epochs=1,
-                      batch_size=40, max_train_samples=100, val_split=0.2, max_test_samples=20, device="cpu",
-                      out=str(tmp_path / "r")), log=lines.append)
+    train(tiny_train_config(tiny_fashion, tmp_path / "r", epochs=1, batch_size=40, max_train_samples=100, val_split=0.2,
+                            max_test_samples=20), log=lines.append)
     m = re.search(r"fashion-mnist: (\d+) train, (\d+) val \(--max-train-samples 100 caps the pool --val-split is "
                   r"taken from\), 20 test samples", lines[1])
     assert m and int(m[1]) + int(m[2]) == 100 and 15 <= int(m[2]) <= 25
 
 
 def test_batch_larger_than_an_event_split_is_refused_before_any_frame_cache(tmp_path, monkeypatch):
+    from plif_testing import tiny_train_config
+
     monkeypatch.setenv("PLIF_DATA_ROOT", str(tmp_path / "root"))
     for split in ("Train", "Test"):
         for d in range(10):
@@ -42,8 +43,7 @@ def test_batch_larger_than_an_event_split_is_refused_before_any_frame_cache(tmp_
                 f = tmp_path / "nm" / split / str(d) / f"{k}.bin"
                 f.parent.mkdir(parents=True, exist_ok=True)
                 f.write_bytes(bytes([1, 2, 0x80, 0, k + 1]))
-    cfg = TrainConfig(dataset="nmnist", data_dir=str(tmp_path / "nm"), T=2, batch_size=64, device="cpu",
-                      out=str(tmp_path / "run"))
+    cfg = tiny_train_config(tmp_path / "nm", tmp_path / "run", dataset="nmnist", network=None, batch_size=64)
     with pytest.raises(ValueError, match="--batch-size 64: larger than the 30 training samples; lower --batch-size"):
         train(cfg, log=lambda *a: None)
     assert not (tmp_path / "root").exists() and not (tmp_path / "run").exists()  # no frame cache, no run folder
