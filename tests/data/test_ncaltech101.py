@@ -70,7 +70,10 @@ def test_split_is_spikingjelly_ceil_of_ninety_percent(tmp_path):
 
 
 def test_plif_train_ncaltech101(caltech, tmp_path, capsys):
-    """The dataset's own CPU network (CIFAR10-DVS's form, 1010 voting outputs) trains end to end."""
+    """The dataset's own CPU network (CIFAR10-DVS's form, 1010 voting outputs) trains end to end on
+    the whole sensor, 16 of the 109 training files and the one test file."""
+    import json
+
     from plif.cli.main import main
     from plif.runs import read_metrics
     from plif.train.config import TrainConfig, resolve_config
@@ -78,10 +81,16 @@ def test_plif_train_ncaltech101(caltech, tmp_path, capsys):
     paper = resolve_config(TrainConfig(dataset="ncaltech101", preset="paper"))
     assert paper.network == DATASETS["cifar10-dvs"].network.replace("FC100-", "FC1010-") and paper.T == 20
     out = tmp_path / "run"
+    capsys.readouterr()
     assert main(tiny_train_argv(caltech, out, dataset="ncaltech101", network=None, epochs=1, batch_size=8,
                                 max_train_samples=16)) == 0
+    assert "ncaltech101: 16 train, 0 val, 1 test samples on cpu" in capsys.readouterr().out
+    config = json.loads((out / "config.json").read_text())
+    assert config["network"] == D.cpu_network and "FC1010-PLIF-APk10s10" in D.cpu_network
+    assert config["num_classes"] == 101 and tuple(config["input_shape"]) == (2, 180, 240)
     (m,) = read_metrics(out)
-    assert 0.0 <= m["test_acc"] <= 1.0 and np.isfinite(m["train_loss"])
+    assert m["epoch"] == 1 and m["test_acc"] in (0.0, 1.0) and np.isfinite(m["train_loss"])  # one test file
+    assert len(m["firing_rates"]) == 5  # {c-BN-PLIF-MP}*3 and two FC-PLIF
 
 
 def test_a_recording_may_begin_with_the_byte_of_a_hash(tmp_path):

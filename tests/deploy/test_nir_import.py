@@ -57,7 +57,10 @@ def test_a_dt_other_than_the_files_is_refused(tmp_path):
     g = nir.NIRGraph.from_list(nir.LIF(tau=np.full(2, 2e-3), r=np.ones(2), v_leak=np.zeros(2),
                                        v_threshold=np.ones(2), v_reset=np.zeros(2)))
     g.metadata = {"dt": 1e-3}
-    assert from_nir(g, dt=1e-3) is not None and from_nir(g) is not None
+    x = torch.rand(6, 3, 2) * 2
+    want, _ = multi_step_reference(x, torch.tensor(0.5), None, NeuronConfig())  # tau / dt = 2 steps
+    for net in (from_nir(g, dt=1e-3), from_nir(g)):  # the file's dt, given or read from it
+        assert torch.equal(net(x), want)
     with pytest.raises(ValueError, match=r"exported for dt = 0.001 .*not dt = 0.0001"):
         from_nir(g, dt=1e-4)
     path = tmp_path / "g.nir"

@@ -79,7 +79,10 @@ def test_dry_run_runs_every_stage_and_packs_them(tiny_fashion, tmp_path):
     (pair,) = cand["rows"]
     assert pair["agrees"] is True and pair["ratio"] > 0 and pair["rounds"] == 2
     epochs = recs["protocol"]["result"]["epochs"]
-    assert [e["epoch"] for e in epochs] == [1, 2] and all(0 <= e["test_acc"] <= 1 for e in epochs)
+    run_rows = [json.loads(line) for line in files["protocol-run/metrics.jsonl"].decode().splitlines()]
+    assert epochs == [{k: m[k] for k in epochs[0]} for m in run_rows]  # what the run wrote, epoch by epoch
+    assert [e["epoch"] for e in epochs] == [1, 2] and epochs[1]["lr"] < epochs[0]["lr"]  # cosine, t_max 2
+    assert all((e["test_acc"] * 32).is_integer() for e in epochs)  # accuracy over the 32 test samples
     table = (out / "summary.txt").read_text()
     assert table == files["summary.txt"].decode() and "CPU DRY RUN" in table
     for heading in ("neuron (fwd+bwd)", "train step, fashion-mnist", "train step, dvs128-gesture T=1",

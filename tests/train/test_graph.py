@@ -5,8 +5,8 @@ import torch
 
 from plif.models import build_network
 from plif.train import train
-from plif.train.graph import GraphTrainer, _Snapshot, check_graph_options
-from plif.train.loop import evaluate, train_epoch
+from plif.train.graph import GraphTrainer, _Snapshot, autocast_context, check_graph_options
+from plif.train.loop import evaluate, train_epoch, train_step
 from plif.train.optim import adam, graph_adam
 from plif_testing import tiny_train_argv, tiny_train_config
 
@@ -138,13 +138,25 @@ def test_a_float_lr_becomes_a_tensor_the_schedule_fills():
 
 def test_amp_step_logic_runs_eagerly():
     """The graph trainer's bf16 autocast path runs eagerly on the CPU, so a typo in it cannot hide
-    until a GPU session; weights stay fp32."""
-    net = _net()
-    trainer = GraphTrainer(net, graph_adam(net.parameters(), 1e-3, torch.device("cpu")), 10,
-                           torch.device("cpu"), capture=False, amp="bf16")
-    loss, acc, n = trainer.train_epoch(_batches((4, 4)))
-    assert n == 8 and loss == loss and 0 <= acc <= 1
-    assert all(p.dtype == torch.float32 for p in net.parameters())
+    until a GPU session: its convolutions run in bf16, it trains as plif's ordinary step under the
+    same autocast does, and weights stay fp32."""
+    cpu = torch.device("cpu")
+    ref, net = _net(), _net()
+    opt_ref = adam(ref.parameters(), 1e-3)
+    trainer = GraphTrainer(net, graph_adam(net.parameters(), 1e-3, cpu), 10, cpu, capture=False, amp="bf16")
+    conv_dtypes = []
+    net.layers[0].layer.register_forward_hook(lambda m, i, out: conv_dtypes.append(out.dtype))  # the first conv
+    batches = _batches((4, 4))
+    torch.manual_seed(10)
+    loss, acc, n = trainer.train_epoch(batches)
+    torch.manual_seed(10)
+    steps = [train_step(ref, opt_ref, x, y, 10, autocast=lambda: autocast_context(cpu, "bf16")) for x, y in batches]
+    assert n == 8 and conv_dtypes == [torch.bfloat16] * 2
+    assert loss == pytest.approx(sum(float(s[0]) * 4 for s in steps) / 8, rel=1e-5)
+    assert acc == sum(int(s[1]) for s in steps) / 8
+    for p, q in zip(ref.parameters(), net.parameters()):
+        assert q.dtype == torch.float32
+        torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-6)
     assert trainer.evaluate(_batches((3,)), batch_size=4)[2] == 3
 
 
