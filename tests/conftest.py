@@ -1,3 +1,4 @@
+import os
 from pathlib import Path
 
 import pytest
@@ -34,3 +35,24 @@ def tiny_fashion(tmp_path_factory):
         write_idx(root / f"{split}-labels-idx1-ubyte.gz", y)
     return root
 
+
+
+def pytest_configure(config):
+    """Under pytest-xdist each worker takes an equal share of the cores for torch's threads (and
+    for the processes the tests start), so that the workers do not fight over them."""
+    workers = os.environ.get("PYTEST_XDIST_WORKER_COUNT")
+    if workers:
+        threads = str(max(1, (os.cpu_count() or 1) // int(workers)))
+        os.environ.setdefault("OMP_NUM_THREADS", threads)
+        torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
+def pytest_collection_modifyitems(config, items):
+    """A test that takes a module-scoped fixture (one expensive run that several tests read) goes to
+    the same xdist worker as the rest of its module, so that run is made once, not once a worker
+    (``--dist loadgroup``)."""
+    for item in items:
+        info = getattr(item, "_fixtureinfo", None)
+        if info and any(d.scope == "module" for defs in info.name2fixturedefs.values() for d in defs):
+            item.add_marker(pytest.mark.xdist_group(item.module.__name__))
