@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import time
 from pathlib import Path
 
 __all__ = ["FileLock"]
@@ -62,6 +63,11 @@ class FileLock:
             raise
         self._fd, self.created = fd, created
         return True
+
+    def acquire(self, poll: float = 0.2) -> None:
+        """Take the lock, waiting as long as another holder has it (checked every ``poll`` seconds)."""
+        while not self.try_acquire():
+            time.sleep(poll)
 
     def holder(self) -> str:
         """The pid of the holder that made :meth:`try_acquire` fail last (``"unknown"`` if its file said none)."""
