@@ -1,8 +1,8 @@
 // Fused multi-step IF/LIF/PLIF for the CPU: the same recursion as plif/neurons/bptt.py.
 //
-// Plain C++17 + OpenMP with a C ABI (loaded through ctypes), so it builds in a second without the
-// PyTorch headers.  Neurons are cut into chunks small enough for L1; each thread keeps a chunk's
-// potential in a local array and walks all T steps, so X is read once and S, H written once
+// Plain C++17 + OpenMP with a C ABI (loaded through ctypes), built without the PyTorch headers.
+// Neurons are cut into chunks small enough for L1; each thread keeps a chunk's potential in a
+// local array and walks all T steps, so X is read once and S, H written once
 // (forward), and H, dL/dS read once and dL/dX written once (backward).  Variants are template
 // flags; the exported functions only pick the instantiation.  Build with -ffp-contract=off: a
 // fused multiply-add would round H_t differently from the PyTorch reference and flip spikes.
@@ -66,6 +66,13 @@ inline void store(bf16* p, float v) {  // round to nearest even, NaN -> 0x7FC0: 
 template <typename F>
 void with_bool(bool b, F&& f) {
     if (b) f(std::true_type{}); else f(std::false_type{});
+}
+
+// A flag that only matters when another one is set (K_FULL and NEED_K without leak: Python passes
+// 0 for both then): instantiated only where it can be 1, which keeps the build a third shorter.
+template <bool ON, typename F>
+void with_bool_if(bool b, F&& f) {
+    if constexpr (ON) with_bool(b, f); else f(std::false_type{});
 }
 
 template <typename F>
@@ -195,7 +202,7 @@ void forward(const X* x, const S* k, const S* v0, X* spikes, S* h_seq, S* v_last
              int64_t x_step, int leak, int hard, int k_full, double v_th, double v_reset, int threads) {
     advise_huge_pages(spikes, T * N * int64_t(sizeof(X)));
     if (h_seq) advise_huge_pages(h_seq, T * N * int64_t(sizeof(S)));
-    with_bool(leak, [&](auto L) { with_bool(hard, [&](auto H) { with_bool(k_full, [&](auto KF) {
+    with_bool(leak, [&](auto L) { with_bool(hard, [&](auto H) { with_bool_if<decltype(L)::value>(k_full, [&](auto KF) {
     with_bool(h_seq != nullptr, [&](auto KH) {
         forward_impl<X, S, decltype(L)::value, decltype(H)::value, decltype(KF)::value, decltype(KH)::value>(
             x, k, v0, spikes, h_seq, v_last, T, N, x_step, S(v_th), S(v_reset), threads);
@@ -208,7 +215,8 @@ void backward(const X* g_s, const S* g_v_last, const S* h_seq, const S* v0, cons
               int need_k, double v_th, double v_reset, double sg_a, double sg_b, int threads) {
     advise_huge_pages(g_x, T * N * int64_t(sizeof(X)));
     with_bool(leak, [&](auto L) { with_bool(hard, [&](auto H) { with_bool(detach, [&](auto D) {
-    with_surrogate(surrogate, [&](auto SG) { with_bool(k_full, [&](auto KF) { with_bool(need_k, [&](auto NK) {
+    with_surrogate(surrogate, [&](auto SG) { with_bool_if<decltype(L)::value>(k_full, [&](auto KF) {
+    with_bool_if<decltype(L)::value>(need_k, [&](auto NK) {
         backward_impl<X, S, decltype(L)::value, decltype(H)::value, decltype(D)::value, decltype(SG)::value,
                       decltype(KF)::value, decltype(NK)::value>(
             g_s, g_v_last, h_seq, v0, k, g_x, g_v0, g_k_neuron, T, N, S(v_th), S(v_reset), S(sg_a), S(sg_b),
