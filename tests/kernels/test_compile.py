@@ -101,16 +101,26 @@ def test_other_backends_trace_as_one_graph_with_dynamic_batch(backend):
 
 @pytest.mark.slow
 def test_inductor_compiles_the_default_path_across_batch_sizes():
-    """The ``plif train --compile`` regression: static first batch, then dynamic ones, Inductor."""
+    """The ``plif train --compile`` regression (issue #10) was in Inductor's compile for a symbolic
+    batch, which ``plif train --compile`` reaches at its second batch size.  The batch is marked
+    dynamic from the first call, so that graph is the one compiled, once: the static first compile
+    added ~30 s on a cold cache and nothing plif-specific.  The batches stay above Inductor's own
+    accumulation threshold here (1152·B > 4096): a batch of 3 recompiles for Inductor's reasons."""
     import torch._inductor.config as inductor_config
 
     spec, shape = narrow_zoo("fashion-mnist")
     torch.manual_seed(0)
     net = build_network(spec, shape, T)
     torch._dynamo.reset()
+    torch._dynamo.utils.counters.clear()
     compiled = torch.compile(net, fullgraph=True)
+
+    def with_dynamic_batch(x):
+        torch._dynamo.mark_dynamic(x, 0)
+        return compiled(x)
     with inductor_config.patch(fallback_random=True):  # dropout draws like eager
-        _compare(net, compiled, shape, BATCHES, exact=False)
+        _compare(net, with_dynamic_batch, shape, (4, 6, 5), exact=False)
+    assert torch._dynamo.utils.counters["stats"]["unique_graphs"] == 1, "recompiled"
 
 
 @pytest.mark.parametrize("kwargs", [{"per_channel_tau": True, "v_reset": None, "detach_reset": False},
