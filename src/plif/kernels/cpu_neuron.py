@@ -1,4 +1,4 @@
-"""Fused multi-step IF/LIF/PLIF on the CPU (the compiled ``cpu_neuron.cpp``, through ctypes).
+"""Fused multi-step IF/LIF/PLIF on the CPU (the compiled ``cpu_neuron.h`` templates, through ctypes).
 
 Same contract and same saved state as :mod:`plif.neurons.bptt` (only ``H_t``), but each pass
 over time is one multithreaded sweep instead of ~10 PyTorch ops per step.  fp32 and fp64; bf16

@@ -4,7 +4,7 @@
 // element of the window (row by row) is chosen, and the last NaN if there is one.
 //
 // Instead of an int64 flat index per output, forward keeps one byte: the chosen element's place
-// in its window, dy·k + dx (k ≤ 16).  Parallel over planes (OpenMP); built with cpu_neuron.cpp
+// in its window, dy·k + dx (k ≤ 16).  Parallel over planes (OpenMP); built with the cpu_neuron_*.cpp
 // into one library.
 #include <cmath>
 #include <cstdint>

@@ -1,4 +1,6 @@
-// Fused multi-step IF/LIF/PLIF for the CPU: the same recursion as plif/neurons/bptt.py.
+// Fused multi-step IF/LIF/PLIF for the CPU: the same recursion as plif/neurons/bptt.py.  The
+// templates; cpu_neuron_f32.cpp, _f64.cpp and _bf16.cpp instantiate them for one input type each,
+// three translation units that compile in parallel (the build was one 24 s g++ call).
 //
 // Plain C++17 + OpenMP with a C ABI (loaded through ctypes), built without the PyTorch headers.
 // Neurons are cut into chunks small enough for L1; each thread keeps a chunk's potential in a
@@ -11,6 +13,8 @@
 // apart from the state type S (potential, H, k, V): bf16 inputs (CPU autocast) are read as bf16,
 // widened to fp32 in registers, and the spikes and dL/dX written back as bf16; H and the state
 // stay fp32.  For fp32 and fp64, X == S and load/store are plain reads and writes.
+#pragma once
+
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -225,52 +229,3 @@ void backward(const X* g_s, const S* g_v_last, const S* h_seq, const S* v0, cons
 }
 
 }  // namespace
-
-extern "C" {
-
-void plif_forward_f32(const float* x, const float* k, const float* v0, float* s, float* h, float* v_last,
-                      int64_t T, int64_t N, int64_t x_step, int leak, int hard, int k_full, double v_th,
-                      double v_reset, int threads) {
-    forward<float, float>(x, k, v0, s, h, v_last, T, N, x_step, leak, hard, k_full, v_th, v_reset, threads);
-}
-
-void plif_forward_f64(const double* x, const double* k, const double* v0, double* s, double* h, double* v_last,
-                      int64_t T, int64_t N, int64_t x_step, int leak, int hard, int k_full, double v_th,
-                      double v_reset, int threads) {
-    forward<double, double>(x, k, v0, s, h, v_last, T, N, x_step, leak, hard, k_full, v_th, v_reset, threads);
-}
-
-void plif_backward_f32(const float* g_s, const float* g_v_last, const float* h, const float* v0, const float* k,
-                       float* g_x, float* g_v0, float* g_k, int64_t T, int64_t N, int leak, int hard, int detach,
-                       int surrogate, int k_full, int need_k, double v_th, double v_reset, double sg_a,
-                       double sg_b, int threads) {
-    backward<float, float>(g_s, g_v_last, h, v0, k, g_x, g_v0, g_k, T, N, leak, hard, detach, surrogate, k_full, need_k,
-                    v_th, v_reset, sg_a, sg_b, threads);
-}
-
-void plif_backward_f64(const double* g_s, const double* g_v_last, const double* h, const double* v0,
-                       const double* k, double* g_x, double* g_v0, double* g_k, int64_t T, int64_t N, int leak,
-                       int hard, int detach, int surrogate, int k_full, int need_k, double v_th, double v_reset,
-                       double sg_a, double sg_b, int threads) {
-    backward<double, double>(g_s, g_v_last, h, v0, k, g_x, g_v0, g_k, T, N, leak, hard, detach, surrogate, k_full, need_k,
-                     v_th, v_reset, sg_a, sg_b, threads);
-}
-
-// bf16 x and spikes (dL/dS and dL/dX in backward), passed as their uint16 bits; fp32 k, state and H
-void plif_forward_bf16(const uint16_t* x, const float* k, const float* v0, uint16_t* s, float* h, float* v_last,
-                       int64_t T, int64_t N, int64_t x_step, int leak, int hard, int k_full, double v_th,
-                       double v_reset, int threads) {
-    forward<bf16, float>(reinterpret_cast<const bf16*>(x), k, v0, reinterpret_cast<bf16*>(s), h, v_last, T, N,
-                         x_step, leak, hard, k_full, v_th, v_reset, threads);
-}
-
-void plif_backward_bf16(const uint16_t* g_s, const float* g_v_last, const float* h, const float* v0,
-                        const float* k, uint16_t* g_x, float* g_v0, float* g_k, int64_t T, int64_t N, int leak,
-                        int hard, int detach, int surrogate, int k_full, int need_k, double v_th, double v_reset,
-                        double sg_a, double sg_b, int threads) {
-    backward<bf16, float>(reinterpret_cast<const bf16*>(g_s), g_v_last, h, v0, k, reinterpret_cast<bf16*>(g_x),
-                          g_v0, g_k, T, N, leak, hard, detach, surrogate, k_full, need_k, v_th, v_reset, sg_a,
-                          sg_b, threads);
-}
-
-}  // extern "C"
