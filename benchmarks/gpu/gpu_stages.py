@@ -246,11 +246,14 @@ def stage_memory(ctx, st) -> dict:
     share of the stage's time; peaks against naive's."""
     from plif.bench.memory import bench_memory
 
-    configs, T, batch = (("naive", "low"), 1, 1) if ctx.dry else (MEMORY_CONFIGS, 20, 16)
-    rows = bench_memory(["dvs128-gesture"], configs, (batch,), T, 2, str(ctx.device), threads=2 if ctx.dry else None,
+    # the dry run: N-MNIST's smaller network (34x34 input), the same fresh-process mechanism
+    network, configs, T, batch = (("nmnist", ("naive", "low"), 1, 1) if ctx.dry
+                                  else ("dvs128-gesture", MEMORY_CONFIGS, 20, 16))
+    rows = bench_memory([network], configs, (batch,), T, 2, str(ctx.device), threads=2 if ctx.dry else None,
                         default_rss=False, timeout=600, deadline=st.deadline)
     naive = next((r for r in rows if r.config == "naive" and r.error is None), None)
-    out = {"T": T, "batch": batch, "what": "CUDA max_memory_allocated" if not ctx.dry else "live peak RSS",
+    out = {"network": network, "T": T, "batch": batch,
+           "what": "CUDA max_memory_allocated" if not ctx.dry else "live peak RSS",
            "rows": [asdict(r) for r in rows],
            "vs_naive": {r.config: r.peak_mb / naive.peak_mb for r in rows if naive and r.error is None}}
     return {"ok": all(r.error is None for r in rows), **out}

@@ -60,7 +60,7 @@ def _train(title: str, res: dict) -> list[str]:
 
 
 def _memory(res: dict) -> list[str]:
-    lines = ["", f"memory, dvs128-gesture T={res['T']} B={res['batch']} ({res['what']}):"]
+    lines = ["", f"memory, {res.get('network', 'dvs128-gesture')} T={res['T']} B={res['batch']} ({res['what']}):"]
     for r in res["rows"]:
         ratio = res["vs_naive"].get(r["config"])
         lines.append(f"{r['config']:14s} " + (f"{r['peak_mb']:9.0f} MB  {ratio:.2f} of naive  step {r['step_s']:.3f} s"

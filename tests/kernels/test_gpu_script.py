@@ -73,6 +73,7 @@ def test_dry_run_runs_every_stage_and_packs_them(tiny_fashion, tmp_path):
     assert recs["dvs"]["result"]["input"].startswith("synthetic event frames")
     memory = recs["memory"]["result"]
     assert [r["config"] for r in memory["rows"]] == ["naive", "low"] and memory["vs_naive"]["naive"] == 1.0
+    assert memory["network"] == "nmnist" and all(r["network"] == "nmnist" for r in memory["rows"])
     assert all(r["peak_mb"] > 100 and r["error"] is None for r in memory["rows"])
     cand = recs["candidates"]["result"]
     assert cand["candidates"] == [{"name": "tiny", "kind": "neuron", "decides": "whether nothing changes anything"}]
@@ -86,7 +87,7 @@ def test_dry_run_runs_every_stage_and_packs_them(tiny_fashion, tmp_path):
     table = (out / "summary.txt").read_text()
     assert table == files["summary.txt"].decode() and "CPU DRY RUN" in table
     for heading in ("neuron (fwd+bwd)", "train step, fashion-mnist", "train step, dvs128-gesture T=1",
-                    "memory, dvs128-gesture", "candidates (ratio"):
+                    "memory, nmnist T=1 B=1", "candidates (ratio"):
         assert heading in table
     assert "tiny" in table and "agrees" in table and (out / "log.txt").read_text().count("=== ") == len(STAGES)
 
