@@ -51,8 +51,12 @@ def pytest_configure(config):
 def pytest_collection_modifyitems(config, items):
     """A test that takes a module-scoped fixture (one expensive run that several tests read) goes to
     the same xdist worker as the rest of its module, so that run is made once, not once a worker
-    (``--dist loadgroup``)."""
+    (``--dist loadgroup``); the slow modules are scheduled first."""
     for item in items:
         info = getattr(item, "_fixtureinfo", None)
         if info and any(d.scope == "module" for defs in info.name2fixturedefs.values() for d in defs):
             item.add_marker(pytest.mark.xdist_group(item.module.__name__))
+    # Modules with a test marked slow go first (each kept whole, so its module fixtures are made
+    # once): the longest work starts while the short tests can still fill the other workers.
+    slow = {item.module.__name__ for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.module.__name__ not in slow)

@@ -45,6 +45,7 @@ def test_live_peak_is_the_headline_and_the_default_allocator_is_measured_beside_
     assert "| cifar10-dvs | exact | 1,000 | 4,400 |" in format_memory_table(rows, 1024)
 
 
+@pytest.mark.slow
 def test_measure_runs_a_fresh_process():
     """A real (tiny: T=1, one step) measurement of the every-saving configuration in a subprocess."""
     r = measure("cifar10-dvs", "all", 1, T=1, steps=1, threads=1, timeout=300)

@@ -16,7 +16,8 @@ import torch
 
 from plif.kernels.check import case_grid
 
-pytestmark = pytest.mark.skipif(importlib.util.find_spec("triton") is None, reason="triton is not installed")
+pytestmark = [pytest.mark.skipif(importlib.util.find_spec("triton") is None, reason="triton is not installed"),
+              pytest.mark.slow]  # one interpreter run of ~35 s
 
 DTYPES = ["float32", "bfloat16", "float16"]
 # The half types change how x and the spikes are loaded and stored, not the variant logic: in the

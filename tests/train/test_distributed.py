@@ -18,6 +18,8 @@ from plif_testing import tiny_train_argv
 
 ENV = {**os.environ, "OMP_NUM_THREADS": "1"}
 
+pytestmark = pytest.mark.slow  # five torchrun groups of 2-3 processes: ~90 s of CPU
+
 
 def _train_args(root, out, *extra):
     return ["-m", "plif", *tiny_train_argv(root, out, *extra, epochs=4, batch_size=10)]

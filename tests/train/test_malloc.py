@@ -36,6 +36,7 @@ def _faults(mode: str) -> int:
     return int(out.stdout.split()[-1])
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's mallopt")
 def test_training_step_memory_is_reused_without_page_faults():
     """The cpu preset's step at batch 32: glibc's defaults fault thousands of pages back in every
