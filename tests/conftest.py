@@ -36,7 +36,6 @@ def tiny_fashion(tmp_path_factory):
     return root
 
 
-
 def pytest_configure(config):
     """Under pytest-xdist each worker takes an equal share of the cores for torch's threads (and
     for the processes the tests start), so that the workers do not fight over them."""

@@ -204,9 +204,10 @@ CLASSES = ["airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "hors
 
 def _cifar_dvs(edit):
     def setup(tmp):
-        for c in CLASSES:
-            for k in range(1, 11):  # 9 train, 1 test of each class
-                write(tmp / "cd" / c / f"cifar10_{c}_{k}.aedat", aedat2())
+        for i, c in enumerate(CLASSES):
+            for k in range(1, 11):  # 9 train, 1 test of each class; no two alike (a copy is a train/test leak)
+                j = 10 * i + k
+                write(tmp / "cd" / c / f"cifar10_{c}_{k}.aedat", aedat2(((1, 2, 1, 10 + j), (3, 4, 0, 200 + j))))
         edit(tmp / "cd")
     return setup
 
@@ -238,8 +239,8 @@ def _gesture(train=("user01_led.aedat",), test=("user02_led.aedat",), edit=lambd
         d = tmp / "g" / "DvsGesture"
         write(d / "trials_to_train.txt", "".join(f"{r}\n" for r in train).encode())
         write(d / "trials_to_test.txt", "".join(f"{r}\n" for r in test).encode())
-        for rec in set(train) | set(test):
-            write(d / rec, aedat31())
+        for j, rec in enumerate(sorted(set(train) | set(test))):  # no two alike (a copy is a train/test leak)
+            write(d / rec, aedat31(((1, 2, 1, 10), (3, 4, 0, 20), (5, 6, 1, 30 + j))))
             write(d / rec.replace(".aedat", "_labels.csv"), labels.encode())
         edit(d)
     return setup

@@ -225,7 +225,12 @@ def _kill_and_resume(seed: int):
         rnd = random.Random(seed)
         argv = ["train", *SMALL, "--epochs", "3", "--t-max", "3", "--out", str(env.tmp / "run")]
         p = env.plif(*argv, wait=False)
-        time.sleep(rnd.uniform(2.0, 9.0))
+        # a random moment of the run: once its folder exists (a kill before that leaves nothing to
+        # resume, and under load the start-up alone can take longer than the old fixed 2 s)
+        deadline = time.time() + 60
+        while not (env.tmp / "run" / "config.json").exists() and time.time() < deadline and p.poll() is None:
+            time.sleep(0.05)
+        time.sleep(rnd.uniform(0.0, 7.0))
         try:
             os.killpg(p.pid, signal.SIGKILL)
         except ProcessLookupError:
