@@ -107,7 +107,13 @@ def _build_with(cxx: str, flags: list[str], version: str) -> Path:
 def _run_all(cxx: str, commands: list[list[str]], what: list) -> None:
     """Run the compiler ``commands`` at once; the first failure's output, naming what it built."""
     procs = [subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True) for cmd in commands]
-    errors = [p.communicate(timeout=300)[1] for p in procs]
+    try:
+        errors = [p.communicate(timeout=300)[1] for p in procs]
+    finally:  # a timeout (or an interrupt) leaves no compiler running behind the caller's fallback
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
     for p, err, name in zip(procs, errors, what):
         if p.returncode != 0:
             raise RuntimeError(f"{cxx} failed on {name}:\n{err[-2000:]}")
