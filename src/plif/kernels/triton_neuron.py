@@ -250,7 +250,8 @@ def _backward_impl(g_s: Tensor, g_v_last: Tensor, h_seq: Tensor, v0: Tensor, k: 
     sw = current()
     launch = launch_config(m, channels, sw.launch)
     grid = _grid(channels, m, launch.block)
-    g_k_part = (torch.empty if lean and need_k else torch.zeros)(grid, dtype=torch.float32, device=h_seq.device)
+    # the lean path never reads the partials it does not need, and the kernel writes all it needs
+    g_k_part = (torch.empty if lean else torch.zeros)(grid, dtype=torch.float32, device=h_seq.device)
     _launch(_backward_kernel, grid,
         g_s, g_v_last, h_seq, v0, k, g_x, g_v0, g_k_part, T, n, (T - 1) * n, m, inner, channels,
         v_th, v_rest, sg_a, sg_b,
