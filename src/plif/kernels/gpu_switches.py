@@ -65,16 +65,18 @@ def _value(f: dataclasses.Field, text: str):
     return text
 
 
+_FIELDS = {f.name: f for f in dataclasses.fields(GpuSwitches)}
+
+
 def parse_changes(text: str) -> dict:
     """``"tf32,launch=fine"`` -> ``{"tf32": True, "launch": "fine"}`` (one-line errors)."""
-    fields = {f.name: f for f in dataclasses.fields(GpuSwitches)}
     values = {}
     for item in filter(None, (part.strip() for part in text.split(","))):
         name, _, raw = item.partition("=")
         name = name.strip()
-        if name not in fields:
-            raise ValueError(f"{ENV}: unknown switch {name!r}; valid: {', '.join(fields)}")
-        values[name] = _value(fields[name], raw.strip() if raw else "true")
+        if name not in _FIELDS:
+            raise ValueError(f"{ENV}: unknown switch {name!r}; valid: {', '.join(_FIELDS)}")
+        values[name] = _value(_FIELDS[name], raw.strip() if raw else "true")
     return values
 
 
@@ -106,11 +108,10 @@ def switched(**changes):
     """Switches changed for the block (and PyTorch's flags with them); restored on exit."""
     global _current
     before, flags = current(), torch.backends.cuda.matmul.allow_tf32
-    fields = {f.name: f for f in dataclasses.fields(GpuSwitches)}
     for name, value in changes.items():
-        if name not in fields:
-            raise ValueError(f"unknown GPU switch {name!r}; valid: {', '.join(fields)}")
-        _value(fields[name], str(value))  # validates a choice
+        if name not in _FIELDS:
+            raise ValueError(f"unknown GPU switch {name!r}; valid: {', '.join(_FIELDS)}")
+        _value(_FIELDS[name], str(value))  # validates a choice
     _current = dataclasses.replace(before, **changes)
     if "tf32" in changes:
         torch.backends.cuda.matmul.allow_tf32 = bool(changes["tf32"])
