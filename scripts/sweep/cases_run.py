@@ -218,6 +218,13 @@ CASES = [_damage_case(name, damage, cmd, oks.get(cmd, "refuse"))
          for name, (damage, oks) in DAMAGES.items() for cmd in COMMANDS]
 
 
+def _wait_for(path: Path, proc=None, limit: float = 60.0) -> None:
+    """Until ``path`` exists, ``limit`` seconds pass or ``proc`` (the plif process making it) ends."""
+    deadline = time.time() + limit
+    while not path.exists() and time.time() < deadline and (proc is None or proc.poll() is None):
+        time.sleep(0.05)
+
+
 # --- kill -9 at a random moment, then resume: ends where an uninterrupted run does -------------------
 def _kill_and_resume(seed: int):
     def run(env) -> Result:
@@ -227,9 +234,7 @@ def _kill_and_resume(seed: int):
         p = env.plif(*argv, wait=False)
         # a random moment of the run: once its folder exists (a kill before that leaves nothing to
         # resume, and under load the start-up alone can take longer than the old fixed 2 s)
-        deadline = time.time() + 60
-        while not (env.tmp / "run" / "config.json").exists() and time.time() < deadline and p.poll() is None:
-            time.sleep(0.05)
+        _wait_for(env.tmp / "run" / "config.json", p)
         time.sleep(rnd.uniform(0.0, 7.0))
         try:
             os.killpg(p.pid, signal.SIGKILL)
@@ -261,9 +266,7 @@ def _concurrent(second: str):
         # long enough (20,000 samples an epoch) that the second process starts while it trains
         first = env.plif("train", *SMALL, "--epochs", "3", "--max-train-samples", "20000", "--network",
                          "c16k3s1-BN-PLIF-MPk2s2-FC10", "--out", out, wait=False)
-        deadline = time.time() + 60
-        while not (env.tmp / "run" / ".lock").exists() and time.time() < deadline:
-            time.sleep(0.05)
+        _wait_for(env.tmp / "run" / ".lock")
         time.sleep(0.5)
         extra = {"train": ["train", *SMALL, "--epochs", "3", "--network", "c16k3s1-BN-PLIF-MPk2s2-FC10", "--out", out],
                  "resume": ["train", "--resume", out],
