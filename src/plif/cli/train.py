@@ -55,7 +55,7 @@ def _stored_config(folder):
     """The run's config: ``config.json``, or when that is missing or damaged the copy in ``last.pt``
     (the resume rewrites config.json); the config.json error when neither can be had."""
     from ..runs import load_checkpoint
-    from ..train.config import TrainConfig, check_stored, read_stored_config
+    from ..train.config import read_stored_config, stored_config
 
     try:
         return read_stored_config(folder.path)
@@ -65,9 +65,7 @@ def _stored_config(folder):
             raise
         try:  # the copy passes the same checks, or config.json's error stands (e.g. a surrogate's
             # module that cannot be imported here fails both: no "using the copy" before it)
-            d = load_checkpoint(last)["config"]
-            stored = TrainConfig.from_dict(d, source=str(last))
-            check_stored(stored, d, str(last))
+            stored = stored_config(load_checkpoint(last)["config"], str(last))
         except (OSError, ValueError):
             raise e from None
         print(f"{e}; using the copy of the config in {last}", flush=True)

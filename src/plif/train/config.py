@@ -263,9 +263,14 @@ def read_stored_config(run_dir) -> TrainConfig:
     from ..runs import RunFolder
 
     folder = RunFolder(run_dir)
-    d = folder.read_config()
-    cfg = TrainConfig.from_dict(d, source=str(folder.config))
-    check_stored(cfg, d, str(folder.config))
+    return stored_config(folder.read_config(), str(folder.config))
+
+
+def stored_config(d: dict, source: str) -> TrainConfig:
+    """A stored config dict (``config.json``'s, or the copy in a checkpoint) as a checked
+    :class:`TrainConfig`; errors name ``source``."""
+    cfg = TrainConfig.from_dict(d, source=source)
+    check_stored(cfg, d, source)
     return cfg
 
 
