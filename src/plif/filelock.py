@@ -30,10 +30,6 @@ class FileLock:
         self._fd: int | None = None
         self._seen = ""  # the pid read from the file when another holder had it
 
-    @property
-    def held(self) -> bool:
-        return self._fd is not None
-
     def try_acquire(self) -> bool:
         """Take the lock if nobody holds it and write this process's pid into the file (True); False
         when another holder has it.  OS errors (a link in its place, a read-only folder) propagate."""
@@ -102,14 +98,6 @@ class FileLock:
             return False
         mine = os.fstat(fd)
         return (now.st_dev, now.st_ino) == (mine.st_dev, mine.st_ino)
-
-    def __enter__(self) -> "FileLock":
-        if not self.try_acquire():
-            raise BlockingIOError(f"{self.path}: locked by process {self.holder()}")
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.release()
 
 
 def _read_pid(fd: int) -> str:

@@ -15,10 +15,9 @@ import os
 import re
 import signal
 import time
-from ..signals import STOP_SIGNALS, StopSignal, stop_signals_raise
+from ..signals import STOP_SIGNALS
 
-__all__ = ["EXIT_STOPPED", "stopped_exit_status", "parse_duration", "Stopper", "STOP_SIGNALS", "StopSignal",
-           "stop_signals_raise"]
+__all__ = ["EXIT_STOPPED", "stopped_exit_status", "parse_duration", "Stopper", "STOP_SIGNALS"]
 
 EXIT_STOPPED = 75  # EX_TEMPFAIL: not finished, not failed; run the same command again to continue
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -136,5 +135,3 @@ class Stopper:
         if self.deadline is not None and now + self._slowest > self.deadline:
             return "time limit"
         return None
-
-
