@@ -183,26 +183,20 @@ class _Lock:
 
     def __enter__(self):
         self.lock = FileLock(self.path)
-        if not self._try():
+        if not self.lock.try_acquire():
             if not self.wait:
-                raise CacheError(f"{self.path.parent}: another process (pid {self._holder()}) is building "
+                raise CacheError(f"{self.path.parent}: another process (pid {self.lock.holder()}) is building "
                                  "this cache now") from None
             self._wait()
         return self
 
-    def _try(self) -> bool:
-        return self.lock.try_acquire()
-
-    def _holder(self) -> str:
-        return self.lock.holder()
-
     def _wait(self) -> None:
         folder, t0, said = self.path.parent, time.monotonic(), -WAIT_REPORT_S
-        while not self._try():
+        while not self.lock.try_acquire():
             waited = time.monotonic() - t0
             if waited - said >= WAIT_REPORT_S:
                 done = len(list((folder / "chunks").glob("chunk_*.npy.json"))) if (folder / "chunks").is_dir() else 0
-                print(f"plif: waiting for process {self._holder()} to build the frame cache {folder.name} "
+                print(f"plif: waiting for process {self.lock.holder()} to build the frame cache {folder.name} "
                       f"({done} chunks done, waited {waited:.0f} s)", file=sys.stderr, flush=True)
                 said = waited
             time.sleep(0.2)
