@@ -56,7 +56,7 @@ def test_errors_are_reported_not_raised(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("PLIF_DATA_ROOT", str(tmp_path / "data"))
     assert main(["data", "prepare", "nmnist", "--T", "3"]) == 2  # no --root: training's default folder
     err = capsys.readouterr().err
-    assert f"no 'Train' found under any of: {tmp_path / 'data' / 'nmnist'}," in err and "--root" in err
+    assert f"no 'Train' found under any of: {tmp_path / 'data' / 'nmnist'}," in err and "--data-dir" in err
 
 
 def test_prepare_event_dataset(tmp_path, capsys):
@@ -323,7 +323,7 @@ def test_a_root_that_is_a_file_is_named(tmp_path, capsys):
                  ["data", "prepare", "nmnist", "--root", str(f), "--workers", "0"]):
         assert main(argv) == 2
         err = capsys.readouterr().err
-        assert f"{f}: is a file, not a folder (--root / --data-dir" in err and len(err.strip().splitlines()) == 1, argv
+        assert f"{f}: is a file, not a folder (--data-dir names" in err and len(err.strip().splitlines()) == 1, argv
 
 
 def test_a_build_error_names_the_recording_once(tmp_path, capsys):

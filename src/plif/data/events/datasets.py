@@ -87,7 +87,7 @@ def _first_dir(root: Path, d: DatasetSpec, must_have: str) -> Path:
             return base
     tried = ", ".join(str(root / c) if c else str(root) for c in candidates)
     raise FileNotFoundError(f"{d.name}: no '{must_have}' found under any of: {tried}.\n"
-                            f"{d.layout}, and pass --data-dir (or --root for plif data prepare).")
+                            f"{d.layout}, and pass --data-dir.")
 
 
 def _file_number(p: Path) -> tuple:
