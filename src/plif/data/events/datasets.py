@@ -5,6 +5,7 @@ reads events; :mod:`.cache` turns samples into frames.
 """
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import re
@@ -122,13 +123,28 @@ def _class_folders(d: DatasetSpec, root: Path, train: bool, train_fraction: floa
     :func:`train_count` of the files by file number train, the rest test (the paper's CIFAR10-DVS split)."""
     fraction = d.train_fraction if train_fraction is None else train_fraction
     base = _first_dir(root, d, d.classes[0])
-    samples = []
+    samples, sizes = [], {}
     for label, cls in enumerate(d.classes):
         files = _class_files(base / cls, d.suffixes, d.name, _number)
+        sizes[cls] = len(files)
         n_train = train_count(len(files), fraction)
         chosen = files[:n_train] if train else files[n_train:]
         samples += [EventSample(str(f), label) for f in chosen]
+    if not samples and not train:  # the folders are there: say what the split needs of them
+        raise ValueError(f"{d.name}: no test samples under {base}: {_split_rule(fraction, sizes)}")
     return samples
+
+
+def _split_rule(fraction: float, sizes: dict[str, int]) -> str:
+    """Why classes of these ``sizes`` give no test sample at ``fraction``: the class size it needs."""
+    biggest = max(sizes, key=sizes.get)
+    rule = (f"of each class's n recordings the first ceil({fraction:g}·n) by file number train, the rest test; "
+            f"the largest class here, {biggest}, has {sizes[biggest]}")
+    if fraction >= 1:
+        return f"{rule}, and at a train fraction of {fraction:g} no class gives a test sample"
+    start = max(1, int(1 / (1 - fraction)) - 1)  # ceil(f n) < n from about n = 1 / (1 - f) on
+    need = next(n for n in itertools.count(start) if train_count(n, fraction) < n)
+    return f"{rule}, and a class needs at least {need} recordings to give one test sample"
 
 
 def _gesture_trials(d: DatasetSpec, root: Path, train: bool) -> list[EventSample]:
