@@ -1,4 +1,5 @@
 import json
+import shlex
 
 import numpy as np
 
@@ -273,8 +274,10 @@ def test_prepare_verify_rebuilds_after_an_edit_that_kept_size_mtime_and_inode(tm
     assert main(["data", "verify", str(folder)]) == 1
     err = capsys.readouterr().err
     assert f"{rec}: recording changed or missing" in err and "plif data prepare nmnist --verify --T 1" in err
-    assert "just load it" not in err
-    assert main(args + ["--verify"]) == 0
+    assert "just load it" not in err and " DIR" not in err
+    advised = shlex.split(err.split("rebuild it: plif ", 1)[1].split(", or delete ", 1)[0])  # run as it is said
+    assert advised[advised.index("--data-dir") + 1] == str(tmp_path / "nm")  # the real folder (issue 40)
+    assert main(advised + ["--workers", "0", "--quiet"]) == 0
     assert f"rebuilding the frame cache: {rec}: recording changed" in capsys.readouterr().err
     assert main(["data", "verify", str(folder)]) == 0
     assert np.load(folder / "frames.npy")[3, 0, 1, 2, 2] == 1  # the edited first event: x=2, y=2, ON
