@@ -11,6 +11,7 @@ from pathlib import Path
 
 from ..runs import RunFolder, read_json_file, read_metrics
 from .sweep import SWEEP_FILE, sweep_runs
+from ..surrogate import PAPER_SURROGATE
 from .paper_numbers import Setting
 
 __all__ = ["RunRecord", "read_run", "expand_run_paths", "effective_pool", "SWEEP_FILE"]
@@ -38,7 +39,8 @@ class RunRecord:
     @property
     def setting(self) -> Setting:
         neuron = str(self.config.get("neuron", "plif")).lower()
-        return Setting(neuron, float(self.config.get("tau0", 2.0)), effective_pool(self.config))
+        return Setting(neuron, float(self.config.get("tau0", 2.0)), effective_pool(self.config),
+                       str(self.config.get("surrogate") or PAPER_SURROGATE))  # older runs stored none: atan
 
     def accuracy_a(self) -> tuple[float, int] | None:
         """``(max test accuracy, its epoch)`` from the metrics (the summary may be stale or absent)."""
