@@ -35,8 +35,8 @@ from typing import Callable
 
 import torch
 
-__all__ = ["Surrogate", "ClosedForm", "CLOSED_FORMS", "SURROGATES", "PAPER_SURROGATE", "CUSTOM_SURROGATES", "register_surrogate",
-           "unregister_surrogate", "get_surrogate", "surrogate_spec", "heaviside", "spike_fn"]
+__all__ = ["Surrogate", "ClosedForm", "CLOSED_FORMS", "SURROGATES", "PAPER_SURROGATE", "CUSTOM_SURROGATES",
+           "register_surrogate", "unregister_surrogate", "get_surrogate", "surrogate_spec", "heaviside", "spike_fn"]
 
 
 @dataclass(frozen=True)

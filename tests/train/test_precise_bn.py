@@ -16,8 +16,8 @@ def test_the_note_says_the_whole_rule_in_one_sentence():
     """The log line was cut off mid-sentence ("re-estimated after each", issue 40)."""
     net = nn.Sequential(nn.BatchNorm1d(2), nn.BatchNorm1d(2, momentum=0.5))
     note = precise_bn_note(net, 8)
-    assert note == ("precise BN: 8 steps an epoch are too few for BatchNorm's running averages (they need 44); "
-                    "they are re-estimated on the training split after each epoch, before it is evaluated and saved")
+    assert note == ("precise BN: 8 steps an epoch are too few for BatchNorm's running averages (they need 44 to "
+                    "forget the previous epoch's); they are re-estimated on the training split after each epoch, before it is evaluated and saved")
     assert "\n" not in note and precise_bn_note(net, 44) is None
     assert precise_bn_note(nn.Sequential(nn.Linear(2, 2)), 1) is None
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from .figures import FigureOutput, moving_average, new_figure, save_csv, save_figure, save_json
 from ..surrogate import PAPER_SURROGATE
+from .figures import FigureOutput, moving_average, new_figure, save_csv, save_figure, save_json
 from .paper_numbers import paper_accuracy
 from .runs import RunRecord, expand_run_paths, read_run
 

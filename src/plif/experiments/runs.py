@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..runs import RunFolder, read_json_file, read_metrics
-from .sweep import SWEEP_FILE, sweep_runs
 from ..surrogate import PAPER_SURROGATE
+from .sweep import SWEEP_FILE, sweep_runs
 from .paper_numbers import Setting
 
 __all__ = ["RunRecord", "read_run", "expand_run_paths", "effective_pool", "SWEEP_FILE"]

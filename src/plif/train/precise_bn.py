@@ -48,7 +48,7 @@ def precise_bn_note(model: nn.Module, steps_per_epoch: int) -> str | None:
     if steps_per_epoch >= need:
         return None
     return (f"precise BN: {steps_per_epoch} steps an epoch are too few for BatchNorm's running averages (they need "
-            f"{need}); they are re-estimated on the training split after each epoch, before it is evaluated and saved")
+            f"{need} to forget the previous epoch's); they are re-estimated on the training split after each epoch, before it is evaluated and saved")
 
 
 @torch.no_grad()
