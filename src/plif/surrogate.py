@@ -35,8 +35,8 @@ from typing import Callable
 
 import torch
 
-__all__ = ["Surrogate", "ClosedForm", "CLOSED_FORMS", "SURROGATES", "CUSTOM_SURROGATES", "register_surrogate",
-           "unregister_surrogate", "get_surrogate", "surrogate_spec", "heaviside", "spike_fn"]
+__all__ = ["Surrogate", "ClosedForm", "CLOSED_FORMS", "SURROGATES", "PAPER_SURROGATE", "CUSTOM_SURROGATES",
+           "register_surrogate", "unregister_surrogate", "get_surrogate", "surrogate_spec", "heaviside", "spike_fn"]
 
 
 @dataclass(frozen=True)
@@ -148,6 +148,9 @@ SURROGATES: dict[str, Surrogate] = {
     )
 }
 """The four built-in surrogates by name (the table above), each with its kernel ``code``."""
+
+PAPER_SURROGATE = "atan"
+"""The surrogate of the paper (and the default everywhere): arctan with α = 2."""
 
 
 CUSTOM_SURROGATES: dict[str, Surrogate] = {}

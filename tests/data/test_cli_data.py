@@ -1,4 +1,5 @@
 import json
+import shlex
 
 import numpy as np
 
@@ -56,7 +57,7 @@ def test_errors_are_reported_not_raised(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("PLIF_DATA_ROOT", str(tmp_path / "data"))
     assert main(["data", "prepare", "nmnist", "--T", "3"]) == 2  # no --root: training's default folder
     err = capsys.readouterr().err
-    assert f"no 'Train' found under any of: {tmp_path / 'data' / 'nmnist'}," in err and "--root" in err
+    assert f"no 'Train' found under any of: {tmp_path / 'data' / 'nmnist'}," in err and "--data-dir" in err
 
 
 def test_prepare_event_dataset(tmp_path, capsys):
@@ -273,8 +274,10 @@ def test_prepare_verify_rebuilds_after_an_edit_that_kept_size_mtime_and_inode(tm
     assert main(["data", "verify", str(folder)]) == 1
     err = capsys.readouterr().err
     assert f"{rec}: recording changed or missing" in err and "plif data prepare nmnist --verify --T 1" in err
-    assert "just load it" not in err
-    assert main(args + ["--verify"]) == 0
+    assert "just load it" not in err and " DIR" not in err
+    advised = shlex.split(err.split("rebuild it: plif ", 1)[1].split(", or delete ", 1)[0])  # run as it is said
+    assert advised[advised.index("--data-dir") + 1] == str(tmp_path / "nm")  # the real folder (issue 40)
+    assert main(advised + ["--workers", "0", "--quiet"]) == 0
     assert f"rebuilding the frame cache: {rec}: recording changed" in capsys.readouterr().err
     assert main(["data", "verify", str(folder)]) == 0
     assert np.load(folder / "frames.npy")[3, 0, 1, 2, 2] == 1  # the edited first event: x=2, y=2, ON
@@ -323,7 +326,7 @@ def test_a_root_that_is_a_file_is_named(tmp_path, capsys):
                  ["data", "prepare", "nmnist", "--root", str(f), "--workers", "0"]):
         assert main(argv) == 2
         err = capsys.readouterr().err
-        assert f"{f}: is a file, not a folder (--root / --data-dir" in err and len(err.strip().splitlines()) == 1, argv
+        assert f"{f}: is a file, not a folder (--data-dir names" in err and len(err.strip().splitlines()) == 1, argv
 
 
 def test_a_build_error_names_the_recording_once(tmp_path, capsys):

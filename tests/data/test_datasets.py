@@ -167,3 +167,18 @@ def test_odd_entries_in_a_class_folder_are_refused(tmp_path):
     (root / "Train" / "8" / "00009.bin").symlink_to(tmp_path / "gone.bin")
     with pytest.raises(ValueError, match=r"Train/8/00009.bin is a dangling link"):
         list_samples("nmnist", root, train=True)
+
+
+def test_the_folder_a_recording_was_listed_from_lists_it_again(tmp_path):
+    """``recordings_folder`` (the --data-dir that ``plif data verify``'s advice names) for each lister."""
+    from plif.data.events.datasets import _DEPTH, LISTERS, recordings_folder
+
+    assert set(_DEPTH) == set(LISTERS) and {d.loader for d in DATASETS.values() if d.is_event} <= set(LISTERS)
+    _nmnist_tree(tmp_path / "NMNIST")
+    for cls in CIFAR10_CLASSES:
+        touch(tmp_path / "CIFAR10-DVS" / cls / f"cifar10_{cls}_1.aedat", b"#!AER-DAT2.0\r\n")
+    _gesture(tmp_path, ["user01_led.aedat"], ["user02_led.aedat"])
+    for name, folder in (("nmnist", "NMNIST"), ("cifar10-dvs", "CIFAR10-DVS"), ("dvs128-gesture", "DvsGesture")):
+        samples = list_samples(name, tmp_path, train=True)  # the parent given: the dataset's own folder comes back
+        assert {recordings_folder(name, s.path) for s in samples} == {tmp_path / folder}, name
+        assert list_samples(name, recordings_folder(name, samples[0].path), train=True) == samples, name

@@ -69,6 +69,31 @@ def test_split_is_spikingjelly_ceil_of_ninety_percent(tmp_path):
     assert train_count(1000, 0.9) == 900 and train_count(100, 0.55) == 55  # 0.55 * 100 is 55.00000000000001
 
 
+def test_classes_too_small_for_a_test_sample_are_named_with_the_size_the_split_needs(tmp_path, capsys):
+    """The folders are there, every class below 10 files: the message says the split rule, not "extract
+    Caltech101.zip" (issue 40)."""
+    from plif.cli.main import main
+
+    for cls in D.classes:
+        for k in range(1, (7 if cls == "ant" else 3)):
+            f = tmp_path / "Caltech101" / cls / f"image_{k:04d}.bin"
+            f.parent.mkdir(parents=True, exist_ok=True)
+            f.touch()
+    assert len(list_samples("ncaltech101", tmp_path, True)) == 100 * 2 + 6
+    want = (f"ncaltech101: no test samples under {tmp_path / 'Caltech101'}: of each class's n recordings the first "
+            "ceil(0.9·n) by file number train, the rest test; the largest class here, ant, has 6, and a class needs "
+            "at least 10 recordings to give one test sample")
+    with pytest.raises(ValueError) as e:
+        list_samples("ncaltech101", tmp_path, False)
+    assert str(e.value) == want
+    with pytest.raises(ValueError, match="at a train fraction of 1 no class gives a test sample"):
+        list_samples("ncaltech101", tmp_path, False, train_fraction=1.0)
+    assert len(list_samples("ncaltech101", tmp_path, False, train_fraction=0.5)) == 100 + 3
+    assert main(["data", "prepare", "ncaltech101", "--data-dir", str(tmp_path), "--test-only", "--T", "2"]) == 2
+    err = capsys.readouterr().err
+    assert err == f"plif data: error: {want}\n" and "extract" not in err
+
+
 def test_plif_train_ncaltech101(caltech, tmp_path, capsys):
     """The dataset's own CPU network (CIFAR10-DVS's form, 1010 voting outputs) trains end to end on
     the whole sensor, 16 of the 109 training files and the one test file."""

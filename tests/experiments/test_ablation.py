@@ -62,8 +62,12 @@ def test_sweep_refuses_what_it_cannot_do(tiny_fashion, tmp_path, capsys):
     (out / "lif-tau2").mkdir(parents=True)
     (out / "lif-tau2" / "config.json").write_text("{}")
     # a run that stopped while starting is no dead end: it starts again (issue #13)
-    assert main(_argv(tiny_fashion, out, "--only", "lif-tau2")) == 0
+    capsys.readouterr()
+    assert main(_argv(tiny_fashion, out, "--only", "lif-tau2", "--surrogate", "sigmoid")) == 0
     assert sweep_status(out / "lif-tau2", 1) == "finished"
+    log = capsys.readouterr().out  # the base's surrogate is kept, and said where it is not the paper's (issue 40)
+    assert "[lif-tau2] starting: neuron lif, tau0 2, max pooling, sigmoid surrogate, 1 epochs" in log
+    assert "every neuron LIF (tau = 2) with the sigmoid surrogate" in log
     (out / "sweep.json").write_text(json.dumps({"dataset": "cifar10", "runs": []}))
     assert main(_argv(tiny_fashion, out, "--only", "plif-tau2")) == 2
     assert "holds a sweep on 'cifar10'" in capsys.readouterr().err

@@ -60,6 +60,11 @@ def test_lookup_picks_the_table_of_the_setting():
     assert paper_accuracy("cifar10-dvs", Setting("plif", 2.0, "avg")) == (72.70, None, "Table 5")
     assert paper_accuracy("mnist", Setting("lif", 2.0, "max")) == (None, None, "")
     assert paper_accuracy("cifar10", Setting("if", 2.0, "max")) == (None, None, "")
+    # another surrogate: named in the label, compared with the paper's run of the same neuron, tau and pooling
+    other = Setting("lif", 16.0, "max", "sigmoid")
+    assert other.label() == "LIF(tau=16), max-pool, sigmoid surrogate" and other != Setting("lif", 16.0, "max")
+    assert Setting("lif", 16.0, "max", "atan").label() == "LIF(tau=16), max-pool"
+    assert paper_accuracy("cifar10", other) == (47.50, None, "Table 4")
 
 
 def test_one_setting_for_the_sweep_and_the_tables_and_table3_written_once():

@@ -69,6 +69,28 @@ def test_report_writes_markdown_json_and_figures(runs, tmp_path, capsys):
     assert (out / "test_accuracy.csv").read_text().splitlines()[0] == "run,dataset,setting,epoch,test_acc_pct"
 
 
+def test_a_run_with_another_surrogate_is_named_so_wherever_its_setting_is_shown(tmp_path):
+    """A run trained with a custom surrogate was "PLIF(tau0=2), max-pool" like the paper's (issue 40): the
+    table, the runs list, the figures' data and titles name its surrogate; the paper's number of the same
+    neuron, tau and pooling stays beside it, the protocol column saying the surrogate differs."""
+    r = tmp_path / "runs"
+    write_run(r / "paper", rows=rows([0.9], taus=[[2.1]]), surrogate="atan")
+    write_run(r / "super", rows=rows([0.9], taus=[[2.1]]), surrogate="my_surrogates:superspike")
+    write_run(r / "old", rows=rows([0.9], taus=[[2.1]]))  # stored before the field: atan
+    out = tmp_path / "report"
+    assert main(["report", str(r / "paper"), str(r / "super"), str(r / "old"), "--out", str(out)]) == 0
+    md = (out / "report.md").read_text()
+    named = "PLIF(tau0=2), max-pool, my_surrogates:superspike surrogate"
+    assert f"| super | fashion-mnist | {named} | 1/4 | 90.00 (ep 1) | 94.38 |" in md
+    assert "surrogate my_surrogates:superspike (paper atan)" in md and f"`{r / 'super'}` — {named}, network" in md
+    for label in ("paper", "old"):
+        assert f"| {label} | fashion-mnist | PLIF(tau0=2), max-pool | 1/4 |" in md
+    assert md.count("(paper atan)") == 1
+    series = json.loads((out / "test_accuracy.json").read_text())["series"]
+    assert {s["run"]: s["setting"] for s in series}["super"] == named
+    assert f'super,fashion-mnist,"{named}",1,90' in (out / "test_accuracy.csv").read_text()
+
+
 def test_report_without_any_readable_run_is_an_error(tmp_path, capsys):
     (tmp_path / "nothing").mkdir()
     assert main(["report", str(tmp_path / "nothing"), "--out", str(tmp_path / "o")]) == 2

@@ -2,7 +2,7 @@ import pytest
 import torch
 from torch import nn
 
-from plif.train.precise_bn import needs_precise_bn, reestimate_bn, steps_to_forget
+from plif.train.precise_bn import needs_precise_bn, precise_bn_note, reestimate_bn, steps_to_forget
 
 
 def test_an_epoch_too_short_to_forget_the_running_statistics_needs_them_again():
@@ -10,6 +10,16 @@ def test_an_epoch_too_short_to_forget_the_running_statistics_needs_them_again():
     assert steps_to_forget(0.1) == 44 and 0.9 ** 44 <= 0.01 < 0.9 ** 43
     assert needs_precise_bn(net, 8) and needs_precise_bn(net, 43) and not needs_precise_bn(net, 44)
     assert not needs_precise_bn(nn.Sequential(nn.Linear(2, 2)), 1)  # no BatchNorm
+
+
+def test_the_note_says_the_whole_rule_in_one_sentence():
+    """The log line was cut off mid-sentence ("re-estimated after each", issue 40)."""
+    net = nn.Sequential(nn.BatchNorm1d(2), nn.BatchNorm1d(2, momentum=0.5))
+    note = precise_bn_note(net, 8)
+    assert note == ("precise BN: 8 steps an epoch are too few for BatchNorm's running averages (they need 44 to "
+                    "forget the previous epoch's); they are re-estimated on the training split after each epoch, before it is evaluated and saved")
+    assert "\n" not in note and precise_bn_note(net, 44) is None
+    assert precise_bn_note(nn.Sequential(nn.Linear(2, 2)), 1) is None
 
 
 def test_the_running_statistics_become_those_of_the_data_and_nothing_else_changes():

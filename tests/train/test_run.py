@@ -49,8 +49,11 @@ def test_a_run_of_short_epochs_saves_batchnorm_statistics_re_estimated_on_the_tr
     from plif.train.precise_bn import reestimate_bn
 
     cfg = _cfg(tiny_fashion, tmp_path / "run", epochs=1)
-    run = train(cfg, log=_quiet)
+    lines = []
+    run = train(cfg, log=lines.append)
     assert read_metrics(run)[0]["bn_reestimated"]
+    assert sum(line.startswith("precise BN: ") for line in lines) == 1
+    assert next(line for line in lines if line.startswith("precise BN: ")).endswith("evaluated and saved")
     net, _ = load_run(run, "last")
     saved = {k: v.clone() for k, v in net.state_dict().items() if "running" in k}
     data = load_train_data(resolve_config(cfg), torch.device("cpu"))

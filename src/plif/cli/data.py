@@ -47,7 +47,7 @@ def run_prepare(args) -> int:
     options = LoadOptions(download=not args.no_download, slicing=args.split, cache_dir=args.cache_dir,
                           workers=args.workers, progress=not args.quiet, allow_empty=args.allow_empty, verify=args.verify,
                           reader={} if args.flip_x else {"flip_x": False})
-    source = data_source(args.dataset, args.root, spec.T if args.T is None else args.T, options)
+    source = data_source(args.dataset, args.data_dir, spec.T if args.T is None else args.T, options)
     for train in [s for s, skip in ((True, args.test_only), (False, args.train_only)) if not skip]:
         split = source.load(train)
         where = f" -> {split.origin}" if split.origin else ""
@@ -63,12 +63,12 @@ def run_download(args) -> int:
         from ..data.static import load_static
 
         for train in (True, False):
-            x, _ = load_static(args.dataset, args.root, train=train, download=True)
+            x, _ = load_static(args.dataset, args.data_dir, train=train, download=True)
             print(f"{args.dataset} {'train' if train else 'test'}: {len(x)} images")
         return 0
     from ..data.event_download import download_event_dataset
 
-    download_event_dataset(args.dataset, args.root, keep_archives=args.keep_archives,
+    download_event_dataset(args.dataset, args.data_dir, keep_archives=args.keep_archives,
                            progress=False if args.quiet else None)
     return 0
 
@@ -214,8 +214,9 @@ def register(sub) -> None:
 
     p = dsub.add_parser("prepare", help="load a static dataset, or build the frame cache of an event dataset")
     p.add_argument("dataset", help=", ".join(DATASETS))
-    p.add_argument("--root", help="folder holding the raw files, as plif train --data-dir "
-                                  "[$PLIF_DATA_ROOT; event datasets: $PLIF_DATA_ROOT/<dataset>]")
+    p.add_argument("--data-dir", "--root", dest="data_dir",  # --root: its older name, kept
+                   help="folder holding the raw files, as for plif train [$PLIF_DATA_ROOT; event datasets: "
+                        "$PLIF_DATA_ROOT/<dataset>]")
     p.add_argument("--T", type=int, help="frames per sample (default: the paper's T of the dataset)")
     p.add_argument("--split", choices=["count", "time"], default="count", help="how events are sliced [count]")
     p.add_argument("--cache-dir", help="where frame caches go [$PLIF_DATA_ROOT/frames]")
@@ -236,7 +237,8 @@ def register(sub) -> None:
     d = dsub.add_parser("download", help=f"fetch, check (md5) and unpack a dataset (event datasets: {download_help()}, "
                                          "then unpacks the archive you fetched)")
     d.add_argument("dataset", help=", ".join(DATASETS))
-    d.add_argument("--root", help="the dataset's folder [$PLIF_DATA_ROOT/<dataset>; static: $PLIF_DATA_ROOT]")
+    d.add_argument("--data-dir", "--root", dest="data_dir",  # --root: its older name, kept
+                   help="the dataset's folder, as for plif train [$PLIF_DATA_ROOT/<dataset>; static: $PLIF_DATA_ROOT]")
     d.add_argument("--keep-archives", action="store_true", help="keep the zip / tar files after unpacking")
     d.add_argument("--quiet", action="store_true", help="no progress bar")
     d.set_defaults(func=run_download)

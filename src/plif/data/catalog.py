@@ -52,7 +52,7 @@ class DatasetSpec:
     differs; ``cpu_network``: a narrow network of the same form that trains in minutes on a 2-core
     CPU (the ``cpu`` preset).  ``sizes``: (train, test) sample counts of the full dataset (None
     where they follow from a fraction of each class); ``split``: how they are made; ``layout``:
-    the files the loader expects under ``--data-dir`` / ``--root``.
+    the files the loader expects under ``--data-dir``.
 
     ``loader``: the plug-in that finds and reads the files (``plif.data.static`` for static
     datasets, ``plif.data.events.datasets`` for event datasets); ``folders``: names the files are
@@ -271,8 +271,8 @@ def dataset_folder(root: str | Path) -> Path:
     exists and is not a folder is refused, naming it (a mkdir would only say "File exists")."""
     path = Path(root).expanduser()
     if path.exists() and not path.is_dir():
-        raise ValueError(f"{path}: is a file, not a folder (--root / --data-dir name the folder that holds or "
-                         "receives the dataset)")
+        raise ValueError(f"{path}: is a file, not a folder (--data-dir names the folder that holds or receives "
+                         "the dataset)")
     return path
 
 

@@ -43,7 +43,7 @@ def manual_steps(name: str, root: str | Path | None = None) -> str:
     """The exact steps for a dataset whose archives cannot be fetched without a browser."""
     spec = get_dataset(name, events=True)
     folder = dataset_root(name, root)
-    flag = "" if root is None else f" --root {folder}"
+    flag = "" if root is None else f" --data-dir {folder}"
     steps = [f"open {a.urls[0]} and download {a.filename} (md5 {a.md5}) into {folder}/" for a in spec.archives]
     steps.append(f"run: plif data download {name}{flag}\n     (checks the md5 and unpacks it safely into {folder}/)")
     return (f"{name} cannot be downloaded automatically ({spec.manual}). Steps:\n"

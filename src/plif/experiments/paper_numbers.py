@@ -6,28 +6,35 @@ Sources in ``paper/plif-iccv2021.tex``: Table 3 (``tab:ACC CMP``, accuracy A), t
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from ..data.catalog import DATASETS
+from ..surrogate import PAPER_SURROGATE
 
 __all__ = ["Setting", "PAPER_SETTING", "MAIN_RESULTS", "ABLATION_RESULTS", "paper_accuracy"]
 
 
 @dataclass(frozen=True)
 class Setting:
-    """What the paper varies between its runs: the neuron, its (initial) tau and the pooling.
+    """What the paper varies between its runs: the neuron, its (initial) tau and the pooling; and the
+    surrogate gradient, which the paper keeps at :data:`plif.surrogate.PAPER_SURROGATE` but a run may change.
 
     The ablation sweep runs each setting of :data:`ABLATION_RESULTS` (named by :meth:`name`, with
-    :meth:`overrides` of the base config); the report looks up what the paper reports for it."""
+    :meth:`overrides` of the base config, whose surrogate it keeps); the report looks up what the paper
+    reports for it."""
 
     neuron: str  # "plif" | "lif" | "if"
     tau0: float
     pool: str  # "max" | "avg"
+    surrogate: str = PAPER_SURROGATE  # a name of plif.surrogate, or MODULE:NAME
 
     def label(self) -> str:
-        """A readable name, e.g. ``PLIF(tau0=2), max-pool``."""
+        """A readable name, e.g. ``PLIF(tau0=2), max-pool``; the surrogate is named where it is not the
+        paper's: ``PLIF(tau0=2), max-pool, sigmoid surrogate``."""
         name = f"PLIF(tau0={self.tau0:g})" if self.neuron == "plif" else f"{self.neuron.upper()}(tau={self.tau0:g})"
-        return f"{name}, {self.pool}-pool"
+        other = f", {self.surrogate} surrogate" if self.surrogate != PAPER_SURROGATE else ""
+        return f"{name}, {self.pool}-pool{other}"
 
     def name(self) -> str:
         """The sweep's name for it (its run folder): ``plif-tau2``, ``lif-tau16``, ``plif-tau2-avgpool``."""
@@ -72,7 +79,10 @@ ABLATION_RESULTS: dict[Setting, dict[str, float]] = {
 
 
 def paper_accuracy(dataset: str, setting: Setting) -> tuple[float | None, float | None, str]:
-    """``(A, B, source)`` the paper reports for ``setting`` on ``dataset``; ``None`` where it has none."""
+    """``(A, B, source)`` the paper reports for ``setting`` on ``dataset``; ``None`` where it has none.
+    A setting with another surrogate gets the paper's numbers of its neuron, tau and pooling (the
+    report says the surrogate differs)."""
+    setting = dataclasses.replace(setting, surrogate=PAPER_SURROGATE)
     if setting == PAPER_SETTING and dataset in MAIN_RESULTS:
         a, b = MAIN_RESULTS[dataset]
         return a, b, "Table 3 / supplement"

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..runs import RunFolder, read_json_file, read_metrics
+from ..surrogate import PAPER_SURROGATE
 from .sweep import SWEEP_FILE, sweep_runs
 from .paper_numbers import Setting
 
@@ -38,7 +39,8 @@ class RunRecord:
     @property
     def setting(self) -> Setting:
         neuron = str(self.config.get("neuron", "plif")).lower()
-        return Setting(neuron, float(self.config.get("tau0", 2.0)), effective_pool(self.config))
+        return Setting(neuron, float(self.config.get("tau0", 2.0)), effective_pool(self.config),
+                       str(self.config.get("surrogate") or PAPER_SURROGATE))  # older runs stored none: atan
 
     def accuracy_a(self) -> tuple[float, int] | None:
         """``(max test accuracy, its epoch)`` from the metrics (the summary may be stale or absent)."""

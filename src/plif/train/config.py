@@ -18,7 +18,7 @@ from ..device import pick_device
 from ..models import get_entry
 from ..models.notation import MAX_INT
 from ..neurons import MAX_TAU as MAX_TAU0, NEURONS, check_tau
-from ..surrogate import SURROGATES, get_surrogate, surrogate_spec
+from ..surrogate import PAPER_SURROGATE, SURROGATES, get_surrogate, surrogate_spec
 
 __all__ = ["TrainConfig", "PRESETS", "resolve_config", "config_diff", "field_kind", "flag_name", "pick_device",
            "check_network", "check_outputs", "check_stored", "read_stored_config", "MAX_SEED", "MAX_TAU0"]
@@ -58,7 +58,7 @@ class TrainConfig:
     per_channel_tau: bool = field(default=False, metadata={"help": "one learnable tau per channel instead of per layer"})
     authors_code: bool = field(default=False, metadata={"help": "the authors' code's network variant"})
     bn_per_step: bool = field(default=False, metadata={"help": "BatchNorm statistics per time-step"})
-    surrogate: str = field(default="atan", metadata={
+    surrogate: str = field(default=PAPER_SURROGATE, metadata={
         "help": f"surrogate gradient of the spike: {', '.join(SURROGATES)} (atan is the paper's), or MODULE:NAME, a "
                 "surrogate that importing MODULE registers (plif.surrogate.register_surrogate; MODULE installed or "
                 "on PYTHONPATH)", "metavar": "NAME"})

@@ -20,7 +20,7 @@ from ..runs.checkpoint import nonfinite_count, save_checkpoint
 from .distributed import all_gather_object, all_reduce_sum, any_rank
 from .graph import autocast_context
 from .loop import Diverged, EpochTotals, evaluate, train_epoch
-from .precise_bn import needs_precise_bn, reestimate_bn
+from .precise_bn import precise_bn_note, reestimate_bn
 from .resume import resume_state, rng_state, set_rng_state
 from .session import Session
 from .stopping import Stopper
@@ -39,10 +39,11 @@ def run_epochs(s: Session, stopper: Stopper, log) -> str | None:
     cfg = s.cfg
     reduce = all_reduce_sum if s.dist.world > 1 else None
     steps = s.data.steps_per_epoch(cfg.batch_size, s.dist.world)
-    precise = needs_precise_bn(s.model, steps)
+    note = precise_bn_note(s.model, steps)
+    precise = note is not None
     first = s.start_epoch
     if precise and s.main and first < cfg.epochs:
-        log(f"precise BN: {steps} steps an epoch are too few for BatchNorm's running averages; re-estimated after each")
+        log(note)
     if s.restarted and first < cfg.epochs and any_rank(stopper.expired(), s.device, s.dist.world):
         # a group torchrun started again (after a crash) past --time-limit stops at once instead of
         # training one stretch more

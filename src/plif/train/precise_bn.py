@@ -18,7 +18,7 @@ import math
 import torch
 from torch import nn
 
-__all__ = ["steps_to_forget", "needs_precise_bn", "reestimate_bn"]
+__all__ = ["steps_to_forget", "needs_precise_bn", "precise_bn_note", "reestimate_bn"]
 
 FORGOTTEN = 0.01  # the share of the old running values an epoch may leave in them
 
@@ -35,7 +35,20 @@ def steps_to_forget(momentum: float) -> int:
 def needs_precise_bn(model: nn.Module, steps_per_epoch: int) -> bool:
     """Whether an epoch of ``steps_per_epoch`` steps leaves more than :data:`FORGOTTEN` of some
     BatchNorm's previous running statistics in them."""
-    return any(m.momentum is not None and steps_per_epoch < steps_to_forget(m.momentum) for m in _batchnorms(model))
+    return steps_per_epoch < _steps_needed(model)
+
+
+def _steps_needed(model: nn.Module) -> int:
+    return max((steps_to_forget(m.momentum) for m in _batchnorms(model) if m.momentum is not None), default=0)
+
+
+def precise_bn_note(model: nn.Module, steps_per_epoch: int) -> str | None:
+    """The line a run logs once when its epochs need precise BN (:func:`needs_precise_bn`), else None."""
+    need = _steps_needed(model)
+    if steps_per_epoch >= need:
+        return None
+    return (f"precise BN: {steps_per_epoch} steps an epoch are too few for BatchNorm's running averages (they need "
+            f"{need} to forget the previous epoch's); they are re-estimated on the training split after each epoch, before it is evaluated and saved")
 
 
 @torch.no_grad()

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from ..runs.folder import CHECKPOINT_DIR, CHECKPOINTS, RunFolder
 from ..data.catalog import get_dataset
 from ..models.structure import spec_as_built
+from ..surrogate import PAPER_SURROGATE
 from .config import TrainConfig
 
 if TYPE_CHECKING:
@@ -59,9 +60,10 @@ def start_lines(s: "Session") -> list[str]:
 
 
 def _neuron_label(cfg: TrainConfig) -> str:
+    other = f" with the {cfg.surrogate} surrogate" if cfg.surrogate != PAPER_SURROGATE else ""
     if cfg.neuron == "if":
-        return "IF"
-    return f"{cfg.neuron.upper()} (tau{'0' if cfg.neuron == 'plif' else ''} = {cfg.tau0:g})"
+        return "IF" + other
+    return f"{cfg.neuron.upper()} (tau{'0' if cfg.neuron == 'plif' else ''} = {cfg.tau0:g})" + other
 
 
 def _placement(s: "Session") -> str:

@@ -30,6 +30,7 @@ import hashlib
 import io
 import json
 import os
+import shlex
 import shutil
 import sys
 import threading
@@ -465,10 +466,21 @@ def rebuild_advice(folder: Path, meta: dict | None = None) -> str:
         flags = [f"--T {meta['T']}", f"--split {meta['split']}", "--train-only" if p["train"] else "--test-only"]
         flags += ["--allow-empty"] if p.get("allow_empty") else []
         flags += ["--no-flip-x"] if (p.get("reader_opts") or {}).get("flip_x") is False else []
-        cmd = f"plif data prepare {p['dataset']} --verify {' '.join(flags)} --cache-dir {folder.parent} --root DIR"
+        cmd = (f"plif data prepare {p['dataset']} --verify {' '.join(flags)} --cache-dir {shlex.quote(str(folder.parent))} "
+               f"--data-dir {_data_dir(p['dataset'], meta.get('sources'))}")
     else:
         cmd = "plif data prepare DATASET --verify with the options of its build"
     return f"rebuild it: {cmd}, or delete {folder} (the next load rebuilds it)"
+
+
+def _data_dir(dataset: str, sources) -> str:
+    """The dataset folder the cache's recordings were listed from, quoted for a shell; DIR if unknown."""
+    from .datasets import recordings_folder
+
+    try:
+        return shlex.quote(str(recordings_folder(dataset, next(iter(sources)))))
+    except (TypeError, StopIteration, IndexError, ValueError):  # no recordings recorded, or not a dataset's
+        return "DIR"
 
 
 def check_cache(folder: str | Path, deep: bool = False, sources: bool = False, advise: bool = True) -> dict:

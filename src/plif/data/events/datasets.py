@@ -5,6 +5,7 @@ reads events; :mod:`.cache` turns samples into frames.
 """
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import re
@@ -15,7 +16,7 @@ from pathlib import Path
 from ..catalog import CIFAR10_CLASSES, DatasetSpec, dataset_folder, get_dataset
 from .gesture import read_gesture_labels, read_trials
 
-__all__ = ["EventSample", "EventDataset", "list_samples", "CIFAR10_CLASSES"]
+__all__ = ["EventSample", "EventDataset", "list_samples", "recordings_folder", "CIFAR10_CLASSES"]
 
 
 @dataclass(frozen=True)
@@ -87,7 +88,7 @@ def _first_dir(root: Path, d: DatasetSpec, must_have: str) -> Path:
             return base
     tried = ", ".join(str(root / c) if c else str(root) for c in candidates)
     raise FileNotFoundError(f"{d.name}: no '{must_have}' found under any of: {tried}.\n"
-                            f"{d.layout}, and pass --data-dir (or --root for plif data prepare).")
+                            f"{d.layout}, and pass --data-dir.")
 
 
 def _file_number(p: Path) -> tuple:
@@ -122,13 +123,28 @@ def _class_folders(d: DatasetSpec, root: Path, train: bool, train_fraction: floa
     :func:`train_count` of the files by file number train, the rest test (the paper's CIFAR10-DVS split)."""
     fraction = d.train_fraction if train_fraction is None else train_fraction
     base = _first_dir(root, d, d.classes[0])
-    samples = []
+    samples, sizes = [], {}
     for label, cls in enumerate(d.classes):
         files = _class_files(base / cls, d.suffixes, d.name, _number)
+        sizes[cls] = len(files)
         n_train = train_count(len(files), fraction)
         chosen = files[:n_train] if train else files[n_train:]
         samples += [EventSample(str(f), label) for f in chosen]
+    if not samples and not train:  # the folders are there: say what the split needs of them
+        raise ValueError(f"{d.name}: no test samples under {base}: {_split_rule(fraction, sizes)}")
     return samples
+
+
+def _split_rule(fraction: float, sizes: dict[str, int]) -> str:
+    """Why classes of these ``sizes`` give no test sample at ``fraction``: the class size it needs."""
+    biggest = max(sizes, key=sizes.get)
+    rule = (f"of each class's n recordings the first ceil({fraction:g}·n) by file number train, the rest test; "
+            f"the largest class here, {biggest}, has {sizes[biggest]}")
+    if fraction >= 1:
+        return f"{rule}, and at a train fraction of {fraction:g} no class gives a test sample"
+    start = max(1, int(1 / (1 - fraction)) - 1)  # ceil(f n) < n from about n = 1 / (1 - f) on
+    need = next(n for n in itertools.count(start) if train_count(n, fraction) < n)
+    return f"{rule}, and a class needs at least {need} recordings to give one test sample"
 
 
 def _gesture_trials(d: DatasetSpec, root: Path, train: bool) -> list[EventSample]:
@@ -167,6 +183,15 @@ def _check_version(path: Path, magic: bytes, what: str) -> None:
 
 # DatasetSpec.loader -> lister: a dataset laid out like another needs only its record
 LISTERS = {"split-folders": _split_folders, "class-folders": _class_folders, "gesture-trials": _gesture_trials}
+# DatasetSpec.loader -> how many folders above a recording lies the folder its lister read, one that
+# --data-dir takes: <it>/Train/<class>/x.bin, <it>/<class>/x.aedat, <it>/<trial>.aedat
+_DEPTH = {"split-folders": 3, "class-folders": 2, "gesture-trials": 1}
+
+
+def recordings_folder(name: str, recording: str | Path) -> Path:
+    """The folder of dataset ``name`` whose lister found ``recording`` (a sample's path) in it: what
+    ``--data-dir`` names to list it again."""
+    return Path(recording).parents[_DEPTH[get_dataset(name, events=True).loader] - 1]
 
 
 def list_samples(name: str, root: str | Path, train: bool, **options) -> list[EventSample]:
