@@ -215,18 +215,58 @@ def test_real_recordings_and_damaged_copies(shared_data, tmp_path):
         build(root, tmp_path / "c")
 
 
-def test_verify_hashes_recordings_an_edit_that_keeps_size_mtime_inode(root, tmp_path, capsys):
-    folder = build(root, tmp_path / "c")
-    f = root / "Train" / "3" / "1.bin"
+def _edit_in_place(f, at: int):
+    """Change the event at byte ``at`` of ``f`` keeping its size and inode, then put the old mtime back."""
     st = f.stat()
     raw = bytearray(f.read_bytes())
-    raw[0] = (raw[0] + 1) % 34
-    f.write_bytes(bytes(raw))  # same inode, same size
-    os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))  # and the old mtime back
+    raw[at] = (raw[at] + 1) % 34
+    with open(f, "r+b") as out:
+        out.write(bytes(raw))
+    os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))
     assert [st.st_size, st.st_mtime_ns, st.st_ino] == [f.stat().st_size, f.stat().st_mtime_ns, f.stat().st_ino]
-    check_cache(folder, sources=True)  # the cheap check on load cannot see it (docs/data.md says so)
+
+
+def test_an_edit_that_keeps_size_mtime_inode_is_seen_on_load_and_rebuilds(root, tmp_path, monkeypatch, capsys):
+    """A recording of at most 128 KiB is hashed whole on every load (its edges are all of it): the
+    stale cache is rebuilt, saying which recording changed, not reused silently."""
+    folder = build(root, tmp_path / "c")
+    f = root / "Train" / "3" / "1.bin"
+    _edit_in_place(f, 50)
+    with pytest.raises(CacheError, match=r"3/1.bin: recording changed or missing"):
+        check_cache(folder, sources=True)
+    calls = counting(monkeypatch)
+    build(root, tmp_path / "c")
+    assert calls and f"rebuilding the frame cache: {f}: recording changed" in capsys.readouterr().err
+    check_cache(folder, sources=True)
+
+
+def test_an_edit_past_the_edges_of_a_large_recording_is_found_by_the_full_hash(root, tmp_path, monkeypatch, capsys):
+    """Past the first and last 64 KiB only the whole hash sees it: plif data verify, and every
+    prepare (hash_sources), which rebuilds."""
+    f = root / "Train" / "3" / "1.bin"
+    f.write_bytes(nmnist_bytes(40_000, 7))  # 200 kB
+    folder = build(root, tmp_path / "c")
+    _edit_in_place(f, 100_000 - 100_000 % 5)  # an event's x, in the middle
+    check_cache(folder, sources=True)  # the load's check cannot see it (docs/data.md says so)
     assert main(["data", "verify", str(folder)]) == 1
     assert "3/1.bin: recording changed or missing" in capsys.readouterr().err
+    calls = counting(monkeypatch)
+    build(root, tmp_path / "c", hash_sources=True)
+    assert calls and f"rebuilding the frame cache: {f}: recording changed" in capsys.readouterr().err
+
+
+def test_a_cache_without_edges_hashes_once_and_records_them(root, tmp_path, monkeypatch):
+    """A cache built before the edges were recorded is reused after one whole hash of every recording."""
+    import json
+
+    folder = build(root, tmp_path / "c")
+    meta = json.loads((folder / "meta.json").read_text())
+    for fp in meta["sources"].values():
+        del fp["edges"]
+    (folder / "meta.json").write_text(json.dumps(meta))
+    calls = counting(monkeypatch)
+    build(root, tmp_path / "c")
+    assert calls == [] and all("edges" in fp for fp in check_cache(folder)["sources"].values())
 
 
 @pytest.mark.parametrize("edit,said", [

@@ -2,6 +2,7 @@ import json
 import shlex
 
 import numpy as np
+import pytest
 
 from plif.cli.main import main
 
@@ -317,6 +318,53 @@ def test_a_byte_identical_copy_of_a_test_recording_in_train_is_a_leak(tmp_path, 
     assert (f"{tmp_path / 'nm' / 'Train' / '5' / '1.bin'} (train) holds the same bytes as "
             f"{tmp_path / 'nm' / 'Test' / '3' / '0.bin'} (test) (1 such): a train/test leak") in err
     assert main(args[:-1] + ["--quiet", "--test-only"]) == 2  # the other split finds it the same way
+
+
+def test_a_copy_across_splits_is_refused_before_any_cache_is_built(tmp_path, capsys):
+    """The file lists are known first: sizes, then hashes of the files alike, compared before a
+    frame is integrated, from either split; plif train loads through the same call."""
+    import shutil
+
+    from plif.data.events.load import prepare_event_frames
+
+    for split, t0 in (("Train", 100), ("Test", 200)):
+        for d in range(10):
+            nmnist_file(tmp_path / "nm" / split / str(d) / "0.bin", [(1, 2, 1, t0 + d), (3, 4, 0, t0 + 50)])
+    shutil.copy(tmp_path / "nm" / "Train" / "2" / "0.bin", tmp_path / "nm" / "Test" / "7" / "1.bin")
+    cache = tmp_path / "cache"
+    args = ["data", "prepare", "nmnist", "--root", str(tmp_path / "nm"), "--T", "1",
+            "--cache-dir", str(cache), "--workers", "0", "--quiet"]
+    for only, said in (("--train-only", "Train/2/0.bin (train) holds the same bytes as"),
+                       ("--test-only", "Test/7/1.bin (test) holds the same bytes as")):
+        assert main(args + [only]) == 2
+        assert said in capsys.readouterr().err
+        assert not cache.exists()  # refused before any cache
+    with pytest.raises(ValueError, match="a train/test leak"):
+        prepare_event_frames("nmnist", tmp_path / "nm", 1, True, cache_dir=cache, workers=0, progress=False)
+    assert not cache.exists()
+
+
+def test_prepare_hashes_every_recording_in_full(tmp_path, capsys):
+    """An edit in the middle of a large recording, size, inode and mtime put back, escapes the load's
+    check of the first and last 64 KiB; plain prepare (no --verify) hashes it and rebuilds, saying so."""
+    import os
+
+    for d in range(10):
+        nmnist_file(tmp_path / "nm" / "Test" / str(d) / "0.bin", EVENTS)
+    rec = nmnist_file(tmp_path / "nm" / "Test" / "3" / "0.bin", [(1, 1, 1, t) for t in range(40_000)])  # 200 kB
+    args = ["data", "prepare", "nmnist", "--root", str(tmp_path / "nm"), "--T", "1", "--test-only",
+            "--cache-dir", str(tmp_path / "cache"), "--workers", "0", "--quiet"]
+    assert main(args) == 0
+    st = os.stat(rec)
+    with open(rec, "r+b") as f:
+        f.seek(100_000)  # event 20,000: x = 2, y = 2
+        f.write(bytes([2, 2]))
+    os.utime(rec, ns=(st.st_atime_ns, st.st_mtime_ns))
+    capsys.readouterr()
+    assert main(args) == 0
+    assert f"rebuilding the frame cache: {rec}: recording changed" in capsys.readouterr().err
+    (folder,) = (tmp_path / "cache").iterdir()
+    assert np.load(folder / "frames.npy")[3, 0, 1, 2, 2] == 1
 
 
 def test_a_root_that_is_a_file_is_named(tmp_path, capsys):

@@ -109,7 +109,7 @@ def test_batch_statistics_shapes_and_batch_size_are_refused_in_one_line():
                                          "bn_per_step=True"):
         net.step(x[0])
     net.eval()
-    with pytest.raises(ValueError, match=r"step takes one frame x_t \[B, 2, 12, 12\], got \(3, 2, 2, 12, 12\)"):
+    with pytest.raises(ValueError, match=r"net.step\(x_t\): takes one frame x_t \[B, 2, 12, 12\], got \(3, 2, 2, 12, 12\)"):
         net.step(x)
     _, state = net.step(x[0])
     with pytest.raises(ValueError, match="the state is for a batch of 2, but x_t has 1 samples"):

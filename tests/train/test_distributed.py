@@ -99,6 +99,21 @@ def test_two_process_gloo_torchrun(two_process_run):
     assert not list(out.glob(".*.tmp")) and Path(out / "checkpoints" / "last.pt").is_file()
 
 
+def test_a_refusal_under_torchrun_is_the_root_cause_torchrun_prints(tmp_path):
+    """torchrun prints its agent's traceback for any failed worker (no exit status avoids it); plif's
+    line comes first, from each worker, and again as the root cause's 'traceback' (docs/distributed.md)."""
+    agent = _start("--standalone", "--nproc_per_node=2", "-m", "plif", "train", "--lr", "0", "--out", str(tmp_path / "r"))
+    [(_, stderr)] = _finish(agent)
+    line = "plif train: error: --lr must be positive, got 0"
+    before, agents = stderr.split("Traceback (most recent call last):", 1)
+    assert agent.returncode == 1 and line in before and "ChildFailedError" in agents
+    # the rank that refused first is the root cause, or is listed among the failures when the agent
+    # stopped the other rank in the same second (torchrun's timestamps are whole seconds)
+    assert "exitcode  : 2 (pid: " in agents and f"traceback : {line}" in agents
+    assert "To enable traceback" not in agents  # what a worker that wrote no error file gets
+    assert not (tmp_path / "r").exists()
+
+
 def test_leaving_the_group_never_waits_for_gloo_holding_the_gil(tmp_path):
     """The end of a DDP run while a gloo worker still frees the last collective's tensor: no rank
     waits for it with the GIL held (such a rank never exits, and torchrun waits for it forever)."""

@@ -46,6 +46,7 @@ def run_prepare(args) -> int:
         raise ValueError(f"--workers must be >= 0 (0: build in this process), got {args.workers}")
     options = LoadOptions(download=not args.no_download, slicing=args.split, cache_dir=args.cache_dir,
                           workers=args.workers, progress=not args.quiet, allow_empty=args.allow_empty, verify=args.verify,
+                          hash_sources=True,
                           reader={} if args.flip_x else {"flip_x": False})
     source = data_source(args.dataset, args.data_dir, spec.T if args.T is None else args.T, options)
     for train in [s for s, skip in ((True, args.test_only), (False, args.train_only)) if not skip]:
@@ -230,8 +231,8 @@ def register(sub) -> None:
     p.add_argument("--allow-empty", action="store_true",
                    help="keep recordings without events as all-zero samples (default: refuse them)")
     p.add_argument("--verify", action="store_true",
-                   help="event datasets: hash every recording and the frames before reusing a cache, and rebuild "
-                        "it if any changed (a load trusts an unchanged size, mtime and inode)")
+                   help="event datasets: hash the frames too before reusing a cache (prepare always hashes every "
+                        "recording; a training load hashes each one's first and last 64 KiB)")
     p.set_defaults(func=run_prepare)
 
     d = dsub.add_parser("download", help=f"fetch, check (md5) and unpack a dataset (event datasets: {download_help()}, "

@@ -10,6 +10,8 @@ import argparse
 import importlib
 import sys
 
+from .torchrun_error import record_refusal
+
 # subcommand -> module under plif.cli that registers it
 COMMANDS = {
     "spec": "spec",
@@ -26,10 +28,18 @@ COMMANDS = {
 }
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser (and its subcommands'), whose usage error is also torchrun's root cause."""
+
+    def error(self, message):
+        record_refusal(f"{self.prog}: error: {message}")
+        super().error(message)
+
+
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     from .. import __version__
 
-    parser = argparse.ArgumentParser(prog="plif", description="PLIF spiking neural networks (Fang et al., ICCV 2021)")
+    parser = _Parser(prog="plif", description="PLIF spiking neural networks (Fang et al., ICCV 2021)")
     parser.add_argument("--version", action="version", version=f"plif {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     done = set()
@@ -69,7 +79,9 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, TypeError, OSError, RuntimeError, FloatingPointError) as e:
         if getattr(args, "debug", False):
             raise
-        print(f"plif {args.command}: error: {user_message(e)}", file=sys.stderr)
+        line = f"plif {args.command}: error: {user_message(e)}"
+        print(line, file=sys.stderr)
+        record_refusal(line)
         return 2
 
 

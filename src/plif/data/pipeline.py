@@ -199,6 +199,7 @@ class LoadOptions:
     progress: bool = True  # event: a progress bar while a cache is built
     allow_empty: bool = False  # event: keep recordings without events as all-zero samples
     verify: bool = False  # event: hash every recording and the frames before a cache is reused
+    hash_sources: bool = False  # event: hash every recording before a cache is reused (plif data prepare)
     reader: dict = field(default_factory=dict)  # event: reader options of the record (e.g. flip_x)
 
 
@@ -237,7 +238,7 @@ def data_source(dataset: str, data_dir, T: int, options: LoadOptions = LoadOptio
         def load(train):
             o = options
             folder = prepare_event_frames(dataset, data_dir, T, train, o.slicing, o.cache_dir, o.workers, o.progress,
-                                          o.allow_empty, verify=o.verify, **o.reader)
+                                          o.allow_empty, verify=o.verify, hash_sources=o.hash_sources, **o.reader)
             frames, labels = load_cached(folder, check=False)  # checked by prepare_event_frames
             return Split(torch.from_numpy(frames), torch.from_numpy(np.asarray(labels, dtype=np.int64)),
                          origin=str(folder))

@@ -17,10 +17,11 @@ import torch
 from torch import nn
 
 from ..kernels.gpu_switches import current
-from ..layers import unwrap
+from ..layers import TimeInvariantDropout, unwrap
 from ..neurons import SpikingNeuron
 from .memory import MemoryOptions, make_plan, run_plan
 from .builders import BUILDERS, BuildError, BuildOptions
+from .inputs import check_state, check_tensor, reference_tensor, to_time_first
 from .notation import MAX_INT, NotationError, parse
 from .stepping import NetworkState, initial_state, step
 from .structure import hoists_first_layer
@@ -85,13 +86,16 @@ class SpikingNetwork(nn.Module):
     def _hoistable(self) -> bool:
         return hoists_first_layer(self.layers)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """``x [B, *input_shape]`` (static, repeated over T) or ``[T, B, *input_shape]`` -> ``[T, B, classes]``."""
-        n = len(self.input_shape)
+    def forward(self, x: torch.Tensor, *, time_first: bool | None = None) -> torch.Tensor:
+        """``x [B, *input_shape]`` (static, repeated over T) or frames ``[T, B, *input_shape]`` ->
+        ``[T, B, classes]``.  ``time_first=False`` takes frames batch-first, ``[B, T, *input_shape]``
+        (Tonic's and snnTorch's layout); the default refuses frames whose dim 0 is not ``T`` while dim
+        1 is, as batch-first by mistake (``time_first=True`` runs them time-first all the same).
+        What ``x`` must be: :mod:`plif.models.inputs`."""
+        check_tensor(x, "net(x)", reference_tensor(self))
+        x = to_time_first(x, self.input_shape, self.T, time_first)
         start = 0
-        if x.dim() == n + 1:
-            if tuple(x.shape[1:]) != self.input_shape:
-                raise ValueError(f"expected input [B, {', '.join(map(str, self.input_shape))}], got {tuple(x.shape)}")
+        if x.dim() == len(self.input_shape) + 1:
             if self._hoistable():
                 x = self.layers[0].layer(x)
                 start = 1
@@ -99,11 +103,6 @@ class SpikingNetwork(nn.Module):
                     x = self.layers[start].layer(x)
                     start += 1
             x = x.unsqueeze(0).expand(self.T, *x.shape)
-        elif x.dim() == n + 2:
-            if tuple(x.shape[2:]) != self.input_shape:
-                raise ValueError(f"expected input [T, B, {', '.join(map(str, self.input_shape))}], got {tuple(x.shape)}")
-        else:
-            raise ValueError(f"expected [B, ...] or [T, B, ...] with per-sample shape {self.input_shape}, got {tuple(x.shape)}")
         return run_plan(self.plan(), x, start)
 
     def initial_state(self) -> NetworkState:
@@ -112,12 +111,21 @@ class SpikingNetwork(nn.Module):
 
     def step(self, x_t: torch.Tensor, state: NetworkState | None = None) -> tuple[torch.Tensor, NetworkState]:
         """One time-step with carried state (streaming, online inference; :mod:`plif.models.stepping`):
-        ``x_t [B, *input_shape]`` -> ``(out_t [B, classes], state)``; ``state=None`` starts at rest.
+        ``x_t [B, *input_shape]`` -> ``(out_t [B, classes], state)``; ``state=None`` starts at rest,
+        any other must be this network's, for this batch (:func:`plif.models.inputs.check_state`).
         In eval mode ``T`` steps give :meth:`forward`'s output bit for bit."""
+        ref = reference_tensor(self)
+        check_tensor(x_t, "net.step(x_t)", ref)
         if tuple(x_t.shape[1:]) != self.input_shape or x_t.dim() != len(self.input_shape) + 1:
-            raise ValueError(f"step takes one frame x_t [B, {', '.join(map(str, self.input_shape))}], "
+            raise ValueError(f"net.step(x_t): takes one frame x_t [B, {', '.join(map(str, self.input_shape))}], "
                              f"got {tuple(x_t.shape)}")
-        return step(self.layers, x_t, self.initial_state() if state is None else state)
+        if state is None:
+            state = self.initial_state()
+        else:
+            kinds = [(isinstance(m, SpikingNeuron), isinstance(m, TimeInvariantDropout)) for m in self.layers]
+            check_state(state, [i.out_shape for i, (n, _) in zip(self.info, kinds) if n],
+                        [i.out_shape for i, (_, d) in zip(self.info, kinds) if d], x_t, ref)
+        return step(self.layers, x_t, state)
 
     def set_backend(self, backend: str = "auto") -> "SpikingNetwork":
         """How every neuron runs (:func:`plif.neurons.multi_step`'s ``backend``): not part of the

@@ -51,6 +51,14 @@ class NetworkState:
         """The same state cut from the autograd graph (truncated backpropagation through time)."""
         return NetworkState(self.t, tuple(None if v is None else v.detach() for v in self.potentials), self.masks)
 
+    def to(self, *args, **kwargs) -> "NetworkState":
+        """The same state with every tensor moved or cast as ``Tensor.to(*args, **kwargs)`` does it
+        (``state.to("cuda")``, ``state.to(torch.float64)``, ``state.to(x)``); autograd follows the copy."""
+        def move(vs):
+            return tuple(None if v is None else v.to(*args, **kwargs) for v in vs)
+
+        return NetworkState(self.t, move(self.potentials), move(self.masks))
+
 
 def initial_state(layers) -> NetworkState:
     """The state before the first step of ``layers``: every neuron at rest, no dropout mask drawn."""
@@ -73,12 +81,9 @@ def step(layers, x_t: torch.Tensor, state: NetworkState) -> tuple[torch.Tensor, 
     """One time-step through ``layers``: ``x_t [B, ...]`` -> ``(out_t [B, ...], next state)``.
 
     Pure: ``state`` is not changed; the returned one holds the new potentials (and, after the first
-    training step, the dropout masks)."""
+    training step, the dropout masks).  ``state`` is taken as it is: :meth:`SpikingNetwork.step`
+    checks it against the network first (:func:`plif.models.inputs.check_state`)."""
     potentials, masks = list(state.potentials), list(state.masks)
-    carried = next((v for v in potentials if v is not None), None)
-    if carried is not None and carried.shape[0] != x_t.shape[0]:
-        raise ValueError(f"step(): the state is for a batch of {carried.shape[0]}, but x_t has {x_t.shape[0]} samples; "
-                         "start a new stream with initial_state()")
     n = d = 0
     x = x_t.unsqueeze(0)  # [1, B, ...]: every layer takes time first
     for i, m in enumerate(layers):

@@ -4,17 +4,19 @@ Folder: ``<dataset>-<split>-T<T>-<slicing>-<key>`` where the key hashes every pa
 changes the frames (dataset, split, T, slicing, sensor size, reader and list options) and every
 sample's path, label and cut.  What the files *contain* is checked through ``meta.json``:
 
-* ``sources``: a fingerprint (size, mtime_ns, inode and BLAKE2 hash, see :mod:`.fingerprint`) of
-  every recording.  A stat change makes the hash decide, so an edit of a recording, even one that
-  keeps its size, rebuilds the cache.
+* ``sources``: a fingerprint (size, mtime_ns, inode, the hash of its first and last 64 KiB and the
+  BLAKE2 hash of the whole, see :mod:`.fingerprint`) of every recording.  Every load compares the
+  stat and hashes the edges; a stat change makes the whole hash decide, so an edit of a recording,
+  even one that keeps its size (or puts its mtime back, within the edges), rebuilds the cache.
 * ``files``: shape, dtype, byte size, checksum and stat of ``frames.npy`` ``[N, T, 2, H, W]``
   (counts, the smallest of uint8 / int16 / int32 that holds them) and ``labels.npy`` ``[N]``.
   Every load checks the structure (sizes, npy headers, shapes against T / N / sensor) and the
   labels' checksum; the frames' checksum is checked when the file's stat changed, when it is
   small, at the end of every build and by ``plif data verify``.
 
-``verify`` (``plif data prepare --verify``) hashes every recording and the frames before a
-finished cache is reused, so an edit that kept size, mtime and inode rebuilds it too.
+``hash_sources`` (``plif data prepare``) hashes every recording in full before a finished cache is
+reused, so an edit anywhere that kept size, mtime and inode rebuilds it too; ``verify``
+(``plif data prepare --verify``) hashes the frames as well.
 
 Samples are integrated in chunks by worker processes (which end when their parent dies); each
 finished chunk is written atomically with a sidecar holding its checksum and its recordings'
@@ -207,13 +209,15 @@ class _Lock:
         self.lock.release()
 
 
-def _finished(folder: Path, T: int, split: str, n: int, sensor_size, deep: bool = False) -> bool:
+def _finished(folder: Path, T: int, split: str, n: int, sensor_size, deep: bool = False,
+              hash_sources: bool = False) -> bool:
     """``folder`` holds an intact, up-to-date cache of these samples (else says why on stderr).
-    ``deep``: every recording and the frames are hashed, whatever their stat says."""
+    ``deep``: every recording and the frames are hashed, whatever their stat says; ``hash_sources``:
+    every recording."""
     if not (folder / "meta.json").is_file():
         return False
     try:
-        meta = check_cache(folder, deep=deep, sources=True, advise=False)
+        meta = check_cache(folder, deep=deep, sources=True, advise=False, hash_sources=hash_sources)
         asked = [T, split, n, list(sensor_size)]
         held = [meta["T"], meta["split"], meta["samples"], meta["sensor_size"]]
         if held != asked:
@@ -228,7 +232,7 @@ def build_frames_cache(samples: list[EventSample], folder: str | Path, T: int, s
                        sensor_size: tuple[int, int], reader_opts: dict | None = None,
                        params: dict | None = None, workers: int | None = None, chunk_size: int = 64,
                        progress: bool = True, allow_empty: bool = False, wait: bool = True,
-                       verify: bool = False) -> Path:
+                       verify: bool = False, hash_sources: bool = False) -> Path:
     """Make ``folder`` hold ``frames.npy`` ``[N, T, 2, H, W]`` and ``labels.npy`` ``[N]`` for ``samples``.
 
     ``workers``: processes (None = all CPUs, 0 = run in this process).  A finished folder whose
@@ -242,13 +246,14 @@ def build_frames_cache(samples: list[EventSample], folder: str | Path, T: int, s
     :data:`WAIT_REPORT_S` seconds, then uses the finished cache; when that build failed it raises
     the builder's message as a ``CacheError`` (one line).  ``wait=False``: refuse instead.
     ``verify``: reuse a finished cache only once every recording and the frames hash as recorded
-    (:func:`check_cache` with ``deep``), not only when their stat is unchanged.
+    (:func:`check_cache` with ``deep``), not only when their stat and edges are unchanged;
+    ``hash_sources``: once every recording hashes as recorded.
     """
     folder = Path(folder)
     if not samples:
         raise ValueError(f"{folder}: no samples to build a frame cache from")
     check_frame_shape(T, sensor_size, samples=min(chunk_size, len(samples)), hint="lower --T")  # one chunk in memory
-    if _finished(folder, T, split, len(samples), sensor_size, verify):
+    if _finished(folder, T, split, len(samples), sensor_size, verify, hash_sources):
         return folder
     folder.mkdir(parents=True, exist_ok=True)
     with _Lock(folder, wait) as lock:
@@ -256,7 +261,7 @@ def build_frames_cache(samples: list[EventSample], folder: str | Path, T: int, s
         if lock.waited:  # another process (a torchrun rank) built it meanwhile, or failed
             if failed.is_file():
                 raise CacheError(failed.read_text().strip())
-            if _finished(folder, T, split, len(samples), sensor_size, verify):
+            if _finished(folder, T, split, len(samples), sensor_size, verify, hash_sources):
                 return folder
         failed.unlink(missing_ok=True)
         _remove_stale_temps(folder)
@@ -423,8 +428,9 @@ def _read_meta(folder: Path) -> dict:
             raise CacheError(f"{path}: files: no entry for {name!r}")
         need(meta["files"][name], _FILE_KEYS, f"files[{name!r}]: ")
     for src, fp in meta["sources"].items():
-        if not (isinstance(fp, dict) and isinstance(fp.get("stat"), list) and isinstance(fp.get("hash"), str)):
-            raise CacheError(f"{path}: sources[{src!r}] needs a stat list and a hash")
+        if not (isinstance(fp, dict) and isinstance(fp.get("stat"), list) and len(fp["stat"]) == 3
+                and isinstance(fp.get("hash"), str) and isinstance(fp.get("edges", ""), str)):
+            raise CacheError(f"{path}: sources[{src!r}] needs a stat list [size, mtime_ns, inode] and hash strings")
     if len(meta["sensor_size"]) != 2:
         raise CacheError(f"{path}: sensor_size {meta['sensor_size']!r}, expected [H, W]")
     return meta
@@ -483,14 +489,16 @@ def _data_dir(dataset: str, sources) -> str:
         return "DIR"
 
 
-def check_cache(folder: str | Path, deep: bool = False, sources: bool = False, advise: bool = True) -> dict:
+def check_cache(folder: str | Path, deep: bool = False, sources: bool = False, advise: bool = True,
+                hash_sources: bool = False) -> dict:
     """Check a finished cache folder; returns its metadata or raises :class:`CacheError` naming
     the bad file and (``advise``) saying how to rebuild (:func:`rebuild_advice`).
 
     Always: metadata, file sizes, npy headers, shapes against T / N / sensor, the labels'
     checksum.  ``deep``: the frames' checksum too.  ``sources``: every recording's fingerprint:
-    its stat, and its hash where the stat changed, or always with ``deep`` (``plif data verify``
-    hashes every recording, so an edit that kept size, mtime and inode is found too).
+    its stat and edges, and its whole hash where the stat changed, or always with ``deep`` or
+    ``hash_sources`` (``plif data verify`` and ``prepare`` hash every recording, so an edit that
+    kept size, mtime and inode is found wherever it is).
     """
     folder = Path(folder)
     try:
@@ -509,13 +517,13 @@ def check_cache(folder: str | Path, deep: bool = False, sources: bool = False, a
             refreshed |= _check_file(folder, name, meta["files"][name], deep)
         if sources:
             for p, fp in meta["sources"].items():
-                old = list(fp["stat"])
-                if not same_content(p, fp, always_hash=deep):
+                old = dict(fp)
+                if not same_content(p, fp, always_hash=deep or hash_sources):
                     raise CacheError(f"{p}: recording changed or missing since the cache {folder.name} was built")
-                refreshed |= fp["stat"] != old
+                refreshed |= fp != old
     except CacheError as e:
         raise CacheError(str(e) + how) from None
-    if refreshed:  # same bytes, new stat (copied, touched): remember it so the hash is not redone
+    if refreshed:  # same bytes, new stat (copied, touched) or no edges yet: remember, so the hash is not redone
         atomic_write_bytes(folder / "meta.json", json.dumps(meta, indent=1).encode())
     return meta
 

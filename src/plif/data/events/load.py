@@ -1,6 +1,7 @@
 """``load_event_frames``: the one call training makes for an event dataset."""
 from __future__ import annotations
 
+import hashlib
 import json
 import sys
 from pathlib import Path
@@ -11,6 +12,7 @@ import torch
 from ..catalog import default_root, get_dataset
 from .cache import build_frames_cache, cache_key, load_cached
 from .datasets import list_samples
+from .fingerprint import file_stat, same_bytes
 from .file import file_to_frames
 
 __all__ = ["load_event_frames", "prepare_event_frames", "file_to_frames"]
@@ -18,18 +20,21 @@ __all__ = ["load_event_frames", "prepare_event_frames", "file_to_frames"]
 def prepare_event_frames(name: str, root: str | Path | None, T: int, train: bool, split: str = "count",
                          cache_dir: str | Path | None = None, workers: int | None = None,
                          progress: bool = True, allow_empty: bool = False, verify: bool = False,
-                         **options) -> Path:
+                         hash_sources: bool = False, **options) -> Path:
     """Build (or find) the frame cache of one split; returns its folder (see :mod:`.cache`).
 
     ``root=None`` means ``default_root()/<name>``.  A recording without events stops the build
-    with its path unless ``allow_empty`` (then it is an all-zero sample).  ``verify``: a finished
-    cache is reused only once every recording and the frames hash as recorded.
+    with its path unless ``allow_empty`` (then it is an all-zero sample).  A recording whose bytes
+    are those of a recording of the other split is refused before any cache is built.
+    ``hash_sources``: a finished cache is reused only once every recording hashes as recorded (not
+    only its stat and edges); ``verify``: the frames too.
     """
     info = get_dataset(name, events=True)
     if root is None:
         root = default_root() / name
     reader_opts = {k: options.pop(k) for k in info.reader_options if k in options}
     samples = list_samples(name, root, train, **options)
+    _refuse_copies(name, root, train, samples, options)
     params = {"dataset": name, "train": bool(train), "T": int(T), "split": split,
               "sensor_size": list(info.sensor_size), "reader_opts": reader_opts, "list_options": options,
               "allow_empty": bool(allow_empty)}
@@ -37,10 +42,10 @@ def prepare_event_frames(name: str, root: str | Path | None, T: int, train: bool
     folder = _folder(base, params, samples)
     fresh = not (folder / "meta.json").is_file()
     folder = build_frames_cache(samples, folder, T, split, info.sensor_size, reader_opts, params,
-                                workers=workers, progress=progress, allow_empty=allow_empty, verify=verify)
+                                workers=workers, progress=progress, allow_empty=allow_empty, verify=verify,
+                                hash_sources=hash_sources)
     if fresh:
         _say_older(base, folder)
-    _refuse_copies(name, root, base, params, folder, options)
     return folder
 
 
@@ -50,25 +55,31 @@ def _folder(base: Path, params: dict, samples) -> Path:
     return base / f"{params['dataset']}-{split}-T{params['T']}-{params['split']}-{cache_key(params, samples)[:16]}"
 
 
-def _refuse_copies(name: str, root, base: Path, params: dict, folder: Path, options: dict) -> None:
-    """Refuse a recording of one split whose bytes are a recording of the other split (a copy is a
-    train/test leak as much as the symlink the lister refuses).  The caches hash every recording
-    anyway: the other split's finished cache of the same options is compared; when it is not built
-    yet, its own build does the comparison.  Empty files (all alike) are not compared."""
+_COMPARED: set = set()  # the (train, test) recording lists this process has compared already
+
+
+def _refuse_copies(name: str, root, train: bool, samples, options: dict) -> None:
+    """Refuse a recording of this split (``samples``) whose bytes are a recording of the other split
+    (a copy is a train/test leak as much as the symlink the lister refuses), before any cache is
+    built: sizes first, then hashes of the files alike (:func:`.fingerprint.same_bytes`).  Once per
+    pair of lists (paths, sizes and mtimes) in a process: loading the test split after the train
+    split compares nothing again."""
     try:
-        other = {**params, "train": not params["train"]}
-        other_folder = _folder(base, other, list_samples(name, root, other["train"], **options))
-        theirs = json.loads((other_folder / "meta.json").read_text())["sources"]
-        ours = json.loads((folder / "meta.json").read_text())["sources"]
-    except (OSError, ValueError, KeyError, TypeError):  # the other split is not listed or built (yet)
+        others = list_samples(name, root, not train, **options)
+    except (OSError, ValueError):  # the other split is not there (yet): its own prepare compares
         return
-    by_hash = {fp["hash"]: p for p, fp in theirs.items() if fp["stat"][0] > 0}
-    copies = sorted((p, by_hash[fp["hash"]]) for p, fp in ours.items() if fp["hash"] in by_hash)
+    ours, theirs = sorted({str(s.path) for s in samples}), sorted({str(s.path) for s in others})
+    stats = [[p, *file_stat(p)[:2]] for p in (ours + theirs if train else theirs + ours)]
+    key = hashlib.sha256(json.dumps(stats).encode()).hexdigest()
+    if key in _COMPARED:
+        return
+    copies = same_bytes(ours, theirs)
     if copies:
         mine, twin = copies[0]
-        ours_is, theirs_is = ("train", "test") if params["train"] else ("test", "train")
+        ours_is, theirs_is = ("train", "test") if train else ("test", "train")
         raise ValueError(f"{name}: {mine} ({ours_is}) holds the same bytes as {twin} ({theirs_is}) ({len(copies)} "
                          "such): a train/test leak; remove the copy")
+    _COMPARED.add(key)
 
 
 def _say_older(base: Path, folder: Path) -> None:
