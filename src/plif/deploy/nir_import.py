@@ -263,7 +263,7 @@ def _unreadable(path: Path, error: Exception) -> str:
     from nir.serialization import read_node
 
     def reason(e):
-        return f"{type(e).__name__}: {e}".strip().rstrip(":") if str(e) else type(e).__name__
+        return f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
 
     try:
         with h5py.File(path, "r") as f:

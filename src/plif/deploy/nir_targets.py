@@ -21,11 +21,12 @@ What each importer assumes, read from its source (Norse 1.1.0, snnTorch 1.0.0):
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
-__all__ = ["Target", "TARGETS", "DEFAULT_TARGET", "ALL_TARGETS", "BN_MODES", "target_dt", "target_path", "check_target",
-           "graph_meta", "importer_report", "importer_summary", "describe", "IMPORTER_OF"]
+__all__ = ["Target", "TARGETS", "DEFAULT_TARGET", "ALL_TARGETS", "BN_MODES", "target_dt", "target_path",
+           "check_target", "graph_meta", "importer_report", "importer_summary", "describe", "IMPORTER_OF"]
 
 BN_MODES = ("exact", "fold")
 
@@ -59,11 +60,9 @@ DEFAULT_TARGET = "norse"
 ALL_TARGETS = "all"
 
 
-def target_path(path, target: str):
+def target_path(path, target: str) -> Path:
     """The file ``plif export --nir PATH --for all`` writes for ``target``: ``model.nir`` ->
     ``model.norse.nir`` (the target before the suffix, ``.nir`` if ``PATH`` has none)."""
-    from pathlib import Path
-
     path = Path(path)
     return path.with_name(f"{path.stem if path.suffix else path.name}.{target}{path.suffix or '.nir'}")
 
@@ -152,7 +151,7 @@ def importer_summary(graph) -> str:
     groups: dict[str, list[str]] = {}
     for (name, target, _), (_, verdict) in zip(_IMPORTERS, importer_report(graph)):
         head = verdict.split(":")[0].split(" (")[0].split(",")[0]  # exact, close, no, unknown
-        groups.setdefault(head, []).append(name + (f" (--for {target})" if head == "no" else ""))
+        groups.setdefault(head, []).append(name + (f" (--for {target})" if "export --for" in verdict else ""))
     return "; ".join(f"{head}: {', '.join(names)}" for head, names in groups.items())
 
 
