@@ -60,8 +60,9 @@ def test_export_defaults_to_norse_at_an_exact_dt_and_for_names_the_importer(run_
     assert main(["export", "--check", str(tmp_path / "n.nir")]) == 0
     checked = capsys.readouterr().out
     assert "target 'norse', dt 0.0009765625, bn 'exact', leak 'exact', T 6" in checked
-    assert checked.splitlines()[1:] == out.splitlines()[2:]  # the same verdicts as the export printed
-    assert "  snntorch  no: it steps with dt = 0.0001" in checked
+    assert checked.splitlines()[1:] == out.splitlines()[2:-1]  # the same verdicts as the export printed
+    assert "  snntorch  no: it steps with dt = 0.0001" in checked and "all-zero outputs" in checked
+    assert out.splitlines()[-1].startswith("for another importer: --for snntorch / sinabs / generic, or --for all")
     assert main(["export", str(run), "--nir", str(tmp_path / "s.nir"), "--for", "snntorch"]) == 0
     assert "import_from_nir" in capsys.readouterr().out
     assert nir.read(tmp_path / "s.nir").metadata["dt"] == 1e-4
@@ -71,7 +72,7 @@ def test_export_defaults_to_norse_at_an_exact_dt_and_for_names_the_importer(run_
     assert not (tmp_path / "bad.nir").exists()
 
 
-def test_export_for_snntorch_refuses_what_it_cannot_run(make_net, make_run, tmp_path, capsys):
+def test_export_for_snntorch_refuses_what_it_cannot_run_and_for_all_skips_it(make_net, make_run, tmp_path, capsys):
     pytest.importorskip("nir")
     spec = "c4k3s1-BN-PLIF-MPk2s2-FC20-IF-APk10s10"  # snnTorch 1.0 builds IF as a leaky neuron
     make_run(tmp_path / "if", make_net(spec, input_shape=(1, 8, 8), T=3), spec=spec, input_shape=(1, 8, 8), T=3)
@@ -79,6 +80,10 @@ def test_export_for_snntorch_refuses_what_it_cannot_run(make_net, make_run, tmp_
     assert "cannot export for snntorch: node '6_if'" in capsys.readouterr().err
     assert not (tmp_path / "x.nir").exists()
     assert main(["export", str(tmp_path / "if"), "--nir", str(tmp_path / "x.nir"), "--for", "norse"]) == 0
+    capsys.readouterr()
+    assert main(["export", str(tmp_path / "if"), "--nir", str(tmp_path / "m.nir"), "--for", "all"]) == 0
+    assert "not written for snntorch: cannot export for snntorch: node '6_if'" in capsys.readouterr().out
+    assert sorted(p.name for p in tmp_path.glob("m.*")) == ["m.generic.nir", "m.norse.nir", "m.sinabs.nir"]
 
 
 def test_export_refuses_a_leak_no_float32_tau_reaches_unless_allowed(make_net, make_run, tmp_path, capsys):
@@ -110,3 +115,30 @@ def test_export_check_needs_a_file_alone(run_dir, tmp_path, capsys):
     assert "--check FILE takes no run folder" in capsys.readouterr().err
     assert main(["export", "--check", str(tmp_path / "x.nir")]) == 2
     assert "x.nir not found" in capsys.readouterr().err
+
+
+def test_export_for_all_writes_one_file_per_importer_named_after_it(run_dir, tmp_path, capsys):
+    """Issue 40: no one file runs in Norse, snnTorch and Sinabs (each importer steps with its own dt,
+    docs/deployment.md), so one command writes each its own, and each file says where it runs."""
+    nir = pytest.importorskip("nir")
+    from plif.deploy.nir_targets import TARGETS
+
+    run, _ = run_dir
+    assert main(["export", str(run), "--nir", str(tmp_path / "model.nir"), "--for", "all"]) == 0
+    out = capsys.readouterr().out
+    assert sorted(p.name for p in tmp_path.iterdir() if p.suffix == ".nir") == sorted(
+        f"model.{t}.nir" for t in TARGETS)
+    for target in TARGETS:
+        path = tmp_path / f"model.{target}.nir"
+        meta = nir.read(path).metadata
+        assert meta["target"] == target and meta["dt"] == TARGETS[target].dt
+        assert f"wrote {path} (NIR for {target}" in out
+        assert main(["export", "--check", str(path)]) == 0
+        assert capsys.readouterr().out.startswith(f"{path}: target '{target}', dt {TARGETS[target].dt!r}")
+    assert "  snntorch: close, not exact" in out and "  norse: exact" in out and "  plif: exact" in out
+    assert nir.read(tmp_path / "model.norse.nir").metadata["importers"] == (
+        "exact: plif, norse; no: snntorch (--for snntorch), sinabs (--for sinabs)")
+    assert main(["export", str(run), "--nir", str(tmp_path / "x.nir"), "--for", "all", "--dt", "1"]) == 2
+    assert "--dt does not go with --for all" in capsys.readouterr().err
+    assert not list(tmp_path.glob("x*"))
+

@@ -149,3 +149,22 @@ def test_norse_runs_per_channel_tau(make_net):
     tau = graph.nodes["2_plif"].tau
     assert not np.allclose(tau[0], tau[5])
     assert_same_spikes(net, graph, "norse", frames(net, batch=4))
+
+
+def test_no_one_file_runs_in_all_three_importers(make_net):
+    """Issue 40: each importer steps with its own dt and reads none from the file, so the default
+    file (for Norse) gives all-zero outputs in snnTorch without an error (which export and --check
+    say), and snnTorch's and Sinabs' files cannot be swapped; Norse runs the Sinabs file exactly
+    when given its dt (docs/deployment.md)."""
+    from plif.deploy.nir_targets import importer_report
+
+    pytest.importorskip("snntorch")
+    net = zoo_net(make_net, "mnist")
+    x = frames(net)
+    want = plif_spikes(net, x)[1]
+    default, for_sinabs = to_nir(net), to_nir(net, target="sinabs")
+    assert want.any() and not framework_spikes(default, x, "snntorch")[1].any()
+    assert "all-zero outputs" in dict(importer_report(default))["snntorch"]
+    assert not torch.equal(framework_spikes(for_sinabs, x, "snntorch")[1], want)
+    assert dict(importer_report(for_sinabs))["snntorch"].startswith("no: it steps with dt = 0.0001")
+    assert_same_spikes(net, for_sinabs, "norse", x)  # from_nir(g, dt=1): the nodes --for norse --dt 1 writes

@@ -37,8 +37,11 @@ def test_plain_sinabs_from_nir_builds_other_neurons(make_net):
     assert layer.spike_fn is MultiSpike and isinstance(layer.reset_fn, MembraneSubtract)
     assert not layer.norm_input and float(layer.alpha_mem_calculated[0]) == pytest.approx(np.exp(-0.5))  # plif: 1/2
     conv = make_net("c4k3s1-BN-PLIF-FC20-PLIF-APk10s10", input_shape=(1, 6, 6), T=2)
-    with pytest.raises(ValueError, match="ambiguous"):  # any(v_leak) on the 3-D parameters of a conv's neurons
+    with pytest.raises(ValueError, match="ambiguous"):  # `any(node.v_leak) != 0` on a conv's [C, H, W] neurons
         sinabs.from_nir(to_nir(conv, target="sinabs"), batch_size=2)
+    snn_file = to_nir(net, target="snntorch")
+    with pytest.raises(ValueError, match="export it --for sinabs"):  # no file for another importer runs here
+        sinabs_from_nir(snn_file, batch_size=2)
     fixed = sinabs_from_nir(graph, batch_size=2).get_submodule("1_plif")
     assert fixed.norm_input and torch.equal(fixed.alpha_mem_calculated.detach(), torch.full((40,), 0.5))
 

@@ -36,26 +36,54 @@ def run_export(args) -> int:
     if not args.run or not args.nir:
         raise ValueError("plif export needs a run folder and --nir FILE (or --check FILE alone)")
     from ..deploy import load_run
-    from ..deploy.nir_export import InexactExportWarning, InexactLeakWarning, export_nir
-    from ..deploy.nir_import import read_graph
-    from ..deploy.nir_targets import TARGETS, describe, target_dt
+    from ..deploy.nir_export import InexactExportWarning, InexactLeakWarning, export_nir, export_nir_all
+    from ..deploy.nir_targets import ALL_TARGETS, TARGETS, target_dt, target_path
     from ..train.config import read_stored_config
 
-    dt = target_dt(args.target, args.dt)  # a --dt the target's importer cannot take: refused before loading
+    if args.target == ALL_TARGETS and args.dt is not None:
+        raise ValueError("--dt does not go with --for all: each importer's file takes the dt that importer steps "
+                         "with (export --for norse or generic --dt DT for one file at yours)")
+    dt = None if args.target == ALL_TARGETS else target_dt(args.target, args.dt)  # refused before loading
     read_stored_config(args.run)  # a value plif train would refuse names config.json and the field
     net, _ = load_run(args.run, which=args.which)
     with warnings.catch_warnings(record=True) as notes:
         warnings.simplefilter("always", InexactLeakWarning)
         warnings.simplefilter("always", InexactExportWarning)
-        path = export_nir(net, args.nir, verify=not args.no_verify, dt=dt, target=args.target, bn=args.bn,
-                          allow_inexact_dt=args.allow_inexact_dt)
+        if args.target == ALL_TARGETS:
+            written = export_nir_all(net, args.nir, verify=not args.no_verify, bn=args.bn,
+                                     allow_inexact_dt=args.allow_inexact_dt)
+        else:
+            written = {args.target: export_nir(net, args.nir, verify=not args.no_verify, dt=dt, target=args.target,
+                                               bn=args.bn, allow_inexact_dt=args.allow_inexact_dt)}
     for note in notes:
         print(f"note: {note.message}", file=sys.stderr)
-    bn = "BN folded" if args.bn == "fold" else "BN exact"
-    print(f"wrote {path} (NIR for {args.target}; {bn}, dt = {dt!r} in metadata['dt'], T = {net.T})")
-    print("load it with " + TARGETS[args.target].load.format(dt=dt).replace("FILE", repr(str(path))))
-    print(*describe(read_graph(path))[1:], sep="\n")  # what --check FILE says of the file written
+    for target, path in written.items():
+        if isinstance(path, str):  # --for all: why this importer cannot run the network
+            print(f"not written for {target}: {path}")
+        else:
+            _written(path, target, net.T, args.bn, every=args.target != ALL_TARGETS)
+    if args.target != ALL_TARGETS:
+        others = " / ".join(t for t in TARGETS if t != args.target)
+        names = ", ".join(target_path(args.nir, t).name for t in TARGETS)
+        print(f"for another importer: --for {others}, or --for all for one file per importer ({names})")
     return 0
+
+
+def _written(path, target: str, T: int, bn: str, every: bool) -> None:
+    """What export says of a file it wrote: how to load it, and which importers run it (``every``,
+    as --check FILE says) or the one it is for."""
+    from ..deploy.nir_import import read_graph
+    from ..deploy.nir_targets import IMPORTER_OF, TARGETS, describe, graph_meta, importer_report
+
+    graph = read_graph(path)
+    dt = float(graph_meta(graph, "dt"))
+    print(f"wrote {path} (NIR for {target}; {'BN folded' if bn == 'fold' else 'BN exact'}, dt = {dt!r} in "
+          f"metadata['dt'], T = {T})")
+    print("load it with " + TARGETS[target].load.format(dt=dt).replace("FILE", repr(str(path))))
+    if every:
+        print(*describe(graph)[1:], sep="\n")  # what --check FILE says of the file written
+    else:
+        print(f"  {IMPORTER_OF[target]}: {dict(importer_report(graph))[IMPORTER_OF[target]]}")
 
 
 def _check(args) -> int:
@@ -71,7 +99,7 @@ def _check(args) -> int:
 
 
 def register(sub) -> None:
-    from ..deploy.nir_targets import BN_MODES, DEFAULT_TARGET, TARGETS
+    from ..deploy.nir_targets import ALL_TARGETS, BN_MODES, DEFAULT_TARGET, TARGETS
     from .checks import MAX_INT, MAX_SEED, existing_folder, int_in
 
     p = sub.add_parser("stats", help="per-layer firing rates, synaptic operations and energy estimate of a trained run")
@@ -95,10 +123,12 @@ def register(sub) -> None:
     e.add_argument("--which", default="best", help="checkpoint name under checkpoints/ or a .pt path [best]")
     e.add_argument("--no-verify", action="store_true",
                    help="skip re-importing the graph and comparing its outputs with the network as trained")
-    e.add_argument("--for", dest="target", choices=list(TARGETS), default=DEFAULT_TARGET,
+    e.add_argument("--for", dest="target", choices=[*TARGETS, ALL_TARGETS], default=DEFAULT_TARGET,
                    help="importer the file is for: sets dt to the one it takes (Norse 2**-10, exact, pass it to "
                         "from_nir; snnTorch 1e-4 fixed; Sinabs and generic 1), written to metadata['dt'] with the "
-                        "target, and refuses layers it would run differently from plif [%(default)s]")
+                        "target, and refuses layers it would run differently from plif; no file runs in all of "
+                        "them: 'all' writes one per importer, named after it (net.nir -> net.norse.nir, "
+                        "net.snntorch.nir, net.sinabs.nir, net.generic.nir) [%(default)s]")
     e.add_argument("--dt", type=float, default=None,
                    help="time-step the file assumes, instead of the target's; tau and the IF input gain are "
                         "scaled so an importer stepping with this dt reproduces plif (not with --for snntorch); "

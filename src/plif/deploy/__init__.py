@@ -11,9 +11,10 @@ from .stats import ENERGY_SOURCE, NetworkStats, collect_stats, render_stats
 
 __all__ = ["fold_batchnorm", "load_run", "to_spike_inference", "spike_fed_layers", "GatherLinear", "GatherConv2d",
            "gather_linear", "gather_conv2d", "collect_stats", "render_stats", "NetworkStats", "ENERGY_SOURCE",
-           "export_nir", "to_nir", "read_nir", "from_nir"]
+           "export_nir", "export_nir_all", "to_nir", "read_nir", "from_nir"]
 
 
 # NIR helpers load lazily so ``import plif.deploy`` works without the nir package
-__getattr__, __dir__ = lazy_names(__name__, {"export_nir": ".nir_export", "to_nir": ".nir_export",
+__getattr__, __dir__ = lazy_names(__name__, {"export_nir": ".nir_export", "export_nir_all": ".nir_export",
+                                             "to_nir": ".nir_export",
                                              "read_nir": ".nir_import", "from_nir": ".nir_import"}, globals())

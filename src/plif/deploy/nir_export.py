@@ -85,10 +85,11 @@ from ..models.structure import spike_inputs
 from ..neurons import SpikingNeuron
 from .bn_folding import bn_scale_shift, fold_batchnorm, is_batchnorm
 from .nir_import import from_nir, rate_from_tau, threshold_to_nir
-from .nir_targets import BN_MODES, DEFAULT_TARGET, TARGETS, check_target, graph_meta, target_dt
+from .nir_targets import (BN_MODES, DEFAULT_TARGET, TARGETS, check_target, graph_meta, importer_summary, target_dt,
+                          target_path)
 
-__all__ = ["to_nir", "write_nir", "verify_nir", "export_nir", "tau_for_rate", "as_trained", "NIRExportError",
-           "InexactLeakWarning", "InexactExportWarning"]
+__all__ = ["to_nir", "write_nir", "verify_nir", "export_nir", "export_nir_all", "tau_for_rate", "as_trained",
+           "NIRExportError", "InexactLeakWarning", "InexactExportWarning"]
 
 
 class NIRExportError(ValueError):
@@ -337,6 +338,7 @@ def to_nir(net: SpikingNetwork, dt: float | None = None, target: str = DEFAULT_T
         check_target(graph, target)
     except ValueError as e:
         raise NIRExportError(f"cannot export for {target}: {e}") from None
+    graph.metadata["importers"] = importer_summary(graph)  # where it runs, for whoever reads the file
     return graph
 
 
@@ -387,12 +389,48 @@ def export_nir(net: SpikingNetwork, path: str | Path, verify: bool = True, dt: f
     the check gives an :class:`InexactExportWarning` saying how many."""
     graph = to_nir(net, dt, target, bn, allow_inexact_dt)
     if verify:
-        differ, total = verify_nir(net, graph)
-        if differ:
-            causes = [c for c, on in (("BN folding", bn == "fold"),
-                                      ("the inexact leak", graph_meta(graph, "leak") != "exact")) if on]
-            why = " and ".join(causes)
-            warnings.warn(f"{why} changes {differ} of {total} outputs of the check (random input, "
-                          f"{total // int(net.T)} values per step, T = {net.T}) from the network as trained",
-                          InexactExportWarning, stacklevel=2)
+        _verify(net, graph, bn)
     return write_nir(graph, path)
+
+
+def _verify(net: SpikingNetwork, graph, bn: str) -> None:
+    """:func:`verify_nir`, and an :class:`InexactExportWarning` saying how many outputs of the check
+    a file asked to be inexact changes."""
+    differ, total = verify_nir(net, graph)
+    if differ:
+        causes = [c for c, on in (("BN folding", bn == "fold"),
+                                  ("the inexact leak", graph_meta(graph, "leak") != "exact")) if on]
+        why = " and ".join(causes) or "the importer's rounding"
+        warnings.warn(f"{why} changes {differ} of {total} outputs of the check (random input, "
+                      f"{total // int(net.T)} values per step, T = {net.T}) from the network as trained",
+                      InexactExportWarning, stacklevel=3)
+
+
+def export_nir_all(net: SpikingNetwork, path: str | Path, verify: bool = True, bn: str = "exact",
+                   allow_inexact_dt: bool = False) -> dict[str, Path | str]:
+    """One file per importer (:data:`~plif.deploy.nir_targets.TARGETS`, each at its own ``dt``),
+    named after it (:func:`~plif.deploy.nir_targets.target_path`: ``model.nir`` ->
+    ``model.norse.nir``, ``model.snntorch.nir``, ...): ``{target: the file written, or why that
+    importer cannot run the network}``.  Every file is converted and checked before any is written
+    (each atomically); a network no importer can run is an :class:`NIRExportError`.  Notes of
+    :func:`export_nir` name their target."""
+    graphs, out = {}, {}
+    for target in TARGETS:
+        with warnings.catch_warnings(record=True) as notes:
+            warnings.simplefilter("always", InexactLeakWarning)
+            warnings.simplefilter("always", InexactExportWarning)
+            try:
+                graphs[target] = to_nir(net, None, target, bn, allow_inexact_dt)
+                if verify:
+                    _verify(net, graphs[target], bn)
+            except NIRExportError as e:
+                graphs.pop(target, None)
+                out[target] = str(e)
+        for note in notes:  # re-issued outside the recording, naming the file's target
+            ours = issubclass(note.category, (InexactLeakWarning, InexactExportWarning))
+            warnings.warn(f"{target}: {note.message}" if ours else note.message, note.category, stacklevel=2)
+    if not graphs:
+        raise NIRExportError("no importer can run this network: " + "; ".join(out.values()))
+    for target, graph in graphs.items():
+        out[target] = write_nir(graph, target_path(path, target))
+    return {target: out[target] for target in TARGETS}

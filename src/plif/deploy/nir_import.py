@@ -8,7 +8,9 @@ run as ``H >= Θ`` with ``Θ = nextafter(v_threshold, +inf)`` in float32 (:func:
 which gives plif's own threshold back from a plif file), and reset hard to ``v_reset``.  ``Flatten`` counts ``start_dim``/``end_dim``
 from the first per-sample dimension (NIR shapes have no batch); negative values count from the
 end, as ``plif`` writes them.  Only chains (each node one input, one output) of the node types the exporter
-writes are supported, plus ``Scale``; anything else is refused with the node's name.
+writes are supported, plus ``Scale``; anything else is refused with the node's name.  Before
+anything is built, :func:`~.nir_check.check_graph` refuses values and shapes that mean nothing for
+their node (NaN or zero τ, weights of 1e38, a 5-D convolution weight, shapes that do not chain).
 """
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ import torch
 from torch import nn
 
 from ..layers import TimeFolded
+from .nir_check import NIRFileError, check_graph, check_raw_node
 from .nir_targets import graph_meta
 
 __all__ = ["NIRNeuron", "NIRNetwork", "from_nir", "read_nir", "read_graph", "threshold_to_nir", "threshold_from_nir"]
@@ -211,7 +214,9 @@ def graph_dt(graph, dt: float | None = None) -> float:
 
 
 def from_nir(graph, dt: float | None = None) -> NIRNetwork:
-    """Build a :class:`NIRNetwork` from a ``nir.NIRGraph``, stepped with :func:`graph_dt`."""
+    """Build a :class:`NIRNetwork` from a ``nir.NIRGraph``, stepped with :func:`graph_dt`; a graph
+    whose values or shapes mean nothing is refused first (:func:`~.nir_check.check_graph`)."""
+    check_graph(graph, 1.0 if dt is None else dt)
     dt = graph_dt(graph, dt)
     order = _chain(graph)
     layers, names = [], []
@@ -227,17 +232,50 @@ def from_nir(graph, dt: float | None = None) -> NIRNetwork:
 
 
 def read_graph(path: str | Path):
-    """The ``nir.NIRGraph`` in the ``.nir`` file ``path``; a missing or unreadable file is one
-    error naming it."""
+    """The ``nir.NIRGraph`` in the ``.nir`` file ``path``, checked (:func:`~.nir_check.check_graph`,
+    then NIR's own type check); a missing, unreadable or meaningless file is one error naming it
+    (and the node and field where there is one)."""
     import nir
 
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"NIR file {path} not found")
+    with np.errstate(all="ignore"):  # a zero stride divides by zero in nir: the checks say so
+        try:
+            graph = nir.read(path, type_check=False)
+        except Exception as e:  # h5py / nir raise many types for damaged files
+            raise NIRFileError(f"{path}: {_unreadable(path, e)}") from None
     try:
-        return nir.read(path)
-    except Exception as e:  # h5py / nir raise many types for damaged files
-        raise ValueError(f"{path}: not a readable NIR file ({type(e).__name__}: {e})") from None
+        check_graph(graph)
+    except NIRFileError as e:
+        raise NIRFileError(f"{path}: {e}") from None
+    try:  # what nir.read does by default (it also adds Input/Output nodes a graph lacks)
+        graph.infer_types()
+        graph.check_types()
+    except Exception as e:  # noqa: BLE001
+        raise NIRFileError(f"{path}: NIR's type check refuses it ({type(e).__name__}: {e})") from None
+    return graph
+
+
+def _unreadable(path: Path, error: Exception) -> str:
+    """Why ``nir.read`` failed: the node (and field) whose data NIR could not take, where one is to blame."""
+    import h5py
+    from nir.serialization import read_node
+
+    def reason(e):
+        return f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
+
+    try:
+        with h5py.File(path, "r") as f:
+            for name, group in f["node"]["nodes"].items():
+                try:
+                    read_node(group)
+                except Exception as e:  # noqa: BLE001
+                    fields = {k: v[()] for k, v in group.items() if isinstance(v, h5py.Dataset)}
+                    return check_raw_node(name, fields) or f"node {name!r}: NIR cannot read it ({reason(e)})"
+    except Exception:  # noqa: BLE001 - not even HDF5: say what nir.read said
+        pass
+    return f"not a readable NIR file ({reason(error)})"
 
 
 def read_nir(path: str | Path, dt: float | None = None) -> NIRNetwork:

@@ -2,8 +2,10 @@
 
 ``sinabs.from_nir`` alone builds every ``LIF``/``IF`` node as a neuron plif's is not: several spikes
 per step (``MultiSpike``), reset by subtraction, leak ``exp(-1/τ)`` on unscaled input (``r``
-ignored), ``IF`` clamped at ``-v_threshold``; and it fails on LIF nodes after a convolution
-(``any(v_leak)`` on a 3-D array).  Sinabs' own LIF layer *can* run plif's neuron:
+ignored), ``IF`` clamped at ``-v_threshold``; and it fails on every LIF node after a convolution:
+its LIF branch tests ``if any(node.v_leak) != 0`` (the parenthesis closes early), and Python's
+``any`` over a ``[C, H, W]`` array takes the truth value of ``[H, W]`` arrays ("ambiguous").  No
+file can avoid it: NIR's LIF keeps every parameter in its layer's shape and has no reshape node.  Sinabs' own LIF layer *can* run plif's neuron:
 ``SingleSpike`` fires on ``v >= θ`` (plif's ``>=``, so ``θ`` is plif's threshold, not the file's
 NIR value), ``MembraneReset`` is the hard reset and ``norm_input`` steps ``v = α v + (1 - α) I``,
 plif's ``H = V + k (X - V)`` with ``α = 1 - k`` (set as the decay itself, ``train_alphas``),

@@ -21,11 +21,12 @@ What each importer assumes, read from its source (Norse 1.1.0, snnTorch 1.0.0):
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
-__all__ = ["Target", "TARGETS", "DEFAULT_TARGET", "BN_MODES", "target_dt", "check_target", "graph_meta",
-           "importer_report", "describe"]
+__all__ = ["Target", "TARGETS", "DEFAULT_TARGET", "ALL_TARGETS", "BN_MODES", "target_dt", "target_path",
+           "check_target", "graph_meta", "importer_report", "importer_summary", "describe", "IMPORTER_OF"]
 
 BN_MODES = ("exact", "fold")
 
@@ -37,19 +38,33 @@ class Target:
     dt_fixed: bool  # the importer cannot be told another dt
     exact: bool  # it computes plif's float32 operations (given an exact BN and leak)
     load: str  # how a user loads the file there (printed by plif export)
+    other_dt: str = ""  # what its importer does with a file for another dt (dt_fixed targets)
 
 
 TARGETS = {
     "norse": Target("norse", 2.0 ** -10, False, True, "norse.torch.from_nir(nir.read(FILE), dt={dt!r})"),
-    "snntorch": Target("snntorch", 1e-4, True, False, "snntorch.import_nir.import_from_nir(nir.read(FILE))"),
+    "snntorch": Target("snntorch", 1e-4, True, False, "snntorch.import_nir.import_from_nir(nir.read(FILE))",
+                       "it reads no dt from the file and runs it with other leaks and thresholds without an error "
+                       "(plif's default file, for Norse, gives all-zero outputs there)"),
     "sinabs": Target("sinabs", 1.0, True, False,
                      "plif.deploy.nir_sinabs.sinabs_from_nir(nir.read(FILE), batch_size=B) "
-                     "(sinabs.from_nir alone builds other neurons: docs/deployment.md)"),
+                     "(sinabs.from_nir alone builds other neurons: docs/deployment.md)",
+                     "plif's sinabs_from_nir refuses it; sinabs.from_nir reads no dt and would leak differently"),
     "generic": Target("generic", 1.0, False, True, "plif.deploy.read_nir(FILE) (dt = {dt!r} in metadata['dt'])"),
 }
 
 # what plif export and plif.deploy.export_nir / to_nir write when no target is named
 DEFAULT_TARGET = "norse"
+
+# plif export --for all: one file per target, named by target_path
+ALL_TARGETS = "all"
+
+
+def target_path(path, target: str) -> Path:
+    """The file ``plif export --nir PATH --for all`` writes for ``target``: ``model.nir`` ->
+    ``model.norse.nir`` (the target before the suffix, ``.nir`` if ``PATH`` has none)."""
+    path = Path(path)
+    return path.with_name(f"{path.stem if path.suffix else path.name}.{target}{path.suffix or '.nir'}")
 
 
 def graph_meta(graph, key: str, default=None):
@@ -96,6 +111,7 @@ def check_target(graph, target: str) -> None:
 _IMPORTERS = (("plif", "generic", "plif.deploy.read_nir"), ("norse", "norse", "norse.torch.from_nir"),
               ("snntorch", "snntorch", "snntorch.import_nir.import_from_nir"),
               ("sinabs", "sinabs", "plif.deploy.nir_sinabs.sinabs_from_nir"))
+IMPORTER_OF = {target: name for name, target, _ in _IMPORTERS}  # the importer a target's file is for
 
 
 def importer_report(graph) -> list[tuple[str, str]]:
@@ -118,7 +134,8 @@ def importer_report(graph) -> list[tuple[str, str]]:
             out.append((name, f"no: {e}"))
             continue
         if t.dt_fixed and dt != t.dt:
-            out.append((name, f"no: it steps with dt = {t.dt:g}, the file is for dt = {dt!r}"))
+            out.append((name, f"no: it steps with dt = {t.dt:g}, the file is for dt = {dt!r}; {t.other_dt}: "
+                              f"export --for {target}"))
         elif not t.exact:
             out.append((name, f"close, not exact: it rounds differently from plif ({call})"))
         elif inexact:
@@ -126,6 +143,16 @@ def importer_report(graph) -> list[tuple[str, str]]:
         else:
             out.append((name, f"exact ({call}" + (")" if t.dt_fixed or name == "plif" else f", dt={dt!r})")))
     return out
+
+
+def importer_summary(graph) -> str:
+    """One line of :func:`importer_report` by verdict, what ``metadata["importers"]`` holds:
+    ``exact: plif, norse; no: snntorch (--for snntorch), sinabs (--for sinabs)``."""
+    groups: dict[str, list[str]] = {}
+    for (name, target, _), (_, verdict) in zip(_IMPORTERS, importer_report(graph)):
+        head = verdict.split(":")[0].split(" (")[0].split(",")[0]  # exact, close, no, unknown
+        groups.setdefault(head, []).append(name + (f" (--for {target})" if "export --for" in verdict else ""))
+    return "; ".join(f"{head}: {', '.join(names)}" for head, names in groups.items())
 
 
 def describe(graph) -> list[str]:
