@@ -4,7 +4,6 @@ one thing and returns a JSON-able dict; ``st.deadline`` (``time.monotonic()``) i
 every stage runs at tiny sizes, so CI checks the whole script."""
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 import time
@@ -20,7 +19,6 @@ MEMORY_CONFIGS = ("naive", "spikingjelly", "default", "exact", "low")
 TRAIN_VARIANTS = ("naive", "auto", "cuda-graph", "cuda-graph+bf16", "spikingjelly", "spikingjelly+graph", "compile",
                   "compile+graph")
 DVS_VARIANTS = ("auto", "cuda-graph", "spikingjelly", "spikingjelly+graph", "naive")
-CANDIDATES_FILE = Path(__file__).with_name("candidates.py")
 
 
 def _dry_case() -> str:
@@ -259,38 +257,6 @@ def stage_memory(ctx, st) -> dict:
     return {"ok": all(r.error is None for r in rows), **out}
 
 
-def load_candidates(path: Path) -> tuple[list, str]:
-    """``(CANDIDATES, note)`` from the candidates file; an absent file is no candidates, not a failure."""
-    if not path.is_file():
-        return [], f"no candidates ({path.name} absent)"
-    spec = importlib.util.spec_from_file_location("plif_gpu_candidates", path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod  # a dataclass in the file looks its module up there while it is built
-    spec.loader.exec_module(mod)
-    cands = list(getattr(mod, "CANDIDATES", []))
-    return cands, "" if cands else f"no candidates ({path.name} lists none)"
-
-
-def stage_candidates(ctx, st) -> dict:
-    """Each candidate of ``candidates.py`` (issue #30) against the baseline, alternated in this process."""
-    from plif.bench.candidates import run_candidates
-
-    cands, note = load_candidates(Path(ctx.args.candidates))
-    if ctx.args.candidate:
-        wanted = set(ctx.args.candidate.split(","))
-        cands = [c for c in cands if getattr(c, "name", None) in wanted]
-    listed = [{"name": getattr(c, "name", None), "kind": getattr(c, "kind", None), "decides": getattr(c, "decides", None)}
-              for c in cands]
-    if not cands:
-        print(note or "no candidates selected", flush=True)
-        return {"note": note or "no candidates selected", "candidates": [], "rows": []}
-    kw = (dict(neuron_cases=[_dry_case()], train_batches=(2,), T=1, rounds=2, train_network=NARROW_FMNIST)
-          if ctx.dry else {})
-    rows = run_candidates(cands, ctx.device, st.deadline, **kw)
-    return {"ok": not any(r.note.startswith(("failed", "not a candidate")) for r in rows), "candidates": listed,
-            "rows": [asdict(r) for r in rows]}
-
-
 # ------------------------------------------------------------------------------- protocol
 def _protocol(ctx, st, epochs: int) -> dict:
     """The paper protocol on Fashion-MNIST (``--preset paper --cuda-graph``) in one ``plif train`` run,
@@ -335,5 +301,5 @@ def stage_protocol(ctx, st) -> dict:
 
 
 STAGES = {"spikingjelly": stage_spikingjelly, "grid": stage_grid, "sync": stage_sync, "neuron": stage_neuron,
-          "train": stage_train, "memory": stage_memory, "dvs": stage_dvs, "candidates": stage_candidates,
+          "train": stage_train, "memory": stage_memory, "dvs": stage_dvs,
           "protocol": stage_protocol, "protocol-full": stage_protocol}

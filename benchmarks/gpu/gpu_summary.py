@@ -22,8 +22,6 @@ def _key(name: str, res: dict) -> str:
                 ", ".join(f"{e['epoch_time_s']:.1f}s/{e['test_acc']:.2%}" for e in ep)) if ep else "no epoch"
     if name == "memory":
         return ", ".join(f"{k} {v:.2f}" for k, v in res.get("vs_naive", {}).items()) + " of naive's peak"
-    if name == "candidates":
-        return res.get("note") or f"{len(res.get('candidates', []))} candidates, {len(res.get('rows', []))} pairs"
     if name in ("neuron", "train", "dvs"):
         return f"{sum(r.get('time_ms', r.get('ms_per_step')) is not None for r in res.get('rows', []))} rows measured"
     return ""
@@ -68,20 +66,6 @@ def _memory(res: dict) -> list[str]:
     return lines
 
 
-def _candidates(res: dict) -> list[str]:
-    lines = ["", "candidates (ratio = candidate / baseline time, median of alternated rounds; < 1 is faster):"]
-    for c in res.get("candidates", []):
-        lines.append(f"  {c['name']} ({c['kind']}): {c['decides']}")
-    for r in res.get("rows", []):
-        if r["baseline_ms"] is None:
-            lines.append(f"{r['candidate']:20s} {r['case']:38s} {r['note']}")
-            continue
-        agree = "" if r["agrees"] is None else ("  agrees" if r["agrees"] else "  DIFFERS")
-        lines.append(f"{r['candidate']:20s} {r['case']:38s} {r['baseline_ms']:9.3f} -> {r['candidate_ms']:9.3f} ms "
-                     f"x{r['ratio']:.3f}{agree}")
-    return lines
-
-
 def summary_lines(header: str, recs: dict) -> list[str]:
     lines = [header, "", f"{'stage':14s} {'ok':4s} {'s':>6s} {'budget':>6s}  key numbers"]
     for name, rec in recs.items():
@@ -93,7 +77,7 @@ def summary_lines(header: str, recs: dict) -> list[str]:
         lines.append(f"{name:14s} {'yes' if rec['ok'] else 'NO':4s} {rec['seconds']:6.1f} {rec['budget_s']:6.0f}  {key}")
     tables = {"neuron": _neuron, "train": lambda r: _train("train step, fashion-mnist (paper network):", r),
               "dvs": lambda r: _train(f"train step, dvs128-gesture T={r.get('T')}, synthetic event frames:", r),
-              "memory": _memory, "candidates": _candidates}
+              "memory": _memory}
     for name, table in tables.items():
         res = (recs.get(name) or {}).get("result") or {}
         if res.get("rows"):

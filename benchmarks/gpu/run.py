@@ -27,8 +27,6 @@ first H100 run (commit 27a092c, ``docs/gpu/h100-2026-11-26/``), "measured" where
                            equal share of the time left (17 s to start with)
   dvs                45   30 s: DVS128 Gesture training step T20 B16 on synthetic event frames: auto,
                            cuda-graph, spikingjelly, spikingjelly+graph, naive (0.22 s a step)
-  candidates         90   ~15 s per candidate of candidates.py (issue #30), each against the baseline,
-                           alternated, each an equal share; "no candidates" when the file is absent
   protocol         rest   the paper protocol (--preset paper --cuda-graph, 7.0 s an epoch) for what
                            is left, at most --protocol-seconds (90: ~11 epochs)
   protocol-full     520   not in the default plan: all 64 epochs (~460 s), a call of its own:
@@ -61,14 +59,14 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from gpu_stages import CANDIDATES_FILE, STAGES  # noqa: E402
+from gpu_stages import STAGES  # noqa: E402
 from gpu_summary import summary_lines  # noqa: E402
 
 from plif.atomic import atomic_write_text  # noqa: E402
 
 BUDGETS = {"spikingjelly": 20, "grid": 75, "sync": 15, "neuron": 35, "train": 90, "memory": 90, "dvs": 45,
-           "candidates": 90, "protocol": None, "protocol-full": 520}  # None: --protocol-seconds, capped by what is left
-DEFAULT_STAGES = "spikingjelly,grid,sync,neuron,train,memory,dvs,candidates,protocol"
+           "protocol": None, "protocol-full": 520}  # None: --protocol-seconds, capped by what is left
+DEFAULT_STAGES = "spikingjelly,grid,sync,neuron,train,memory,dvs,protocol"
 RESERVE_S = 10  # left at the end of the run for the summary and the tarball
 PACKED = "results.tar.gz"
 
@@ -181,9 +179,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--budget", type=float, default=530.0, help="seconds for the whole run (the protocol gets the rest)")
     p.add_argument("--protocol-seconds", type=float, default=90.0, help="at most this long for the protocol stage")
     p.add_argument("--grid-seconds", type=float, default=35.0, help="stop adding grid cases after this long")
-    p.add_argument("--stage-budgets", help="name=seconds,... to change stage budgets (e.g. candidates=200)")
-    p.add_argument("--candidates", default=str(CANDIDATES_FILE), help="file defining CANDIDATES (default: beside this script)")
-    p.add_argument("--candidate", help="comma-separated names: measure only these candidates")
+    p.add_argument("--stage-budgets", help="name=seconds,... to change stage budgets (e.g. memory=60)")
     p.add_argument("--stages", default=DEFAULT_STAGES, help=f"comma-separated (default {DEFAULT_STAGES}; also protocol-full)")
     return p
 

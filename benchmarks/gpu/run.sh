@@ -9,7 +9,7 @@
 # protocol's run folder without checkpoints, repacked after each stage), summary.json, summary.txt
 # and log.txt (a failing stage records its error; the others still run).  $PYTHON picks the
 # interpreter (default python3); extra options go to benchmarks/gpu/run.py (e.g. --stages grid,sync,
-# --stages protocol-full for the whole 64-epoch protocol, --stage-budgets candidates=200).
+# --stages protocol-full for the whole 64-epoch protocol, --stage-budgets memory=60).
 set -u
 if [ $# -lt 2 ]; then
     echo "usage: $0 FASHION_MNIST_GZ_DIR OUT_DIR [SPIKINGJELLY_WHEELS_DIR] [run.py options]" >&2

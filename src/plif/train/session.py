@@ -15,7 +15,7 @@ from pathlib import Path
 import torch
 
 from ..data.pipeline import load_train_data, planned_train_samples
-from ..kernels.gpu_switches import apply_torch_flags
+from ..kernels.gpu_switches import changed as gpu_switches_on
 from ..models import build_network
 from ..runs.folder import CHECKPOINT_DIR, CHECKPOINTS, RunFolder, prepare_out
 from .config import TrainConfig, check_network, check_outputs, pick_device, resolve_config
@@ -165,6 +165,13 @@ def _check_batch_fits(cfg: TrainConfig, n_train: int | None, world: int) -> None
                          + "; lower --batch-size" + (" or --val-split" if cfg.val_split else ""))
 
 
+def _switches_record() -> dict:
+    """``{"gpu_switches": {...}}`` when ``$PLIF_GPU`` turned a switch on (each may change what the
+    network computes, so config.json records it and a resume with other switches is refused), else ``{}``."""
+    on = gpu_switches_on()
+    return {"gpu_switches": on} if on else {}
+
+
 # --- the whole set-up ----------------------------------------------------------------------------
 
 def open_session(cfg: TrainConfig, resume, log, restart: bool = False) -> Session:
@@ -185,7 +192,6 @@ def open_session(cfg: TrainConfig, resume, log, restart: bool = False) -> Sessio
         device = torch.device("cuda", dist.local_rank)
         torch.cuda.set_device(device)
     check_graph_options(device, cfg.cuda_graph, cfg.amp, cfg.compile, dist.world)  # before the folder is touched
-    apply_torch_flags()  # $PLIF_GPU's process-wide switches (tf32): plif.kernels.gpu_switches
     if cfg.checkpoint_every and cfg.cuda_graph:
         raise ValueError("--checkpoint-every: not available with --cuda-graph (the captured epoch has no step "
                          "boundary to save at); checkpoints are written after every epoch")
@@ -196,8 +202,8 @@ def open_session(cfg: TrainConfig, resume, log, restart: bool = False) -> Sessio
     # event datasets: the file list gives the training size before any frame cache is built
     _check_batch_fits(cfg, planned_train_samples(cfg), dist.world)
     folder, resume, created = _agree_on_folder(cfg, resume, dist, log, restart)
-    s = Session(cfg, {**cfg.to_dict(), "out": str(folder.path)}, folder, device, dist, dist.is_main, resume,
-                metrics=[], restarted=restarted)
+    s = Session(cfg, {**cfg.to_dict(), "out": str(folder.path), **_switches_record()}, folder, device, dist,
+                dist.is_main, resume, metrics=[], restarted=restarted)
     new_tensorboard = not folder.tensorboard.exists()
     if s.main and not resume:
         s.undo = lambda: folder.discard_new(created, new_tensorboard)
