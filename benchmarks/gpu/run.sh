@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The prepared GPU benchmark: one invocation, < 9 minutes on one H100/H200, no network; every stage
-# has a time budget (benchmarks/gpu/run.py's docstring lists them with their H100 estimates).
+# The prepared GPU benchmark: one invocation per plan, each < 9 minutes on one H100/H200, no network;
+# every stage has a time budget (benchmarks/gpu/run.py's docstring lists them with their estimates):
+# the default plan "first", then "--stages second --budget SECONDS_LEFT" on the same warm machine.
 # Without CUDA it is a tiny CPU dry run (what CI tests).
 #
 #   benchmarks/gpu/run.sh FASHION_MNIST_GZ_DIR OUT_DIR [SPIKINGJELLY_WHEELS_DIR] [run.py options]

@@ -4,5 +4,6 @@
 - :mod:`.train`: one training step per variant (``plif bench train``);
 - :mod:`.memory`: peak memory of one training step per memory configuration (``plif bench memory``);
 - helpers: :mod:`.alternate` (steps timed in turns), :mod:`.kernels` (kernels per call and their
-  device time), :mod:`.twin` and :mod:`.spikingjelly` (the SpikingJelly comparison).
+  device time), :mod:`.bound` (a step's FLOPs and bytes against a GPU's peaks), :mod:`.twin` and
+  :mod:`.spikingjelly` (the SpikingJelly comparison).
 """
