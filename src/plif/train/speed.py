@@ -1,8 +1,8 @@
 """How a run executes on its device: the whole step as one CUDA graph, the network compiled inside it.
 
 ``cuda_graph`` and ``compile`` left out (``None``, "auto") are decided here for the run's device
-and number of processes; ``config.json`` records what was decided, and a resume or ``plif eval``
-reads it back from there instead of deciding again.  The numbers are the H200 run's
+and number of processes; ``config.json`` records what was decided, and a resume reads it back
+from there instead of deciding again (``plif eval`` evaluates eagerly, with the run's TF32 and autocast).  The numbers are the H200 run's
 (``docs/gpu/h200-2026-11-27/``; Fashion-MNIST paper step, T = 8, wall ms at batch 16 / 128):
 
 - ``cuda_graph`` auto: on CUDA in a single process.  The eager step is host-bound (8.68 / 9.24 ms,
@@ -29,8 +29,8 @@ COMPILE_MEASURED = {
     "mnist": "the network, input shape and T of fashion-mnist, where it was measured",
 }
 """Datasets whose paper network (at the paper's T) trains faster compiled inside the CUDA graph,
-with the evidence; the next device run's ``nets`` stage measures CIFAR-10, DVS128 Gesture and
-CIFAR10-DVS (``benchmarks/gpu/``)."""
+with the evidence; the GPU script's second plan measures CIFAR-10, DVS128 Gesture and CIFAR10-DVS
+(``benchmarks/gpu/``)."""
 
 
 def graph_obstacle(cfg: TrainConfig, world: int) -> str | None:
