@@ -241,16 +241,17 @@ def format_train_table(results: list[TrainBenchResult], title: str) -> str:
     rows' implementation as a last line."""
     kernels = any(r.kernels is not None for r in results)
     bound = any(r.bound_ms is not None for r in results)
-    head = f"{'variant':18s} {'batch':>5s} {'ms/step':>9s} {'samples/s':>10s} {'x naive':>8s} {'x SJ':>6s} {'peak MB':>8s}"
+    w = max([18] + [len(r.variant) for r in results])
+    head = f"{'variant':{w}s} {'batch':>5s} {'ms/step':>9s} {'samples/s':>10s} {'x naive':>8s} {'x SJ':>6s} {'peak MB':>8s}"
     head += f" {'kernels':>8s} {'kernel ms':>9s}" if kernels else ""
     head += f" {'bound ms':>8s} {'% bound':>7s}" if bound else ""
     lines = [title, head, "-" * len(head)]
     for r in results:
         f = lambda v, fmt: format(v, fmt) if v is not None else "-"  # noqa: E731
         if r.ms_per_step is None:
-            lines.append(f"{r.variant:18s} {r.batch:5d} {r.note}")
+            lines.append(f"{r.variant:{w}s} {r.batch:5d} {r.note}")
             continue
-        lines.append(f"{r.variant:18s} {r.batch:5d} {r.ms_per_step:9.2f} {r.samples_per_s:10.0f} "
+        lines.append(f"{r.variant:{w}s} {r.batch:5d} {r.ms_per_step:9.2f} {r.samples_per_s:10.0f} "
                      f"{f(r.ratio_to_naive, '8.2f'):>8s} {f(r.ratio_to_spikingjelly, '6.2f'):>6s} {f(r.peak_mem_mb, '8.0f'):>8s}"
                      + (f" {f(r.kernels, '8.0f'):>8s} {f(r.kernel_ms, '9.2f'):>9s}" if kernels else "")
                      + (f" {f(r.bound_ms, '8.2f'):>8s} {f(r.pct_of_bound, '7.1f'):>7s}" if bound else ""))
