@@ -7,24 +7,32 @@ def _f(v, fmt: str, dash: str = "-") -> str:
     return dash if v is None else format(v, fmt)
 
 
+NETS = ("cifar10", "dvs128-gesture", "cifar10-dvs")  # the per-network stages of the second plan
+
+
 def _key(name: str, res: dict) -> str:
     if name == "grid":
         return (f"{res['cases'] - len(res['failed'])}/{res['cases']} cases ok, {res['not_run']} not run "
-                f"({res['backend']}, {','.join(res['dtypes'])}); compile: {'ok' if res['compile'].get('ok') else 'FAILED'}")
+                f"({res['backend']}, {','.join(res['dtypes'])})")
+    if name == "compile":
+        return f"{res['backend']}: " + ", ".join(f"B{r['batch']} spikes {r['spike_mismatch']:.1e} differ, grads "
+                                                   f"{r['grad_rel_err']:.1e} rel ({r['seconds']:.0f}s)" for r in res["rows"])
     if name == "sync":
-        g = res["graph_vs_eager"]
-        return f"{res['sync_free']}; graph vs eager: loss {g['max_rel_loss_err']:.1e} rel, params {g['max_abs_param_err']:.1e} abs"
+        pairs = [(k, res[k]) for k in ("graph_vs_eager", "compile_graph_vs_compile") if k in res]
+        return f"{res.get('sync_free', 'not reached')}; " + "; ".join(
+            f"{k.replace('_', ' ')}: loss {g['max_rel_loss_err']:.1e} rel, params {g['max_abs_param_err']:.1e} abs"
+            for k, g in pairs)
     if name == "spikingjelly":
         return f"spikingjelly {res['version']}, its PLIF neuron: {res['plif_neuron']}"
     if name.startswith("protocol"):
         ep = res.get("epochs", [])
-        return (f"{len(ep)} epochs (cuda_graph={res.get('cuda_graph')}): " +
+        return (f"{len(ep)} epochs ({res.get('attempt')}: {res.get('ran')}): " +
                 ", ".join(f"{e['epoch_time_s']:.1f}s/{e['test_acc']:.2%}" for e in ep)) if ep else "no epoch"
     if name == "memory":
         return ", ".join(f"{k} {v:.2f}" for k, v in res.get("vs_naive", {}).items()) + " of naive's peak"
-    if name == "candidates":
-        return res.get("note") or f"{len(res.get('candidates', []))} candidates, {len(res.get('rows', []))} pairs"
-    if name in ("neuron", "train", "dvs"):
+    if name == "block":
+        return res.get("note") or f"{len(res.get('rows', []))} rows"
+    if name in ("neuron", "train", *NETS):
         return f"{sum(r.get('time_ms', r.get('ms_per_step')) is not None for r in res.get('rows', []))} rows measured"
     return ""
 
@@ -46,15 +54,16 @@ def _neuron(res: dict) -> list[str]:
 
 
 def _train(title: str, res: dict) -> list[str]:
-    lines = ["", title, f"{'variant':18s} {'batch':>5s} {'ms':>8s} {'samples/s':>10s} {'peak MB':>8s} {'kernels':>8s} "
-             f"{'x SJ':>6s}"]
+    lines = ["", title, f"{'variant':30s} {'memory':6s} {'prec':4s} {'batch':>5s} {'ms':>8s} {'samples/s':>10s} "
+             f"{'peak MB':>8s} {'kernels':>8s} {'dev ms':>8s} {'% bound':>7s} {'x SJ':>6s}"]
     for r in res["rows"]:
         if r["ms_per_step"] is None:  # not measured: the note says why
-            lines.append(f"{r['variant']:18s} {r['batch']:5d} {r.get('note', '')}")
+            lines.append(f"{r['variant']:30s} {r.get('memory', ''):6s} {'':4s} {r['batch']:5d} {r.get('note', '')}")
             continue
-        lines.append(f"{r['variant']:18s} {r['batch']:5d} {r['ms_per_step']:8.2f} {r['samples_per_s']:10.0f} "
-                     f"{_f(r.get('peak_mem_mb'), '8.0f'):>8s} {_f(r.get('kernels'), '8.0f'):>8s} "
-                     f"{_f(r.get('ratio_to_spikingjelly'), '6.2f'):>6s}")
+        lines.append(f"{r['variant']:30s} {r.get('memory', ''):6s} {r.get('precision', ''):4s} {r['batch']:5d} "
+                     f"{r['ms_per_step']:8.2f} {r['samples_per_s']:10.0f} {_f(r.get('peak_mem_mb'), '8.0f'):>8s} "
+                     f"{_f(r.get('kernels'), '8.0f'):>8s} {_f(r.get('kernel_ms'), '8.2f'):>8s} "
+                     f"{_f(r.get('pct_of_bound'), '7.1f'):>7s} {_f(r.get('ratio_to_spikingjelly'), '6.2f'):>6s}")
     notes = {r["note"] for r in res["rows"] if r["ms_per_step"] is not None and r.get("note")}
     return lines + sorted(notes) + [f"{v}: {e[:200]}" for v, e in res.get("errors", {}).items()]
 
@@ -68,20 +77,6 @@ def _memory(res: dict) -> list[str]:
     return lines
 
 
-def _candidates(res: dict) -> list[str]:
-    lines = ["", "candidates (ratio = candidate / baseline time, median of alternated rounds; < 1 is faster):"]
-    for c in res.get("candidates", []):
-        lines.append(f"  {c['name']} ({c['kind']}): {c['decides']}")
-    for r in res.get("rows", []):
-        if r["baseline_ms"] is None:
-            lines.append(f"{r['candidate']:20s} {r['case']:38s} {r['note']}")
-            continue
-        agree = "" if r["agrees"] is None else ("  agrees" if r["agrees"] else "  DIFFERS")
-        lines.append(f"{r['candidate']:20s} {r['case']:38s} {r['baseline_ms']:9.3f} -> {r['candidate_ms']:9.3f} ms "
-                     f"x{r['ratio']:.3f}{agree}")
-    return lines
-
-
 def summary_lines(header: str, recs: dict) -> list[str]:
     lines = [header, "", f"{'stage':14s} {'ok':4s} {'s':>6s} {'budget':>6s}  key numbers"]
     for name, rec in recs.items():
@@ -92,8 +87,10 @@ def summary_lines(header: str, recs: dict) -> list[str]:
             key = f"(partial: {type(e).__name__} {e})"
         lines.append(f"{name:14s} {'yes' if rec['ok'] else 'NO':4s} {rec['seconds']:6.1f} {rec['budget_s']:6.0f}  {key}")
     tables = {"neuron": _neuron, "train": lambda r: _train("train step, fashion-mnist (paper network):", r),
-              "dvs": lambda r: _train(f"train step, dvs128-gesture T={r.get('T')}, synthetic event frames:", r),
-              "memory": _memory, "candidates": _candidates}
+              **{n: (lambda r, n=n: _train(f"train step, {n} T={r.get('T') or 'paper'} ({r.get('input', '')}); "
+                                            f"% bound: FLOPs at the dense peak or activation bytes at HBM "
+                                            f"bandwidth, whichever is slower:", r)) for n in NETS},
+              "memory": _memory}
     for name, table in tables.items():
         res = (recs.get(name) or {}).get("result") or {}
         if res.get("rows"):

@@ -1,43 +1,57 @@
-"""The prepared GPU benchmark: one call of at most 9 minutes on one H100/H200, every number into JSON.
+"""The prepared GPU benchmark: two calls of under 9 minutes each on one H100/H200, every number into JSON.
 
-    python benchmarks/gpu/run.py --data-dir FASHION_MNIST_GZ_DIR --out OUT_DIR [--spikingjelly-wheels DIR]
+    python benchmarks/gpu/run.py --data-dir FASHION_MNIST_GZ_DIR --out OUT_DIR [--spikingjelly-wheels DIR] \
+        [--stages first|second|NAME,...]
 
-Stages (``--stages``; each guarded: a failing stage records its error and the next one runs).  Every
-stage has a time budget: it stops starting new measurements when its budget is nearly spent and is
-stopped (SIGALRM) when it is spent, keeping what it measured, so a slow stage cannot starve the ones
-after it.  Budgets below (``--stage-budgets name=seconds,...`` changes them); estimates from the
-first H100 run (commit 27a092c, ``docs/gpu/h100-2026-11-26/``), "measured" where that run timed it:
+Stages (``--stages``: a plan, stage names, or both, comma-separated; each guarded: a failing stage
+records its error and the next one runs).  Every stage has a time budget: it stops starting new
+measurements when its budget is nearly spent and is stopped (SIGALRM) when it is spent, keeping what
+it measured, so a slow stage cannot starve the ones after it.  Budgets and plans live in
+``gpu_stages.STAGES`` and ``gpu_stages.PLANS`` (``--stage-budgets name=seconds,...`` changes
+budgets).  Estimates from the H200 run (commit 493dc45, ``docs/gpu/h200-2026-11-27/``), "measured"
+where that run timed it; an H100 takes a little longer:
 
-  stage          budget  estimate on an H100
+  plan first (the default; --budget 500): the checks, and Fashion-MNIST with the new defaults
+  stage          budget  estimate
   (start-up)          -   10 s: Python, torch, CUDA context
-  spikingjelly       20    2 s (measured 1.1 s): pip install --no-index --no-deps from the wheels folder
-  grid               75   70 s: kernel grid vs the reference, fp32/bf16/fp16 (measured 32 s for all 189
-                           cases, fresh Triton compiles; cases stop after --grid-seconds), then a narrow
-                           paper network under torch.compile(fullgraph) vs eager at 3 batch sizes
-                           (~40 s of Inductor compiles, never measured: it crashed on the H100)
-  sync               15    2 s (measured 1.9 s): the --cuda-graph step and evaluation and the eager
-                           step under set_sync_debug_mode("error"); graph vs eager from one seed
-  neuron             35   20 s (measured 12.8 s + the profiler): plif bench neuron, 3 cases x
-                           triton/bptt/reference/SpikingJelly, eager call time, kernels' device time
-  train              90   70 s (measured 7.9 s for 8 rows): Fashion-MNIST paper step, B16 and B128,
-                           naive / auto / cuda-graph / cuda-graph+bf16 / spikingjelly /
-                           spikingjelly+graph / compile (~45 s of Inductor compiles), kernels per step
-  memory             90   50 s: DVS128 Gesture T20 B16, naive / spikingjelly / default / exact / low,
-                           a fresh process each (~9 s: the H100 ran 8 such processes in 75 s), each an
-                           equal share of the time left (17 s to start with)
-  dvs                45   30 s: DVS128 Gesture training step T20 B16 on synthetic event frames: auto,
-                           cuda-graph, spikingjelly, spikingjelly+graph, naive (0.22 s a step)
-  candidates         90   ~15 s per candidate of candidates.py (issue #30), each against the baseline,
-                           alternated, each an equal share; "no candidates" when the file is absent
-  protocol         rest   the paper protocol (--preset paper --cuda-graph, 7.0 s an epoch) for what
-                           is left, at most --protocol-seconds (90: ~11 epochs)
-  protocol-full     520   not in the default plan: all 64 epochs (~460 s), a call of its own:
-                           --stages protocol-full
+  spikingjelly       20    2 s (measured 1.6 s): pip install --no-index --no-deps from the wheels folder
+  grid               50   40 s (measured 35 s): kernel grid vs the reference, fp32/bf16/fp16, fresh Triton
+                           compiles; cases stop after --grid-seconds
+  compile           100   60 s: a narrow paper network under torch.compile(fullgraph), batch dynamic, vs
+                           eager at 3 batch sizes; a cold Inductor (its first backward took > 40 s)
+  sync               75   30 s: the captured step vs eager, and the step with Inductor's network inside
+                           (plif train's default) vs the compiled eager step, from one seed; both
+                           captured steps and evaluations and the eager step under
+                           set_sync_debug_mode("error")
+  neuron             35   18 s (measured 17.8 s): plif bench neuron, 3 cases x triton/bptt/reference/
+                           SpikingJelly, eager call time, kernels' device time
+  train              90   35 s (measured 22 s for 16 rows): Fashion-MNIST paper step, B16 and B128:
+                           naive, auto, cuda-graph, cuda-graph+bf16, compile, compile+graph,
+                           spikingjelly, spikingjelly+bf16, spikingjelly+graph, and cuda-graph without
+                           TF32; kernels, device time and the bound per step
+  block              40    -: the fused block kernels' own timing (gpu_stages.BLOCK_TIMING), once its
+                           module is in the checkout
+  protocol         rest   the paper protocol as plif train --preset paper runs it by default for what is
+                           left, at most --protocol-seconds (100: Inductor's compile, then ~15 epochs)
+  expected ~320 s; every stage at its budget: ~500 s
 
-Expected: ~400 s for the default plan; the budgets before the protocol sum to 460 s and the run's
-``--budget`` (530 s) caps the protocol, so even a run where every stage hits its budget ends before
-9 minutes.  Without CUDA (or with ``--dry-run``) every stage runs on the CPU at tiny sizes, so CI
-checks the script end to end.
+  plan second (--stages second --budget 440): the paper networks users train for hours, B16
+  spikingjelly       20    2 s
+  cifar10            90   60 s: CIFAR-10, T = 8, and per network below: auto, cuda-graph,
+                           cuda-graph+bf16, cuda-graph+bf16+channels-last, spikingjelly,
+                           spikingjelly+bf16, compile+graph (last: one Inductor compile, ~40 s); auto
+                           and cuda-graph also with --memory none; kernels, device time, % of bound
+  dvs128-gesture    100   70 s: DVS128 Gesture, T = 20, synthetic event frames (45 ms a step)
+  cifar10-dvs       100   70 s: CIFAR10-DVS, T = 20, synthetic event frames
+  memory             90   55 s (measured 55.4 s): DVS128 Gesture T20 B16, naive / spikingjelly / default /
+                           exact / low, a fresh process each
+  expected ~270 s; every stage at its budget: ~410 s
+
+  not in a plan: protocol-full (520 s), all 64 epochs of the protocol, a call of its own.
+
+The device lends 15 minutes in all and a machine start costs 1-2: run the first plan, then the
+second on the same warm machine with what is left as its --budget.  Without CUDA (or with
+``--dry-run``) every stage runs on the CPU at tiny sizes, so CI checks the script end to end.
 
 Writes each stage's JSON into a work folder (``--work``; default a temporary one) and, after every
 stage, packs that folder (run folders without checkpoints) into ``OUT/results.tar.gz``; ``OUT`` gets
@@ -61,14 +75,13 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from gpu_stages import CANDIDATES_FILE, STAGES  # noqa: E402
+from gpu_stages import PLANS, STAGES  # noqa: E402
 from gpu_summary import summary_lines  # noqa: E402
 
 from plif.atomic import atomic_write_text  # noqa: E402
 
-BUDGETS = {"spikingjelly": 20, "grid": 75, "sync": 15, "neuron": 35, "train": 90, "memory": 90, "dvs": 45,
-           "candidates": 90, "protocol": None, "protocol-full": 520}  # None: --protocol-seconds, capped by what is left
-DEFAULT_STAGES = "spikingjelly,grid,sync,neuron,train,memory,dvs,candidates,protocol"
+BUDGETS = {name: budget for name, (_, budget) in STAGES.items()}  # None: --protocol-seconds, capped by what is left
+DEFAULT_STAGES = "first"
 RESERVE_S = 10  # left at the end of the run for the summary and the tarball
 PACKED = "results.tar.gz"
 
@@ -171,6 +184,16 @@ def _budgets(text: str | None) -> dict:
     return budgets
 
 
+def expand_stages(text: str) -> list[str]:
+    """``--stages``: plan names become their stages, in order, each stage once."""
+    wanted = []
+    for item in filter(None, (s.strip() for s in text.split(","))):
+        if item not in PLANS and item not in STAGES:
+            raise ValueError(f"--stages: unknown {item}; valid: {', '.join(PLANS)}, {', '.join(STAGES)}")
+        wanted += [s for s in PLANS.get(item, (item,)) if s not in wanted]
+    return wanted
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--data-dir", required=True, help="folder with the Fashion-MNIST .gz files")
@@ -178,13 +201,13 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--work", help="folder for the stages' files before packing (default: a temporary one)")
     p.add_argument("--spikingjelly-wheels", help="folder of SpikingJelly 2.0 and loguru wheels to install offline")
     p.add_argument("--dry-run", action="store_true", help="tiny CPU sizes even where CUDA is present")
-    p.add_argument("--budget", type=float, default=530.0, help="seconds for the whole run (the protocol gets the rest)")
-    p.add_argument("--protocol-seconds", type=float, default=90.0, help="at most this long for the protocol stage")
+    p.add_argument("--budget", type=float, default=500.0, help="seconds for the whole run (the protocol gets the rest)")
+    p.add_argument("--protocol-seconds", type=float, default=100.0, help="at most this long for the protocol stage")
     p.add_argument("--grid-seconds", type=float, default=35.0, help="stop adding grid cases after this long")
-    p.add_argument("--stage-budgets", help="name=seconds,... to change stage budgets (e.g. candidates=200)")
-    p.add_argument("--candidates", default=str(CANDIDATES_FILE), help="file defining CANDIDATES (default: beside this script)")
-    p.add_argument("--candidate", help="comma-separated names: measure only these candidates")
-    p.add_argument("--stages", default=DEFAULT_STAGES, help=f"comma-separated (default {DEFAULT_STAGES}; also protocol-full)")
+    p.add_argument("--stage-budgets", help="name=seconds,... to change stage budgets (e.g. memory=60)")
+    p.add_argument("--stages", default=DEFAULT_STAGES,
+                   help=f"comma-separated plans ({', '.join(f'{k}: {chr(44).join(v)}' for k, v in PLANS.items())}) "
+                        f"and stage names (default {DEFAULT_STAGES}; also protocol-full)")
     return p
 
 
@@ -195,10 +218,10 @@ def main(argv=None) -> int:
         budgets = _budgets(args.stage_budgets)
     except ValueError as e:
         p.error(str(e))
-    wanted = [s.strip() for s in args.stages.split(",") if s.strip()]
-    unknown = [s for s in wanted if s not in STAGES]
-    if unknown:
-        p.error(f"--stages: unknown {', '.join(unknown)}; valid: {', '.join(STAGES)}")
+    try:
+        wanted = expand_stages(args.stages)
+    except ValueError as e:
+        p.error(str(e))
     if not args.spikingjelly_wheels and "spikingjelly" in wanted:
         wanted.remove("spikingjelly")
     ctx = Context(args)
@@ -217,7 +240,7 @@ def main(argv=None) -> int:
                           "result": None, "budget_s": 0.0, "seconds": 0.0}
             _write(ctx, name, recs[name])
             continue
-        recs[name] = run_stage(ctx, name, STAGES[name], budget)
+        recs[name] = run_stage(ctx, name, STAGES[name][0], budget)
         pack(ctx)
     header = (f"plif GPU benchmark — {'CPU DRY RUN' if ctx.dry else torch.cuda.get_device_name(0)}, "
               f"torch {torch.__version__}, {ctx.elapsed():.0f}s")

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The prepared GPU benchmark: one invocation, < 9 minutes on one H100/H200, no network; every stage
-# has a time budget (benchmarks/gpu/run.py's docstring lists them with their H100 estimates).
+# The prepared GPU benchmark: one invocation per plan, each < 9 minutes on one H100/H200, no network;
+# every stage has a time budget (benchmarks/gpu/run.py's docstring lists them with their estimates):
+# the default plan "first", then "--stages second --budget SECONDS_LEFT" on the same warm machine.
 # Without CUDA it is a tiny CPU dry run (what CI tests).
 #
 #   benchmarks/gpu/run.sh FASHION_MNIST_GZ_DIR OUT_DIR [SPIKINGJELLY_WHEELS_DIR] [run.py options]
@@ -9,7 +10,7 @@
 # protocol's run folder without checkpoints, repacked after each stage), summary.json, summary.txt
 # and log.txt (a failing stage records its error; the others still run).  $PYTHON picks the
 # interpreter (default python3); extra options go to benchmarks/gpu/run.py (e.g. --stages grid,sync,
-# --stages protocol-full for the whole 64-epoch protocol, --stage-budgets candidates=200).
+# --stages protocol-full for the whole 64-epoch protocol, --stage-budgets memory=60).
 set -u
 if [ $# -lt 2 ]; then
     echo "usage: $0 FASHION_MNIST_GZ_DIR OUT_DIR [SPIKINGJELLY_WHEELS_DIR] [run.py options]" >&2

@@ -52,3 +52,33 @@ def test_spikingjelly_rows_name_the_implementation_that_ran():
     rows = bench_train("fashion-mnist", (2,), "cpu", ["spikingjelly"], warmup=0, iters=1, T=1)
     assert rows[0].ms_per_step > 0 and rows[0].note == "SpikingJelly neuron: torch-reference (automatic)"
     assert format_train_table(rows, "t").splitlines()[-1] == rows[0].note
+
+
+def test_the_cuda_variants_build_the_product_step(monkeypatch):
+    """What the CUDA-only plif variants build, run once on the CPU with capture off: compile+graph is
+    plif train's graph trainer with the compiled network inside, channels-last builds its network
+    under the switch, and --memory reaches the network."""
+    import functools
+
+    import torch
+
+    from plif.bench import train as bt
+    from plif.models import get_entry
+
+    built = []
+    trainer = functools.partial(bt.GraphTrainer, capture=False)
+    monkeypatch.setattr(bt, "GraphTrainer", lambda *a, **kw: built.append((a[0], kw)) or trainer(*a, **kw))
+    monkeypatch.setattr(torch, "compile", functools.partial(torch.compile, backend="eager"))  # no Inductor here
+    entry = get_entry("fashion-mnist")
+    x, xs, y = bt._inputs(entry, 1, 2, "cpu")
+    net = "c4k3s1-BN-PLIF-c4k3s1-BN-PLIF-MPk2s2-FC10-PLIF"
+    for v in ("cuda-graph", "compile+graph", "cuda-graph+bf16+channels-last"):
+        bt._build_step(v, entry, 1, x, xs, y, torch.device("cpu"), net, memory="exact")()
+    (_, plain), (model, compiled), (cl_model, cl) = built
+    assert plain["net"] is None and plain["amp"] is None and cl["amp"] == "bf16"
+    assert type(compiled["net"]).__name__ == "OptimizedModule" and compiled["net"]._orig_mod is model
+    assert model.memory.spike_storage  # --memory exact reached the network
+    conv = lambda m: m.layers[3].layer.weight  # noqa: E731  (the second conv: 4 input channels)
+    assert conv(cl_model).is_contiguous(memory_format=torch.channels_last)
+    assert not conv(model).is_contiguous(memory_format=torch.channels_last)
+    assert bt.memory_choice(None) == ("none", bt.memory_choice("none")[1])  # plif train's default

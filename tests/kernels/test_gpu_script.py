@@ -11,17 +11,15 @@ from pathlib import Path
 
 import pytest
 
+from plif.data.catalog import get_dataset
+
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "benchmarks" / "gpu" / "run.sh"
-STAGES = ("grid", "sync", "neuron", "train", "memory", "dvs", "candidates", "protocol")
-CANDIDATE = '''
-import contextlib
-class Tiny:
-    name, kind, decides = "tiny", "neuron", "whether nothing changes anything"
-    def apply(self):
-        return contextlib.nullcontext()
-CANDIDATES = [Tiny()]
-'''
+# both plans (spikingjelly needs a wheels folder): the first call's stages, then the second's
+STAGES = ("grid", "compile", "sync", "neuron", "train", "block", "protocol", "cifar10", "dvs128-gesture", "cifar10-dvs",
+          "memory")
+NETS = {"cifar10": "one random image batch [B, 3, 32, 32]", "dvs128-gesture": "synthetic event frames [T, B, 2, 128, 128]",
+        "cifar10-dvs": "synthetic event frames [T, B, 2, 128, 128]"}
 
 
 def _env():
@@ -44,10 +42,9 @@ def _unpacked(out: Path) -> dict:
 
 @pytest.mark.slow
 def test_dry_run_runs_every_stage_and_packs_them(tiny_fashion, tmp_path):
-    out, cands = tmp_path / "gpu", tmp_path / "candidates.py"
-    cands.write_text(CANDIDATE)
+    out = tmp_path / "gpu"
     proc = subprocess.run(["bash", str(SCRIPT), str(tiny_fashion), str(out), "--dry-run", "--work",
-                           str(tmp_path / "work"), "--candidates", str(cands)],
+                           str(tmp_path / "work"), "--stages", "first,second"],
                           env=_env(), capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     # the device returns at most 8 files: everything but the summary and the log is in one tarball
@@ -61,24 +58,34 @@ def test_dry_run_runs_every_stage_and_packs_them(tiny_fashion, tmp_path):
         {s: r["error"] for s, r in recs.items()}
     assert all(r["seconds"] < r["budget_s"] for r in recs.values())
     grid = recs["grid"]["result"]
-    assert grid["cases"] > 5 and not grid["failed"] and grid["compile"]["ok"]
-    assert recs["sync"]["result"]["graph_vs_eager"]["max_abs_param_err"] < 1e-5
+    assert grid["cases"] > 5 and not grid["failed"]
+    assert [r["batch"] for r in recs["compile"]["result"]["rows"]] == [16, 64, 5]
+    for check in ("graph_vs_eager", "compile_graph_vs_compile"):  # the compiled network inside the trainer's step
+        sync = recs["sync"]["result"][check]
+        assert sync["agree"] and sync["max_abs_param_err"] < 1e-5 and sync["eval"][2] == 11, sync
+    assert recs["block"]["result"]["note"].startswith("no block timing yet")
     neuron = recs["neuron"]["result"]["rows"]
     assert {(r["backend"], r["pass_"]) for r in neuron} == {(b, p) for b in ("cpu", "bptt") for p in ("fwd", "fwd+bwd")}
     assert all(r["time_ms"] > 0 and r["pct_copy_bound"] > 0 and r["extra"]["device_time"] == "needs CUDA" for r in neuron)
-    for stage, dataset in (("train", "fashion-mnist"), ("dvs", "dvs128-gesture")):
+    for stage, dataset in (("train", "fashion-mnist"), *((n, n) for n in NETS)):
         res = recs[stage]["result"]
-        assert res["dataset"] == dataset and {"naive", "auto"} <= {r["variant"] for r in res["rows"]}
-        assert all(r["ms_per_step"] > 0 and r["kernels"] is None for r in res["rows"] if not r["note"].startswith("unavailable"))
-    assert recs["dvs"]["result"]["input"].startswith("synthetic event frames")
+        assert res["dataset"] == dataset and "auto" in {r["variant"] for r in res["rows"]}
+        measured = [r for r in res["rows"] if not r["note"].startswith("unavailable")]
+        assert all(r["ms_per_step"] > 0 and r["kernels"] is None and r["gflop"] > 0 for r in measured)
+        assert all(r["bound_ms"] is None for r in measured)  # no GPU, no peaks
+    for net, text in NETS.items():  # the product's --memory and --memory none beside it, SpikingJelly's AMP
+        res = recs[net]["result"]
+        assert res["input"].startswith(text) and res["memory_default"] == "none"
+        assert [(r["variant"], r["memory"]) for r in res["rows"]][:2] == [("auto", "none"), ("auto", "none")]
+        assert [r["variant"] for r in res["rows"]][2:] == ["spikingjelly", "spikingjelly+bf16"]
+        assert res["network"] == get_dataset(net).network_string(cpu=True)
     memory = recs["memory"]["result"]
     assert [r["config"] for r in memory["rows"]] == ["naive", "low"] and memory["vs_naive"]["naive"] == 1.0
     assert memory["network"] == "nmnist" and all(r["network"] == "nmnist" for r in memory["rows"])
     assert all(r["peak_mb"] > 100 and r["error"] is None for r in memory["rows"])
-    cand = recs["candidates"]["result"]
-    assert cand["candidates"] == [{"name": "tiny", "kind": "neuron", "decides": "whether nothing changes anything"}]
-    (pair,) = cand["rows"]
-    assert pair["agrees"] is True and pair["ratio"] > 0 and pair["rounds"] == 2
+    # plif train's defaults, resolved for the CPU, as config.json recorded them
+    assert recs["protocol"]["result"]["ran"] == {"cuda_graph": False, "compile": False, "tf32": True, "amp": None,
+                                                 "memory": "none"}
     epochs = recs["protocol"]["result"]["epochs"]
     run_rows = [json.loads(line) for line in files["protocol-run/metrics.jsonl"].decode().splitlines()]
     assert epochs == [{k: m[k] for k in epochs[0]} for m in run_rows]  # what the run wrote, epoch by epoch
@@ -87,21 +94,20 @@ def test_dry_run_runs_every_stage_and_packs_them(tiny_fashion, tmp_path):
     table = (out / "summary.txt").read_text()
     assert table == files["summary.txt"].decode() and "CPU DRY RUN" in table
     for heading in ("neuron (fwd+bwd)", "train step, fashion-mnist", "train step, dvs128-gesture T=1",
-                    "memory, nmnist T=1 B=1", "candidates (ratio"):
+                    "train step, cifar10 T=1", "train step, cifar10-dvs T=1", "memory, nmnist T=1 B=1"):
         assert heading in table
-    assert "tiny" in table and "agrees" in table and (out / "log.txt").read_text().count("=== ") == len(STAGES)
+    assert (out / "log.txt").read_text().count("=== ") == len(STAGES)
 
 
 def test_failing_stage_keeps_the_others(tmp_path):
     out = tmp_path / "gpu"
     rc = _script().main(["--data-dir", str(tmp_path / "no-such-folder"), "--out", str(out), "--work",
-                         str(tmp_path / "w"), "--dry-run", "--stages", "candidates,protocol",
-                         "--candidates", str(tmp_path / "absent.py")])
+                         str(tmp_path / "w"), "--dry-run", "--stages", "block,protocol"])
     assert rc == 1
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["stages"]["candidates"]["ok"] and not summary["stages"]["protocol"]["ok"]
+    assert summary["stages"]["block"]["ok"] and not summary["stages"]["protocol"]["ok"]
     files = _unpacked(out)
-    assert json.loads(files["candidates.json"])["result"]["note"] == "no candidates (absent.py absent)"
+    assert json.loads(files["block.json"])["result"]["note"].startswith("no block timing yet")
     protocol = json.loads(files["protocol.json"])
     assert "no-such-folder" in json.dumps(protocol["result"]["failed_attempts"])
     assert "protocol       NO" in (out / "summary.txt").read_text()
@@ -127,7 +133,7 @@ def test_a_stage_past_its_budget_is_stopped_and_keeps_what_it_measured(tmp_path)
 
 def test_budgets_and_a_run_with_no_time_left(tmp_path):
     mod = _script()
-    assert mod._budgets("candidates=200,memory=60.5")["candidates"] == 200.0
+    assert mod._budgets("train=200,memory=60.5")["train"] == 200.0
     for bad, message in (("nope=3", "unknown stage 'nope'"), ("memory=x", "'memory=x' is not name=seconds")):
         with pytest.raises(ValueError, match=message):
             mod._budgets(bad)
@@ -135,6 +141,16 @@ def test_budgets_and_a_run_with_no_time_left(tmp_path):
     assert mod.main(["--data-dir", "x", "--out", str(out), "--work", str(tmp_path / "w"), "--dry-run",
                      "--stages", "sync", "--budget", "5"]) == 1
     assert json.loads((out / "summary.json").read_text())["stages"]["sync"]["error"].startswith("not run: ")
+
+
+def test_plans_expand_in_order_each_stage_once():
+    mod = _script()
+    first, second = (list(mod.PLANS[p]) for p in ("first", "second"))
+    assert mod.expand_stages("first") == first and first[-1] == "protocol" and "cifar10" in second
+    assert mod.expand_stages("first, second") == first + [s for s in second if s != "spikingjelly"]
+    assert mod.expand_stages("sync,first") == ["sync"] + [s for s in first if s != "sync"]
+    with pytest.raises(ValueError, match="--stages: unknown nope; valid: first, second, spikingjelly"):
+        mod.expand_stages("first,nope")
 
 
 def test_usage_errors():

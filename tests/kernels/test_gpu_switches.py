@@ -1,91 +1,39 @@
-"""GPU speed switches: one home, parsed from ``$PLIF_GPU``, scoped by ``switched``; the candidates
-the device run measures; the train-side switches keep what a network computes."""
-import importlib.util
-import sys
-from pathlib import Path
-
+"""GPU speed switches: one home, parsed from ``$PLIF_GPU``, scoped by ``switched``, recorded when on;
+the train-side switch keeps what a network computes."""
 import pytest
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from plif.kernels import gpu_switches
-from plif.kernels.gpu_switches import GpuSwitches, current, parse, switched
+from plif.kernels.gpu_switches import GpuSwitches, changed, current, parse, switched
 from plif.kernels.triton_launch import Launch, launch_config
 
-REPO = Path(__file__).resolve().parents[2]
 
-
-def _candidates():
-    """The candidates as the GPU script's ``candidates`` stage loads them (its own loader)."""
-    spec = importlib.util.spec_from_file_location("gpu_stages", REPO / "benchmarks" / "gpu" / "gpu_stages.py")
-    stages = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(stages)
-    cands, note = stages.load_candidates(REPO / "benchmarks" / "gpu" / "candidates.py")
-    assert cands and not note
-    return sys.modules["plif_gpu_candidates"]
-
-
-def test_defaults_are_what_the_first_h100_run_measured():
-    assert GpuSwitches() == GpuSwitches(launch="default", prefetch=False, lean_eager=False, tf32=False,
-                                        channels_last=False)
-    assert launch_config(2 ** 20, 1) == Launch(1024, 4) and launch_config(100, 1) == Launch(128, 4)
+def test_defaults_and_the_one_launch_table():
+    assert GpuSwitches() == GpuSwitches(channels_last=False)
+    assert launch_config(2 ** 20) == Launch(1024, 4) and launch_config(100) == Launch(128, 4)
+    assert launch_config(1) == Launch(16, 4)
 
 
 def test_env_syntax_and_one_line_errors():
-    assert parse("tf32, launch=fine,prefetch=0") == GpuSwitches(tf32=True, launch="fine")
-    assert parse("") == GpuSwitches()
-    with pytest.raises(ValueError, match="PLIF_GPU: unknown switch 'tf3'"):
-        parse("tf3")
-    with pytest.raises(ValueError, match="launch='huge'; valid: default, fine, wide"):
-        parse("launch=huge")
-    with pytest.raises(ValueError, match="prefetch='maybe' is not a yes/no value"):
-        parse("prefetch=maybe")
+    assert parse("channels_last") == parse(" channels_last=yes,") == GpuSwitches(channels_last=True)
+    assert parse("") == parse("channels_last=0") == GpuSwitches()
+    for gone in ("tf32", "prefetch", "launch=fine", "lean_eager"):  # decided by the H200 run: removed
+        with pytest.raises(ValueError, match=f"PLIF_GPU: unknown switch '{gone.split('=')[0]}'; valid: channels_last"):
+            parse(gone)
+    with pytest.raises(ValueError, match="channels_last='maybe' is not a yes/no value"):
+        parse("channels_last=maybe")
 
 
-def test_env_is_read_once_and_switched_restores(monkeypatch):
+def test_env_is_read_once_switched_restores_and_changed_names_what_is_on(monkeypatch):
     monkeypatch.setattr(gpu_switches, "_current", None)
-    monkeypatch.setenv("PLIF_GPU", "prefetch")
-    assert current().prefetch and not current().tf32
-    before = torch.backends.cuda.matmul.allow_tf32
-    with switched(tf32=True, launch="wide") as s:
-        assert s is current() and s.tf32 and s.prefetch and s.launch == "wide"
-        assert torch.backends.cuda.matmul.allow_tf32
-    assert current() == GpuSwitches(prefetch=True) and torch.backends.cuda.matmul.allow_tf32 == before
+    monkeypatch.setenv("PLIF_GPU", "channels_last")
+    assert current().channels_last and changed() == {"channels_last": True}
+    with switched(channels_last=False) as s:
+        assert s is current() and not s.channels_last and changed() == {}
+    assert current() == GpuSwitches(channels_last=True)
     with pytest.raises(ValueError, match="unknown GPU switch 'fast'"), switched(fast=True):
         pass
-
-
-def test_fine_table_splits_only_layers_with_few_programs():
-    """FC T8 B64 N2048 (128 programs of 1,024 under the default) gets 1,024 programs of 128; the
-    28x28 and 128x128 cases already have more than 1,024 programs and keep their launch."""
-    assert launch_config(64 * 2048, 1, "fine") == Launch(128, 1)
-    assert launch_config(16 * 128 * 28 * 28, 1, "fine") == Launch(1024, 4)
-    assert launch_config(16 * 28 * 28, 128, "fine") == Launch(1024, 4)  # one τ per channel
-    assert launch_config(16 * 128 * 128 * 128, 1, "wide") == Launch(1024, 8)
-    assert launch_config(40, 1, "fine") == Launch(64, 1)
-    with pytest.raises(ValueError, match="unknown launch table 'x'"):
-        launch_config(10, 1, "x")
-
-
-def test_candidates_are_named_once_and_switch_on_and_off():
-    mod = _candidates()
-    names = [c.name for c in mod.CANDIDATES]
-    assert len(names) == len(set(names)) and {c.kind for c in mod.CANDIDATES} == {"neuron", "train"}
-    fields = set(GpuSwitches.__dataclass_fields__)
-    covered = set()
-    for c in mod.CANDIDATES:
-        assert c.decides and "\n" not in c.decides and set(c.switches) <= fields
-        covered |= set(c.switches)
-        with c.apply():
-            assert all(getattr(current(), k) == v for k, v in c.switches.items())
-        assert current() == GpuSwitches()
-    assert covered == fields  # every switch is measured by some candidate
-
-
-def test_host_overhead_measures_both_dispatch_paths():
-    pytest.importorskip("triton")
-    r = _candidates().host_overhead(calls=5)
-    assert set(r) == {"op", "lean"} and all(v["fwd_bwd_us"] > v["fwd_us"] > 0 for v in r.values())
 
 
 def _narrow(**kw):

@@ -109,12 +109,45 @@ def test_amp_is_refused_where_autocast_is_not_validated():
     check_graph_options(torch.device("cpu"), False, "bf16")  # allowed since the CPU path was validated
 
 
-def test_graph_and_compile_or_torchrun_do_not_combine():
+def test_graph_and_torchrun_do_not_combine_but_graph_and_compile_do(tmp_path):
     cuda = torch.device("cuda")
-    with pytest.raises(ValueError, match="cannot be combined"):
-        check_graph_options(cuda, True, None, compile=True)
     with pytest.raises(ValueError, match="single-process"):
         check_graph_options(cuda, True, None, world=2)
+    check_graph_options(cuda, True, None)  # --compile runs inside the graph: nothing to refuse
+    with pytest.raises(ValueError, match="--cuda-graph needs a CUDA device") as e:  # the CPU, not the pair
+        train(tiny_train_config(tmp_path, tmp_path / "run", cuda_graph=True, compile=True))
+    assert "cannot be combined" not in str(e.value)
+
+
+class _Counted(torch.nn.Module):
+    """A stand-in for ``torch.compile(model)``: the same module, its calls counted."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model, self.calls = model, 0
+
+    def forward(self, x):
+        self.calls += 1
+        return self.model(x)
+
+
+def test_the_forward_runs_net_and_the_state_stays_the_models():
+    """``net`` (the compiled network under --compile) is what the step and evaluation call; the
+    snapshot and the parameters are the model's, so the step equals plif's step on ``net``."""
+    ref, model = _net(), _net()
+    net = _Counted(model)
+    trainer = GraphTrainer(model, graph_adam(model.parameters(), 2e-3, torch.device("cpu")), 10,
+                           torch.device("cpu"), capture=False, net=net)
+    opt_ref = graph_adam(ref.parameters(), 2e-3, torch.device("cpu"))
+    batches = _batches((4, 4))
+    torch.manual_seed(3)
+    trainer.train_epoch(batches)
+    torch.manual_seed(3)
+    for x, y in batches:
+        train_step(ref, opt_ref, x, y, 10)
+    assert net.calls == 2 and trainer.evaluate(_batches((3,)), batch_size=4)[2] == 3 and net.calls == 3
+    for p, q in zip(ref.parameters(), model.parameters()):
+        torch.testing.assert_close(p, q, rtol=1e-6, atol=1e-7)
 
 
 def test_cli_flags_reach_the_config(tmp_path, capsys):

@@ -10,16 +10,24 @@ Variants measured in one process so ratios are fair:
 - ``compile``: the ``auto`` network under ``torch.compile`` (Inductor; the fused kernels are custom ops);
 - ``cuda-graph`` / ``cuda-graph+bf16`` (CUDA only): the step of ``plif train --cuda-graph``
   (:class:`plif.train.graph.GraphTrainer`: device-side totals, lr tensor), fp32 or bf16 autocast;
+- ``compile+graph`` (CUDA only): ``plif train``'s default step on CUDA, the same graph trainer with
+  Inductor's compiled network inside the captured step;
+- ``cuda-graph+bf16+channels-last`` (CUDA only): ``cuda-graph+bf16`` with the network built under the
+  ``channels_last`` GPU switch (:mod:`plif.kernels.gpu_switches`);
 - ``spikingjelly``: the same network (the zoo's, rebuilt by :func:`plif.bench.twin.spikingjelly_twin`) in
   SpikingJelly 2.0 (multi-step; its neuron implementation is its own automatic choice, named in the
-  row's note), when installed;
+  row's note), when installed; ``spikingjelly+bf16``: its step under ``torch.autocast`` bf16 (its AMP path);
 - ``spikingjelly+graph`` (CUDA only): that step captured in one CUDA graph, as ``auto+graph`` does for
   plif (SpikingJelly's documentation: a CUDA graph keeps the implementation chosen before capture).
+
+plif's variants run with the product's default ``--memory`` (``memory=None``) or the one named, and
+TF32 as ``plif train``'s ``tf32`` field says (on by default; it matters on CUDA only).
 
 Static datasets feed one random image batch ``[B, C, H, W]`` (the network repeats it over T); event
 datasets feed synthetic event frames ``[T, B, 2, H, W]`` (Poisson counts, mean 0.3 per pixel), not
 recordings: the step's cost does not depend on the values.  On CUDA each row also gets the kernels
-one step launches and their summed device time (:func:`plif.bench.kernels.profile_kernels`).
+one step launches and their summed device time (:func:`plif.bench.kernels.profile_kernels`), and
+the step's bound from the network's FLOPs and activation bytes (:mod:`plif.bench.bound`).
 """
 from __future__ import annotations
 
@@ -28,11 +36,14 @@ from dataclasses import dataclass
 
 import torch
 
+from ..device import set_tf32
+from ..kernels.gpu_switches import switched
 from ..models import build_network, get_entry
-from ..train.graph import autocast_context, capture_cuda_graph
+from ..train.graph import GraphTrainer, autocast_context, capture_cuda_graph
 from ..train.loop import train_step
 from ..train.malloc import keep_freed_memory
-from ..train.optim import adam
+from ..train.optim import adam, graph_adam
+from .bound import activation_bytes, peaks_for, step_bound_ms, step_flops
 from .kernels import profile_kernels
 from .spikingjelly import INSTALL_HINT, spikingjelly_path, spikingjelly_unavailable
 from .twin import spikingjelly_twin
@@ -40,10 +51,9 @@ from .twin import spikingjelly_twin
 __all__ = ["TrainBenchResult", "bench_train", "format_train_table", "VARIANTS", "CUDA_ONLY"]
 
 VARIANTS = ("naive", "bptt", "auto", "auto+bf16", "auto+graph", "compile", "compile+graph", "cuda-graph", "cuda-graph+bf16",
-            "spikingjelly", "spikingjelly+graph")
-# compile+graph: Inductor's fused network (BN, neuron and pooling around the custom ops) inside one
-# captured step with the capturable Adam: whether fusing the per-layer kernels is the lever at B16
-CUDA_ONLY = ("auto+graph", "compile+graph", "cuda-graph", "cuda-graph+bf16", "spikingjelly+graph")
+            "cuda-graph+bf16+channels-last", "spikingjelly", "spikingjelly+bf16", "spikingjelly+graph")
+CUDA_ONLY = ("auto+graph", "compile+graph", "cuda-graph", "cuda-graph+bf16", "cuda-graph+bf16+channels-last",
+             "spikingjelly+graph")
 
 
 @dataclass
@@ -58,6 +68,12 @@ class TrainBenchResult:
     note: str = ""
     kernels: float | None = None  # kernels one step launches (CUDA; None elsewhere)
     kernel_ms: float | None = None  # their summed device time per step
+    memory: str = ""  # plif's --memory (SpikingJelly rows: "")
+    precision: str = ""  # what the step's matmuls and convolutions run in: fp32, tf32 or bf16
+    gflop: float | None = None  # the step's FLOPs (plif.bench.bound)
+    activation_gb: float | None = None  # and its activation bytes
+    bound_ms: float | None = None  # the larger of FLOPs at the peak and bytes at HBM bandwidth (CUDA)
+    pct_of_bound: float | None = None  # 100 * bound_ms / ms_per_step
 
 
 def _sync(device):
@@ -102,39 +118,67 @@ def _inputs(entry, T: int, b: int, dev):
     return x, x.unsqueeze(0).repeat(T, *([1] * x.dim())), y
 
 
-def _build_step(v: str, entry, T: int, x, xs, y, dev, network: str | None = None):
-    """The step of variant ``v`` (a fresh network and optimiser) on ``network`` (default: the paper's)."""
+def memory_choice(memory: str | None) -> tuple[str, object]:
+    """``(name, MemoryOptions)`` of ``--memory memory``; None: ``plif train``'s default."""
+    from ..train.config import TrainConfig
+
+    cfg = TrainConfig() if memory is None else TrainConfig(memory=memory)
+    return cfg.memory, cfg.memory_options()
+
+
+def _build_step(v: str, entry, T: int, x, xs, y, dev, network: str | None = None, memory: str | None = None):
+    """The step of variant ``v`` (a fresh network and optimiser) on ``network`` (default: the paper's),
+    plif's with ``--memory memory`` (default: ``plif train``'s)."""
     network = network or entry.network
+    amp = "bf16" if "+bf16" in v else None
     if v.startswith("spikingjelly"):
         sj, reset_net = spikingjelly_twin(build_network(network, entry.input_shape, T), str(dev))
         graph = v.endswith("graph")
-        step = _step_fn(sj.to(dev), xs, y, entry.num_classes, capturable=graph, after=reset_net)
+        step = _step_fn(sj.to(dev), xs, y, entry.num_classes, capturable=graph, after=reset_net, amp=amp)
         return capture_cuda_graph(step, dev) if graph else step
-    if v.startswith("cuda-graph"):
-        from ..train.graph import GraphTrainer
-        from ..train.optim import graph_adam
-
-        net = build_network(network, entry.input_shape, T).to(dev)
-        trainer = GraphTrainer(net, graph_adam(net.parameters(), 1e-3, dev), entry.num_classes, dev,
-                               amp="bf16" if v.endswith("bf16") else None)
+    backend = {"naive": "reference", "bptt": "bptt"}.get(v, "auto")
+    with switched(channels_last=v.endswith("+channels-last")):  # read when the network is built
+        net = build_network(network, entry.input_shape, T, backend=backend)
+    if v != "naive":  # a plain PyTorch SNN keeps every activation
+        net.set_memory(memory_choice(memory)[1])
+    net = net.to(dev)
+    if v.startswith(("cuda-graph", "compile+graph")):  # plif train's captured step, compiled inside or not
+        trainer = GraphTrainer(net, graph_adam(net.parameters(), 1e-3, dev), entry.num_classes, dev, amp=amp,
+                               net=torch.compile(net) if v.startswith("compile") else None)
         net.train()
         return lambda: trainer.train_step(x, y)
-    backend = {"naive": "reference", "bptt": "bptt"}.get(v, "auto")
-    net = build_network(network, entry.input_shape, T, backend=backend).to(dev)
-    step = _step_fn(torch.compile(net) if v.startswith("compile") else net, x, y, entry.num_classes,
-                    capturable=v.endswith("graph"), amp="bf16" if v.endswith("bf16") else None)
+    step = _step_fn(torch.compile(net) if v == "compile" else net, x, y, entry.num_classes,
+                    capturable=v.endswith("graph"), amp=amp)
     return capture_cuda_graph(step, dev) if v.endswith("graph") else step
+
+
+def _bound(r: TrainBenchResult, entry, T: int, network: str, dev, tf32: bool, memory: str | None) -> None:
+    """Fill the row's memory, precision, FLOPs, activation bytes and, on a GPU of
+    :data:`plif.bench.bound.PEAKS`, its bound."""
+    with torch.device("meta"):
+        net = build_network(network, entry.input_shape, T)
+    r.memory = "" if r.variant.startswith("spikingjelly") or r.variant == "naive" else memory_choice(memory)[0]
+    r.precision = "bf16" if "+bf16" in r.variant else ("tf32" if tf32 and dev.type == "cuda" else "fp32")
+    flops = step_flops(net, r.batch, static_input=entry.kind != "event")
+    nbytes = activation_bytes(net, r.batch, 2 if r.precision == "bf16" else 4)
+    r.gflop, r.activation_gb = flops / 1e9, nbytes / 1e9
+    r.bound_ms = step_bound_ms(flops, nbytes, peaks_for(torch.cuda.get_device_name(dev)) if dev.type == "cuda"
+                               else None, r.precision)
+    r.pct_of_bound = None if r.bound_ms is None else 100 * r.bound_ms / r.ms_per_step
 
 
 def bench_train(dataset: str = "fashion-mnist", batches=(16,), device: str = "cpu", variants=None,
                 warmup: int = 2, iters: int = 5, T: int | None = None, kernels: bool = True,
-                deadline: float | None = None) -> list[TrainBenchResult]:
-    """Time one training step of the paper's network for ``dataset`` at each batch size; with
-    ``kernels`` (CUDA) also count the kernels of one step.  Past ``deadline`` (``time.monotonic()``)
-    the remaining rows say "not run"."""
+                deadline: float | None = None, network: str | None = None, memory: str | None = None,
+                tf32: bool = True) -> list[TrainBenchResult]:
+    """Time one training step of the paper's network for ``dataset`` (or ``network``) at each batch
+    size; with ``kernels`` (CUDA) also count the kernels of one step.  plif's variants run with
+    ``--memory memory`` (default: ``plif train``'s) and TF32 as ``tf32`` says (set for the call,
+    restored after).  Past ``deadline`` (``time.monotonic()``) the remaining rows say "not run"."""
     dev = torch.device(device)
     entry = get_entry(dataset)
     T = T or entry.T
+    network = network or entry.network
     if variants is None:
         variants = ["naive", "bptt", "auto"] + (["auto+graph"] if dev.type == "cuda" else []) + ["spikingjelly"]
     for v in variants:
@@ -147,29 +191,39 @@ def bench_train(dataset: str = "fashion-mnist", batches=(16,), device: str = "cp
     sj_note = f"SpikingJelly neuron: {spikingjelly_path(dev)}" if wants_sj and not sj_missing else ""
     if dev.type == "cpu":
         keep_freed_memory()  # as plif train does on the CPU
+    tf32_before = set_tf32(tf32)
     results = []
-    for b in batches:
-        x, xs, y = _inputs(entry, T, b, dev)
-        for v in variants:
-            torch.manual_seed(0)
-            if v.startswith("spikingjelly") and sj_missing:
-                results.append(TrainBenchResult(v, b, None, None, note=f"unavailable: {sj_missing} ({INSTALL_HINT})"))
-                continue
-            if deadline is not None and time.monotonic() > deadline:
-                results.append(TrainBenchResult(v, b, None, None, note="not run: time budget spent"))
-                continue
-            if dev.type == "cuda":
-                torch.cuda.empty_cache()
-                torch.cuda.reset_peak_memory_stats(dev)
-            step = _build_step(v, entry, T, x, xs, y, dev)
-            sec = _time(step, dev, warmup, iters)
-            mem = torch.cuda.max_memory_allocated(dev) / 2**20 if dev.type == "cuda" else None
-            k = profile_kernels(step, dev, calls=2) if kernels else {"kernels": None, "kernel_ms": None}
-            results.append(TrainBenchResult(v, b, sec * 1e3, b / sec, peak_mem_mb=mem, kernels=k["kernels"],
-                                            kernel_ms=k["kernel_ms"],
-                                            note=sj_note if v.startswith("spikingjelly") else ""))
-            del step
+    try:
+        for b in batches:
+            x, xs, y = _inputs(entry, T, b, dev)
+            for v in variants:
+                sj = v.startswith("spikingjelly")
+                if sj and sj_missing:
+                    results.append(TrainBenchResult(v, b, None, None, note=f"unavailable: {sj_missing} ({INSTALL_HINT})"))
+                    continue
+                if deadline is not None and time.monotonic() > deadline:
+                    results.append(TrainBenchResult(v, b, None, None, note="not run: time budget spent"))
+                    continue
+                torch.manual_seed(0)
+                step = _build_step(v, entry, T, x, xs, y, dev, network, memory)
+                results.append(_measure(step, v, b, dev, warmup, iters, kernels))
+                results[-1].note = sj_note if sj else ""
+                _bound(results[-1], entry, T, network, dev, tf32, memory)
+                del step
+    finally:
+        set_tf32(tf32_before)
     return fill_ratios(results)
+
+
+def _measure(step, v: str, b: int, dev, warmup: int, iters: int, kernels: bool) -> TrainBenchResult:
+    """Time ``step``; on CUDA also its peak memory and (``kernels``) its kernels and their device time."""
+    if dev.type == "cuda":
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats(dev)
+    sec = _time(step, dev, warmup, iters)
+    peak = torch.cuda.max_memory_allocated(dev) / 2**20 if dev.type == "cuda" else None
+    k = profile_kernels(step, dev, calls=2) if kernels else {"kernels": None, "kernel_ms": None}
+    return TrainBenchResult(v, b, sec * 1e3, b / sec, peak_mem_mb=peak, kernels=k["kernels"], kernel_ms=k["kernel_ms"])
 
 
 def fill_ratios(results: list[TrainBenchResult]) -> list[TrainBenchResult]:
@@ -186,16 +240,20 @@ def format_train_table(results: list[TrainBenchResult], title: str) -> str:
     """One line per (variant, batch); kernel columns where a row has them (CUDA); the SpikingJelly
     rows' implementation as a last line."""
     kernels = any(r.kernels is not None for r in results)
-    head = f"{'variant':18s} {'batch':>5s} {'ms/step':>9s} {'samples/s':>10s} {'x naive':>8s} {'x SJ':>6s} {'peak MB':>8s}"
+    bound = any(r.bound_ms is not None for r in results)
+    w = max([18] + [len(r.variant) for r in results])
+    head = f"{'variant':{w}s} {'batch':>5s} {'ms/step':>9s} {'samples/s':>10s} {'x naive':>8s} {'x SJ':>6s} {'peak MB':>8s}"
     head += f" {'kernels':>8s} {'kernel ms':>9s}" if kernels else ""
+    head += f" {'bound ms':>8s} {'% bound':>7s}" if bound else ""
     lines = [title, head, "-" * len(head)]
     for r in results:
         f = lambda v, fmt: format(v, fmt) if v is not None else "-"  # noqa: E731
         if r.ms_per_step is None:
-            lines.append(f"{r.variant:18s} {r.batch:5d} {r.note}")
+            lines.append(f"{r.variant:{w}s} {r.batch:5d} {r.note}")
             continue
-        lines.append(f"{r.variant:18s} {r.batch:5d} {r.ms_per_step:9.2f} {r.samples_per_s:10.0f} "
+        lines.append(f"{r.variant:{w}s} {r.batch:5d} {r.ms_per_step:9.2f} {r.samples_per_s:10.0f} "
                      f"{f(r.ratio_to_naive, '8.2f'):>8s} {f(r.ratio_to_spikingjelly, '6.2f'):>6s} {f(r.peak_mem_mb, '8.0f'):>8s}"
-                     + (f" {f(r.kernels, '8.0f'):>8s} {f(r.kernel_ms, '9.2f'):>9s}" if kernels else ""))
+                     + (f" {f(r.kernels, '8.0f'):>8s} {f(r.kernel_ms, '9.2f'):>9s}" if kernels else "")
+                     + (f" {f(r.bound_ms, '8.2f'):>8s} {f(r.pct_of_bound, '7.1f'):>7s}" if bound else ""))
     notes = sorted({r.note for r in results if r.ms_per_step is not None and r.note})
     return "\n".join(lines + notes)

@@ -86,7 +86,7 @@ def _run_train(args: argparse.Namespace) -> int:
     device = str(pick_device(args.device or "auto"))
     batches = tuple(int(b) for b in _csv(args.batches))
     results = bench_train(args.dataset, batches, device, _csv(args.variants) if args.variants else None,
-                          args.warmup, args.iters, args.T)
+                          args.warmup, args.iters, args.T, memory=args.memory, tf32=args.tf32)
     print(format_train_table(results, f"plif bench train — {args.dataset} on {device}"))
     if args.json:
         from ..bench.neuron import machine_description, write_json_data
@@ -98,18 +98,24 @@ def _run_train(args: argparse.Namespace) -> int:
 
 
 def _add_train(sub) -> None:
+    from ..train.config import MEMORY_CHOICES
+
     p = sub.add_parser("train", help="time one training step of the paper's network per backend",
                        description="Time forward + backward + Adam of a paper network (naive, bptt, fused, SpikingJelly); "
                                    "event datasets get synthetic event frames; on CUDA also the kernels per step.")
     p.add_argument("--dataset", default="fashion-mnist", help="zoo entry whose network is timed (default fashion-mnist)")
     p.add_argument("--batches", default="16", help="comma-separated batch sizes (default 16)")
     p.add_argument("--variants", help="comma-separated: naive, bptt, auto, auto+bf16 (bf16 autocast), auto+graph (CUDA), "
-                                      "compile, cuda-graph (CUDA), cuda-graph+bf16 (CUDA), spikingjelly, "
-                                      "spikingjelly+graph (CUDA)")
+                                      "compile, compile+graph (CUDA; plif train's default there), cuda-graph (CUDA), "
+                                      "cuda-graph+bf16 (CUDA), cuda-graph+bf16+channels-last (CUDA), spikingjelly, "
+                                      "spikingjelly+bf16, spikingjelly+graph (CUDA)")
     p.add_argument("--device", help="cpu or cuda (default: cuda when available)")
     p.add_argument("--warmup", type=int, default=2)
     p.add_argument("--iters", type=int, default=5)
     p.add_argument("--T", type=int, help="time-steps (default: the paper's for the dataset)")
+    p.add_argument("--memory", choices=MEMORY_CHOICES, help="plif's activation savings (default: plif train's)")
+    p.add_argument("--tf32", action=argparse.BooleanOptionalAction, default=True,
+                   help="TF32 for fp32 matmuls and convolutions on CUDA, as plif train's default (no effect on the CPU)")
     p.add_argument("--json", metavar="FILE", help="also write the numbers as JSON")
     p.set_defaults(func=_run_train)
 

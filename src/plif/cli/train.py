@@ -73,9 +73,12 @@ def _stored_config(folder):
 
 
 def run_eval(args) -> int:
-    """``plif eval RUN``: accuracy A and B of a run's best checkpoints on its test split."""
+    """``plif eval RUN``: accuracy A and B of a run's best checkpoints on its test split, with the
+    numerics the run trained with (its ``tf32`` and ``amp``); eagerly, since one pass over the test
+    split costs less than capturing a graph or compiling for it."""
     from ..progress import sample_bar
-    from ..device import pick_device
+    from ..device import pick_device, set_tf32
+    from ..train.graph import autocast_context
     from ..data.pipeline import eval_batches, load_test_split
     from ..runs import RunFolder, load_run
     from ..train.config import read_stored_config
@@ -84,6 +87,7 @@ def run_eval(args) -> int:
     folder = RunFolder(args.run)
     cfg = read_stored_config(folder.path)
     device = pick_device(args.device)
+    set_tf32(cfg.tf32)
     present = [w for w in ("best_test", "best_val") if folder.checkpoint(w).is_file()]
     if not present:
         raise FileNotFoundError(f"{folder.path}: no best_test.pt or best_val.pt under checkpoints/ "
@@ -99,7 +103,7 @@ def run_eval(args) -> int:
         if test is None:
             test = load_test_split(cfg.dataset, data_dir, cfg.T, cfg.max_test_samples, device)
         split, prepare = test
-        with sample_bar(len(split), f"eval {which}") as bar:
+        with sample_bar(len(split), f"eval {which}") as bar, autocast_context(device, cfg.amp):
             _, acc, n = evaluate(net.to(device), eval_batches(split, prepare, cfg.eval_batch_size), cfg.num_classes,
                                  progress=bar)
         results[which] = (acc, n)

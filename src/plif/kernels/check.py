@@ -5,10 +5,10 @@ a GPU machine as ``python -m plif.kernels.check --backend triton --device cuda``
 line per case and exits non-zero if any case differs.
 
 A case compares spikes (must be identical), ``V_{T-1}``, and the gradients of ``x``, ``k`` and
-``v0`` for a random upstream gradient on both outputs.  A case may run its backend under GPU speed
-switches (:mod:`plif.kernels.gpu_switches`: launch table, prefetch, lean eager path) or with a
-channels-last input, so every kernel variant is checked against the reference on the same grid.  Low-precision inputs are compared with the
-reference run in fp32 on the same (rounded) values, since the kernels keep their state in fp32.
+``v0`` for a random upstream gradient on both outputs.  A case may give its backend a channels-last
+input (a channels-last network's convolution output), so that layout is checked against the
+reference on the same grid.  Low-precision inputs are compared with the reference run in fp32 on
+the same (rounded) values, since the kernels keep their state in fp32.
 """
 from __future__ import annotations
 
@@ -23,7 +23,6 @@ import torch
 from ..neurons.dispatch import multi_step
 from ..neurons.functional import NeuronConfig
 from ..surrogate import SURROGATES
-from .gpu_switches import parse_changes, switched
 
 __all__ = ["Case", "case_grid", "variant_cases", "run_case", "main"]
 
@@ -40,7 +39,6 @@ class Case:
     detach: bool = True
     surrogate: str = "atan"
     dtype: str = "float32"
-    switches: str = ""  # GPU speed switches for the backend's call, in ``$PLIF_GPU``'s syntax
     layout: str = "contiguous"  # or "channels_last": x ``[T, B, C, H, W]`` channels-last in each step
 
     @property
@@ -48,7 +46,7 @@ class Case:
         reset = "hard" if self.hard else "soft"
         det = "detach" if self.detach else "attached"
         dims = "x".join(map(str, self.shape))
-        extra = (f"-[{self.switches}]" if self.switches else "") + ("-cl" if self.layout == "channels_last" else "")
+        extra = "-cl" if self.layout == "channels_last" else ""
         return f"{self.neuron}-{self.k_mode}-{reset}-{det}-{self.surrogate}-{self.dtype}-{dims}{extra}"
 
 
@@ -70,21 +68,12 @@ def case_grid(quick: bool = False) -> list[Case]:
 
 
 def variant_cases(quick: bool = False) -> list[Case]:
-    """The GPU speed variants on small shapes: loads a step ahead (T = 1 and 2 are the edges), the
-    finer and wider launch tables (more than one program per channel), the lean eager path (with
-    and without ``∂k``), and channels-last inputs (read in place with one τ, copied per channel)."""
+    """Channels-last inputs (the ``channels_last`` GPU switch's networks): read in place with one τ,
+    copied with one τ per channel."""
     cl = (3, 2, 4, 5, 6)
-    cases = [Case((1, 3, 5), "PLIF", switches="prefetch"), Case((2, 3, 5), "IF", switches="prefetch"),
-             Case((5, 2, 3, 4, 5), "PLIF", "channel", True, False, switches="prefetch"),
-             Case((4, 2, 3, 13, 17), "LIF", "layer", False, False, "sigmoid", switches="launch=fine,prefetch"),
-             Case((4, 2, 3, 13, 17), "PLIF", "channel", switches="launch=fine"),
-             Case((5, 2, 3, 4, 5), "PLIF", "channel", True, False, switches="lean_eager"),
-             Case((4, 3, 6), "IF", switches="lean_eager"),
-             Case(cl, "PLIF", layout="channels_last"), Case(cl, "PLIF", "channel", layout="channels_last")]
+    cases = [Case(cl, "PLIF", layout="channels_last"), Case(cl, "PLIF", "channel", layout="channels_last")]
     if not quick:
-        cases += [Case((9, 3, 40, 45), "PLIF", "layer", switches="launch=wide"),
-                  Case((6, 2, 3, 5, 7), "PLIF", "layer", True, False, "triangle", switches="prefetch,lean_eager"),
-                  Case(cl, "LIF", "layer", False, True, "rect", switches="lean_eager,prefetch", layout="channels_last")]
+        cases.append(Case(cl, "LIF", "layer", False, True, "rect", layout="channels_last"))
     return cases
 
 
@@ -123,13 +112,12 @@ def _channels_last(x: torch.Tensor) -> torch.Tensor:
     return x.permute(0, 1, 3, 4, 2).contiguous().permute(0, 1, 4, 2, 3)
 
 
-def _run(backend, x, k, v0, cfg, g_s, g_v, switches: str = "", layout: str = "contiguous"):
+def _run(backend, x, k, v0, cfg, g_s, g_v, layout: str = "contiguous"):
     if layout == "channels_last":
         x = _channels_last(x)
     x, k, v0 = (t.detach().clone(memory_format=torch.preserve_format).requires_grad_(True) for t in (x, k, v0))
-    with switched(**parse_changes(switches)):
-        s, v = multi_step(x, k, v0, cfg, backend=backend)
-        grads = torch.autograd.grad([s, v], [x, k, v0], [g_s.to(s.dtype), g_v.to(v.dtype)], allow_unused=True)
+    s, v = multi_step(x, k, v0, cfg, backend=backend)
+    grads = torch.autograd.grad([s, v], [x, k, v0], [g_s.to(s.dtype), g_v.to(v.dtype)], allow_unused=True)
     return s.detach(), v.detach(), grads
 
 
@@ -143,7 +131,7 @@ def _max_rel_err(a, b) -> float:
 def run_case(case: Case, backend: str, device="cpu") -> dict:
     """Compare ``backend`` with the reference; returns the errors and whether they are within tolerance."""
     x, k, v0, cfg, g_s, g_v = make_inputs(case, device)
-    s, v, grads = _run(backend, x, k, v0, cfg, g_s, g_v, case.switches, case.layout)
+    s, v, grads = _run(backend, x, k, v0, cfg, g_s, g_v, case.layout)
     ref_dtype = torch.float64 if case.dtype == "float64" else torch.float32
     up = lambda t: t.to(ref_dtype)  # noqa: E731
     s_ref, v_ref, grads_ref = _run("reference", up(x), up(k), up(v0), cfg, up(g_s), up(g_v))

@@ -7,7 +7,7 @@ hands them Python floats as fp64 and sizes as i64 (issue 29: ``torch.compile`` f
 lowered both ways, and the fp64 lowering must hold no fp64 tensor: state and arithmetic stay fp32.
 
 The variants are what the launchers can ask for: the flags of :mod:`.triton_launch` for every
-neuron option, surrogate and switch, each launch shape of every launch table, the input dtypes
+neuron option and surrogate, each launch shape the launch table returns, the input dtypes
 (fp32, bf16, fp16) and ``H``'s (fp32, bf16).  :func:`covering_variants` picks a set in which every
 value of every factor, and every pair of values of two factors, appears (about 20 per kernel
 pass, a few seconds); ``--all`` lowers every flag combination instead.
@@ -24,7 +24,6 @@ import time
 from dataclasses import dataclass
 
 from ..surrogate import SURROGATES, get_surrogate
-from .gpu_switches import LAUNCH_TABLES
 from .triton_launch import Launch, backward_flags, forward_flags, launch_config
 
 __all__ = ["Variant", "TARGET", "launches", "covering_variants", "all_variants", "signature", "lower", "main"]
@@ -58,8 +57,8 @@ class Variant:
 
 
 def launches() -> list[Launch]:
-    """Every launch any table returns, over layer sizes from 1 neuron to 2^22 and 1 or 128 channels."""
-    found = {launch_config(2 ** e, c, table) for table in LAUNCH_TABLES for e in range(23) for c in (1, 128)}
+    """Every launch the table returns, over layer sizes from 1 neuron to 2^22."""
+    found = {launch_config(2 ** e) for e in range(23)}
     return sorted(found, key=lambda launch: (launch.block, launch.num_warps))
 
 
@@ -69,20 +68,19 @@ def _neuron_options():
 
 
 def _forward_rows():
-    for (leak, hard, pc), prefetch, x, h, unit in itertools.product(
-            _neuron_options(), (False, True), _DTYPES, ("float32", "bfloat16"), (False, True)):
-        yield {"leak": leak, "hard": hard, "pc": pc, "prefetch": prefetch, "x": x, "h": h, "unit": unit}
+    for (leak, hard, pc), x, h, unit in itertools.product(
+            _neuron_options(), _DTYPES, ("float32", "bfloat16"), (False, True)):
+        yield {"leak": leak, "hard": hard, "pc": pc, "x": x, "h": h, "unit": unit}
 
 
 def _backward_rows():
     codes = sorted({get_surrogate(name).code for name in SURROGATES})
-    for (leak, hard, pc), detach, sg, need_k, prefetch, x, h, unit in itertools.product(
-            _neuron_options(), (True, False), codes, (True, False), (False, True), _DTYPES,
-            ("float32", "bfloat16"), (False, True)):
+    for (leak, hard, pc), detach, sg, need_k, x, h, unit in itertools.product(
+            _neuron_options(), (True, False), codes, (True, False), _DTYPES, ("float32", "bfloat16"), (False, True)):
         if need_k and not leak:  # ∂k is asked for only where k is learnable
             continue
         yield {"leak": leak, "hard": hard, "pc": pc, "detach": detach, "sg": sg, "need_k": need_k,
-               "prefetch": prefetch, "x": x, "h": h, "unit": unit}
+               "x": x, "h": h, "unit": unit}
 
 
 def _cover(rows: list[dict]) -> list[dict]:
@@ -105,10 +103,10 @@ def _cover(rows: list[dict]) -> list[dict]:
 
 def _variant(kernel: str, row: dict, launch: Launch) -> Variant:
     if kernel == "forward":
-        flags = forward_flags(row["leak"], row["hard"], row["pc"], launch.block, row["prefetch"])
+        flags = forward_flags(row["leak"], row["hard"], row["pc"], launch.block)
     else:
         flags = backward_flags(row["leak"], row["hard"], row["detach"], row["sg"], row["pc"], row["need_k"],
-                               launch.block, row["prefetch"])
+                               launch.block)
     return Variant(kernel, tuple(sorted(flags.items())), launch.num_warps, row["x"], row["h"], row["unit"])
 
 
@@ -125,7 +123,7 @@ def covering_variants() -> list[Variant]:
 
 def all_variants() -> list[Variant]:
     """Every flag combination of both kernels at the default launch (fp32 input and ``H``)."""
-    launch = launch_config(2 ** 20, 1)
+    launch = launch_config(2 ** 20)
     out = []
     for kernel, rows in (("forward", _forward_rows()), ("backward", _backward_rows())):
         seen = set()

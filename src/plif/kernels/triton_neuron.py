@@ -7,13 +7,17 @@ The backward is the closed-form recursion of :mod:`plif.neurons.bptt`; ``∂L/�
 block in fp32 into a ``[C, blocks]`` buffer and summed once on the device: deterministic, no
 atomics, no host synchronisation (so it can be captured in a CUDA graph).
 
-Variants (leak, hard/soft reset, detached reset, surrogate, per-channel ``k``, loads issued a
-step ahead) are ``tl.constexpr`` flags, chosen with the launch by :mod:`.triton_launch`.  State
-and accumulation are fp32 whatever the input dtype, and whatever type the scalar arguments arrive
-in (fp64 under Inductor).  Floating point contraction is switched off so that ``H_t`` is
-bit-identical to the PyTorch reference in fp32, which makes the spikes identical too.  The GPU
-speed switches (:mod:`.gpu_switches`: launch table, prefetch, lean eager path) change how the
-kernels run, never what they compute (``∂k`` is summed in blocks of the launch's size).
+Variants (leak, hard/soft reset, detached reset, surrogate, per-channel ``k``) are ``tl.constexpr``
+flags, chosen with the launch by :mod:`.triton_launch`.  State and accumulation are fp32 whatever
+the input dtype, and whatever type the scalar arguments arrive in (fp64 under Inductor).  Floating
+point contraction is switched off so that ``H_t`` is bit-identical to the PyTorch reference in
+fp32, which makes the spikes identical too.
+
+Two ways in, one pair of kernels: an eager call enters an ``autograd.Function`` directly (no
+``torch.library`` dispatch: 0.73 of the dispatched call's wall time at T8 B16 C128 28×28 on an
+H200, ``docs/gpu/h200-2026-11-27/``), while a traced call (``torch.compile``, ``opcheck``) goes
+through the custom operators ``plif::triton_forward`` / ``plif::triton_backward``, which Inductor
+sees.  Both compute the same bits.
 """
 from __future__ import annotations
 
@@ -25,7 +29,6 @@ from torch.library import wrap_triton
 
 from ..neurons.functional import NeuronConfig, rest_potential
 from ..surrogate import get_surrogate
-from .gpu_switches import current
 from .layout import flat_k, k_layout
 from .triton_launch import backward_flags, forward_flags, launch_config
 
@@ -74,7 +77,7 @@ def _neuron_offsets(M, INNER, C, BLOCK: tl.constexpr, PER_CHANNEL: tl.constexpr)
 def _forward_kernel(x_ptr, k_ptr, v0_ptr, s_ptr, h_ptr, v_last_ptr,
                     T, N, LAST, M, INNER, C, v_th, v_reset,
                     BLOCK: tl.constexpr, LEAK: tl.constexpr, HARD: tl.constexpr,
-                    PER_CHANNEL: tl.constexpr, PREFETCH: tl.constexpr):
+                    PER_CHANNEL: tl.constexpr):
     # Inductor passes Python floats as fp64 scalars: fp32 here, or they would widen the state
     v_th = tl.cast(v_th, tl.float32)
     v_reset = tl.cast(v_reset, tl.float32)
@@ -83,14 +86,8 @@ def _forward_kernel(x_ptr, k_ptr, v0_ptr, s_ptr, h_ptr, v_last_ptr,
     if LEAK:
         k = tl.load(k_ptr + tl.program_id(0)).to(tl.float32)
     step = offs.to(tl.int64)
-    if PREFETCH:
-        x_next = tl.load(x_ptr + step, mask=mask, other=0.0)
     for _ in range(T):
-        if PREFETCH:  # step t+1's load is in flight while step t computes; LAST = (T - 1) N
-            x = x_next.to(tl.float32)
-            x_next = tl.load(x_ptr + step + N, mask=mask & (step < LAST), other=0.0)
-        else:
-            x = tl.load(x_ptr + step, mask=mask, other=0.0).to(tl.float32)
+        x = tl.load(x_ptr + step, mask=mask, other=0.0).to(tl.float32)
         if LEAK:  # charge
             h = v + k * (x - (v - v_reset))
         else:
@@ -108,7 +105,7 @@ def _backward_kernel(g_s_ptr, g_v_last_ptr, h_ptr, v0_ptr, k_ptr, g_x_ptr, g_v0_
                      T, N, LAST, M, INNER, C, v_th, v_reset, sg_a, sg_b,
                      BLOCK: tl.constexpr, LEAK: tl.constexpr, HARD: tl.constexpr,
                      DETACH: tl.constexpr, SG: tl.constexpr, PER_CHANNEL: tl.constexpr,
-                     NEED_K: tl.constexpr, PREFETCH: tl.constexpr):
+                     NEED_K: tl.constexpr):
     # Inductor passes Python floats as fp64 scalars: fp32 here, or they would widen ∂V and ∂k
     v_th = tl.cast(v_th, tl.float32)
     v_reset = tl.cast(v_reset, tl.float32)
@@ -122,20 +119,11 @@ def _backward_kernel(g_s_ptr, g_v_last_ptr, h_ptr, v0_ptr, k_ptr, g_x_ptr, g_v0_
     g_k = tl.zeros([BLOCK], dtype=tl.float32)
     step = offs.to(tl.int64) + LAST  # LAST = (T - 1) N, passed as a 64-bit-safe host integer
     h = tl.load(h_ptr + step, mask=mask, other=0.0).to(tl.float32)
-    if PREFETCH:
-        g_s_next = tl.load(g_s_ptr + step, mask=mask, other=0.0)
-        h_prev_next = tl.load(h_ptr + step - N, mask=mask & (step >= N), other=0.0)
     for _ in range(T):
         # H_{t-1} is both V_{t-1}'s source (for ∂k) and next iteration's H_t: one load per step
         has_prev = step >= N  # i.e. t > 0, since step = t N + offs with offs < N
-        if PREFETCH:  # step t-1's loads are in flight while step t computes
-            g_s = g_s_next.to(tl.float32)
-            h_prev = h_prev_next.to(tl.float32)
-            g_s_next = tl.load(g_s_ptr + step - N, mask=mask & has_prev, other=0.0)
-            h_prev_next = tl.load(h_ptr + step - 2 * N, mask=mask & (step >= 2 * N), other=0.0)
-        else:
-            h_prev = tl.load(h_ptr + step - N, mask=mask & has_prev, other=0.0).to(tl.float32)
-            g_s = tl.load(g_s_ptr + step, mask=mask, other=0.0).to(tl.float32)
+        h_prev = tl.load(h_ptr + step - N, mask=mask & has_prev, other=0.0).to(tl.float32)
+        g_s = tl.load(g_s_ptr + step, mask=mask, other=0.0).to(tl.float32)
         u = h - v_th
         spike = u >= 0.0
         sg = _surrogate_grad(u, sg_a, sg_b, SG)
@@ -226,19 +214,19 @@ def _forward_impl(x: Tensor, k: Tensor, v0: Tensor, inner: int, leak: bool, hard
     spikes = torch.empty_like(x)
     h_seq = torch.empty_like(x, dtype=torch.bfloat16 if h_bf16 else torch.float32)
     v_last = torch.empty_like(v0)
-    sw = current()
-    launch = launch_config(m, channels, sw.launch)
+    launch = launch_config(m)
     _launch(_forward_kernel, _grid(channels, m, launch.block),
         x, k, v0, spikes, h_seq, v_last, T, n, (T - 1) * n, m, inner, channels, v_th, v_rest,
-        **forward_flags(leak, hard, channels > 1, launch.block, sw.prefetch), num_warps=launch.num_warps)
+        **forward_flags(leak, hard, channels > 1, launch.block), num_warps=launch.num_warps)
     return spikes, h_seq, v_last
 
 
 def _backward_impl(g_s: Tensor, g_v_last: Tensor, h_seq: Tensor, v0: Tensor, k: Tensor, inner: int,
                    leak: bool, hard: bool, v_th: float, v_rest: float, h_bf16: bool, detach: bool,
-                   sg_code: int, sg_a: float, sg_b: float, need_k: bool, lean: bool = False):
-    """``(∂x in g_s's dtype, ∂V_{-1}, ∂k [C] in fp32)``; ``∂k`` is zeros unless ``need_k`` (``lean``:
-    ``None`` then, and the per-block partials are not zero-filled first: every block writes its own)."""
+                   sg_code: int, sg_a: float, sg_b: float, need_k: bool, direct: bool = False):
+    """``(∂x in g_s's dtype, ∂V_{-1}, ∂k [C] in fp32)``; ``∂k`` is zeros unless ``need_k`` (``direct``,
+    the eager call: ``None`` then, and the per-block partials are not zero-filled first: every block
+    writes its own; the operator's schema returns a tensor)."""
     channels = k.numel()
     g_s, k = _strided_as(g_s, h_seq), k.contiguous()
     v0 = _strided_as(v0, h_seq[0])
@@ -247,17 +235,16 @@ def _backward_impl(g_s: Tensor, g_v_last: Tensor, h_seq: Tensor, v0: Tensor, k: 
     m = n // channels
     g_x = torch.empty_like(h_seq, dtype=g_s.dtype)
     g_v0 = torch.empty_like(v0)
-    sw = current()
-    launch = launch_config(m, channels, sw.launch)
+    launch = launch_config(m)
     grid = _grid(channels, m, launch.block)
-    # the lean path never reads the partials it does not need, and the kernel writes all it needs
-    g_k_part = (torch.empty if lean else torch.zeros)(grid, dtype=torch.float32, device=h_seq.device)
+    # the direct call never reads the partials it does not need, and the kernel writes all it needs
+    g_k_part = (torch.empty if direct else torch.zeros)(grid, dtype=torch.float32, device=h_seq.device)
     _launch(_backward_kernel, grid,
         g_s, g_v_last, h_seq, v0, k, g_x, g_v0, g_k_part, T, n, (T - 1) * n, m, inner, channels,
         v_th, v_rest, sg_a, sg_b,
-        **backward_flags(leak, hard, detach, sg_code, channels > 1, need_k, launch.block, sw.prefetch),
+        **backward_flags(leak, hard, detach, sg_code, channels > 1, need_k, launch.block),
         num_warps=launch.num_warps)
-    return g_x, g_v0, (None if lean and not need_k else g_k_part.sum(dim=1))
+    return g_x, g_v0, (None if direct and not need_k else g_k_part.sum(dim=1))
 
 
 triton_forward = torch.library.triton_op("plif::triton_forward", _forward_impl, mutates_args=())
@@ -279,15 +266,15 @@ def _setup(ctx, inputs, output):
     ctx.args = tuple(args)
 
 
-def _backward(ctx, g_s, g_h, g_v_last, lean: bool = False):
+def _backward(ctx, g_s, g_h, g_v_last, direct: bool = False):
     h_seq, v0, k = ctx.saved_tensors
     need_k = bool(ctx.needs_input_grad[1] and ctx.args[1])  # args: inner, leak, ...
     if g_s is None and g_v_last is None:  # only H reached the loss, and H is not differentiable
         return None, None, None, *([None] * len(ctx.args))
     g_s = torch.zeros(h_seq.shape, dtype=v0.dtype, device=v0.device) if g_s is None else g_s
     g_v_last = torch.zeros_like(v0) if g_v_last is None else g_v_last
-    if lean:
-        g_x, g_v0, g_k = _backward_impl(g_s, g_v_last, h_seq, v0, k, *ctx.args, need_k, lean=True)
+    if direct:
+        g_x, g_v0, g_k = _backward_impl(g_s, g_v_last, h_seq, v0, k, *ctx.args, need_k, direct=True)
     else:
         g_x, g_v0, g_k = triton_backward(g_s, g_v_last, h_seq, v0, k, *ctx.args, need_k)
     return g_x, (g_k.to(k.dtype) if need_k else None), g_v0, *([None] * len(ctx.args))
@@ -296,9 +283,9 @@ def _backward(ctx, g_s, g_h, g_v_last, lean: bool = False):
 triton_forward.register_autograd(_backward, setup_context=_setup)
 
 
-class _LeanNeuron(torch.autograd.Function):
-    """The eager call under the ``lean_eager`` switch: the same kernels and autograd contract as
-    ``plif::triton_forward``, entered directly instead of through the dispatcher."""
+class _EagerNeuron(torch.autograd.Function):
+    """The eager call: the same kernels and autograd contract as ``plif::triton_forward``, entered
+    directly instead of through the dispatcher (its host work is most of a small layer's call)."""
 
     @staticmethod
     def forward(ctx, x, k, v0, *args):
@@ -309,7 +296,7 @@ class _LeanNeuron(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, g_s, g_h, g_v_last):
-        return _backward(ctx, g_s, g_h, g_v_last, lean=True)
+        return _backward(ctx, g_s, g_h, g_v_last, direct=True)
 
 
 # ---------------------------------------------------------------------------------- public function
@@ -325,6 +312,15 @@ def multi_step_triton(x: torch.Tensor, k: torch.Tensor, v0: torch.Tensor, cfg: N
     """
     if h_dtype not in (torch.float32, torch.bfloat16):
         raise ValueError(f"h_dtype must be torch.float32 or torch.bfloat16, got {h_dtype}")
+    args = _operator_args(x, k, v0, cfg, h_dtype)
+    # is_compiling first: Dynamo folds it, and never traces the dispatch-mode query
+    eager = not torch.compiler.is_compiling() and not _tracing(x)
+    spikes, _, v_last = (_EagerNeuron.apply if eager else triton_forward)(*args)
+    return spikes, v_last
+
+
+def _operator_args(x: Tensor, k: Tensor, v0: Tensor, cfg: NeuronConfig, h_dtype: torch.dtype) -> tuple:
+    """The arguments of ``plif::triton_forward`` (and of the eager call) for one neuron layer's call."""
     step_shape = tuple(x.shape[1:])
     if cfg.leak:
         layout = k_layout(tuple(k.shape), step_shape)
@@ -333,12 +329,8 @@ def multi_step_triton(x: torch.Tensor, k: torch.Tensor, v0: torch.Tensor, cfg: N
         k_flat, inner = torch.ones(1, dtype=x.dtype, device=x.device), 1
     sg = get_surrogate(cfg.surrogate)
     sg_a, sg_b = sg.kernel_constants(float(cfg.alpha))
-    args = (x, k_flat, v0.to(x.dtype), inner, cfg.leak, cfg.hard_reset, float(cfg.v_threshold),
+    return (x, k_flat, v0.to(x.dtype), inner, cfg.leak, cfg.hard_reset, float(cfg.v_threshold),
             float(rest_potential(cfg)), h_dtype == torch.bfloat16, cfg.detach_reset, sg.code, sg_a, sg_b)
-    # is_compiling first: Dynamo folds it, and never traces the switch or the dispatch-mode query
-    lean = not torch.compiler.is_compiling() and current().lean_eager and not _tracing(x)
-    spikes, _, v_last = (_LeanNeuron.apply if lean else triton_forward)(*args)
-    return spikes, v_last
 
 
 def triton_supports(x: torch.Tensor, cfg: NeuronConfig) -> bool:

@@ -86,9 +86,16 @@ class TrainConfig:
     backend: str = field(default="auto", metadata={
         "help": "neuron backend: auto, bptt, reference, or a fused kernel (how the network runs here, not part of "
                 "it: --resume may change it)"})
-    compile: bool = field(default=False, metadata={"help": "torch.compile the network"})
-    cuda_graph: bool = field(default=False, metadata={
-        "help": "capture the whole training step (and evaluation) as CUDA graphs and replay them (CUDA only)"})
+    compile: bool | None = field(default=None, metadata={
+        "help": "torch.compile the network (Inductor), inside the CUDA graph when there is one [auto: on inside "
+                "the CUDA graph for the networks where that was measured faster, off elsewhere (plif.train.speed)]"})
+    cuda_graph: bool | None = field(default=None, metadata={
+        "help": "capture the whole training step (and evaluation) as CUDA graphs and replay them, CUDA only [auto: "
+                "on CUDA in a single process, unless something the graph cannot replay is asked for, which one "
+                "line names; off on the CPU]"})
+    tf32: bool = field(default=True, metadata={
+        "help": "TF32 tensor cores for fp32 matmuls and convolutions on CUDA (10-bit mantissa products, fp32 sums); "
+                "no effect on the CPU"})
     amp: str | None = field(default=None, metadata={
         "help": "mixed precision: bf16 autocast with fp32 weights, BatchNorm statistics, neuron state and loss "
                 "(CUDA or CPU; on the CPU it pays where oneDNN has native bf16, e.g. AVX512-BF16: docs/speed.md)",
@@ -146,6 +153,7 @@ class TrainConfig:
         naming ``source`` (e.g. the config.json path) and the field.  Unknown keys are ignored."""
         if not isinstance(d, dict):
             raise ValueError(f"{source}: expected a JSON object, got {type(d).__name__}")
+        d = {**ABSENT_MEANS, **d}
         kw = {}
         for f in dataclasses.fields(cls):
             if f.name not in d:
@@ -196,6 +204,9 @@ def field_kind(f: dataclasses.Field) -> tuple[type, bool]:
                         "optionally '| None')")
     return _KINDS[names[0]], optional
 
+
+# what a stored config.json without the key ran with: runs made before the field existed (fp32 matmuls)
+ABSENT_MEANS = {"tf32": False}
 
 # preset -> values for the fields left at None
 PRESETS: dict[str, dict] = {
@@ -402,7 +413,7 @@ def _memory_size(device: str) -> tuple[int, str]:
 
 
 # Settings that may change when a run is resumed without changing what it computes.
-RESUMABLE_CHANGES = ("epochs", "device", "out", "eval_batch_size", "data_on_device", "log", "cuda_graph",
+RESUMABLE_CHANGES = ("epochs", "device", "out", "eval_batch_size", "data_on_device", "log", "cuda_graph", "compile",
                      "memory", "checkpoint_blocks", "backend", "time_limit", "checkpoint_every")
 
 
@@ -412,7 +423,7 @@ def config_diff(old: dict, new: dict) -> list[str]:
     for key in sorted(set(old) | set(new)):
         if key in RESUMABLE_CHANGES or key == "network_kwargs":
             continue
-        a, b = old.get(key), new.get(key)
+        a, b = old.get(key, ABSENT_MEANS.get(key)), new.get(key, ABSENT_MEANS.get(key))
         if json.dumps(a) != json.dumps(b):
             diffs.append(f"  {key}: run has {a!r}, now {b!r}")
     return diffs

@@ -1,4 +1,5 @@
-"""``plif train --cuda-graph``: the whole training step captured once as a CUDA graph and replayed.
+"""``plif train --cuda-graph`` (the default on CUDA, :mod:`plif.train.speed`): the whole training step
+captured once as a CUDA graph and replayed.
 
 One step is forward, MSE on the firing rates, backward and a fused Adam update with
 ``capturable=True``; the learning rate lives in a device tensor that the cosine schedule fills
@@ -14,6 +15,11 @@ time that size appears and replayed in every later epoch.
 Capturing needs warm-up iterations, which would train on the first batch: the parameters,
 buffers, optimiser state and RNG state are snapshotted before and restored after, so a graph run
 and an eager run from the same seed agree step for step.
+
+With ``--compile`` the forward runs Inductor's compiled network (``net``) inside the captured step:
+its kernels are compiled during the warm-up, the first time each shape and mode (training,
+evaluation) is seen, and recorded with the rest; the benchmark's ``compile+graph`` step
+(:mod:`plif.bench.train`) is this trainer.
 
 Everything except the capture itself runs eagerly with ``capture=False`` (any device): the same
 buffers, accumulators and pad-and-mask code, which is how the CPU tests check it against the
@@ -34,21 +40,20 @@ __all__ = ["GraphTrainer", "check_graph_options", "autocast_context"]
 AMP_DTYPES = {"bf16": torch.bfloat16}
 
 
-def check_graph_options(device: torch.device, cuda_graph: bool, amp: str | None, compile: bool = False,
-                        world: int = 1) -> None:
-    """Refuse, in one line naming the option, what cannot run on ``device``."""
+def check_graph_options(device: torch.device, cuda_graph: bool, amp: str | None, world: int = 1) -> None:
+    """Refuse, in one line naming the option, what cannot run on ``device`` (``--compile`` runs
+    inside the graph, so it combines with it)."""
     if amp is not None and amp not in AMP_DTYPES:
         raise ValueError(f"--amp {amp}: unknown; valid: {', '.join(AMP_DTYPES)}")
     if cuda_graph and device.type != "cuda":
         raise ValueError(f"--cuda-graph needs a CUDA device, but this run is on {device} "
-                         f"(CUDA available: {torch.cuda.is_available()}); drop --cuda-graph")
+                         f"(CUDA available: {torch.cuda.is_available()}); leave it out (or --no-cuda-graph to "
+                         "resume a run that used it)")
     if amp is not None and device.type not in ("cuda", "cpu"):
         raise ValueError(f"--amp {amp}: autocast is validated on CUDA and the CPU only, but this run is on "
                          f"{device}; drop --amp")
-    if cuda_graph and compile:
-        raise ValueError("--cuda-graph and --compile cannot be combined: pick one")
     if cuda_graph and world > 1:
-        raise ValueError("--cuda-graph is single-process for now; drop it under torchrun")
+        raise ValueError("--cuda-graph is single-process for now; leave it out under torchrun (or --no-cuda-graph)")
 
 
 def autocast_context(device: torch.device, amp: str | None):
@@ -107,13 +112,18 @@ def capture_cuda_graph(body: Callable[[], None], device: torch.device, warmup: i
 
 
 class GraphTrainer:
-    """Static-shape training and evaluation with device-side totals; CUDA-graph replay when ``capture``."""
+    """Static-shape training and evaluation with device-side totals; CUDA-graph replay when ``capture``.
+
+    ``net`` is what the forward calls (``torch.compile(model)``, default ``model`` itself); ``model``
+    owns the parameters, buffers and state that warm-up snapshots and restores."""
 
     def __init__(self, model: torch.nn.Module, optimizer: torch.optim.Optimizer, num_classes: int,
-                 device: torch.device, capture: bool = True, amp: str | None = None, warmup: int = 3):
+                 device: torch.device, capture: bool = True, amp: str | None = None, warmup: int = 3,
+                 net: torch.nn.Module | None = None):
         if capture and device.type != "cuda":
             raise ValueError(f"CUDA-graph capture needs a CUDA device, got {device}")
         self.model, self.optimizer, self.num_classes = model, optimizer, num_classes
+        self.net = model if net is None else net
         self.device, self.capture, self.amp, self.warmup = device, capture, amp, warmup
         for group in optimizer.param_groups if optimizer is not None else ():
             if not torch.is_tensor(group["lr"]):  # e.g. resumed from an eager run's checkpoint:
@@ -163,12 +173,12 @@ class GraphTrainer:
             sx, sy = torch.zeros_like(x), torch.zeros_like(y)
             sx.copy_(x)
             sy.copy_(y)
-            model, opt, nc = self.model, self.optimizer, self.num_classes
+            model, net, opt, nc = self.model, self.net, self.optimizer, self.num_classes
 
             params = list(model.parameters())
 
             def body():  # the step of plif train, gradients kept in place for the graph
-                loss, correct, finite = train_step(model, opt, sx, sy, nc, params, set_to_none=False,
+                loss, correct, finite = train_step(net, opt, sx, sy, nc, params, set_to_none=False,
                                                    autocast=lambda: autocast_context(self.device, self.amp))
                 with torch.no_grad():
                     self.loss_sum += loss * sy.shape[0]
@@ -206,11 +216,11 @@ class GraphTrainer:
             sx = torch.zeros(key, dtype=x.dtype, device=x.device)
             sy = torch.zeros(size, dtype=y.dtype, device=y.device)
             n_valid = torch.zeros((), dtype=torch.long, device=x.device)
-            model, nc = self.model, self.num_classes
+            net, nc = self.net, self.num_classes
 
             def body():
                 with torch.no_grad(), autocast_context(self.device, self.amp):
-                    out = model(sx)
+                    out = net(sx)
                 with torch.no_grad():
                     per_sample, rate = per_sample_rate_mse(out, sy, nc)
                     mask = torch.arange(size, device=sx.device) < n_valid

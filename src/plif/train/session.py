@@ -15,7 +15,8 @@ from pathlib import Path
 import torch
 
 from ..data.pipeline import load_train_data, planned_train_samples
-from ..kernels.gpu_switches import apply_torch_flags
+from ..device import set_tf32
+from ..kernels.gpu_switches import changed as gpu_switches_on
 from ..models import build_network
 from ..runs.folder import CHECKPOINT_DIR, CHECKPOINTS, RunFolder, prepare_out
 from .config import TrainConfig, check_network, check_outputs, pick_device, resolve_config
@@ -23,6 +24,7 @@ from .distributed import DistInfo, all_gather_object, broadcast_object, init_dis
 from .graph import GraphTrainer, check_graph_options
 from .optim import adam, graph_adam
 from .resume import restore
+from .speed import resolve_speed
 
 __all__ = ["Session", "open_session", "default_run_dir", "setup_run_folder", "setup_model", "setup_optimizer"]
 
@@ -143,7 +145,8 @@ def setup_optimizer(model, cfg: TrainConfig, device: torch.device):
 
 
 def setup_parallel(s: Session) -> torch.nn.Module:
-    """The module the loop runs: SyncBN / DDP / torch.compile around the model as configured."""
+    """The module the loop (or the graph trainer) runs: SyncBN / DDP / torch.compile around the model
+    as configured."""
     net = s.model
     if s.cfg.sync_bn and s.device.type != "cuda":
         raise ValueError("--sync-bn needs CUDA devices (PyTorch's SyncBatchNorm has no CPU implementation)")
@@ -165,6 +168,13 @@ def _check_batch_fits(cfg: TrainConfig, n_train: int | None, world: int) -> None
                          + "; lower --batch-size" + (" or --val-split" if cfg.val_split else ""))
 
 
+def _switches_record() -> dict:
+    """``{"gpu_switches": {...}}`` when ``$PLIF_GPU`` turned a switch on (each may change what the
+    network computes, so config.json records it and a resume with other switches is refused), else ``{}``."""
+    on = gpu_switches_on()
+    return {"gpu_switches": on} if on else {}
+
+
 # --- the whole set-up ----------------------------------------------------------------------------
 
 def open_session(cfg: TrainConfig, resume, log, restart: bool = False) -> Session:
@@ -184,8 +194,11 @@ def open_session(cfg: TrainConfig, resume, log, restart: bool = False) -> Sessio
     if dist.world > 1 and device.type == "cuda":
         device = torch.device("cuda", dist.local_rank)
         torch.cuda.set_device(device)
-    check_graph_options(device, cfg.cuda_graph, cfg.amp, cfg.compile, dist.world)  # before the folder is touched
-    apply_torch_flags()  # $PLIF_GPU's process-wide switches (tf32): plif.kernels.gpu_switches
+    cfg, notes = resolve_speed(cfg, device.type, dist.world)  # auto: the whole-step graph and compile on CUDA
+    for line in notes if dist.is_main else ():
+        log(line)
+    check_graph_options(device, cfg.cuda_graph, cfg.amp, dist.world)  # before the folder is touched
+    set_tf32(cfg.tf32)
     if cfg.checkpoint_every and cfg.cuda_graph:
         raise ValueError("--checkpoint-every: not available with --cuda-graph (the captured epoch has no step "
                          "boundary to save at); checkpoints are written after every epoch")
@@ -196,8 +209,8 @@ def open_session(cfg: TrainConfig, resume, log, restart: bool = False) -> Sessio
     # event datasets: the file list gives the training size before any frame cache is built
     _check_batch_fits(cfg, planned_train_samples(cfg), dist.world)
     folder, resume, created = _agree_on_folder(cfg, resume, dist, log, restart)
-    s = Session(cfg, {**cfg.to_dict(), "out": str(folder.path)}, folder, device, dist, dist.is_main, resume,
-                metrics=[], restarted=restarted)
+    s = Session(cfg, {**cfg.to_dict(), "out": str(folder.path), **_switches_record()}, folder, device, dist,
+                dist.is_main, resume, metrics=[], restarted=restarted)
     new_tensorboard = not folder.tensorboard.exists()
     if s.main and not resume:
         s.undo = lambda: folder.discard_new(created, new_tensorboard)
@@ -219,7 +232,7 @@ def open_session(cfg: TrainConfig, resume, log, restart: bool = False) -> Sessio
         _check_batch_fits(cfg, len(s.data.train), dist.world)
         s.net = setup_parallel(s)
         if cfg.cuda_graph:  # captured lazily, after any resume has loaded the state it replays on
-            s.trainer = GraphTrainer(s.model, s.optimizer, cfg.num_classes, device, amp=cfg.amp)
+            s.trainer = GraphTrainer(s.model, s.optimizer, cfg.num_classes, device, amp=cfg.amp, net=s.net)
     except BaseException:
         if s.tb is not None:
             s.tb.close()

@@ -1,0 +1,80 @@
+"""How a run executes on its device: the whole step as one CUDA graph, the network compiled inside it.
+
+``cuda_graph`` and ``compile`` left out (``None``, "auto") are decided here for the run's device
+and number of processes; ``config.json`` records what was decided, and a resume reads it back
+from there instead of deciding again (``plif eval`` evaluates eagerly, with the run's TF32 and autocast).  The numbers are the H200 run's
+(``docs/gpu/h200-2026-11-27/``; Fashion-MNIST paper step, T = 8, wall ms at batch 16 / 128):
+
+- ``cuda_graph`` auto: on CUDA in a single process.  The eager step is host-bound (8.68 / 9.24 ms,
+  the device busy 1.6 ms of the 8.7) and the captured one is not (1.55 / 8.48 ms).  Off, with one
+  line saying why, where the graph cannot replay what was asked for (:func:`graph_obstacle`).
+- ``compile`` auto: on inside the graph for the networks where that was measured faster
+  (:data:`COMPILE_MEASURED`: 1.19 / 5.59 ms against 1.55 / 8.48), off elsewhere (one line on
+  CUDA says so; ``--compile`` compiles anyway).  Inductor's compile takes tens of seconds once,
+  in the first epoch.
+
+On the CPU both stay off and nothing is said: a CUDA graph needs CUDA, and compiling on the CPU
+stays opt-in (``--compile``).
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from .config import TrainConfig
+
+__all__ = ["resolve_speed", "graph_obstacle", "COMPILE_MEASURED"]
+
+COMPILE_MEASURED = {
+    "fashion-mnist": "H200: 1.19 / 5.59 ms a step at batch 16 / 128 compiled in the graph, 1.55 / 8.48 ms not",
+    "mnist": "the network, input shape and T of fashion-mnist, where it was measured",
+}
+"""Datasets whose paper network (at the paper's T) trains faster compiled inside the CUDA graph,
+with the evidence; the GPU script's second plan measures CIFAR-10, DVS128 Gesture and CIFAR10-DVS
+(``benchmarks/gpu/``)."""
+
+
+def graph_obstacle(cfg: TrainConfig, world: int) -> str | None:
+    """Why the whole-step CUDA graph cannot replay what ``cfg`` asks for, or None."""
+    if world > 1:
+        return f"torchrun runs {world} processes and the captured step is single-process"
+    if cfg.checkpoint_every:
+        return "--checkpoint-every saves within an epoch, and a captured epoch has no step boundary to save at"
+    if cfg.log == "tensorboard":
+        return ("--log tensorboard counts firing rates with forward hooks, which a replayed graph does not run "
+                "(--cuda-graph captures anyway, without firing rates)")
+    if cfg.checkpoint_blocks:
+        return "--checkpoint-blocks recomputes blocks with torch.utils.checkpoint, whose RNG stash cannot be captured"
+    return None
+
+
+def _compile_obstacle(cfg: TrainConfig) -> str | None:
+    from ..data.catalog import get_dataset
+
+    if cfg.memory != "none" or cfg.checkpoint_blocks:
+        return f"--memory {cfg.memory}{' --checkpoint-blocks' if cfg.checkpoint_blocks else ''} was measured eagerly only"
+    entry = get_dataset(cfg.dataset)
+    if cfg.dataset not in COMPILE_MEASURED or cfg.network != entry.network or cfg.T != entry.T:
+        return ("compiling inside the graph was measured faster only for the paper networks of "
+                f"{', '.join(COMPILE_MEASURED)}")
+    return None
+
+
+def resolve_speed(cfg: TrainConfig, device_type: str, world: int = 1) -> tuple[TrainConfig, list[str]]:
+    """``cfg`` with ``cuda_graph`` and ``compile`` decided where they were left to plif (``None``),
+    and the lines that say what auto turned off on CUDA (none on the CPU).  ``cfg`` must be
+    resolved (:func:`plif.train.config.resolve_config`); a value given explicitly is kept, and
+    :func:`plif.train.graph.check_graph_options` refuses it where it cannot run."""
+    notes = []
+    graph = cfg.cuda_graph
+    if graph is None:
+        why = "not a CUDA device" if device_type != "cuda" else graph_obstacle(cfg, world)
+        graph = why is None
+        if why and device_type == "cuda":
+            notes.append(f"CUDA graph: off, {why}; training eagerly (--cuda-graph / --no-cuda-graph decide it)")
+    compiled = cfg.compile
+    if compiled is None:
+        why = "no CUDA graph" if not graph else _compile_obstacle(cfg)
+        compiled = why is None
+        if why and graph:
+            notes.append(f"torch.compile: off, {why} (--compile / --no-compile decide it)")
+    return dataclasses.replace(cfg, cuda_graph=graph, compile=compiled), notes

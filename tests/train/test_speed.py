@@ -1,0 +1,113 @@
+"""How a run executes: the whole-step CUDA graph and compile decided for the device when left out (one
+line on CUDA when auto turns one off, nothing on the CPU), TF32 on by default, and config.json
+recording what ran, which a resume and plif eval read back."""
+import dataclasses
+import json
+
+import pytest
+import torch
+
+from plif.cli.main import main
+from plif.kernels.gpu_switches import switched
+from plif.runs import read_metrics
+from plif.train import TrainConfig, resolve_config
+from plif.train.config import config_diff
+from plif.train.speed import resolve_speed
+from plif_testing import tiny_train_argv
+
+
+def _cfg(**kw):
+    return resolve_config(TrainConfig(**{"preset": "paper", **kw}))
+
+
+def test_auto_is_off_on_the_cpu_and_says_nothing():
+    cfg, notes = resolve_speed(_cfg(), "cpu")
+    assert (cfg.cuda_graph, cfg.compile, notes) == (False, False, [])
+    cfg, notes = resolve_speed(_cfg(compile=True, cuda_graph=True), "cpu")  # explicit: kept (and refused later)
+    assert (cfg.cuda_graph, cfg.compile, notes) == (True, True, [])
+
+
+@pytest.mark.parametrize("dataset", ["fashion-mnist", "mnist"])
+def test_the_paper_step_on_cuda_is_compiled_inside_the_graph(dataset):
+    """``plif train --preset paper`` on a GPU gets the step the H200 measured fastest."""
+    cfg, notes = resolve_speed(_cfg(dataset=dataset), "cuda")
+    assert (cfg.cuda_graph, cfg.compile, cfg.tf32, notes) == (True, True, True, [])
+
+
+def test_a_network_not_measured_compiled_gets_the_graph_and_one_line():
+    for cfg in (_cfg(preset="cpu"), _cfg(dataset="dvs128-gesture"), _cfg(T=4), _cfg(memory="exact")):
+        out, notes = resolve_speed(cfg, "cuda")
+        assert (out.cuda_graph, out.compile) == (True, False) and len(notes) == 1, notes
+        assert notes[0].startswith("torch.compile: off, ") and notes[0].endswith("(--compile / --no-compile decide it)")
+    assert "was measured eagerly only" in resolve_speed(_cfg(memory="exact"), "cuda")[1][0]
+
+
+@pytest.mark.parametrize("kw,world,why", [
+    ({}, 2, "torchrun runs 2 processes and the captured step is single-process"),
+    ({"checkpoint_every": 100}, 1, "--checkpoint-every saves within an epoch"),
+    ({"log": "tensorboard"}, 1, "forward hooks, which a replayed graph does not run"),
+    ({"checkpoint_blocks": True}, 1, "torch.utils.checkpoint"),
+])
+def test_what_the_graph_cannot_replay_turns_auto_off_in_one_line(kw, world, why):
+    cfg, notes = resolve_speed(_cfg(**kw), "cuda", world)
+    assert (cfg.cuda_graph, cfg.compile) == (False, False)
+    assert len(notes) == 1 and notes[0].startswith("CUDA graph: off, ") and why in notes[0]
+    assert notes[0].endswith("training eagerly (--cuda-graph / --no-cuda-graph decide it)")
+
+
+def test_explicit_values_are_kept_and_silent():
+    cfg, notes = resolve_speed(_cfg(cuda_graph=False), "cuda")
+    assert (cfg.cuda_graph, cfg.compile, notes) == (False, False, [])
+    cfg, notes = resolve_speed(_cfg(preset="cpu", compile=True, memory="low"), "cuda")
+    assert (cfg.cuda_graph, cfg.compile, notes) == (True, True, [])
+
+
+def test_a_config_stored_before_tf32_existed_ran_without_it():
+    old = dataclasses.asdict(_cfg(cuda_graph=False, compile=False))
+    del old["tf32"]
+    assert TrainConfig.from_dict(old).tf32 is False
+    assert config_diff(old, {**old, "tf32": False}) == []
+    assert config_diff(old, {**old, "tf32": True}) == ["  tf32: run has False, now True"]
+    # how the network runs may change on a resume (a GPU run continued on a CPU); TF32's rounding may not
+    assert config_diff(old, {**old, "tf32": False, "compile": True, "cuda_graph": True}) == []
+
+
+@pytest.fixture
+def tf32_flags():
+    before = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    yield
+    torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = before
+
+
+def _flags():
+    return torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+
+
+def test_config_json_records_what_ran_and_resume_and_eval_honour_it(tiny_fashion, tmp_path, capsys, tf32_flags):
+    """Resolved values, never "auto"; a GPU switch that was on is recorded and a resume without it is
+    refused; the stored tf32 is what a resume and plif eval set (a --no-tf32 run stays fp32)."""
+    out = tmp_path / "run"
+    with switched(channels_last=True):
+        assert main(tiny_train_argv(tiny_fashion, out, epochs=1, tf32=False)) == 0
+    config = json.loads((out / "config.json").read_text())
+    assert (config["cuda_graph"], config["compile"], config["tf32"]) == (False, False, False)
+    assert config["gpu_switches"] == {"channels_last": True} and _flags() == (False, False)
+    capsys.readouterr()
+    assert main(["train", "--resume", str(out), "--epochs", "2"]) == 2
+    assert "gpu_switches: run has {'channels_last': True}, now None" in capsys.readouterr().err
+    with switched(channels_last=True):
+        assert main(["train", "--resume", str(out), "--epochs", "2", "--tf32"]) == 2
+        assert "tf32: run has False, now True" in capsys.readouterr().err
+        torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = True
+        assert main(["train", "--resume", str(out), "--epochs", "2"]) == 0
+    assert [m["epoch"] for m in read_metrics(out)] == [1, 2] and _flags() == (False, False)
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = True
+    assert main(["eval", str(out), "--device", "cpu"]) == 0 and _flags() == (False, False)
+
+
+def test_the_tf32_flag_says_it_does_nothing_on_the_cpu(capsys):
+    with pytest.raises(SystemExit):
+        main(["train", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--tf32, --no-tf32" in text and "no effect on the CPU [yes]" in text
+    assert "--cuda-graph, --no-cuda-graph" in text and "[auto: on CUDA in a single process" in text
