@@ -4,6 +4,7 @@
 - :mod:`.train`: one training step per variant (``plif bench train``);
 - :mod:`.memory`: peak memory of one training step per memory configuration (``plif bench memory``);
 - :mod:`.candidates`: switchable speed variants against the baseline, side by side (the GPU script);
+- :mod:`.block`: the fused conv block's Triton kernels against the composed layers (the GPU script);
 - helpers: :mod:`.alternate` (steps timed in turns), :mod:`.kernels` (kernels per call and their
   device time), :mod:`.twin` and :mod:`.spikingjelly` (the SpikingJelly comparison).
 """
