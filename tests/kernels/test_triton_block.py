@@ -170,7 +170,7 @@ def test_launch_choices():
 
 
 def test_bad_inputs_are_refused_with_the_argument_named():
-    from plif.kernels.triton_block import block_backward_triton, block_forward_triton
+    from plif.kernels.triton_block import block_backward_triton, block_forward_triton, bn_input_grad_triton
     from plif.neurons.functional import NeuronConfig
     from plif.surrogate import register_surrogate, unregister_surrogate
 
@@ -180,6 +180,19 @@ def test_bad_inputs_are_refused_with_the_argument_named():
     for dtype in (torch.long, torch.float64):
         with pytest.raises(ValueError, match=f"y's dtype {dtype} is not one of fp32, bf16, fp16"):
             block_forward_triton(torch.zeros(1, 1, 1, 2, 2, dtype=dtype), one, one, one, None, NeuronConfig(), True)
+    y, c3 = torch.zeros(2, 1, 3, 5, 4), torch.ones(3)
+    with pytest.raises(ValueError, match=r"block_forward_triton: shift must have shape \[3\] for y of shape"):
+        block_forward_triton(y, c3, one, one, None, NeuronConfig(), True)
+    with pytest.raises(ValueError, match=r"k must hold one value or one per channel \(3\), got shape \[2\]"):
+        block_forward_triton(y, c3, c3, torch.ones(2), None, NeuronConfig(), True)
+    with pytest.raises(ValueError, match=r"v0 must have shape \[1, 3, 5, 4\]"):
+        block_forward_triton(y, c3, c3, one, torch.zeros(1, 3, 4, 5), NeuronConfig(), True)
+    place = torch.zeros(2, 1, 3, 2, 2, dtype=torch.uint8)
+    with pytest.raises(ValueError, match=r"g_out must have shape \[2, 1, 3, 2, 2\] for y of shape \[2, 1, 3, 5, 4\] "
+                                         r"with the pool, got \[2, 1, 3, 5, 4\]"):
+        block_backward_triton(y, c3, c3, c3, one, None, NeuronConfig(), True, place, torch.zeros_like(y), None)
+    with pytest.raises(ValueError, match=r"bn_input_grad_triton: g_z must have shape \[2, 1, 3, 5, 4\]"):
+        bn_input_grad_triton(torch.zeros(2, 1, 3, 5), y, c3, c3, c3, c3, c3, True)
     register_surrogate("h38t_open", grad=lambda x, alpha: torch.ones_like(x))
     try:
         y = torch.zeros(1, 1, 1, 2, 2)

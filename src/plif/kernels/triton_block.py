@@ -347,6 +347,22 @@ def _check_y(y: Tensor, where: str) -> None:
                          "the kernels take their float arguments in fp32)")
 
 
+def _check_shapes(where: str, y: Tensor, pool: bool = False, channel: dict | None = None, k: Tensor | None = None,
+                  step: dict | None = None, pooled: dict | None = None, full: dict | None = None) -> None:
+    """A kernel indexes its arguments by ``y``'s shape: refuse any other shape, naming it."""
+    T, B, C, H, W = y.shape
+    expect = {"channel": (C,), "step": (B, C, H, W), "pooled": (T, B, C, H // 2, W // 2) if pool else tuple(y.shape),
+              "full": tuple(y.shape)}
+    for kind, tensors in (("channel", channel), ("step", step), ("pooled", pooled), ("full", full)):
+        for name, t in (tensors or {}).items():
+            if t is not None and tuple(t.shape) != expect[kind]:
+                raise ValueError(f"{where}: {name} must have shape {list(expect[kind])} for y of shape "
+                                 f"{list(y.shape)}{' with the pool' if kind == 'pooled' and pool else ''}, "
+                                 f"got {list(t.shape)}")
+    if k is not None and k.numel() not in (1, C):
+        raise ValueError(f"{where}: k must hold one value or one per channel ({C}), got shape {list(k.shape)}")
+
+
 def _state(t: Tensor | None, acc: torch.dtype) -> Tensor | None:
     return None if t is None else t.to(acc).contiguous()
 
@@ -457,6 +473,7 @@ def block_forward_triton(y: Tensor, scale: Tensor, shift: Tensor, k: Tensor, v0:
                          cfg: NeuronConfig, pool: bool, need_state: bool = False):
     """``(out, place, v_last)`` of :func:`~.block_reference.block_forward_reference`, on the GPU."""
     _check_y(y, "block_forward_triton")
+    _check_shapes("block_forward_triton", y, channel={"scale": scale, "shift": shift}, k=k, step={"v0": v0})
     return _block_forward_op(y, scale, shift, k, v0, cfg.leak, cfg.hard_reset, float(cfg.v_threshold),
                              float(rest_potential(cfg)), bool(pool), bool(need_state))
 
@@ -467,6 +484,8 @@ def block_backward_triton(y: Tensor, scale: Tensor, shift: Tensor, mean: Tensor,
     """``(g_z, g_v0, g_k, sum_g, sum_gc)`` of :func:`~.block_reference.block_backward_reference`.
     ``g_v0`` is ``∂L/∂V_{-1}`` whether ``v0`` was given or not."""
     _check_y(y, "block_backward_triton")
+    _check_shapes("block_backward_triton", y, pool, {"scale": scale, "shift": shift, "mean": mean}, k,
+                  {"v0": v0, "g_v_last": g_v_last}, {"g_out": g_out, "place": place if pool else None})
     sg = get_surrogate(cfg.surrogate)
     if not sg.fused:
         raise ValueError(f"block_backward_triton: surrogate {cfg.surrogate!r} has no closed form in the fused "
@@ -481,6 +500,8 @@ def bn_input_grad_triton(g_z: Tensor, y: Tensor, mean: Tensor, invstd: Tensor, s
                          sum_gc: Tensor, training: bool) -> Tensor:
     """``∂L/∂y [T, B, C, H, W]`` in ``y``'s dtype, as :func:`~.block_reference.bn_input_grad`."""
     _check_y(y, "bn_input_grad_triton")
+    _check_shapes("bn_input_grad_triton", y, channel={"mean": mean, "invstd": invstd, "scale": scale, "sum_g": sum_g,
+                                                      "sum_gc": sum_gc}, full={"g_z": g_z})
     return _bn_input_grad_op(g_z, y, mean, invstd, scale, sum_g, sum_gc, bool(training))
 
 
