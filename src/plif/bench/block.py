@@ -75,6 +75,7 @@ def _fused(y, gamma, beta, k, g_out, pool: bool, cfg: NeuronConfig):
     mean, invstd, scale, shift = _affine(y, gamma, beta, tb.block_stats_triton)
     out, place, _ = tb.block_forward_triton(y, scale, shift, k, None, cfg, pool)
     g = tb.block_backward_triton(y, scale, shift, mean, k, None, cfg, pool, place, g_out, None)
+    g_z = g[0].clone()  # fp32 y: BatchNorm's input gradient is written over it, call after call
 
     def fwd():
         _, _, s, sh = _affine(y, gamma, beta, tb.block_stats_triton)
@@ -89,7 +90,7 @@ def _fused(y, gamma, beta, k, g_out, pool: bool, cfg: NeuronConfig):
                "forward": lambda: tb.block_forward_triton(y, scale, shift, k, None, cfg, pool),
                "backward": lambda: tb.block_backward_triton(y, scale, shift, mean, k, None, cfg, pool, place, g_out,
                                                             None),
-               "bn_input_grad": lambda: tb.bn_input_grad_triton(g[0], y, mean, invstd, scale, g[3], g[4], True)}
+               "bn_input_grad": lambda: tb.bn_input_grad_triton(g_z, y, mean, invstd, scale, g[3], g[4], True)}
     return fwd, bwd, kernels
 
 

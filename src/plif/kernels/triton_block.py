@@ -39,7 +39,8 @@ chunk adds ``4·chunk/T`` of ``y`` and ``8/T`` of stored potential.  ``sum_g``, 
 deterministic, no atomics, no host synchronisation.  Unrolling costs compile time (seconds for a
 20-step chunk) and registers (about 170 a thread at 20 steps, 110 at 10, by ``ptxas`` for sm_90).
 
-BatchNorm's input gradient: one elementwise pass (read ``g_z`` 4 and ``y`` 4, write ``g_y`` 4).
+BatchNorm's input gradient: one elementwise pass (read ``g_z`` 4 and ``y`` 4, write ``g_y`` 4), over
+``g_z`` itself when ``y`` is fp32.
 Statistics: one read of ``y``; per plane the sums of ``y − p`` and ``(y − p)²`` about the
 channel's first value ``p`` (no cancellation between large means), combined in fp64 on the device.
 
@@ -416,7 +417,9 @@ def _block_backward_op(y: Tensor, scale: Tensor, shift: Tensor, mean: Tensor, k:
     blocks = triton.cdiv(H * W, launch.block)
     parts = torch.zeros((3, B, C, blocks), dtype=acc, device=y.device)
     if y.numel() > 0:
-        ckpt = torch.empty((max(triton.cdiv(T, chunk) - 1, 1), B, C, H, W), dtype=acc, device=y.device)
+        chunks = triton.cdiv(T, chunk)  # the potential entering each chunk but the first
+        ckpt = (torch.empty((chunks - 1, B, C, H, W), dtype=acc, device=y.device) if chunks > 1
+                else _unused(acc, y.device))
         flags = backward_flags(pool, leak, hard, detach, sg_code, k.numel() > 1, v0 is not None,
                                g_v_last is not None, need_k, chunk, launch.block)
         _launch(_block_backward_kernel, (B * C, blocks),
@@ -433,22 +436,33 @@ def _block_backward_op(y: Tensor, scale: Tensor, shift: Tensor, mean: Tensor, k:
     return g_z, g_v0, g_k, sums[0].clone(), sums[1].clone()
 
 
-@triton_op("plif::bn_input_grad", mutates_args=())
-def _bn_input_grad_op(g_z: Tensor, y: Tensor, mean: Tensor, invstd: Tensor, scale: Tensor, sum_g: Tensor,
-                      sum_gc: Tensor, training: bool) -> Tensor:
+def _bn_input_grad_into(g_y: Tensor, g_z: Tensor, y: Tensor, mean: Tensor, invstd: Tensor, scale: Tensor,
+                        sum_g: Tensor, sum_gc: Tensor, training: bool) -> None:
+    """One elementwise pass; ``g_y`` may be ``g_z`` itself (one thread reads an element, then writes it)."""
     acc = g_z.dtype
-    g_z, y = g_z.contiguous(), y.contiguous()
     T, B, C, H, W = y.shape
     mean, invstd, scale = _state(mean, acc), _state(invstd, acc), _state(scale, acc)
     sum_g, sum_gc = _state(sum_g, acc), _state(sum_gc, acc)
+    if y.numel() > 0:
+        launch = plane_launch(H, W)
+        _launch(_bn_input_grad_kernel, (T * B * C, triton.cdiv(H * W, launch.block)),
+                g_z, y, mean, invstd, scale, sum_g, sum_gc, g_y, C, H * W, T * B * H * W,
+                **input_grad_flags(training, launch.block), num_warps=launch.num_warps)
+
+
+@triton_op("plif::bn_input_grad", mutates_args=())
+def _bn_input_grad_op(g_z: Tensor, y: Tensor, mean: Tensor, invstd: Tensor, scale: Tensor, sum_g: Tensor,
+                      sum_gc: Tensor, training: bool) -> Tensor:
+    y = y.contiguous()
     g_y = torch.empty(y.shape, dtype=y.dtype, device=y.device)
-    if y.numel() == 0:
-        return g_y
-    launch = plane_launch(H, W)
-    _launch(_bn_input_grad_kernel, (T * B * C, triton.cdiv(H * W, launch.block)),
-            g_z, y, mean, invstd, scale, sum_g, sum_gc, g_y, C, H * W, T * B * H * W,
-            **input_grad_flags(training, launch.block), num_warps=launch.num_warps)
+    _bn_input_grad_into(g_y, g_z.contiguous(), y, mean, invstd, scale, sum_g, sum_gc, training)
     return g_y
+
+
+@triton_op("plif::bn_input_grad_", mutates_args=("g_z",))
+def _bn_input_grad_inplace_op(g_z: Tensor, y: Tensor, mean: Tensor, invstd: Tensor, scale: Tensor, sum_g: Tensor,
+                              sum_gc: Tensor, training: bool) -> None:
+    _bn_input_grad_into(g_z, g_z, y.contiguous(), mean, invstd, scale, sum_g, sum_gc, training)
 
 
 @triton_op("plif::block_stats", mutates_args=())
@@ -498,10 +512,15 @@ def block_backward_triton(y: Tensor, scale: Tensor, shift: Tensor, mean: Tensor,
 
 def bn_input_grad_triton(g_z: Tensor, y: Tensor, mean: Tensor, invstd: Tensor, scale: Tensor, sum_g: Tensor,
                          sum_gc: Tensor, training: bool) -> Tensor:
-    """``∂L/∂y [T, B, C, H, W]`` in ``y``'s dtype, as :func:`~.block_reference.bn_input_grad`."""
+    """``∂L/∂y [T, B, C, H, W]`` in ``y``'s dtype, as :func:`~.block_reference.bn_input_grad`.  When
+    ``g_z`` is contiguous and of ``y``'s dtype (fp32 ``y``), ``∂L/∂y`` is written over ``g_z``, which is
+    returned: one ``y``-sized buffer less (the contract lets this function reuse ``g_z``)."""
     _check_y(y, "bn_input_grad_triton")
     _check_shapes("bn_input_grad_triton", y, channel={"mean": mean, "invstd": invstd, "scale": scale, "sum_g": sum_g,
                                                       "sum_gc": sum_gc}, full={"g_z": g_z})
+    if g_z.dtype == y.dtype and g_z.is_contiguous():
+        _bn_input_grad_inplace_op(g_z, y, mean, invstd, scale, sum_g, sum_gc, bool(training))
+        return g_z
     return _bn_input_grad_op(g_z, y, mean, invstd, scale, sum_g, sum_gc, bool(training))
 
 
