@@ -173,11 +173,11 @@ def _row(name, fn, device, ideal, copy_gbs, reps, budget_s) -> dict:
 
 
 def _measure(device, shapes: dict, dtypes, short_chunk: int, reps: int, budget_s: float, deadline: float | None,
-             log) -> list[dict]:
+             log, results: list) -> list[dict]:
+    """Append one result per shape and dtype to ``results`` as it is measured; returns it."""
     from ..kernels import triton_block_launch as launch
 
     cfg = NeuronConfig()
-    results = []
     for case, (shape, pool) in shapes.items():
         for dtype in dtypes:
             name = f"{case}-T{shape[0]}-B{shape[1]}-C{shape[2]}-{shape[3]}x{shape[4]}-{str(dtype)[6:]}"
@@ -219,30 +219,32 @@ def _measure(device, shapes: dict, dtypes, short_chunk: int, reps: int, budget_s
     return results
 
 
-def _run_here(device, dry: bool, deadline, log) -> dict:
+def _run_here(device, dry: bool, deadline, log, out: dict) -> dict:
     shapes = DRY_SHAPES if dry else SHAPES
     dtypes = (torch.float32,) if dry else (torch.float32, torch.bfloat16)
-    out = {"device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu (Triton interpreter)",
-           "dry": dry, "torch": torch.__version__}
+    out.update(device=torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu (Triton interpreter)",
+               dry=dry, torch=torch.__version__)
     out["check"] = _check(device, dry, log)
     out["check_ok"] = all(r["ok"] for r in out["check"])
-    out["cases"] = _measure(device, shapes, dtypes, 2 if dry else 10, 2 if dry else 20, 0.5 if dry else 5.0,
-                            deadline, log)
+    out["cases"] = []
+    _measure(device, shapes, dtypes, 2 if dry else 10, 2 if dry else 20, 0.5 if dry else 5.0, deadline, log,
+             out["cases"])
     return out
 
 
 def run_block_bench(device: str | torch.device | None = None, dry: bool | None = None,
-                    deadline: float | None = None, log=print) -> dict:
+                    deadline: float | None = None, log=print, partial: dict | None = None) -> dict:
     """The check and the timings as a JSON-able dict (see the module docstring).  ``device``: CUDA
     when available unless given; on the CPU (or ``dry``) the tiny interpreter run, in a subprocess
     unless this process already interprets.  ``deadline`` (``time.monotonic()``): shapes past it
-    are reported as not run."""
+    are reported as not run.  ``partial``: a dict filled as results come (the device run), so a
+    caller stopped mid-way keeps them; it is the dict returned."""
     device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
     dry = device.type != "cuda" if dry is None else dry
     if device.type == "cuda" and not dry:
-        return _run_here(device, False, deadline, log)
+        return _run_here(device, False, deadline, log, {} if partial is None else partial)
     if os.environ.get("TRITON_INTERPRET") == "1":
-        return _run_here(torch.device("cpu"), True, deadline, log)
+        return _run_here(torch.device("cpu"), True, deadline, log, {} if partial is None else partial)
     env = {**os.environ, "TRITON_INTERPRET": "1"}
     timeout = None if deadline is None else max(30.0, deadline - time.monotonic())
     proc = subprocess.run([sys.executable, "-m", "plif.bench.block", "--dry", "--json"], env=env,
@@ -251,7 +253,11 @@ def run_block_bench(device: str | torch.device | None = None, dry: bool | None =
         log(line)
     if proc.returncode != 0:
         raise RuntimeError(f"the interpreter run of plif.bench.block failed ({proc.returncode}): {proc.stderr[-2000:]}")
-    return json.loads(proc.stdout.splitlines()[-1])
+    result = json.loads(proc.stdout.splitlines()[-1])
+    if partial is None:
+        return result
+    partial.update(result)
+    return partial
 
 
 def main(argv=None) -> int:

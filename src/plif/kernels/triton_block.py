@@ -125,9 +125,8 @@ def _block_forward_kernel(y_ptr, scale_ptr, shift_ptr, k_ptr, v_start_ptr, out_p
     scale, shift, k = _channel_constants(scale_ptr, shift_ptr, k_ptr, plane % C, PER_CHANNEL)
     base = plane.to(tl.int64) * H * W
     unit = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
-    rest = tl.zeros([BLOCK], acc) + v_reset
     step = tl.zeros([], tl.int64)
-    if POOL:  # [BLOCK, 2]: a window's two columns, adjacent in memory, one thread's two lanes
+    if POOL:  # [BLOCK, 2]: a window's two columns, adjacent in memory (a warp reads 128 contiguous bytes)
         wn = (W + 1) // 2
         live = unit < ((H + 1) // 2) * wn
         wr = unit // wn
@@ -168,7 +167,7 @@ def _block_forward_kernel(y_ptr, scale_ptr, shift_ptr, k_ptr, v_start_ptr, out_p
         if HAS_V0:
             v = tl.load(v_start_ptr + n, mask=live, other=0.0)
         else:
-            v = rest
+            v = tl.zeros([BLOCK], acc) + v_reset
         for t in range(T):
             x = tl.load(y_ptr + step + n, mask=live, other=0.0).to(acc)
             _, _, spike, v = _neuron_step(x, v, scale, shift, k, v_th, v_reset, LEAK, HARD)
