@@ -1,11 +1,12 @@
 """The fused block's kernel variants for the lowering check (:mod:`.lowering`).
 
 What :mod:`.triton_block`'s launchers can ask for: every flag of :mod:`.triton_block_launch`,
-the input dtypes (fp32, bf16, fp16; fp64 is not lowered: its state is fp64 by design), ``T = 1``
-(which Triton's JIT passes as a constant), every launch shape, and every backward chunk length
-(1 to :data:`~.triton_block_launch.MAX_CHUNK`).  The covering set holds every value of every flag
-and every pair of two flags' values; the launch shapes and chunk lengths are taken in turn, each
-lowered at least once.  ``--all`` lowers every flag combination at the default launch instead.
+the input dtypes (fp32, bf16, fp16; the launchers refuse fp64), ``T = 1`` (which Triton's JIT
+passes as a constant), every launch shape, and every backward chunk length (1 to
+:data:`~.triton_block_launch.MAX_CHUNK`).  The covering set holds every value of every flag and
+every pair of two flags' values, with the launch shapes and the short chunk lengths taken in turn,
+each lowered at least once.  ``--all`` lowers every flag combination at the default launch, and
+the backward at every chunk length.
 """
 from __future__ import annotations
 
@@ -26,11 +27,11 @@ POINTERS = {"y_ptr": "x", "out_ptr": "x", "g_out_ptr": "x", "g_y_ptr": "x", "pla
                                         "v_end_ptr", "g_end_ptr", "g_z_ptr", "g_start_ptr", "ckpt_ptr", "part_ptr",
                                         "sum_g_ptr", "sum_gc_ptr", "pivot_ptr")}}
 INTS = ("T", "C", "H", "W", "HO", "WO", "N", "NO", "HW", "count")
-_SIZES = (1, 2, 3, 8, 16, 17, 32, 64, 128, 256)
+_SIZES = (1, 2, 3, 8, 16, 17, 32, 64, 128, 256)  # plane sides: every launch shape occurs among them
 # The backward is unrolled over its chunk, and lowering it takes seconds from ~10 steps on: the
 # covering set takes the short chunks (every code path: one step, the first and later steps of a
 # chunk, a chunk past T); --all lowers every length up to MAX_CHUNK.
-_COVER_CHUNKS = (1, 2, 3, 4)  # plane sides: every launch shape occurs among them
+_COVER_CHUNKS = (1, 2, 3, 4)
 
 
 def block_launches(kernel: str, pool: bool = False) -> list[BlockLaunch]:
@@ -85,9 +86,9 @@ def block_covering_variants() -> list[Variant]:
     chunk length taken in turn, rows repeated until every shape and chunk length is lowered."""
     out = []
     for kernel in BLOCK_KERNELS:
-        rows = block_rows(kernel)
+        every = block_rows(kernel)
         by_kind: dict = {}
-        for row in (_cover(rows) if len(rows[0]) > 1 else rows):  # one factor has no pairs: every row
+        for row in (_cover(every) if len(every[0]) > 1 else every):  # one factor has no pairs: every row
             by_kind.setdefault(row.get("pool", False), []).append(row)
         pairs = []
         for pool, rows in by_kind.items():
