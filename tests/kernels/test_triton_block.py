@@ -5,13 +5,13 @@ Without a GPU the kernels run in Triton's interpreter, chosen when ``triton.jit`
 function: everything interpreted runs in one subprocess with ``TRITON_INTERPRET=1`` and reports
 one JSON line per case.  The grid is every value of every factor and every pair of two factors'
 values (T, plane shape with odd and even sides, pool, IF/LIF/PLIF, hard/soft, detached reset,
-τ per layer or per channel, surrogate, ``v0`` and ``∂V_{T-1}`` given or not, ``∂k`` asked or not,
-fp32 or bf16 ``y``), plus the backward in several chunks.  Stated exactness:
+τ per layer or per channel, surrogate, ``v0`` and ``∂V_{T-1}`` given or not, ``∂k`` and ``V_{T-1}``
+asked or not, fp32, bf16 or fp16 ``y``), plus the backward in several chunks.  Stated exactness:
 
-- ``out``, ``place``, ``V_{T-1}`` bit-identical to the reference (fp32 state, so bf16 ``y`` too);
+- ``out``, ``place``, ``V_{T-1}`` bit-identical to the reference (fp32 state, so for half ``y`` too);
 - ``g_z``, ``∂V_{-1}``, ``sum_g``, ``sum_gc`` within 1e-5 of the reference's largest magnitude
   (they differ by the chain rule's rounding order), ``∂k`` within 1e-4 (a sum over every neuron);
-- BatchNorm's input gradient within 1e-5 (fp32, written over ``g_z``) or one bf16 rounding (1e-2);
+- BatchNorm's input gradient within 1e-5 (fp32, written over ``g_z``) or one half rounding (1e-2);
 - the statistics within 1e-5 of ``torch.var_mean``.
 """
 import importlib.util
@@ -37,7 +37,7 @@ from plif.neurons.functional import NeuronConfig
 FACTORS = dict(T=[3, 1], shape=[(2, 3, 5, 6), (1, 2, 4, 7), (2, 2, 3, 3)], pool=[True, False],
                neuron=["IF", "LIF", "PLIF"], hard=[True, False], detach=[True, False], k=["layer", "channel"],
                sg=["atan", "sigmoid", "rect", "triangle"], v0=[False, True], gv=[False, True], need_k=[True, False],
-               dtype=["float32", "bfloat16"])
+               state=[True, False], dtype=["float32", "bfloat16", "float16"])
 
 
 def err(a, b):
@@ -57,8 +57,8 @@ def run(case, name):
     shift = torch.rand(C) * 0.6 + 0.4 - mean * scale
     k = torch.rand(C if case["k"] == "channel" else 1) * 0.5 + 0.3
     v0 = torch.randn(B, C, H, W) * 0.5 if case["v0"] else None
-    ref = block_forward_reference(y, scale, shift, k, v0, cfg, case["pool"], True)
-    got = block_forward_triton(y, scale, shift, k, v0, cfg, case["pool"], True)
+    ref = block_forward_reference(y, scale, shift, k, v0, cfg, case["pool"], case["state"])
+    got = block_forward_triton(y, scale, shift, k, v0, cfg, case["pool"], case["state"])
     g_out = torch.randn(ref[0].shape).to(y.dtype)
     g_v = torch.randn(B, C, H, W) if case["gv"] else None
     rb = block_backward_reference(y, scale, shift, mean, k, v0, cfg, case["pool"], ref[1], g_out, g_v, case["need_k"])
@@ -90,7 +90,7 @@ for case in _cover(rows):
 triton_block_launch.MAX_CHUNK = 2
 for pool, neuron in ((True, "PLIF"), (False, "LIF")):
     case = dict(T=5, shape=(2, 2, 5, 4), pool=pool, neuron=neuron, hard=pool, detach=not pool, k="channel",
-                sg="atan", v0=True, gv=True, need_k=True, dtype="float32")
+                sg="atan", v0=True, gv=True, need_k=True, state=True, dtype="float32")
     print(json.dumps({"group": "chunks", **run(case, f"chunks-{pool}-{neuron}")}), flush=True)
 triton_block_launch.MAX_CHUNK = 20
 # ties: every window all-spiking or all-silent, where max_pool2d's first maximum decides the place
@@ -137,8 +137,8 @@ def _check(r):
     assert all(r["shapes"]), r
     assert r["g_z"] < 1e-5 and r["sum_g"] < 1e-5 and r["sum_gc"] < 1e-5 and r["g_k"] < 1e-4, r
     assert r["g_v0"] < 1e-5 or not r["g_v0_checked"], r
-    assert r["g_y_train"] < (1e-2 if "bfloat16" in r["case"] else 1e-5), r
-    assert r["g_y_eval"] < (1e-2 if "bfloat16" in r["case"] else 1e-5), r
+    half = "float16" in r["case"]  # bfloat16 or float16: ∂L/∂y is rounded to y's dtype
+    assert r["g_y_train"] < (1e-2 if half else 1e-5) and r["g_y_eval"] < (1e-2 if half else 1e-5), r
     assert r["stats"] < 1e-5, r
     assert r["g_y_over_g_z"], r
 
