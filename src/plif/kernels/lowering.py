@@ -10,7 +10,8 @@ The variants are what the launchers can ask for: the flags of :mod:`.triton_laun
 neuron option and surrogate, each launch shape the launch table returns, the input dtypes
 (fp32, bf16, fp16) and ``H``'s (fp32, bf16).  :func:`covering_variants` picks a set in which every
 value of every factor, and every pair of values of two factors, appears (about 20 per kernel
-pass, a few seconds); ``--all`` lowers every flag combination instead.
+pass, a few seconds); ``--all`` lowers every flag combination instead.  The fused block's kernels
+are lowered with them (:mod:`.lowering_block`).
 
     python -m plif.kernels.lowering [--all] [--stop ttir|ttgir]
 """
@@ -112,8 +113,11 @@ def _variant(kernel: str, row: dict, launch: Launch) -> Variant:
 
 def covering_variants() -> list[Variant]:
     """Per kernel, every value of every factor and every pair of two factors' values, with the
-    launch shapes of :func:`launches` taken in turn (rows repeated until each shape is lowered)."""
-    out, shapes = [], launches()
+    launch shapes of :func:`launches` taken in turn (rows repeated until each shape is lowered);
+    then the fused block's (:mod:`.lowering_block`)."""
+    from .lowering_block import block_covering_variants
+
+    out, shapes = block_covering_variants(), launches()
     for kernel, rows in (("forward", _forward_rows()), ("backward", _backward_rows())):
         chosen = _cover(list(rows))
         n = max(len(chosen), len(shapes))
@@ -122,9 +126,12 @@ def covering_variants() -> list[Variant]:
 
 
 def all_variants() -> list[Variant]:
-    """Every flag combination of both kernels at the default launch (fp32 input and ``H``)."""
+    """Every flag combination of both kernels at the default launch (fp32 input and ``H``), and of
+    the fused block's (:mod:`.lowering_block`)."""
+    from .lowering_block import block_all_variants
+
     launch = launch_config(2 ** 20)
-    out = []
+    out = block_all_variants()
     for kernel, rows in (("forward", _forward_rows()), ("backward", _backward_rows())):
         seen = set()
         for row in rows:
@@ -136,9 +143,10 @@ def all_variants() -> list[Variant]:
 
 
 def _kernel(name: str):
-    from . import triton_neuron
+    from . import triton_block, triton_neuron
+    from .lowering_block import BLOCK_KERNELS
 
-    fn = getattr(triton_neuron, f"_{name}_kernel")
+    fn = getattr(triton_block if name in BLOCK_KERNELS else triton_neuron, f"_{name}_kernel")
     if not hasattr(fn, "arg_names") or os.environ.get("TRITON_INTERPRET") == "1":
         raise RuntimeError("TRITON_INTERPRET=1: the kernels are interpreted here, not compiled; "
                            "lower them in a process without it")
@@ -148,24 +156,28 @@ def _kernel(name: str):
 def signature(v: Variant, scalars: str) -> tuple[dict, dict]:
     """``(signature, constexprs)`` of ``v`` for an ``ASTSource``, as a launch with ``scalars``
     (``eager`` or ``inductor``) types them."""
+    from .lowering_block import BLOCK_KERNELS, INTS, POINTERS
+
     fn = _kernel(v.kernel)
     f_type, i_type = SCALARS[scalars]
     flags = dict(v.flags)
     consts = dict(flags)
-    if not flags["PER_CHANNEL"]:
+    block = v.kernel in BLOCK_KERNELS  # the fused block's: C counts channels, not k's values
+    if not block and not flags["PER_CHANNEL"]:
         consts["C"] = 1  # one k: C is 1, which Triton's JIT (and Inductor) pass as a constant
     if v.unit_sizes:
-        consts.update(T=1, INNER=1)
+        consts.update(T=1, **({} if block else {"INNER": 1}))
+    pointers = {**_POINTERS, **POINTERS} if block else _POINTERS
     sig = {}
     for name in fn.arg_names:
         if name in consts:
             sig[name] = "constexpr"
-        elif name in _POINTERS:
-            role = _POINTERS[name]
-            sig[name] = "*" + {"x": _DTYPES[v.x_dtype], "h": _DTYPES[v.h_dtype], "f32": "fp32"}[role]
+        elif name in pointers:
+            role = pointers[name]
+            sig[name] = "*" + {"x": _DTYPES[v.x_dtype], "h": _DTYPES[v.h_dtype], "f32": "fp32", "u8": "u8"}[role]
         elif name in _FLOATS:
             sig[name] = f_type
-        elif name in _INTS:
+        elif name in _INTS or (block and name in INTS):
             sig[name] = i_type
         else:
             raise ValueError(f"kernel {v.kernel}: argument {name!r} has no type in plif.kernels.lowering")

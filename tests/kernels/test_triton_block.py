@@ -1,0 +1,269 @@
+"""The fused block's Triton kernels (``plif.kernels.triton_block``) equal its reference
+(``plif.kernels.block_reference``).
+
+Without a GPU the kernels run in Triton's interpreter, chosen when ``triton.jit`` decorates a
+function: everything interpreted runs in one subprocess with ``TRITON_INTERPRET=1`` and reports
+one JSON line per case.  The grid is every value of every factor and every pair of two factors'
+values (T, plane shape with odd and even sides, pool, IF/LIF/PLIF, hard/soft, detached reset,
+τ per layer or per channel, surrogate, ``v0`` and ``∂V_{T-1}`` given or not, ``∂k`` and ``V_{T-1}``
+asked or not, fp32, bf16 or fp16 ``y``), plus the backward in several chunks.  Stated exactness:
+
+- ``out``, ``place``, ``V_{T-1}`` bit-identical to the reference (fp32 state, so for half ``y`` too);
+- ``g_z``, ``∂V_{-1}``, ``sum_g``, ``sum_gc`` within 1e-5 of the reference's largest magnitude
+  (they differ by the chain rule's rounding order), ``∂k`` within 1e-4 (a sum over every neuron);
+- BatchNorm's input gradient within 1e-5 (fp32, written over ``g_z``) or one half rounding (1e-2);
+- the statistics within 1e-5 of ``torch.var_mean``.
+"""
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("triton") is None, reason="triton is not installed")
+
+_INTERPRETED = r"""
+import itertools, json, sys, torch
+from plif.kernels import triton_block_launch
+from plif.kernels.block_reference import block_backward_reference, block_forward_reference, bn_input_grad
+from plif.kernels.lowering import _cover
+from plif.kernels.triton_block import (block_backward_triton, block_forward_triton, block_stats_triton,
+                                       bn_input_grad_triton)
+from plif.neurons.functional import NeuronConfig
+
+FACTORS = dict(T=[3, 1], shape=[(2, 3, 5, 6), (1, 2, 4, 7), (2, 2, 3, 3)], pool=[True, False],
+               neuron=["IF", "LIF", "PLIF"], hard=[True, False], detach=[True, False], k=["layer", "channel"],
+               sg=["atan", "sigmoid", "rect", "triangle"], v0=[False, True], gv=[False, True], need_k=[True, False],
+               state=[True, False], dtype=["float32", "bfloat16", "float16"])
+
+
+def err(a, b):
+    a, b = a.double(), b.double()
+    return float((a - b).abs().max() / a.abs().max().clamp_min(1e-30)) if a.numel() else 0.0
+
+
+def run(case, name):
+    torch.manual_seed(len(name))
+    T, (B, C, H, W) = case["T"], case["shape"]
+    cfg = NeuronConfig(leak=case["neuron"] != "IF", v_reset=0.0 if case["hard"] else None,
+                       detach_reset=case["detach"], surrogate=case["sg"])
+    y = (torch.randn(T, B, C, H, W) * 2 + 0.5).to(getattr(torch, case["dtype"]))
+    var, mean = torch.var_mean(y.float(), dim=(0, 1, 3, 4), correction=0)
+    invstd = (var + 1e-5).rsqrt()
+    scale = (torch.rand(C) + 0.5) * invstd * torch.where(torch.rand(C) < 0.8, 1.0, -1.0)
+    shift = torch.rand(C) * 0.6 + 0.4 - mean * scale
+    k = torch.rand(C if case["k"] == "channel" else 1) * 0.5 + 0.3
+    v0 = torch.randn(B, C, H, W) * 0.5 if case["v0"] else None
+    ref = block_forward_reference(y, scale, shift, k, v0, cfg, case["pool"], case["state"])
+    got = block_forward_triton(y, scale, shift, k, v0, cfg, case["pool"], case["state"])
+    g_out = torch.randn(ref[0].shape).to(y.dtype)
+    g_v = torch.randn(B, C, H, W) if case["gv"] else None
+    rb = block_backward_reference(y, scale, shift, mean, k, v0, cfg, case["pool"], ref[1], g_out, g_v, case["need_k"])
+    gb = block_backward_triton(y, scale, shift, mean, k, v0, cfg, case["pool"], got[1], g_out, g_v, case["need_k"])
+    out = {"case": name, "out": torch.equal(ref[0], got[0]) and ref[0].dtype == got[0].dtype,
+           "place": torch.equal(ref[1], got[1]) and got[1].dtype == torch.uint8, "v_last": torch.equal(ref[2], got[2]),
+           "shapes": [tuple(a.shape) == tuple(b.shape) and a.dtype == b.dtype for a, b in zip(rb, gb)],
+           "spikes": float(ref[0].float().mean()), "g_k_ref": float(rb[2].abs().max())}
+    for i, key in enumerate(("g_z", "g_v0", "g_k", "sum_g", "sum_gc")):
+        out[key] = err(rb[i], gb[i])
+    out["g_v0_checked"] = v0 is not None
+    for training in (True, False):
+        a = bn_input_grad(rb[0], y, mean, invstd, scale, rb[3], rb[4], training)
+        g_z = gb[0].clone()
+        b = bn_input_grad_triton(g_z, y, mean, invstd, scale, gb[3], gb[4], training)
+        out[f"g_y_{'train' if training else 'eval'}"] = err(a, b) if a.dtype == b.dtype else 1.0
+        out["g_y_over_g_z"] = (b is g_z) == (y.dtype == torch.float32)  # fp32: written over g_z
+    m, v = block_stats_triton(y)
+    out["stats"] = max(err(mean, m), err(var, v))
+    return out
+
+
+rows = [dict(zip(FACTORS, values)) for values in itertools.product(*FACTORS.values())]
+rows = [r for r in rows if not (r["neuron"] == "IF" and (r["k"] == "channel" or not r["need_k"]))]
+for case in _cover(rows):
+    name = "-".join(str(v).replace(" ", "") for v in case.values())
+    print(json.dumps({"group": "grid", **run(case, name)}), flush=True)
+# the backward in chunks: T = 5 with chunks of 2 steps (2 + 2 + 1: a sweep, stored potentials, a partial chunk)
+triton_block_launch.MAX_CHUNK = 2
+for pool, neuron in ((True, "PLIF"), (False, "LIF")):
+    case = dict(T=5, shape=(2, 2, 5, 4), pool=pool, neuron=neuron, hard=pool, detach=not pool, k="channel",
+                sg="atan", v0=True, gv=True, need_k=True, state=True, dtype="float32")
+    print(json.dumps({"group": "chunks", **run(case, f"chunks-{pool}-{neuron}")}), flush=True)
+triton_block_launch.MAX_CHUNK = 20
+# ties: every window all-spiking or all-silent, where max_pool2d's first maximum decides the place
+y = torch.zeros(2, 1, 2, 4, 4)
+y[:, :, 0] = 5.0
+cfg = NeuronConfig(leak=False)
+ref = block_forward_reference(y, torch.ones(2), torch.zeros(2), torch.ones(1), None, cfg, True)
+got = block_forward_triton(y, torch.ones(2), torch.zeros(2), torch.ones(1), None, cfg, True)
+print(json.dumps({"group": "ties", "case": "ties", "out": torch.equal(ref[0], got[0]),
+                  "place": torch.equal(ref[1], got[1]), "places": sorted(set(got[1].flatten().tolist()))}))
+# the operators' schemas (the fake-tensor parts of opcheck cannot run in the interpreter: see test_custom_ops)
+from torch.library import opcheck
+y, c = torch.randn(3, 2, 2, 5, 4), torch.rand(2) + 0.5
+fwd = (y, c, c, c, torch.randn(2, 2, 5, 4), True, True, 1.0, 0.0, True, True)
+out, place, _ = torch.ops.plif.block_forward(*fwd)
+bwd = (y, c, c, c, c, None, place, torch.randn(out.shape), torch.randn(2, 2, 5, 4), True, True, False, 0, 1.0, 3.14,
+       1.0, 0.0, True, True)
+g = torch.ops.plif.block_backward(*bwd)
+bn = (g[0], y, c, c, c, g[3], g[4], True)
+for name, args in (("block_forward", fwd), ("block_backward", bwd), ("bn_input_grad", bn), ("bn_input_grad_", bn),
+                   ("block_stats", (y,))):
+    checks = opcheck(getattr(torch.ops.plif, name).default, args, test_utils=("test_schema", "test_autograd_registration"))
+    print(json.dumps({"group": "opcheck", "case": name, "checks": checks}))
+"""
+
+
+@pytest.fixture(scope="module")
+def interpreted() -> dict:
+    """``group -> case name -> result`` of one interpreter run."""
+    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    proc = subprocess.run([sys.executable, "-c", _INTERPRETED], env=env, capture_output=True, text=True, timeout=600)
+    groups: dict = {}
+    for line in proc.stdout.splitlines():
+        if line.startswith("{"):
+            r = json.loads(line)
+            groups.setdefault(r.pop("group"), {})[r["case"]] = r
+    if proc.returncode != 0 or not groups:
+        pytest.fail(f"the interpreter run stopped early:\n{proc.stderr[-3000:]}")
+    return groups
+
+
+def _check(r):
+    assert r["out"] and r["place"] and r["v_last"], r
+    assert all(r["shapes"]), r
+    assert r["g_z"] < 1e-5 and r["sum_g"] < 1e-5 and r["sum_gc"] < 1e-5 and r["g_k"] < 1e-4, r
+    assert r["g_v0"] < 1e-5 or not r["g_v0_checked"], r
+    half = "float16" in r["case"]  # bfloat16 or float16: ∂L/∂y is rounded to y's dtype
+    assert r["g_y_train"] < (1e-2 if half else 1e-5) and r["g_y_eval"] < (1e-2 if half else 1e-5), r
+    assert r["stats"] < 1e-5, r
+    assert r["g_y_over_g_z"], r
+
+
+@pytest.mark.slow  # the module's one interpreter run: ~13 s on the 2-core machine
+def test_grid_matches_reference(interpreted):
+    """Every factor's values and every pair of two factors' values: forward bit-identical,
+    gradients to rounding (see the module docstring)."""
+    grid = interpreted["grid"]
+    assert len(grid) >= 12
+    for r in grid.values():
+        _check(r)
+    # the grid is not vacuous: neurons fired, and ∂k was non-zero where it was asked for
+    assert sum(0.05 < r["spikes"] < 0.95 for r in grid.values()) >= 2 * len(grid) // 3
+    assert any(r["g_k_ref"] > 0 for r in grid.values())
+
+
+@pytest.mark.slow
+def test_backward_in_chunks_matches_reference(interpreted):
+    """A first sweep storing the potential entering each chunk, then chunk by chunk backwards,
+    the last chunk past T: the same results as one chunk."""
+    chunks = interpreted["chunks"]
+    assert len(chunks) == 2
+    for r in chunks.values():
+        _check(r)
+
+
+@pytest.mark.slow
+def test_pool_ties_choose_the_first_maximum(interpreted):
+    """All-spiking windows choose place 0, all-silent ones too, as ``max_pool2d`` does."""
+    r = interpreted["ties"]["ties"]
+    assert r["out"] and r["place"] and r["places"] == [0], r
+
+
+@pytest.mark.slow
+def test_operators_pass_opcheck_schema_and_autograd_registration(interpreted):
+    results = interpreted["opcheck"]
+    assert set(results) == {"block_forward", "block_backward", "bn_input_grad", "bn_input_grad_", "block_stats"}
+    for r in results.values():
+        assert r["checks"] and all(v == "SUCCESS" for v in r["checks"].values()), r
+
+
+def test_launch_choices():
+    from plif.kernels.triton_block_launch import MAX_CHUNK, backward_launch, chunk_steps, forward_launch
+
+    assert [chunk_steps(t) for t in (1, 8, MAX_CHUNK, MAX_CHUNK + 1, 3 * MAX_CHUNK)] == [
+        1, 8, MAX_CHUNK, MAX_CHUNK // 2 + 1, MAX_CHUNK]
+    assert chunk_steps(5, max_chunk=2) == 2
+    assert forward_launch(128, 128, True).block == 256  # 1,024 neurons
+    assert forward_launch(5, 5, True).block == 16  # 3 x 3 windows (the odd edge in windows of its own)
+    assert forward_launch(32, 32, False).block == 1024
+    assert backward_launch(128, 128).block == 128 and backward_launch(3, 3).num_warps == 1
+
+
+def test_bad_inputs_are_refused_with_the_argument_named():
+    from plif.kernels.triton_block import block_backward_triton, block_forward_triton, bn_input_grad_triton
+    from plif.neurons.functional import NeuronConfig
+    from plif.surrogate import register_surrogate, unregister_surrogate
+
+    one = torch.ones(1)
+    with pytest.raises(ValueError, match=r"block_forward_triton: y must be \[T, B, C, H, W\]"):
+        block_forward_triton(torch.zeros(2, 3, 4), one, one, one, None, NeuronConfig(), True)
+    for dtype in (torch.long, torch.float64):
+        with pytest.raises(ValueError, match=f"y's dtype {dtype} is not one of fp32, bf16, fp16"):
+            block_forward_triton(torch.zeros(1, 1, 1, 2, 2, dtype=dtype), one, one, one, None, NeuronConfig(), True)
+    y, c3 = torch.zeros(2, 1, 3, 5, 4), torch.ones(3)
+    with pytest.raises(ValueError, match=r"block_forward_triton: shift must have shape \[3\] for y of shape"):
+        block_forward_triton(y, c3, one, one, None, NeuronConfig(), True)
+    with pytest.raises(ValueError, match=r"k must hold one value or one per channel \(3\), got shape \[2\]"):
+        block_forward_triton(y, c3, c3, torch.ones(2), None, NeuronConfig(), True)
+    with pytest.raises(ValueError, match=r"v0 must have shape \[1, 3, 5, 4\]"):
+        block_forward_triton(y, c3, c3, one, torch.zeros(1, 3, 4, 5), NeuronConfig(), True)
+    place = torch.zeros(2, 1, 3, 2, 2, dtype=torch.uint8)
+    with pytest.raises(ValueError, match=r"g_out must have shape \[2, 1, 3, 2, 2\] for y of shape \[2, 1, 3, 5, 4\] "
+                                         r"with the pool, got \[2, 1, 3, 5, 4\]"):
+        block_backward_triton(y, c3, c3, c3, one, None, NeuronConfig(), True, place, torch.zeros_like(y), None)
+    with pytest.raises(ValueError, match=r"bn_input_grad_triton: g_z must have shape \[2, 1, 3, 5, 4\]"):
+        bn_input_grad_triton(torch.zeros(2, 1, 3, 5), y, c3, c3, c3, c3, c3, True)
+    register_surrogate("h38t_open", grad=lambda x, alpha: torch.ones_like(x))
+    try:
+        y = torch.zeros(1, 1, 1, 2, 2)
+        with pytest.raises(ValueError, match="surrogate 'h38t_open' has no closed form"):
+            block_backward_triton(y, one, one, one, one, None, NeuronConfig(surrogate="h38t_open"), True,
+                                  torch.zeros(1, 1, 1, 1, 1, dtype=torch.uint8), torch.zeros(1, 1, 1, 1, 1), None)
+    finally:
+        unregister_surrogate("h38t_open")
+
+
+def test_ops_trace_with_fake_tensors_and_under_torch_compile_fullgraph():
+    """What ``torch.compile`` needs: each launcher runs on fake (and symbolic) tensors without a
+    device, giving the contract's shapes and dtypes, and Dynamo captures the four operators in one
+    graph (the capturing backend never runs it: no GPU here)."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    from plif.kernels.triton_block import (block_backward_triton, block_forward_triton, block_stats_triton,
+                                           bn_input_grad_triton)
+    from plif.neurons.functional import NeuronConfig
+
+    cfg = NeuronConfig(detach_reset=False, surrogate="sigmoid")
+
+    def step(y, scale, shift, k, v0, g_out, g_v):
+        out, place, v_last = block_forward_triton(y, scale, shift, k, v0, cfg, True, True)
+        mean, var = block_stats_triton(y)
+        g_z, g_v0, g_k, sum_g, sum_gc = block_backward_triton(y, scale, shift, mean, k, v0, cfg, True, place, g_out,
+                                                              g_v, True)
+        return out, place, v_last, g_z, g_v0, g_k, sum_g, sum_gc, mean, var, bn_input_grad_triton(
+            g_z, y.to(torch.bfloat16), mean, var, scale, sum_g, sum_gc, True)
+
+    args = (torch.randn(3, 2, 4, 5, 7), torch.rand(4), torch.rand(4), torch.rand(4), torch.randn(2, 4, 5, 7),
+            torch.randn(3, 2, 4, 2, 3), torch.randn(2, 4, 5, 7))
+    expected = [((3, 2, 4, 2, 3), torch.float32), ((3, 2, 4, 2, 3), torch.uint8), ((2, 4, 5, 7), torch.float32),
+                ((3, 2, 4, 5, 7), torch.float32), ((2, 4, 5, 7), torch.float32)] + [((4,), torch.float32)] * 5 + [
+                ((3, 2, 4, 5, 7), torch.bfloat16)]
+    for mode in ("fake", "symbolic"):
+        graph = make_fx(step, tracing_mode=mode)(*args).graph
+        out = next(n for n in graph.nodes if n.op == "output").args[0]
+        assert [(tuple(int(d) for d in a.meta["val"].shape), a.meta["val"].dtype) for a in out] == expected, mode
+    graphs = []
+
+    def capture(gm, example_inputs):
+        graphs.append(gm)
+        raise torch._dynamo.exc.BackendCompilerFailed(capture, RuntimeError("captured"))
+
+    with pytest.raises(torch._dynamo.exc.BackendCompilerFailed):
+        torch.compile(step, fullgraph=True, backend=capture, dynamic=True)(*args)
+    ops = [str(n.target) for n in graphs[0].graph.nodes if str(n.target).startswith("plif.")]
+    assert ops == ["plif.block_forward.default", "plif.block_stats.default", "plif.block_backward.default",
+                   "plif.bn_input_grad.default"]
