@@ -29,14 +29,16 @@ where that run timed it; an H100 takes a little longer:
                            naive, auto, cuda-graph, cuda-graph+bf16, compile, compile+graph,
                            spikingjelly, spikingjelly+bf16, spikingjelly+graph, and cuda-graph without
                            TF32; kernels, device time and the bound per step
-  block              40    -: the fused block kernels' own timing (gpu_stages.BLOCK_TIMING), once its
-                           module is in the checkout
   protocol         rest   the paper protocol as plif train --preset paper runs it by default for what is
                            left, at most --protocol-seconds (100: Inductor's compile, then ~15 epochs)
   expected ~320 s; every stage at its budget: ~500 s
 
   plan second (--stages second --budget 440): the paper networks users train for hours, B16
   spikingjelly       20    2 s
+  block              90   ~150 s uncapped (h38t's estimate; cut by its budget, keeping what it measured):
+                           plif bench block: the fused BN->PLIF->max-pool kernels checked against the
+                           reference on the device, then against the composed ops on the Gesture and
+                           CIFAR-10 block shapes, fp32 and bf16, and the backward's chunk (10 vs 20 steps)
   cifar10            90   60 s: CIFAR-10, T = 8, and per network below: auto, cuda-graph,
                            cuda-graph+bf16, cuda-graph+bf16+channels-last, spikingjelly,
                            spikingjelly+bf16, compile+graph (last: one Inductor compile, ~40 s); auto
@@ -45,7 +47,7 @@ where that run timed it; an H100 takes a little longer:
   cifar10-dvs       100   70 s: CIFAR10-DVS, T = 20, synthetic event frames
   memory             90   55 s (measured 55.4 s): DVS128 Gesture T20 B16, naive / spikingjelly / default /
                            exact / low, a fresh process each
-  expected ~270 s; every stage at its budget: ~410 s
+  expected ~360 s; every stage at its budget: ~500 s
 
   not in a plan: protocol-full (520 s), all 64 epochs of the protocol, a call of its own.
 
