@@ -96,7 +96,7 @@ def tiny_train_argv(root, out, *extra, command="train", **kw):
     :data:`TINY_RUN` and of ``kw`` (``max_train_samples=100`` -> ``--max-train-samples 100``; ``True`` /
     ``False`` -> ``--compile`` / ``--no-compile``; ``None`` leaves the field to plif, e.g.
     ``network=None`` for the dataset's own network), then ``extra``."""
-    from plif.train.config import flag_name
+    from plif.train.fields import flag_name
 
     argv = [command]
     for name, value in {**TINY_RUN, "data_dir": str(root), "out": str(out), **kw}.items():

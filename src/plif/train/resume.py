@@ -13,6 +13,7 @@ A period of its own (the paper's 64, or a ``--t-max`` other than the epochs) sta
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 from typing import TYPE_CHECKING
 
@@ -20,12 +21,28 @@ import torch
 
 from ..runs.checkpoint import check_finite, load_checkpoint
 from ..runs.folder import read_metrics
-from .config import PRESETS, config_diff
+from .config import PRESETS
 
 if TYPE_CHECKING:
     from .session import Session
 
-__all__ = ["restore", "resume_state", "rng_state", "set_rng_state"]
+__all__ = ["restore", "resume_state", "rng_state", "set_rng_state", "config_diff", "RESUMABLE_CHANGES"]
+
+# Settings that may change when a run is resumed without changing what it computes.
+RESUMABLE_CHANGES = ("epochs", "device", "out", "eval_batch_size", "data_on_device", "log", "cuda_graph",
+                     "memory", "checkpoint_blocks", "backend", "time_limit", "checkpoint_every")
+
+
+def config_diff(old: dict, new: dict) -> list[str]:
+    """Human-readable differences between two resolved configs that forbid a resume."""
+    diffs = []
+    for key in sorted(set(old) | set(new)):
+        if key in RESUMABLE_CHANGES or key == "network_kwargs":
+            continue
+        a, b = old.get(key), new.get(key)
+        if json.dumps(a) != json.dumps(b):
+            diffs.append(f"  {key}: run has {a!r}, now {b!r}")
+    return diffs
 
 
 def resume_state(s: "Session", epoch: int, metrics: list[dict]) -> dict:

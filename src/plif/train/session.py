@@ -15,10 +15,12 @@ from pathlib import Path
 import torch
 
 from ..data.pipeline import load_train_data, planned_train_samples
+from ..device import pick_device
 from ..kernels.gpu_switches import apply_torch_flags
 from ..models import build_network
 from ..runs.folder import CHECKPOINT_DIR, CHECKPOINTS, RunFolder, prepare_out
-from .config import TrainConfig, check_network, check_outputs, pick_device, resolve_config
+from .checks import check_network, check_outputs
+from .config import TrainConfig, resolve_config
 from .distributed import DistInfo, all_gather_object, broadcast_object, init_distributed, restart_count
 from .graph import GraphTrainer, check_graph_options
 from .optim import adam, graph_adam
