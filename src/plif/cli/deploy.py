@@ -9,10 +9,11 @@ import warnings
 def run_stats(args) -> int:
     from ..deploy import collect_stats, load_run, render_stats
     from ..deploy.eval_data import random_batches, eval_batches
-    from ..train.config import read_stored_config
+    from ..runs import read_run_config
+    from ..train.config import check_stored
 
-    read_stored_config(args.run)  # a value plif train would refuse names config.json and the field
-    net, config = load_run(args.run, which=args.which)
+    config = read_run_config(args.run, check_stored)  # a value plif train refuses: names config.json and the field
+    net, _ = load_run(args.run, which=args.which, config=config)
     if args.random:
         batches = random_batches(net.input_shape, args.samples, args.batch_size, seed=args.seed)
     else:
@@ -39,11 +40,12 @@ def run_export(args) -> int:
     from ..deploy.nir_export import InexactExportWarning, InexactLeakWarning, export_nir
     from ..deploy.nir_import import read_graph
     from ..deploy.nir_targets import TARGETS, describe, target_dt
-    from ..train.config import read_stored_config
+    from ..runs import read_run_config
+    from ..train.config import check_stored
 
     dt = target_dt(args.target, args.dt)  # a --dt the target's importer cannot take: refused before loading
-    read_stored_config(args.run)  # a value plif train would refuse names config.json and the field
-    net, _ = load_run(args.run, which=args.which)
+    config = read_run_config(args.run, check_stored)  # a value plif train refuses: names config.json and the field
+    net, _ = load_run(args.run, which=args.which, config=config)
     with warnings.catch_warnings(record=True) as notes:
         warnings.simplefilter("always", InexactLeakWarning)
         warnings.simplefilter("always", InexactExportWarning)

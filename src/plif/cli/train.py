@@ -6,7 +6,6 @@ from pathlib import Path
 
 
 def run_train(args) -> int:
-    from ..runs import RunFolder
     from ..train.run import train_status
     from ..train.stopping import stopped_exit_status
     from .config_flags import given_settings
@@ -29,7 +28,7 @@ def run_train(args) -> int:
         raise ValueError("--resume needs a run folder (--resume RUN or --out RUN)")
     # Continue with the run's own settings; anything given explicitly must agree with them
     # (train() refuses and lists the differences), except what a resume may change (--epochs, --device).
-    stored = _stored_config(RunFolder(run))
+    stored = _stored_config(run)
     cfg = dataclasses.replace(stored, **{**given, "out": str(run)})
     if args.download:
         _download(cfg)
@@ -51,25 +50,14 @@ def _download(cfg) -> None:
     download_event_dataset(cfg.dataset, cfg.data_dir)
 
 
-def _stored_config(folder):
+def _stored_config(run):
     """The run's config: ``config.json``, or when that is missing or damaged the copy in ``last.pt``
     (the resume rewrites config.json); the config.json error when neither can be had."""
-    from ..runs import load_checkpoint
-    from ..train.config import read_stored_config, stored_config
+    from ..runs import read_run_config
+    from ..train.config import TrainConfig, check_stored
 
-    try:
-        return read_stored_config(folder.path)
-    except (OSError, ValueError) as e:
-        last = folder.checkpoint("last")
-        if not folder.path.is_dir() or not last.is_file():
-            raise
-        try:  # the copy passes the same checks, or config.json's error stands (e.g. a surrogate's
-            # module that cannot be imported here fails both: no "using the copy" before it)
-            stored = stored_config(load_checkpoint(last)["config"], str(last))
-        except (OSError, ValueError):
-            raise e from None
-        print(f"{e}; using the copy of the config in {last}", flush=True)
-        return stored
+    return TrainConfig.from_dict(read_run_config(run, check_stored, fallback=True,
+                                                 log=lambda line: print(line, flush=True)))
 
 
 def run_eval(args) -> int:
@@ -77,12 +65,13 @@ def run_eval(args) -> int:
     from ..progress import sample_bar
     from ..device import pick_device
     from ..data.pipeline import eval_batches, load_test_split
-    from ..runs import RunFolder, load_run
-    from ..train.config import read_stored_config
+    from ..runs import RunFolder, load_run, read_run_config
+    from ..train.config import TrainConfig, check_stored
     from ..train.loop import evaluate
 
     folder = RunFolder(args.run)
-    cfg = read_stored_config(folder.path)
+    config = read_run_config(folder, check_stored)
+    cfg = TrainConfig.from_dict(config)
     device = pick_device(args.device)
     present = [w for w in ("best_test", "best_val") if folder.checkpoint(w).is_file()]
     if not present:
@@ -95,7 +84,7 @@ def run_eval(args) -> int:
         raise ValueError(f"{folder.config}: data_dir {data_dir}: no such folder (moved?); pass --data-dir")
     results, test = {}, None
     for which in present:
-        net, _ = load_run(folder.path, which)
+        net, _ = load_run(folder.path, which, config=config)
         if test is None:
             test = load_test_split(cfg.dataset, data_dir, cfg.T, cfg.max_test_samples, device)
         split, prepare = test

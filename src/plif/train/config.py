@@ -19,7 +19,7 @@ from ..surrogate import SURROGATES, surrogate_spec
 from .checks import NEURON_NAMES, check_names, check_values, meta_network
 from .fields import field_kind, is_int, value_fits
 
-__all__ = ["TrainConfig", "PRESETS", "resolve_config", "check_stored", "read_stored_config", "MEMORY_CHOICES"]
+__all__ = ["TrainConfig", "PRESETS", "resolve_config", "check_stored", "MEMORY_CHOICES"]
 
 MEMORY_CHOICES = ("none", "exact", "low", "all")  # --memory: presets of plif.models.MEMORY_PRESETS
 
@@ -197,20 +197,18 @@ def resolve_config(cfg: TrainConfig) -> TrainConfig:
                                num_classes=entry.num_classes, surrogate=surrogate_spec(cfg.surrogate, "--surrogate"))
 
 
-def check_stored(cfg: TrainConfig, d: dict, source: str) -> None:
-    """A run's stored config (``config.json``) holds only values ``plif train`` accepts, and the
-    derived ones (classes, network keywords) agree with them; errors name ``source``.
+def check_stored(d: dict, source: str) -> None:
+    """A run's stored config (``config.json``, as :func:`plif.runs.read_run_config` reads it) holds
+    only values ``plif train`` accepts, and the derived ones (classes, network keywords) agree with
+    them; errors name ``source``.  The readers of a run pass it in as their ``check``.
 
     The data folder is not checked: a run may be evaluated elsewhere (``--data-dir``)."""
+    cfg = TrainConfig.from_dict(d, source=source)
     try:
         resolved = resolve_config(dataclasses.replace(cfg, data_dir=None, backend="auto"))  # how it ran there
         if "num_classes" in d and cfg.num_classes != resolved.num_classes:  # the input shape build_network checks
             raise ValueError(f"num_classes is {cfg.num_classes!r} but {cfg.dataset} has {resolved.num_classes}")
-        kwargs = d.get("network_kwargs", {})
-        if not isinstance(kwargs, dict):
-            raise ValueError(f"network_kwargs must be an object, got {kwargs!r}")
-        # runs made before the backend left the network kept it among these keywords: it is ignored
-        unknown = sorted(set(kwargs) - set(resolved.network_kwargs()) - {"backend"})
+        unknown = sorted(set(d.get("network_kwargs", {})) - set(resolved.network_kwargs()))
         if unknown:
             raise ValueError(f"network_kwargs has unknown keys {', '.join(map(repr, unknown))}; "
                              f"valid: {', '.join(resolved.network_kwargs())}")
@@ -218,20 +216,3 @@ def check_stored(cfg: TrainConfig, d: dict, source: str) -> None:
         meta_network(dataclasses.replace(resolved, input_shape=cfg.input_shape or resolved.input_shape), outputs=False)
     except ValueError as e:
         raise ValueError(f"{source}: {e}") from None
-
-
-def read_stored_config(run_dir) -> TrainConfig:
-    """A run folder's ``config.json`` as a :class:`TrainConfig` holding only values ``plif train``
-    accepts (:func:`check_stored`); every error names the file, and the field where there is one."""
-    from ..runs import RunFolder
-
-    folder = RunFolder(run_dir)
-    return stored_config(folder.read_config(), str(folder.config))
-
-
-def stored_config(d: dict, source: str) -> TrainConfig:
-    """A stored config dict (``config.json``'s, or the copy in a checkpoint) as a checked
-    :class:`TrainConfig`; errors name ``source``."""
-    cfg = TrainConfig.from_dict(d, source=source)
-    check_stored(cfg, d, source)
-    return cfg
