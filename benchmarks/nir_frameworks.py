@@ -17,7 +17,8 @@ import torch
 from plif.deploy.nir_compare import compare_spikes
 from plif.deploy.nir_export import to_nir
 from plif.deploy.synthetic import liven_
-from plif.models.zoo import build_zoo, get_entry
+from plif.data.catalog import get_dataset
+from plif.models.zoo import build_zoo
 
 
 def main(argv=None):
@@ -31,7 +32,7 @@ def main(argv=None):
     args = p.parse_args(argv)
     for name in args.networks:
         torch.manual_seed(0)
-        e = get_entry(name)
+        e = get_dataset(name)
         net = build_zoo(name, T=args.T)
         liven_(net, torch.randn(8, *e.input_shape))
         with torch.no_grad():

@@ -19,9 +19,9 @@ def narrow_zoo(name):
     were measured on these 32 classes.)"""
     import re
 
-    from plif.models import ZOO
+    from plif.data.catalog import get_dataset
 
-    e = ZOO[name]
+    e = get_dataset(name)
     spec = re.sub(r"c\d+k", "c8k", e.network)
     # the voting layer (the FC before APk10s10) 32 classes x 10 voters, every other FC 32 features
     spec = re.sub(r"FC\d+(-PLIF-APk10s10)?", lambda m: "FC320" + m[1] if m[1] else "FC32", spec)

@@ -129,12 +129,13 @@ def _step_losses(trainer, batches) -> list[float]:
 
 def stage_sync(ctx, st) -> dict:
     """The graph step against the eager one from one seed; no host sync in graph or eager steps."""
-    from plif.models import build_network, get_entry
+    from plif.data.catalog import get_dataset
+    from plif.models import build_network
     from plif.train.graph import GraphTrainer
     from plif.train.loop import train_step
     from plif.train.optim import adam, graph_adam
 
-    entry = get_entry("fashion-mnist")
+    entry = get_dataset("fashion-mnist")
     spec, T, b = (NARROW_FMNIST, 2, 4) if ctx.dry else (entry.network, entry.T, 16)
     dev = ctx.device
     gen = torch.Generator(device="cpu").manual_seed(0)

@@ -27,12 +27,12 @@ def test_unknown_variant():
 
 def test_event_datasets_get_frames_and_static_ones_a_repeated_image():
     from plif.bench.train import _inputs
-    from plif.models import get_entry
+    from plif.data.catalog import get_dataset
 
-    x, xs, y = _inputs(get_entry("dvs128-gesture"), 3, 2, "cpu")
+    x, xs, y = _inputs(get_dataset("dvs128-gesture"), 3, 2, "cpu")
     assert x.shape == (3, 2, 2, 128, 128) and xs is x and y.shape == (2,)
     assert x.min() >= 0 and float(x.mean()) == pytest.approx(0.3, abs=0.01)  # Poisson event counts
-    x, xs, y = _inputs(get_entry("fashion-mnist"), 3, 2, "cpu")
+    x, xs, y = _inputs(get_dataset("fashion-mnist"), 3, 2, "cpu")
     assert x.shape == (2, 1, 28, 28) and xs.shape == (3, 2, 1, 28, 28) and bool((xs == x).all())
 
 

@@ -150,10 +150,10 @@ def _neuron_pairs(c, device, cases, rounds, deadline, log) -> list[PairRow]:
 
 
 def _train_pairs(c, device, batches, T, network, rounds, deadline, log) -> list[PairRow]:
-    from ..models import get_entry
+    from ..data.catalog import get_dataset
     from .train import _build_step, _inputs
 
-    entry = get_entry("fashion-mnist")
+    entry = get_dataset("fashion-mnist")
     T = T or entry.T
     rows = []
     for mode in getattr(c, "modes", None) or MODES:

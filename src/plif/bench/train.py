@@ -28,7 +28,8 @@ from dataclasses import dataclass
 
 import torch
 
-from ..models import build_network, get_entry
+from ..data.catalog import get_dataset
+from ..models import build_network
 from ..train.graph import autocast_context, capture_cuda_graph
 from ..train.loop import train_step
 from ..train.malloc import keep_freed_memory
@@ -95,7 +96,7 @@ def _inputs(entry, T: int, b: int, dev):
     synthetic event frames ``[T, B, C, H, W]`` for both."""
     gen = torch.Generator().manual_seed(0)
     y = torch.randint(0, entry.num_classes, (b,), generator=gen).to(dev)
-    if entry.kind == "event":
+    if entry.is_event:
         x = torch.poisson(torch.full((T, b, *entry.input_shape), 0.3), generator=gen).to(dev)
         return x, x, y
     x = torch.randn(b, *entry.input_shape, generator=gen).to(dev)
@@ -133,7 +134,7 @@ def bench_train(dataset: str = "fashion-mnist", batches=(16,), device: str = "cp
     ``kernels`` (CUDA) also count the kernels of one step.  Past ``deadline`` (``time.monotonic()``)
     the remaining rows say "not run"."""
     dev = torch.device(device)
-    entry = get_entry(dataset)
+    entry = get_dataset(dataset)
     T = T or entry.T
     if variants is None:
         variants = ["naive", "bptt", "auto"] + (["auto+graph"] if dev.type == "cuda" else []) + ["spikingjelly"]

@@ -38,16 +38,15 @@ def run_train(args) -> int:
 def _download(cfg) -> None:
     """``--download``: fetch an event dataset into --data-dir (or the default folder) once every other
     value checked out; static datasets are downloaded by their loader anyway."""
-    from ..data.catalog import get_dataset
     from ..data.event_download import download_event_dataset
     from ..train.config import resolve_config
 
-    if not get_dataset(cfg.dataset).is_event:
+    if not cfg.dataset_spec.is_event:
         return
     if cfg.data_dir is not None:
         Path(cfg.data_dir).expanduser().mkdir(parents=True, exist_ok=True)
     resolve_config(cfg)  # a bad option fails now, not after a long download
-    download_event_dataset(cfg.dataset, cfg.data_dir)
+    download_event_dataset(cfg.dataset_spec, cfg.data_dir)
 
 
 def _stored_config(run):
@@ -86,7 +85,7 @@ def run_eval(args) -> int:
     for which in present:
         net, _ = load_run(folder.path, which, config=config)
         if test is None:
-            test = load_test_split(cfg.dataset, data_dir, cfg.T, cfg.max_test_samples, device)
+            test = load_test_split(cfg.dataset_spec, data_dir, cfg.T, cfg.max_test_samples, device)
         split, prepare = test
         with sample_bar(len(split), f"eval {which}") as bar:
             _, acc, n = evaluate(net.to(device), eval_batches(split, prepare, cfg.eval_batch_size), cfg.num_classes,

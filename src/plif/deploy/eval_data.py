@@ -17,12 +17,13 @@ def eval_batches(config: dict, data_dir: str | Path | None, samples: int | None 
                  batch_size: int = 64) -> Iterator:
     """Batches of the test split of ``config["dataset"]``, prepared as in training: static images
     normalised as the supplement's Preprocessing section says, ``[B, C, H, W]``, event datasets as frames ``[T, B, 2, H, W]``."""
+    from ..data.catalog import get_dataset
     from ..data.pipeline import eval_batches as split_batches, load_test_split
 
     name = config.get("dataset")
     if not name:
         raise ValueError("the run config names no 'dataset'; pass --random to use random input")
-    split, prepare = load_test_split(name, data_dir, int(config["T"]), samples)
+    split, prepare = load_test_split(get_dataset(name), data_dir, int(config["T"]), samples)
     return split_batches(split, prepare, batch_size)
 
 

@@ -13,8 +13,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-from ..data.catalog import DATASETS
-from ..models import get_entry
+from ..data.catalog import DATASETS, DatasetSpec, get_dataset
 from ..surrogate import SURROGATES, surrogate_spec
 from .checks import NEURON_NAMES, check_names, check_values, meta_network
 from .fields import field_kind, is_int, value_fits
@@ -112,6 +111,12 @@ class TrainConfig:
     input_shape: tuple = field(default=(), metadata={"derived": True})
     num_classes: int = field(default=0, metadata={"derived": True})
 
+    @property
+    def dataset_spec(self) -> DatasetSpec:
+        """The record of ``dataset`` (:mod:`plif.data.catalog`): what the data pipeline, the summary
+        and the resolution read; an unknown name raises ``ValueError`` listing the valid ones."""
+        return get_dataset(self.dataset)
+
     def network_kwargs(self) -> dict:
         """Keywords for :func:`plif.models.build_network` that rebuild exactly this network (the
         neuron backend is not among them: it is how the network runs, chosen where it runs)."""
@@ -178,7 +183,7 @@ def resolve_config(cfg: TrainConfig) -> TrainConfig:
     Errors are ``ValueError`` naming the option (``--lr``) and what it must be, raised before any
     work starts.  The ``cpu`` preset's cosine period follows ``epochs`` unless ``t_max`` is given.
     """
-    entry = get_entry(cfg.dataset)  # an unknown name: the error lists the valid ones
+    entry = cfg.dataset_spec  # an unknown name: the error lists the valid ones
     check_names(cfg, PRESETS)
     preset = dict(PRESETS[cfg.preset])
     if preset.pop("cpu_network", False):  # the dataset's own CPU-sized network

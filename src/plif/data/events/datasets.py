@@ -12,7 +12,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..catalog import CIFAR10_CLASSES, DatasetSpec, dataset_folder, get_dataset
+from ..catalog import CIFAR10_CLASSES, DatasetSpec, dataset_folder
 from .gesture import read_gesture_labels, read_trials
 
 __all__ = ["EventSample", "EventDataset", "list_samples", "CIFAR10_CLASSES"]
@@ -169,15 +169,16 @@ def _check_version(path: Path, magic: bytes, what: str) -> None:
 LISTERS = {"split-folders": _split_folders, "class-folders": _class_folders, "gesture-trials": _gesture_trials}
 
 
-def list_samples(name: str, root: str | Path, train: bool, **options) -> list[EventSample]:
-    """Every sample of one split, in a fixed order (class, then file number / trial list order).
+def list_samples(spec: DatasetSpec, root: str | Path, train: bool, **options) -> list[EventSample]:
+    """Every sample of one split of the event dataset whose record is ``spec``, in a fixed order
+    (class, then file number / trial list order).
 
     ``root`` is the dataset folder or its parent.  ``options``: ``train_fraction`` for datasets
     without an official split (CIFAR10-DVS and N-Caltech101, default 0.9: the first 900 files of
     each CIFAR10-DVS class by file number train, the last 100 test, as in the paper).
     """
-    d = get_dataset(name, events=True)
+    d = spec.of_kind(events=True)
     samples = LISTERS[d.loader](d, dataset_folder(root), train, **options)
     if not samples:
-        raise ValueError(f"{name}: no {'train' if train else 'test'} samples under {root} ({d.layout})")
+        raise ValueError(f"{d.name}: no {'train' if train else 'test'} samples under {root} ({d.layout})")
     return samples

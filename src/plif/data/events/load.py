@@ -8,29 +8,29 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ..catalog import default_root, get_dataset
+from ..catalog import DatasetSpec, default_root
 from .cache import build_frames_cache, cache_key, load_cached
 from .datasets import list_samples
 from .file import file_to_frames
 
 __all__ = ["load_event_frames", "prepare_event_frames", "file_to_frames"]
 
-def prepare_event_frames(name: str, root: str | Path | None, T: int, train: bool, split: str = "count",
+def prepare_event_frames(spec: DatasetSpec, root: str | Path | None, T: int, train: bool, split: str = "count",
                          cache_dir: str | Path | None = None, workers: int | None = None,
                          progress: bool = True, allow_empty: bool = False, verify: bool = False,
                          **options) -> Path:
     """Build (or find) the frame cache of one split; returns its folder (see :mod:`.cache`).
 
-    ``root=None`` means ``default_root()/<name>``.  A recording without events stops the build
-    with its path unless ``allow_empty`` (then it is an all-zero sample).  ``verify``: a finished
+    ``spec``: the event dataset's record.  ``root=None`` means ``default_root()/<name>``.  A recording
+    without events stops the build with its path unless ``allow_empty`` (then it is an all-zero sample).  ``verify``: a finished
     cache is reused only once every recording and the frames hash as recorded.
     """
-    info = get_dataset(name, events=True)
+    info = spec.of_kind(events=True)
     if root is None:
-        root = default_root() / name
+        root = default_root() / info.name
     reader_opts = {k: options.pop(k) for k in info.reader_options if k in options}
-    samples = list_samples(name, root, train, **options)
-    params = {"dataset": name, "train": bool(train), "T": int(T), "split": split,
+    samples = list_samples(info, root, train, **options)
+    params = {"dataset": info.name, "train": bool(train), "T": int(T), "split": split,
               "sensor_size": list(info.sensor_size), "reader_opts": reader_opts, "list_options": options,
               "allow_empty": bool(allow_empty)}
     base = Path(cache_dir) if cache_dir is not None else default_root() / "frames"
@@ -40,7 +40,7 @@ def prepare_event_frames(name: str, root: str | Path | None, T: int, train: bool
                                 workers=workers, progress=progress, allow_empty=allow_empty, verify=verify)
     if fresh:
         _say_older(base, folder)
-    _refuse_copies(name, root, base, params, folder, options)
+    _refuse_copies(info, root, base, params, folder, options)
     return folder
 
 
@@ -50,14 +50,14 @@ def _folder(base: Path, params: dict, samples) -> Path:
     return base / f"{params['dataset']}-{split}-T{params['T']}-{params['split']}-{cache_key(params, samples)[:16]}"
 
 
-def _refuse_copies(name: str, root, base: Path, params: dict, folder: Path, options: dict) -> None:
+def _refuse_copies(spec: DatasetSpec, root, base: Path, params: dict, folder: Path, options: dict) -> None:
     """Refuse a recording of one split whose bytes are a recording of the other split (a copy is a
     train/test leak as much as the symlink the lister refuses).  The caches hash every recording
     anyway: the other split's finished cache of the same options is compared; when it is not built
     yet, its own build does the comparison.  Empty files (all alike) are not compared."""
     try:
         other = {**params, "train": not params["train"]}
-        other_folder = _folder(base, other, list_samples(name, root, other["train"], **options))
+        other_folder = _folder(base, other, list_samples(spec, root, other["train"], **options))
         theirs = json.loads((other_folder / "meta.json").read_text())["sources"]
         ours = json.loads((folder / "meta.json").read_text())["sources"]
     except (OSError, ValueError, KeyError, TypeError):  # the other split is not listed or built (yet)
@@ -67,7 +67,7 @@ def _refuse_copies(name: str, root, base: Path, params: dict, folder: Path, opti
     if copies:
         mine, twin = copies[0]
         ours_is, theirs_is = ("train", "test") if params["train"] else ("test", "train")
-        raise ValueError(f"{name}: {mine} ({ours_is}) holds the same bytes as {twin} ({theirs_is}) ({len(copies)} "
+        raise ValueError(f"{spec.name}: {mine} ({ours_is}) holds the same bytes as {twin} ({theirs_is}) ({len(copies)} "
                          "such): a train/test leak; remove the copy")
 
 
@@ -85,10 +85,10 @@ def _say_older(base: Path, folder: Path) -> None:
               file=sys.stderr)
 
 
-def load_event_frames(name: str, root: str | Path | None, T: int, train: bool, split: str = "count",
+def load_event_frames(spec: DatasetSpec, root: str | Path | None, T: int, train: bool, split: str = "count",
                       cache_dir: str | Path | None = None, workers: int | None = None,
                       progress: bool = True, allow_empty: bool = False, **options) -> tuple[torch.Tensor, torch.Tensor]:
-    """Frames and labels of a whole split of the event dataset ``name``.
+    """Frames and labels of a whole split of the event dataset whose record is ``spec``.
 
     Returns ``frames [N, T, 2, H, W]`` of integer event counts (uint8 / int16 / int32, whichever
     holds the largest count; call ``.float()`` per batch) backed by a memory-mapped cache file,
@@ -98,6 +98,6 @@ def load_event_frames(name: str, root: str | Path | None, T: int, train: bool, s
     ``train_fraction`` (CIFAR10-DVS and N-Caltech101 split, default 0.9); ``allow_empty`` keeps recordings
     without events as all-zero samples instead of refusing them.
     """
-    folder = prepare_event_frames(name, root, T, train, split, cache_dir, workers, progress, allow_empty, **options)
+    folder = prepare_event_frames(spec, root, T, train, split, cache_dir, workers, progress, allow_empty, **options)
     frames, labels = load_cached(folder, check=False)  # checked by prepare_event_frames
     return torch.from_numpy(frames), torch.from_numpy(np.asarray(labels, dtype=np.int64))
