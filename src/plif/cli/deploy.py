@@ -8,7 +8,7 @@ import warnings
 
 def run_stats(args) -> int:
     from ..deploy import collect_stats, load_run, render_stats
-    from ..deploy.eval_data import random_batches, eval_batches
+    from ..deploy.synthetic import random_batches
     from ..runs import read_run_config
     from ..train.config import check_stored
 
@@ -17,7 +17,7 @@ def run_stats(args) -> int:
     if args.random:
         batches = random_batches(net.input_shape, args.samples, args.batch_size, seed=args.seed)
     else:
-        batches = eval_batches(config, args.data_dir, args.samples, args.batch_size)
+        batches = _test_batches(config, args.data_dir, args.samples, args.batch_size)
     from ..progress import sample_bar
 
     with sample_bar(args.samples, "stats") as bar:
@@ -29,6 +29,19 @@ def run_stats(args) -> int:
         write_text_atomic(args.json, json.dumps(st.to_dict(), indent=2) + "\n")
         print(f"wrote {args.json}")
     return 0
+
+
+def _test_batches(config: dict, data_dir, samples: int, batch_size: int):
+    """The first ``samples`` of the run's test split, prepared as in training (static images
+    normalised as the supplement's Preprocessing section says, ``[B, C, H, W]``; event datasets as
+    frames ``[T, B, 2, H, W]``), with their labels."""
+    from ..data.catalog import get_dataset
+    from ..data.pipeline import eval_batches, load_test_split
+
+    if not config.get("dataset"):
+        raise ValueError("the run config names no 'dataset'; pass --random to use random input")
+    split, prepare = load_test_split(get_dataset(config["dataset"]), data_dir, int(config["T"]), samples)
+    return eval_batches(split, prepare, batch_size)
 
 
 def run_export(args) -> int:
