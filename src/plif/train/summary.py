@@ -10,7 +10,7 @@ from ..models.structure import spec_as_built
 from .config import TrainConfig
 
 if TYPE_CHECKING:
-    from .session import Session
+    from .state import Session
 
 __all__ = ["run_summary", "epoch_line", "start_lines", "final_report", "LINE_WIDTH"]
 
