@@ -58,6 +58,26 @@ def atis_bin(events) -> bytes:
     return b"".join(bytes([x, y, (p << 7) | (t >> 16), (t >> 8) & 0xFF, t & 0xFF]) for x, y, p, t in events)
 
 
+def write_nmnist(root, train: int = 3, test: int = 0, seed: int = 0) -> list:
+    """An N-MNIST folder ``root/Train/<digit>/<k>.bin`` (``train`` per digit) and ``root/Test/...``
+    (``test`` per digit) of random events; returns ``[(digit, (x, y, p, t))]`` of the training files
+    in listing order."""
+    rng = np.random.default_rng(seed)
+    truth = []
+    for split, n in (("Train", train), ("Test", test)):
+        for d in range(10):
+            for k in range(n):
+                m = int(rng.integers(1, 60))
+                t = np.sort(rng.integers(0, 100_000, m))
+                ev = rng.integers(0, 34, m), rng.integers(0, 34, m), rng.integers(0, 2, m), t
+                f = Path(root) / split / str(d) / f"{k}.bin"
+                f.parent.mkdir(parents=True, exist_ok=True)
+                f.write_bytes(atis_bin(zip(*ev)))
+                if split == "Train":
+                    truth.append((d, ev))
+    return truth
+
+
 def assert_real_png(path, min_side=200, min_std=0.02):
     """The file is a PNG of a sensible size whose pixels are not all one colour; returns the image
     ``[H, W, channels]`` in [0, 1]."""
@@ -134,6 +154,34 @@ def write_run_folder(run, config: dict, metrics=None, summary: dict | None = Non
         (run / "checkpoints").mkdir(exist_ok=True)
         torch.save({"model": state, "epoch": epoch, "config": config}, run / "checkpoints" / f"{checkpoint}.pt")
     return run
+
+
+SMALL_NET = "{c8k3s1-BN-PLIF-MPk2s2}*2-DP-FC40-PLIF-DP-FC20-PLIF-APk10s10"  # on (1, 16, 16), T = 6
+
+
+def small_net(spec: str = SMALL_NET, input_shape=(1, 16, 16), T: int = 6, dtype=None, seed: int = 0, **kw):
+    """A small network with trained-like activity (every spiking layer fires: plif.deploy.synthetic.liven_)."""
+    import torch
+
+    from plif.deploy.synthetic import liven_
+    from plif.models import build_network
+
+    dtype = dtype or torch.float32
+    torch.manual_seed(seed)
+    net = build_network(spec, input_shape, T, **kw).to(dtype)
+    liven_(net, torch.randn(32, *input_shape, dtype=dtype))
+    return net
+
+
+def save_run(run, net=None, spec: str = SMALL_NET, input_shape=(1, 16, 16), T: int = 6, dataset: str = "mnist",
+             name: str = "best_test", seed: int = 0, **extra):
+    """A run folder as the training code writes it (plif.runs) holding checkpoint ``name`` of ``net``
+    (a new :func:`small_net` of ``spec`` when None); returns the network."""
+    net = small_net(spec, input_shape, T, seed=seed) if net is None else net
+    config = {"network": spec, "input_shape": list(input_shape), "T": T, "network_kwargs": {}, "dataset": dataset,
+              **extra}
+    write_run_folder(run, config, model=net, checkpoint=name)
+    return net
 
 
 def quiet(*a, **k):

@@ -9,17 +9,7 @@ from plif.data.events import cache, load_event_frames
 from plif.data.events.cache import build_frames_cache, count_dtype, load_cached
 from plif.data.events.datasets import CIFAR10_CLASSES, EventSample, list_samples
 
-from plif_testing import watch_chunk_builds
-
-
-def nmnist_bytes(x, y, p, t):
-    return b"".join(bytes([a, b, (c << 7) | ((d >> 16) & 0x7F), (d >> 8) & 0xFF, d & 0xFF])
-                    for a, b, c, d in zip(x, y, p, t))
-
-
-def random_events(rng, n, size, t_max=100_000):
-    t = np.sort(rng.integers(0, t_max, n))
-    return rng.integers(0, size, n), rng.integers(0, size, n), rng.integers(0, 2, n), t
+from plif_testing import atis_bin, watch_chunk_builds
 
 
 def direct_count(x, y, p, T, H, W):
@@ -31,20 +21,6 @@ def direct_count(x, y, p, T, H, W):
         j = T - 1 if per == 0 else min(i // per, T - 1)
         F[j, p[i], y[i], x[i]] += 1
     return F
-
-
-@pytest.fixture
-def nmnist_root(tmp_path):
-    rng = np.random.default_rng(0)
-    truth = []
-    for d in range(10):
-        for k in range(3):
-            ev = random_events(rng, int(rng.integers(1, 60)), 34)
-            f = tmp_path / "nm" / "Train" / str(d) / f"{k}.bin"
-            f.parent.mkdir(parents=True, exist_ok=True)
-            f.write_bytes(nmnist_bytes(*ev))
-            truth.append((d, ev))
-    return tmp_path / "nm", truth
 
 
 def test_load_event_frames_nmnist_matches_direct_count(nmnist_root, tmp_path):
@@ -72,7 +48,7 @@ def test_cache_reused_and_keyed_on_parameters(nmnist_root, tmp_path, monkeypatch
         args = {"T": 4, "split": "count", **kw}
         with pytest.raises(AssertionError, match="reused"):
             load_event_frames(get_dataset("nmnist"), root, args["T"], True, split=args["split"], cache_dir=c, workers=0, progress=False)
-    (root / "Train" / "3" / "0.bin").write_bytes(nmnist_bytes([1], [2], [1], [7]))  # a file changed
+    (root / "Train" / "3" / "0.bin").write_bytes(atis_bin([(1, 2, 1, 7)]))  # a file changed
     with pytest.raises(AssertionError, match="reused"):
         load_event_frames(get_dataset("nmnist"), root, 4, True, cache_dir=c, workers=0, progress=False)
 
