@@ -56,7 +56,8 @@ def nmnist_server(monkeypatch):
 def test_nmnist_downloads_resumes_unpacks_and_loads(tmp_path, nmnist_server):
     lines = []
     folder = ed.download_event_dataset(get_dataset("nmnist"), tmp_path / "nm", progress=False, log=lines.append)
-    assert len(list_samples(get_dataset("nmnist"), folder, train=True)) == 20 and len(list_samples(get_dataset("nmnist"), folder, train=False)) == 20
+    nmnist = get_dataset("nmnist")
+    assert len(list_samples(nmnist, folder, train=True)) == 20 and len(list_samples(nmnist, folder, train=False)) == 20
     # the first mirror 404s, the cut transfer of Train.zip is resumed with a Range request
     assert [r for p, r in nmnist_server.requests if p == "/Train.zip"][-1].startswith("bytes=")
     assert sorted(p.name for p in folder.iterdir()) == [".plif-unpacked", "Test", "Train"]  # archives removed
@@ -127,7 +128,8 @@ def test_ncaltech101_downloads_from_its_record(tmp_path, monkeypatch):
     assert DATASETS["ncaltech101"].archives[0].md5 == "66201824eabb0239c7ab992480b50ba3"
     with serve({"/Caltech101.zip": blob}) as (url, _):
         _serve_archives(monkeypatch, "ncaltech101", url, {"Caltech101.zip": blob})
-        folder = ed.download_event_dataset(get_dataset("ncaltech101"), tmp_path / "nc", progress=False, log=lambda *_: None)
+        folder = ed.download_event_dataset(get_dataset("ncaltech101"), tmp_path / "nc", progress=False,
+                                           log=lambda *_: None)
     assert len(list_samples(get_dataset("ncaltech101"), folder, train=True)) == 100 + 9  # 9 of accordion's 10 train
     assert [s.path for s in list_samples(get_dataset("ncaltech101"), folder, train=False)] == [
         str(folder / "Caltech101" / "accordion" / "image_0010.bin")]

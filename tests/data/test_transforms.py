@@ -98,6 +98,7 @@ def test_augment_for_registry():
     assert augment_for(get_dataset("fashion-mnist")) is identity
     x = batch(4, 3, 32, 32)
     assert augment_for(get_dataset("cifar10"))(x, generator=torch.Generator().manual_seed(0)).shape == (4, 3, 32, 32)
-    assert augment_for(get_dataset("mnist"))(batch(), generator=torch.Generator().manual_seed(0)).shape == (6, 1, 28, 28)
+    mnist = augment_for(get_dataset("mnist"))
+    assert mnist(batch(), generator=torch.Generator().manual_seed(0)).shape == (6, 1, 28, 28)
     with pytest.raises(ValueError, match="unknown dataset .svhn."):
         augment_for(get_dataset("svhn"))

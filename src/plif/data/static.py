@@ -201,8 +201,9 @@ def load_static(spec: DatasetSpec, root: str | Path | None = None, train: bool =
                 download: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
     """Load a whole split: ``images uint8 [N, C, H, W]`` (raw 0..255), ``labels int64 [N]``.
 
-    ``spec`` is the record of a static dataset (:data:`plif.data.catalog.DATASETS`).  ``root=None`` means ``default_root()``, and for
-    Fashion-MNIST the Debian folder ``/usr/share/datasets/fashion-mnist`` is searched first.
+    ``spec`` is the record of a static dataset (:data:`plif.data.catalog.DATASETS`).
+    ``root=None`` means ``default_root()``, and for Fashion-MNIST the Debian folder
+    ``/usr/share/datasets/fashion-mnist`` is searched first.
     Missing files are downloaded (md5-checked) unless ``download=False``; if that is impossible a
     ``FileNotFoundError`` names the files and folder.  Corrupt files raise ``ValueError``.
     """

@@ -14,6 +14,8 @@ from typing import Callable, Sequence
 import torch
 import torch.nn.functional as F
 
+from .catalog import DatasetSpec
+
 __all__ = ["normalize", "affine_theta", "apply_affine", "random_affine", "random_crop_flip", "identity",
            "augment_for"]
 
@@ -131,7 +133,7 @@ AUGMENTATIONS: dict[str, Callable[..., torch.Tensor]] = {
 }
 
 
-def augment_for(spec) -> Callable[..., torch.Tensor]:
+def augment_for(spec: DatasetSpec) -> Callable[..., torch.Tensor]:
     """The training augmentation of a dataset (its record ``spec``; the supplement's Preprocessing section) as
     ``f(x, generator=None) -> x``, applied to raw pixel batches ``x [B, C, H, W]`` before :func:`normalize`: MNIST
     affine, CIFAR-10 crop + flip, Fashion-MNIST none (``augment`` of its catalog record)."""

@@ -21,8 +21,9 @@ def prepare_event_frames(spec: DatasetSpec, root: str | Path | None, T: int, tra
                          **options) -> Path:
     """Build (or find) the frame cache of one split; returns its folder (see :mod:`.cache`).
 
-    ``spec``: the event dataset's record.  ``root=None`` means ``default_root()/<name>``.  A recording
-    without events stops the build with its path unless ``allow_empty`` (then it is an all-zero sample).  ``verify``: a finished
+    ``spec``: the event dataset's record.
+    ``root=None`` means ``default_root()/<name>``.  A recording without events stops the build
+    with its path unless ``allow_empty`` (then it is an all-zero sample).  ``verify``: a finished
     cache is reused only once every recording and the frames hash as recorded.
     """
     info = spec.of_kind(events=True)
