@@ -44,8 +44,9 @@ def make_net():
 
 @pytest.fixture
 def make_run():
-    """``make_run(path, net=None, seed=0, spec=..., input_shape=..., T=..., **config) -> network``: a run
-    folder as training writes it, holding ``best_test.pt`` of ``net`` (a new small one when None)."""
+    """``make_run(path, net=None, spec=..., input_shape=..., T=..., seed=0, **config) -> network``: a run
+    folder as training writes it, holding ``best_test.pt`` of ``net`` (a new small one when None;
+    plif_testing.save_run)."""
     return save_run
 
 
