@@ -24,7 +24,8 @@ import torch
 
 from plif.bench.alternate import alternate
 from plif.bench.neuron import machine_description
-from plif.models import MEMORY_PRESETS, build_network, get_entry
+from plif.data.catalog import get_dataset
+from plif.models import MEMORY_PRESETS, build_network
 from plif.train.loop import train_step
 from plif.train.malloc import keep_freed_memory
 from plif.train.optim import adam
@@ -65,7 +66,7 @@ def main(argv=None) -> int:
     torch.set_num_threads(args.threads)
     keep_freed_memory()  # as plif train does on the CPU
     clock = time.thread_time if args.threads == 1 else time.process_time
-    entry = get_entry(args.dataset)
+    entry = get_dataset(args.dataset)
     network = {None: entry.cpu_network, "paper": entry.network}.get(args.network, args.network)
     g = torch.Generator().manual_seed(0)
     x = torch.rand(args.batch, *entry.input_shape, generator=g)

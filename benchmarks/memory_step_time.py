@@ -17,7 +17,8 @@ from functools import partial
 import torch
 
 from plif.bench.alternate import alternate
-from plif.models import MEMORY_PRESETS, build_zoo, get_entry
+from plif.data.catalog import get_dataset
+from plif.models import MEMORY_PRESETS, build_zoo
 from plif.train.loop import train_step
 from plif.train.optim import adam
 
@@ -30,7 +31,7 @@ def main() -> None:
     p.add_argument("--T", type=int, default=20)
     p.add_argument("--rounds", type=int, default=3)
     args = p.parse_args()
-    entry = get_entry(args.network)
+    entry = get_dataset(args.network)
     configs = args.configs.split(",")
     g = torch.Generator().manual_seed(0)
     x = torch.poisson(torch.full((args.T, args.batch, *entry.input_shape), 0.3), generator=g)

@@ -20,7 +20,8 @@ import torch
 from plif.deploy.nir_compare import compare_spikes
 from plif.deploy.nir_export import to_nir
 from plif.deploy.synthetic import liven_
-from plif.models.zoo import build_zoo, get_entry
+from plif.data.catalog import get_dataset
+from plif.models.zoo import build_zoo
 
 
 def main(argv=None):
@@ -40,7 +41,7 @@ def main(argv=None):
 
 def compare(name, seed, args):
     torch.manual_seed(seed)
-    e = get_entry(name)
+    e = get_dataset(name)
     net = build_zoo(name, T=args.T)
     liven_(net, torch.randn(8, *e.input_shape))
     with torch.no_grad():

@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from plif_testing import make_images, shared_dir, write_idx
+from plif_testing import make_images, save_run, shared_dir, small_net, write_idx, write_nmnist
 
 
 @pytest.fixture(scope="session")
@@ -36,9 +36,45 @@ def tiny_fashion(tmp_path_factory):
     return root
 
 
+@pytest.fixture
+def make_net():
+    """``make_net(spec, input_shape, T, dtype, seed, **kw)``: a small network that fires like a trained one."""
+    return small_net
+
+
+@pytest.fixture
+def make_run():
+    """``make_run(path, net=None, spec=..., input_shape=..., T=..., seed=0, **config) -> network``: a run
+    folder as training writes it, holding ``best_test.pt`` of ``net`` (a new small one when None;
+    plif_testing.save_run)."""
+    return save_run
+
+
+@pytest.fixture
+def run_dir(tmp_path):
+    """``(run folder, its network)``: a run of the small network with ``best_test.pt``."""
+    return tmp_path / "run", save_run(tmp_path / "run")
+
+
+@pytest.fixture
+def nmnist_root(request, tmp_path, monkeypatch):
+    """``(root, truth)``: an N-MNIST folder ``root/Train/<digit>/<k>.bin`` (and ``Test/``) of random
+    events, and ``truth``, ``[(digit, (x, y, p, t))]`` of the training recordings in listing order.
+    3 training recordings per digit and no test split, unless the test is marked
+    ``@pytest.mark.nmnist(train=6, test=2)``.  Frame caches built without a ``cache_dir`` go under
+    ``tmp_path`` (``$PLIF_DATA_ROOT``)."""
+    marker = request.node.get_closest_marker("nmnist")
+    counts = {"train": 3, "test": 0, **(marker.kwargs if marker else {})}
+    monkeypatch.setenv("PLIF_DATA_ROOT", str(tmp_path / "cache"))
+    return tmp_path / "nm", write_nmnist(tmp_path / "nm", counts["train"], counts["test"])
+
+
 def pytest_configure(config):
     """Under pytest-xdist each worker takes an equal share of the cores for torch's threads (and
     for the processes the tests start), so that the workers do not fight over them."""
+    config.addinivalue_line("markers", "nmnist(train, test): recordings per digit of the nmnist_root fixture")
+    config.addinivalue_line("markers", "sweep: the whole bad-input sweep (tests/sweep, tens of minutes); "
+                                       "run only when selected: pytest -m sweep")
     workers = os.environ.get("PYTEST_XDIST_WORKER_COUNT")
     if workers:
         threads = str(max(1, (os.cpu_count() or 1) // int(workers)))
@@ -59,3 +95,9 @@ def pytest_collection_modifyitems(config, items):
     # once): the longest work starts while the short tests can still fill the other workers.
     slow = {item.module.__name__ for item in items if item.get_closest_marker("slow")}
     items.sort(key=lambda item: item.module.__name__ not in slow)
+    # The whole sweep runs only when asked for by name (-m sweep), never in the default suite.
+    if "sweep" not in (config.getoption("markexpr") or ""):
+        sweep = [item for item in items if item.get_closest_marker("sweep")]
+        if sweep:
+            config.hook.pytest_deselected(items=sweep)
+            items[:] = [item for item in items if not item.get_closest_marker("sweep")]

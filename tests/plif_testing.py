@@ -19,9 +19,9 @@ def narrow_zoo(name):
     were measured on these 32 classes.)"""
     import re
 
-    from plif.models import ZOO
+    from plif.data.catalog import get_dataset
 
-    e = ZOO[name]
+    e = get_dataset(name)
     spec = re.sub(r"c\d+k", "c8k", e.network)
     # the voting layer (the FC before APk10s10) 32 classes x 10 voters, every other FC 32 features
     spec = re.sub(r"FC\d+(-PLIF-APk10s10)?", lambda m: "FC320" + m[1] if m[1] else "FC32", spec)
@@ -56,6 +56,26 @@ def atis_bin(events) -> bytes:
     """An ATIS ``.bin`` file (N-MNIST, N-Caltech101): 5 bytes per ``(x, y, p, t_us)``; ``y = 240`` is
     a time-stamp overflow record."""
     return b"".join(bytes([x, y, (p << 7) | (t >> 16), (t >> 8) & 0xFF, t & 0xFF]) for x, y, p, t in events)
+
+
+def write_nmnist(root, train: int = 3, test: int = 0, seed: int = 0) -> list:
+    """An N-MNIST folder ``root/Train/<digit>/<k>.bin`` (``train`` per digit) and ``root/Test/...``
+    (``test`` per digit) of random events; returns ``[(digit, (x, y, p, t))]`` of the training files
+    in listing order."""
+    rng = np.random.default_rng(seed)
+    truth = []
+    for split, n in (("Train", train), ("Test", test)):
+        for d in range(10):
+            for k in range(n):
+                m = int(rng.integers(1, 60))
+                t = np.sort(rng.integers(0, 100_000, m))
+                ev = rng.integers(0, 34, m), rng.integers(0, 34, m), rng.integers(0, 2, m), t
+                f = Path(root) / split / str(d) / f"{k}.bin"
+                f.parent.mkdir(parents=True, exist_ok=True)
+                f.write_bytes(atis_bin(zip(*ev)))
+                if split == "Train":
+                    truth.append((d, ev))
+    return truth
 
 
 def assert_real_png(path, min_side=200, min_std=0.02):
@@ -96,7 +116,7 @@ def tiny_train_argv(root, out, *extra, command="train", **kw):
     :data:`TINY_RUN` and of ``kw`` (``max_train_samples=100`` -> ``--max-train-samples 100``; ``True`` /
     ``False`` -> ``--compile`` / ``--no-compile``; ``None`` leaves the field to plif, e.g.
     ``network=None`` for the dataset's own network), then ``extra``."""
-    from plif.train.config import flag_name
+    from plif.train.fields import flag_name
 
     argv = [command]
     for name, value in {**TINY_RUN, "data_dir": str(root), "out": str(out), **kw}.items():
@@ -134,6 +154,34 @@ def write_run_folder(run, config: dict, metrics=None, summary: dict | None = Non
         (run / "checkpoints").mkdir(exist_ok=True)
         torch.save({"model": state, "epoch": epoch, "config": config}, run / "checkpoints" / f"{checkpoint}.pt")
     return run
+
+
+SMALL_NET = "{c8k3s1-BN-PLIF-MPk2s2}*2-DP-FC40-PLIF-DP-FC20-PLIF-APk10s10"  # on (1, 16, 16), T = 6
+
+
+def small_net(spec: str = SMALL_NET, input_shape=(1, 16, 16), T: int = 6, dtype=None, seed: int = 0, **kw):
+    """A small network with trained-like activity (every spiking layer fires: plif.deploy.synthetic.liven_)."""
+    import torch
+
+    from plif.deploy.synthetic import liven_
+    from plif.models import build_network
+
+    dtype = dtype or torch.float32
+    torch.manual_seed(seed)
+    net = build_network(spec, input_shape, T, **kw).to(dtype)
+    liven_(net, torch.randn(32, *input_shape, dtype=dtype))
+    return net
+
+
+def save_run(run, net=None, spec: str = SMALL_NET, input_shape=(1, 16, 16), T: int = 6, dataset: str = "mnist",
+             name: str = "best_test", seed: int = 0, **extra):
+    """A run folder as the training code writes it (plif.runs) holding checkpoint ``name`` of ``net``
+    (a new :func:`small_net` of ``spec`` when None); returns the network."""
+    net = small_net(spec, input_shape, T, seed=seed) if net is None else net
+    config = {"network": spec, "input_shape": list(input_shape), "T": T, "network_kwargs": {}, "dataset": dataset,
+              **extra}
+    write_run_folder(run, config, model=net, checkpoint=name)
+    return net
 
 
 def quiet(*a, **k):

@@ -90,8 +90,8 @@ def test_registries_and_config_fields_are_described(reference):
     out, r = reference
     assert "The four built-in surrogates by name" in section_text((out / "plif/surrogate.html").read_text(),
                                                                   "SURROGATES")
-    models = (out / "plif/models.html").read_text()
-    assert "configurations by dataset name" in section_text(models, "ZOO")  # re-exported from plif.models.zoo
+    data = (out / "plif/data.html").read_text()
+    assert "Every dataset's record by name" in section_text(data, "DATASETS")  # the zoo's entries too
     assert "Adam learning rate" in section_text((out / "plif/train.html").read_text(), "TrainConfig.lr")
 
 

@@ -8,9 +8,9 @@ from plif import device
 def test_one_place_for_the_device_and_its_free_memory():
     from plif.bench import neuron
     from plif.data import pipeline
-    from plif.train import config
+    from plif.train import checks
 
-    assert config.pick_device is device.pick_device
+    assert checks.pick_device is device.pick_device
     assert pipeline.free_memory is device.free_memory and neuron.free_memory is device.free_memory
     assert device.pick_device("auto") == torch.device("cuda" if torch.cuda.is_available() else "cpu")
     assert 0 < device.free_memory("cpu") < 1 << 50

@@ -150,12 +150,13 @@ def stage_sync(ctx, st) -> dict:
     (``plif train``'s default on CUDA) against the compiled eager step, each from one seed; no host
     sync in either captured step and evaluation, nor in the eager step."""
     from plif.device import set_tf32
-    from plif.models import build_network, get_entry
+    from plif.data.catalog import get_dataset
+    from plif.models import build_network
     from plif.train.graph import GraphTrainer
     from plif.train.loop import train_step
     from plif.train.optim import adam, graph_adam
 
-    entry = get_entry("fashion-mnist")
+    entry = get_dataset("fashion-mnist")
     spec, T, b = (NARROW_FMNIST, 2, 4) if ctx.dry else (entry.network, entry.T, 16)
     dev = ctx.device
     set_tf32(True)  # plif train's default

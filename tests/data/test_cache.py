@@ -4,21 +4,16 @@ import numpy as np
 import pytest
 import torch
 
+from plif.data.catalog import get_dataset
 from plif.data.events import cache, load_event_frames
 from plif.data.events.cache import build_frames_cache, count_dtype, load_cached
 from plif.data.events.datasets import CIFAR10_CLASSES, EventSample, list_samples
 
-from plif_testing import watch_chunk_builds
+from plif_testing import atis_bin, watch_chunk_builds
 
-
-def nmnist_bytes(x, y, p, t):
-    return b"".join(bytes([a, b, (c << 7) | ((d >> 16) & 0x7F), (d >> 8) & 0xFF, d & 0xFF])
-                    for a, b, c, d in zip(x, y, p, t))
-
-
-def random_events(rng, n, size, t_max=100_000):
-    t = np.sort(rng.integers(0, t_max, n))
-    return rng.integers(0, size, n), rng.integers(0, size, n), rng.integers(0, 2, n), t
+NMNIST = get_dataset("nmnist")
+GESTURE = get_dataset("dvs128-gesture")
+CIFAR10_DVS = get_dataset("cifar10-dvs")
 
 
 def direct_count(x, y, p, T, H, W):
@@ -32,23 +27,9 @@ def direct_count(x, y, p, T, H, W):
     return F
 
 
-@pytest.fixture
-def nmnist_root(tmp_path):
-    rng = np.random.default_rng(0)
-    truth = []
-    for d in range(10):
-        for k in range(3):
-            ev = random_events(rng, int(rng.integers(1, 60)), 34)
-            f = tmp_path / "nm" / "Train" / str(d) / f"{k}.bin"
-            f.parent.mkdir(parents=True, exist_ok=True)
-            f.write_bytes(nmnist_bytes(*ev))
-            truth.append((d, ev))
-    return tmp_path / "nm", truth
-
-
 def test_load_event_frames_nmnist_matches_direct_count(nmnist_root, tmp_path):
     root, truth = nmnist_root
-    frames, labels = load_event_frames("nmnist", root, 4, True, cache_dir=tmp_path / "c", workers=0, progress=False)
+    frames, labels = load_event_frames(NMNIST, root, 4, True, cache_dir=tmp_path / "c", workers=0, progress=False)
     assert frames.shape == (30, 4, 2, 34, 34) and labels.dtype == torch.int64
     assert frames.dtype == torch.uint8  # counts this small fit a byte
     assert labels.tolist() == [d for d, _ in truth]
@@ -59,26 +40,27 @@ def test_load_event_frames_nmnist_matches_direct_count(nmnist_root, tmp_path):
 def test_cache_reused_and_keyed_on_parameters(nmnist_root, tmp_path, monkeypatch):
     root, _ = nmnist_root
     c = tmp_path / "c"
-    a, _ = load_event_frames("nmnist", root, 4, True, cache_dir=c, workers=0, progress=False)
+    a, _ = load_event_frames(NMNIST, root, 4, True, cache_dir=c, workers=0, progress=False)
 
     def fail(*args, **kw):
         raise AssertionError("cache should have been reused")
 
     monkeypatch.setattr(cache, "_build_chunk", fail)
-    b, _ = load_event_frames("nmnist", root, 4, True, cache_dir=c, workers=0, progress=False)
+    b, _ = load_event_frames(NMNIST, root, 4, True, cache_dir=c, workers=0, progress=False)
     assert torch.equal(a, b)
     for kw in ({"T": 5}, {"split": "time"}):  # each changes the frames: a new cache must be built
         args = {"T": 4, "split": "count", **kw}
         with pytest.raises(AssertionError, match="reused"):
-            load_event_frames("nmnist", root, args["T"], True, split=args["split"], cache_dir=c, workers=0, progress=False)
-    (root / "Train" / "3" / "0.bin").write_bytes(nmnist_bytes([1], [2], [1], [7]))  # a file changed
+            load_event_frames(NMNIST, root, args["T"], True, split=args["split"], cache_dir=c, workers=0,
+                              progress=False)
+    (root / "Train" / "3" / "0.bin").write_bytes(atis_bin([(1, 2, 1, 7)]))  # a file changed
     with pytest.raises(AssertionError, match="reused"):
-        load_event_frames("nmnist", root, 4, True, cache_dir=c, workers=0, progress=False)
+        load_event_frames(NMNIST, root, 4, True, cache_dir=c, workers=0, progress=False)
 
 
 def test_parallel_build_equals_serial(nmnist_root, tmp_path):
     root, _ = nmnist_root
-    samples = list_samples("nmnist", root, True)
+    samples = list_samples(NMNIST, root, True)
     serial = build_frames_cache(samples, tmp_path / "s", 3, "count", (34, 34), workers=0, chunk_size=4, progress=False)
     par = build_frames_cache(samples, tmp_path / "p", 3, "count", (34, 34), workers=2, chunk_size=4, progress=False)
     fs, ls = load_cached(serial)
@@ -93,7 +75,7 @@ def test_worker_error_names_file_and_stops(nmnist_root, tmp_path, workers):
     root, _ = nmnist_root
     bad = root / "Train" / "5" / "1.bin"
     bad.write_bytes(b"\x01\x02\x03\x04\x05\x06\x07")  # 7 bytes: not a whole number of 5-byte events
-    samples = list_samples("nmnist", root, True)
+    samples = list_samples(NMNIST, root, True)
     with pytest.raises(RuntimeError, match=r"Train/5/1\.bin: EventFormatError: .*byte offset 5"):
         build_frames_cache(samples, tmp_path / "x", 3, "count", (34, 34), workers=workers, chunk_size=4, progress=False)
     assert not (tmp_path / "x" / "frames.npy").exists()
@@ -101,7 +83,7 @@ def test_worker_error_names_file_and_stops(nmnist_root, tmp_path, workers):
 
 def test_interrupted_build_resumes(nmnist_root, tmp_path, monkeypatch):
     root, _ = nmnist_root
-    samples = list_samples("nmnist", root, True)
+    samples = list_samples(NMNIST, root, True)
     calls = watch_chunk_builds(monkeypatch, kill_after=3)
     with pytest.raises(KeyboardInterrupt):
         build_frames_cache(samples, tmp_path / "r", 2, "count", (34, 34), workers=0, chunk_size=4, progress=False)
@@ -136,8 +118,8 @@ def test_dvs128_gesture_cut_into_samples(tmp_path):
     (d / "trials_to_train.txt").write_text("user01_natural.aedat\n")
     with pytest.raises(RuntimeError, match=r"user01_natural.aedat: EmptyRecordingError: empty recording: no events in its "
                                            r"cut \[2000, 2001\) us"):
-        load_event_frames("dvs128-gesture", tmp_path, 5, True, cache_dir=tmp_path / "c", workers=0, progress=False)
-    frames, labels = load_event_frames("dvs128-gesture", tmp_path, 5, True, cache_dir=tmp_path / "c", workers=0,
+        load_event_frames(GESTURE, tmp_path, 5, True, cache_dir=tmp_path / "c", workers=0, progress=False)
+    frames, labels = load_event_frames(GESTURE, tmp_path, 5, True, cache_dir=tmp_path / "c", workers=0,
                                        progress=False, allow_empty=True)
     assert frames.shape == (3, 5, 2, 128, 128) and labels.tolist() == [2, 7, 7]
     for i, (a, b) in enumerate([(100, 1100), (1500, 2900), (2000, 2001)]):
@@ -162,8 +144,8 @@ def test_cifar10_dvs_orientation_is_part_of_the_key(tmp_path):
             f.write_bytes(b"#!AER-DAT2.0\r\n# AEChip: ch.unizh.ini.jaer.chip.retina.DVS128\r\n" + body + ext)
             raw[(cls, k)] = (x, y, p)
     c = tmp_path / "c"
-    flipped, labels = load_event_frames("cifar10-dvs", tmp_path / "dvs", 4, False, cache_dir=c, workers=0, progress=False)
-    plain, _ = load_event_frames("cifar10-dvs", tmp_path / "dvs", 4, False, cache_dir=c, workers=0, progress=False,
+    flipped, labels = load_event_frames(CIFAR10_DVS, tmp_path / "dvs", 4, False, cache_dir=c, workers=0, progress=False)
+    plain, _ = load_event_frames(CIFAR10_DVS, tmp_path / "dvs", 4, False, cache_dir=c, workers=0, progress=False,
                                  flip_x=False)
     assert flipped.shape == (10, 4, 2, 128, 128) and labels.tolist() == list(range(10))
     x, y, p = raw[("bird", 10)]
@@ -191,4 +173,4 @@ def test_real_nmnist_sample_through_cache(shared_data, tmp_path):
 def test_root_none_uses_default_root(tmp_path, monkeypatch):
     monkeypatch.setenv("PLIF_DATA_ROOT", str(tmp_path))
     with pytest.raises(FileNotFoundError, match=str(tmp_path / "nmnist")):
-        load_event_frames("nmnist", None, 4, True, workers=0, progress=False)
+        load_event_frames(NMNIST, None, 4, True, workers=0, progress=False)

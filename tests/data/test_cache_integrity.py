@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from plif.cli.main import main
+from plif.data.catalog import get_dataset
 from plif.data.events import cache
 from plif.data.events.cache import CacheError, build_frames_cache, check_cache, load_cached
 from plif.data.events.datasets import list_samples
@@ -37,7 +38,7 @@ def root(tmp_path):
 
 
 def build(root, folder, **kw):
-    samples = list_samples("nmnist", root, True)
+    samples = list_samples(get_dataset("nmnist"), root, True)
     return build_frames_cache(samples, folder, 3, "count", (34, 34), workers=kw.pop("workers", 0), chunk_size=4,
                               progress=False, **kw)
 

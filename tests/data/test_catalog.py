@@ -18,6 +18,7 @@ def test_cpu_preset_uses_each_datasets_cpu_network(name):
     assert cfg.network == d.cpu_network and "c128" not in cfg.network and "c256" not in cfg.network
     paper = resolve_config(TrainConfig(dataset=name, preset="paper"))
     assert paper.network == d.network and paper.T == d.T
+    assert cfg.dataset_spec is d  # what the data pipeline is handed
     net = build_network(cfg.network, d.input_shape, 2)
     with torch.no_grad():
         out = net.eval()(torch.zeros(2, 1, *d.input_shape))
@@ -34,7 +35,7 @@ def test_each_record_names_plugins_that_exist(name):
     d = DATASETS[name]
     assert d.num_classes == len(set(d.classes))
     if not d.is_event:
-        assert d.loader in _LOADERS and augment_for(name) is AUGMENTATIONS[d.augment]
+        assert d.loader in _LOADERS and augment_for(d) is AUGMENTATIONS[d.augment]
         assert len(d.mean) == len(d.std) == d.input_shape[0] and set(d.md5) == set(d.files.values())
     else:
         assert d.loader in LISTERS and d.input_shape[0] == 2 and d.mean is None
@@ -55,7 +56,7 @@ def test_missing_files_message_is_the_catalog_layout(tmp_path, name):
     from plif.data.events.datasets import list_samples
 
     with pytest.raises(FileNotFoundError) as e:
-        list_samples(name, tmp_path, train=True)
+        list_samples(DATASETS[name], tmp_path, train=True)
     assert DATASETS[name].layout in str(e.value)
 
 
@@ -70,5 +71,22 @@ def test_the_kind_is_asked_of_the_record_in_one_way():
     assert get_dataset("nmnist", events=True).name == "nmnist" and get_dataset("mnist", events=False).name == "mnist"
     with pytest.raises(ValueError, match="unknown static dataset 'nmnist'; valid: mnist, fashion-mnist, cifar10$"):
         get_dataset("nmnist", events=False)
+    assert DATASETS["nmnist"].of_kind(events=True) is DATASETS["nmnist"]
+    with pytest.raises(ValueError, match="unknown static dataset 'nmnist'; valid: mnist, fashion-mnist, cifar10$"):
+        DATASETS["nmnist"].of_kind(events=False)  # what a static loader handed an event record says
     with pytest.raises(ValueError, match="kind 'events', expected 'static' or 'event'"):
         replace(DATASETS["nmnist"], kind="events")
+
+
+def test_the_data_package_takes_records_not_names():
+    """A dataset's name is looked up where it comes in (CLI, config, a run's config); below the
+    catalog, plif.data's loaders, listers, downloads and pipeline take the record itself."""
+    import ast
+    from pathlib import Path
+
+    import plif.data
+
+    root = Path(plif.data.__file__).parent
+    lookups = [p.relative_to(root).as_posix() for p in sorted(root.rglob("*.py")) if p.name != "catalog.py"
+               and any(getattr(n, "id", None) == "get_dataset" for n in ast.walk(ast.parse(p.read_text())))]
+    assert lookups == []

@@ -2,7 +2,7 @@ import re
 
 import pytest
 
-from plif.data.catalog import DATASETS
+from plif.data.catalog import DATASETS, get_dataset
 from plif.data.events.datasets import CIFAR10_CLASSES, list_samples
 
 
@@ -23,32 +23,32 @@ def test_nmnist_listing(tmp_path):
             for k in (1, 2, 10):
                 touch(tmp_path / "NMNIST" / split / str(d) / f"{k:05d}.bin" if d == 0 else
                       tmp_path / "NMNIST" / split / str(d) / f"{k}.bin")
-    s = list_samples("nmnist", tmp_path, train=True)
+    s = list_samples(get_dataset("nmnist"), tmp_path, train=True)
     assert len(s) == 30 and [x.label for x in s[:4]] == [0, 0, 0, 1]
     assert [p.path.rsplit("/", 1)[1] for p in s[3:6]] == ["1.bin", "2.bin", "10.bin"]  # numeric order
-    assert len(list_samples("nmnist", tmp_path / "NMNIST", train=False)) == 30
+    assert len(list_samples(get_dataset("nmnist"), tmp_path / "NMNIST", train=False)) == 30
     (tmp_path / "NMNIST" / "Test" / "7").rename(tmp_path / "NMNIST" / "Test" / "seven")
     with pytest.raises(FileNotFoundError, match="Test/7"):
-        list_samples("nmnist", tmp_path, train=False)
+        list_samples(get_dataset("nmnist"), tmp_path, train=False)
 
 
 def test_cifar10_dvs_paper_split(tmp_path):
     for cls in CIFAR10_CLASSES:
         for k in range(1, 11):
             touch(tmp_path / cls / f"cifar10_{cls}_{k}.aedat", b"#!AER-DAT2.0\r\n")
-    train = list_samples("cifar10-dvs", tmp_path, train=True)
-    test = list_samples("cifar10-dvs", tmp_path, train=False)
+    train = list_samples(get_dataset("cifar10-dvs"), tmp_path, train=True)
+    test = list_samples(get_dataset("cifar10-dvs"), tmp_path, train=False)
     assert len(train) == 90 and len(test) == 10
     assert [s.label for s in test] == list(range(10))
     assert all(s.path.endswith("_10.aedat") for s in test)  # by file number, not by name: 10 is last
     assert train[0].path.endswith("cifar10_airplane_1.aedat") and train[8].path.endswith("_9.aedat")
-    assert len(list_samples("cifar10-dvs", tmp_path, train=True, train_fraction=0.5)) == 50
+    assert len(list_samples(get_dataset("cifar10-dvs"), tmp_path, train=True, train_fraction=0.5)) == 50
 
 
 def test_cifar10_dvs_missing_class(tmp_path):
     touch(tmp_path / "airplane" / "a_1.aedat")
     with pytest.raises(FileNotFoundError, match="automobile"):
-        list_samples("cifar10-dvs", tmp_path, train=True)
+        list_samples(get_dataset("cifar10-dvs"), tmp_path, train=True)
 
 
 def test_gesture_listing_and_errors(tmp_path):
@@ -59,18 +59,18 @@ def test_gesture_listing_and_errors(tmp_path):
         touch(d / f"{rec}.aedat", b"#!AER-DAT3.1\r\n#!END-HEADER\r\n")
         (d / f"{rec}_labels.csv").write_text("class,startTime_usec,endTime_usec\n" +
                                              "".join(f"{c},{a},{b}\n" for c, a, b in rows))
-    s = list_samples("dvs128-gesture", tmp_path, train=True)
+    s = list_samples(get_dataset("dvs128-gesture"), tmp_path, train=True)
     assert [(x.label, x.start, x.end) for x in s] == [(0, 0, 10), (10, 10, 20), (4, 3, 4)]
     assert s[2].path == str(d / "user02_led.aedat")
     with pytest.raises(FileNotFoundError, match="trials_to_test.txt"):
-        list_samples("dvs128-gesture", tmp_path, train=False)
+        list_samples(get_dataset("dvs128-gesture"), tmp_path, train=False)
     (d / "user02_led.aedat").unlink()
     with pytest.raises(FileNotFoundError, match="lists user02_led.aedat"):
-        list_samples("dvs128-gesture", tmp_path, train=True)
+        list_samples(get_dataset("dvs128-gesture"), tmp_path, train=True)
     with pytest.raises(ValueError, match="unknown event dataset 'n-caltech101'; valid: nmnist, cifar10-dvs"):
-        list_samples("n-caltech101", tmp_path, train=True)
+        list_samples(get_dataset("n-caltech101", events=True), tmp_path, train=True)
     with pytest.raises(ValueError, match="unknown event dataset 'mnist'"):  # a static dataset is refused too
-        list_samples("mnist", tmp_path, train=True)
+        list_samples(get_dataset("mnist"), tmp_path, train=True)
 
 
 def _nmnist_tree(root, n=2):
@@ -86,13 +86,13 @@ def test_empty_class_folder_is_refused_in_every_dataset(tmp_path):
     for f in (root / "Train" / "4").iterdir():
         f.unlink()
     with pytest.raises(FileNotFoundError, match=r"nmnist: no \*.bin files in class folder .*Train/4: an empty class"):
-        list_samples("nmnist", root, train=True)
+        list_samples(get_dataset("nmnist"), root, train=True)
     for cls in CIFAR10_CLASSES:
         (tmp_path / "c" / cls).mkdir(parents=True)
         if cls != "dog":
             touch(tmp_path / "c" / cls / f"cifar10_{cls}_1.aedat")
     with pytest.raises(FileNotFoundError, match=r"cifar10-dvs: no \*.aedat/\*.aedat4 files in class folder .*dog: an empty"):
-        list_samples("cifar10-dvs", tmp_path / "c", train=True)
+        list_samples(get_dataset("cifar10-dvs"), tmp_path / "c", train=True)
 
 
 @pytest.mark.parametrize("names,said", [
@@ -106,20 +106,20 @@ def test_cifar10_dvs_file_numbers(tmp_path, names, said):
     for n in names:
         touch(tmp_path / "cat" / n)
     with pytest.raises(ValueError, match=re.escape(said)):
-        list_samples("cifar10-dvs", tmp_path, train=True)
+        list_samples(get_dataset("cifar10-dvs"), tmp_path, train=True)
 
 
 def test_nmnist_duplicate_number_and_linked_test_folder(tmp_path):
     root = _nmnist_tree(tmp_path / "nm")
     touch(root / "Train" / "3" / "1.bin")  # beside 00001.bin
     with pytest.raises(ValueError, match=r"Train/3 holds 00001.bin and 1.bin, both number 1"):
-        list_samples("nmnist", root, train=True)
+        list_samples(get_dataset("nmnist"), root, train=True)
     (root / "Train" / "3" / "1.bin").unlink()
     import shutil
     shutil.rmtree(root / "Test" / "5")
     (root / "Test" / "5").symlink_to(root / "Train" / "5")
     with pytest.raises(ValueError, match=r"Train/5/00001.bin is in both the train and the test split \(2 such\)"):
-        list_samples("nmnist", root, train=False)
+        list_samples(get_dataset("nmnist"), root, train=False)
 
 
 def _gesture(tmp_path, train_list, test_list, head=b"#!AER-DAT3.1\r\n#!END-HEADER\r\n"):
@@ -136,37 +136,37 @@ def _gesture(tmp_path, train_list, test_list, head=b"#!AER-DAT3.1\r\n#!END-HEADE
 def test_gesture_leak_duplicate_and_wrong_format(tmp_path):
     _gesture(tmp_path, ["user01_led.aedat", "user02_led.aedat"], ["user02_led.aedat"])
     with pytest.raises(ValueError, match=r"user02_led.aedat is in both the train and the test split \(1 such\)"):
-        list_samples("dvs128-gesture", tmp_path, train=True)
+        list_samples(get_dataset("dvs128-gesture"), tmp_path, train=True)
     with pytest.raises(ValueError, match="a train/test leak"):
-        list_samples("dvs128-gesture", tmp_path, train=False)
+        list_samples(get_dataset("dvs128-gesture"), tmp_path, train=False)
     _gesture(tmp_path, ["user01_led.aedat", "user01_led.aedat"], ["user03_led.aedat"])
     with pytest.raises(ValueError, match=r"user01_led.aedat is listed twice in .*trials_to_train.txt"):
-        list_samples("dvs128-gesture", tmp_path, train=True)
+        list_samples(get_dataset("dvs128-gesture"), tmp_path, train=True)
     _gesture(tmp_path, ["user04_led.aedat"], ["user05_led.aedat"], head=b"#!AER-DAT2.0\r\n# AEChip: DVS128\r\n")
     with pytest.raises(ValueError, match=r"user04_led.aedat: dvs128-gesture recordings are AEDAT 3.1 .*"
                                          r"its first line is '#!AER-DAT2.0'"):
-        list_samples("dvs128-gesture", tmp_path, train=True)
+        list_samples(get_dataset("dvs128-gesture"), tmp_path, train=True)
     (tmp_path / "DvsGesture" / "user05_led_labels.csv").unlink()
     with pytest.raises(FileNotFoundError, match=r"lists user05_led.aedat, but its label file .*user05_led_labels.csv is missing"):
-        list_samples("dvs128-gesture", tmp_path, train=False)
+        list_samples(get_dataset("dvs128-gesture"), tmp_path, train=False)
 
 
 def test_no_samples_says_what_was_looked_for(tmp_path):
     d = _gesture(tmp_path, ["user01_led.aedat"], ["user02_led.aedat"])
     (d / "user01_led_labels.csv").write_text("class,startTime_usec,endTime_usec\n")
     with pytest.raises(ValueError, match=r"dvs128-gesture: no train samples under .* \(.*trials_to_train.txt"):
-        list_samples("dvs128-gesture", tmp_path, train=True)
+        list_samples(get_dataset("dvs128-gesture"), tmp_path, train=True)
 
 
 def test_odd_entries_in_a_class_folder_are_refused(tmp_path):
     root = _nmnist_tree(tmp_path / "nm")
     (root / "Train" / "8" / "00009.bin").mkdir()
     with pytest.raises(ValueError, match=r"Train/8/00009.bin is not a regular file"):
-        list_samples("nmnist", root, train=True)
+        list_samples(get_dataset("nmnist"), root, train=True)
     (root / "Train" / "8" / "00009.bin").rmdir()
     (root / "Train" / "8" / "00009.bin").symlink_to(tmp_path / "gone.bin")
     with pytest.raises(ValueError, match=r"Train/8/00009.bin is a dangling link"):
-        list_samples("nmnist", root, train=True)
+        list_samples(get_dataset("nmnist"), root, train=True)
 
 
 def test_the_folder_a_recording_was_listed_from_lists_it_again(tmp_path):
@@ -179,6 +179,6 @@ def test_the_folder_a_recording_was_listed_from_lists_it_again(tmp_path):
         touch(tmp_path / "CIFAR10-DVS" / cls / f"cifar10_{cls}_1.aedat", b"#!AER-DAT2.0\r\n")
     _gesture(tmp_path, ["user01_led.aedat"], ["user02_led.aedat"])
     for name, folder in (("nmnist", "NMNIST"), ("cifar10-dvs", "CIFAR10-DVS"), ("dvs128-gesture", "DvsGesture")):
-        samples = list_samples(name, tmp_path, train=True)  # the parent given: the dataset's own folder comes back
-        assert {recordings_folder(name, s.path) for s in samples} == {tmp_path / folder}, name
-        assert list_samples(name, recordings_folder(name, samples[0].path), train=True) == samples, name
+        samples = list_samples(get_dataset(name), tmp_path, train=True)  # the parent given: the dataset's own folder comes back
+        assert {recordings_folder(get_dataset(name), s.path) for s in samples} == {tmp_path / folder}, name
+        assert list_samples(get_dataset(name), recordings_folder(get_dataset(name), samples[0].path), train=True) == samples, name

@@ -16,7 +16,7 @@ from local_http import serve  # noqa: E402
 from plif.cli.main import main  # noqa: E402
 from plif.data import event_download as ed  # noqa: E402
 from plif.data.archive import ArchiveError  # noqa: E402
-from plif.data.catalog import DATASETS, NCALTECH101_CLASSES  # noqa: E402
+from plif.data.catalog import DATASETS, NCALTECH101_CLASSES, get_dataset  # noqa: E402
 from plif.data.events.datasets import list_samples  # noqa: E402
 
 
@@ -55,13 +55,14 @@ def nmnist_server(monkeypatch):
 
 def test_nmnist_downloads_resumes_unpacks_and_loads(tmp_path, nmnist_server):
     lines = []
-    folder = ed.download_event_dataset("nmnist", tmp_path / "nm", progress=False, log=lines.append)
-    assert len(list_samples("nmnist", folder, train=True)) == 20 and len(list_samples("nmnist", folder, train=False)) == 20
+    folder = ed.download_event_dataset(get_dataset("nmnist"), tmp_path / "nm", progress=False, log=lines.append)
+    nmnist = get_dataset("nmnist")
+    assert len(list_samples(nmnist, folder, train=True)) == 20 and len(list_samples(nmnist, folder, train=False)) == 20
     # the first mirror 404s, the cut transfer of Train.zip is resumed with a Range request
     assert [r for p, r in nmnist_server.requests if p == "/Train.zip"][-1].startswith("bytes=")
     assert sorted(p.name for p in folder.iterdir()) == [".plif-unpacked", "Test", "Train"]  # archives removed
     n = len(nmnist_server.requests)
-    ed.download_event_dataset("nmnist", folder, progress=False, log=lines.append)
+    ed.download_event_dataset(get_dataset("nmnist"), folder, progress=False, log=lines.append)
     assert len(nmnist_server.requests) == n and lines[-1].startswith("nmnist: already downloaded and unpacked")
 
 
@@ -81,7 +82,7 @@ def test_an_unreachable_server_is_named_once(tmp_path, monkeypatch):
     one = (replace(DATASETS["nmnist"].archives[0], urls=(url,), md5="0" * 32),)
     monkeypatch.setitem(DATASETS, "nmnist", replace(DATASETS["nmnist"], archives=one))
     with pytest.raises(OSError) as e:
-        ed.download_event_dataset("nmnist", tmp_path, progress=False, log=lambda *_: None)
+        ed.download_event_dataset(get_dataset("nmnist"), tmp_path, progress=False, log=lambda *_: None)
     msg = str(e.value)
     assert msg.count(url) == 1 and "attempts failed" in msg and "nothing received" in msg
     assert [p.name for p in tmp_path.iterdir()] == []
@@ -94,7 +95,7 @@ def test_a_dataset_unpacked_by_hand_is_not_downloaded_again(tmp_path, nmnist_ser
             f.parent.mkdir(parents=True)
             f.write_bytes(_nmnist_bin(3, d))
     lines = []
-    ed.download_event_dataset("nmnist", tmp_path, log=lines.append)
+    ed.download_event_dataset(get_dataset("nmnist"), tmp_path, log=lines.append)
     assert nmnist_server.requests == [] and "unpacked by hand" in lines[-1]
 
 
@@ -127,9 +128,10 @@ def test_ncaltech101_downloads_from_its_record(tmp_path, monkeypatch):
     assert DATASETS["ncaltech101"].archives[0].md5 == "66201824eabb0239c7ab992480b50ba3"
     with serve({"/Caltech101.zip": blob}) as (url, _):
         _serve_archives(monkeypatch, "ncaltech101", url, {"Caltech101.zip": blob})
-        folder = ed.download_event_dataset("ncaltech101", tmp_path / "nc", progress=False, log=lambda *_: None)
-    assert len(list_samples("ncaltech101", folder, train=True)) == 100 + 9  # 9 of accordion's 10 train
-    assert [s.path for s in list_samples("ncaltech101", folder, train=False)] == [
+        folder = ed.download_event_dataset(get_dataset("ncaltech101"), tmp_path / "nc", progress=False,
+                                           log=lambda *_: None)
+    assert len(list_samples(get_dataset("ncaltech101"), folder, train=True)) == 100 + 9  # 9 of accordion's 10 train
+    assert [s.path for s in list_samples(get_dataset("ncaltech101"), folder, train=False)] == [
         str(folder / "Caltech101" / "accordion" / "image_0010.bin")]
 
 
@@ -141,7 +143,7 @@ def test_an_archive_with_the_right_md5_but_not_the_layout_is_refused(tmp_path, m
         _serve_archives(monkeypatch, "nmnist", url, {"Train.zip": bad, "Test.zip": good})
         with pytest.raises(ArchiveError, match=r"Train.zip: holds no file like 'Train/0/\*.bin' \(10 of the 10 "
                                                r"entries needed are missing; its top level: Foo\)"):
-            ed.download_event_dataset("nmnist", tmp_path, progress=False, log=lambda *_: None)
+            ed.download_event_dataset(get_dataset("nmnist"), tmp_path, progress=False, log=lambda *_: None)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["Train.zip"]  # kept for a look; nothing unpacked or stamped
 
 
@@ -150,11 +152,11 @@ def test_unpacked_archives_that_the_loaders_do_not_find_are_not_called_ready(tmp
     zips = {s: _zip_bytes({f"{s}/{d}/1.bin": _nmnist_bin(3, d) for d in range(10)}) for s in ("Train", "Test")}
     with serve({f"/{s}.zip": z for s, z in zips.items()}) as (url, _):
         _serve_archives(monkeypatch, "nmnist", url, {f"{s}.zip": z for s, z in zips.items()})
-        ed.download_event_dataset("nmnist", tmp_path, progress=False, log=lambda *_: None)
+        ed.download_event_dataset(get_dataset("nmnist"), tmp_path, progress=False, log=lambda *_: None)
     (tmp_path / "Test" / "7" / "1.bin").unlink()
     with pytest.raises(ValueError, match=r"loaders do not find the dataset there now \(nmnist: no \*.bin files in "
                                          r"class folder .*7: an empty class is refused\); remove .*\.plif-unpacked"):
-        ed.download_event_dataset("nmnist", tmp_path, progress=False, log=lambda *_: None)
+        ed.download_event_dataset(get_dataset("nmnist"), tmp_path, progress=False, log=lambda *_: None)
 
 
 def test_gesture_prints_manual_steps_then_unpacks_the_archive_put_there(tmp_path, monkeypatch, capsys):
@@ -177,9 +179,9 @@ def test_gesture_prints_manual_steps_then_unpacks_the_archive_put_there(tmp_path
             tf.addfile(info, io.BytesIO(data))
     (tmp_path / "DvsGesture.tar.gz").write_bytes(buf.getvalue())
     with pytest.raises(ValueError, match="DvsGesture.tar.gz: md5 .* != expected 8a5c71fb"):
-        ed.download_event_dataset("dvs128-gesture", tmp_path, log=lambda *_: None)
+        ed.download_event_dataset(get_dataset("dvs128-gesture"), tmp_path, log=lambda *_: None)
     _serve_archives(monkeypatch, "dvs128-gesture", "https://ibm.example", {"DvsGesture.tar.gz": buf.getvalue()})
-    ed.download_event_dataset("dvs128-gesture", tmp_path, log=lambda *_: None)
+    ed.download_event_dataset(get_dataset("dvs128-gesture"), tmp_path, log=lambda *_: None)
     assert (tmp_path / "DvsGesture" / "trials_to_train.txt").read_bytes() == b"user01_natural.aedat\n"
 
 
@@ -191,4 +193,4 @@ def test_train_download_checks_options_first_then_fetches(tmp_path, nmnist_serve
     seen = []
     monkeypatch.setattr(plif.train.run, "train_status", lambda cfg, resume=False, **kw: (seen.append(cfg), None))
     assert main(["train", "--dataset", "nmnist", "--data-dir", str(tmp_path / "d"), "--download"]) == 0
-    assert len(seen) == 1 and len(list_samples("nmnist", tmp_path / "d", train=True)) == 20
+    assert len(seen) == 1 and len(list_samples(get_dataset("nmnist"), tmp_path / "d", train=True)) == 20

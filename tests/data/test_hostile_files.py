@@ -7,6 +7,7 @@ import zlib
 import numpy as np
 import pytest
 
+from plif.data.catalog import get_dataset
 from plif.data.events import EventFormatError, read_events
 from plif.data.frames import check_frame_shape, events_to_frames
 from plif.data.idx import read_idx
@@ -171,4 +172,4 @@ def test_cifar_archive_member_larger_than_a_batch_is_not_read(tmp_path, monkeypa
     blob = comp.compress(info.tobuf(format=tarfile.GNU_FORMAT)) + comp.compress(bytes((2 << 20) + 1024)) + comp.flush()
     (tmp_path / "cifar-10-python.tar.gz").write_bytes(blob)
     with pytest.raises(ValueError, match=r"test_batch claims 2097152 bytes, more than a CIFAR-10 batch"):
-        static.load_static("cifar10", tmp_path, train=False, download=False)
+        static.load_static(get_dataset("cifar10"), tmp_path, train=False, download=False)

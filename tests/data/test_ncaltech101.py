@@ -9,6 +9,7 @@ from plif.data.events.nmnist import parse_nmnist
 from plif.data.events.types import EventFormatError
 from plif_testing import atis_bin, tiny_train_argv
 
+
 D = DATASETS["ncaltech101"]
 
 
@@ -39,7 +40,7 @@ def caltech(tmp_path, monkeypatch):
 
 
 def test_layout_classes_and_split(caltech):
-    train, test = list_samples("ncaltech101", caltech, True), list_samples("ncaltech101", caltech, False)
+    train, test = list_samples(D, caltech, True), list_samples(D, caltech, False)
     assert len(D.classes) == 101 and D.classes[:2] == ("BACKGROUND_Google", "Faces_easy")
     acc = D.classes.index("accordion")
     names = lambda samples: [s.path.rsplit("/", 1)[1] for s in samples if s.label == acc]
@@ -47,7 +48,7 @@ def test_layout_classes_and_split(caltech):
     assert names(test) == ["image_0010.bin"]
     assert {s.label for s in train} == set(range(101))  # BACKGROUND_Google is class 0
     assert len(train) == 9 + 100 and len(test) == 1  # ceil(0.9 * 1) = 1 train file
-    assert list_samples("ncaltech101", caltech / "Caltech101", True) == train  # the folder or its parent
+    assert list_samples(D, caltech / "Caltech101", True) == train  # the folder or its parent
 
 
 def test_split_is_spikingjelly_ceil_of_ninety_percent(tmp_path):
@@ -59,7 +60,7 @@ def test_split_is_spikingjelly_ceil_of_ninety_percent(tmp_path):
             f = tmp_path / "Caltech101" / cls / f"image_{k:04d}.bin"
             f.parent.mkdir(parents=True, exist_ok=True)
             f.touch()
-    train, test = list_samples("ncaltech101", tmp_path, True), list_samples("ncaltech101", tmp_path, False)
+    train, test = list_samples(D, tmp_path, True), list_samples(D, tmp_path, False)
     for cls, (n_train, n_test) in {"accordion": (5, 0), "airplanes": (43, 4), "anchor": (9, 1), "ant": (9, 0),
                                    "bass": (1, 0)}.items():
         label = D.classes.index(cls)

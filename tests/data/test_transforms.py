@@ -1,6 +1,7 @@
 import pytest
 import torch
 
+from plif.data.catalog import get_dataset
 from plif.data.transforms import (affine_theta, apply_affine, augment_for, identity, normalize, random_affine,
                                   random_crop_flip)
 
@@ -94,9 +95,10 @@ def test_crop_flip_statistics_and_determinism():
 
 
 def test_augment_for_registry():
-    assert augment_for("fashion-mnist") is identity
+    assert augment_for(get_dataset("fashion-mnist")) is identity
     x = batch(4, 3, 32, 32)
-    assert augment_for("cifar10")(x, generator=torch.Generator().manual_seed(0)).shape == (4, 3, 32, 32)
-    assert augment_for("mnist")(batch(), generator=torch.Generator().manual_seed(0)).shape == (6, 1, 28, 28)
+    assert augment_for(get_dataset("cifar10"))(x, generator=torch.Generator().manual_seed(0)).shape == (4, 3, 32, 32)
+    mnist = augment_for(get_dataset("mnist"))
+    assert mnist(batch(), generator=torch.Generator().manual_seed(0)).shape == (6, 1, 28, 28)
     with pytest.raises(ValueError, match="unknown dataset .svhn."):
-        augment_for("svhn")
+        augment_for(get_dataset("svhn"))

@@ -25,9 +25,9 @@ IMPORTERS = {"norse": "norse.torch", "snntorch": "snntorch", "sinabs": "sinabs"}
 def narrow(entry):
     """A zoo network with its real layer sequence, narrow (4 channels, hidden FC32, the voting FC as
     it is) on a 2x-16x smaller frame: every conv, pool, dropout and neuron of the paper's network."""
-    from plif.models.zoo import ZOO
+    from plif.data.catalog import get_dataset
 
-    e = ZOO[entry]
+    e = get_dataset(entry)
     spec = re.sub(r"FC(\d+)", lambda m: m.group(0) if int(m.group(1)) <= 110 else "FC32",
                   re.sub(r"\bc\d+k", "c4k", e.network))
     c, h, _ = e.input_shape

@@ -5,8 +5,10 @@ import torch
 from torch import nn
 
 from plif.deploy.bn_folding import fold_batchnorm
-from plif.deploy.eval_data import random_batches, eval_batches
+from plif.data.catalog import get_dataset
+from plif.data.pipeline import eval_batches, load_test_split
 from plif.deploy.stats import E_AC_PJ, E_MAC_PJ, ann_macs, collect_stats, conv_synops, render_stats
+from plif.deploy.synthetic import random_batches
 from plif.models import build_zoo
 from plif.neurons import SpikingNeuron
 
@@ -84,7 +86,8 @@ def test_max_samples_and_render(make_net):
 def test_stats_on_real_mnist_test_images(shared_data, make_net):
     shared_data("mnist_idx/t10k-images-idx3-ubyte.gz")  # skips when the file is missing
     net = make_net("c8k3s1-BN-PLIF-MPk2s2-FC20-PLIF-APk10s10", input_shape=(1, 28, 28), T=4)
-    batches = eval_batches({"dataset": "mnist", "T": 4}, shared_data("mnist_idx"), samples=40, batch_size=16)
+    split, prepare = load_test_split(get_dataset("mnist"), shared_data("mnist_idx"), 4, limit=40)
+    batches = eval_batches(split, prepare, batch_size=16)
     st = collect_stats(net, batches)
     assert st.samples == 40 and st.correct is not None
     assert math.isfinite(st.totals["energy_ratio_ann_over_snn"])

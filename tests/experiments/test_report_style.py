@@ -11,16 +11,18 @@ from .conftest import rows, write_run
 
 @pytest.fixture
 def figures(monkeypatch):
-    """Capture the matplotlib figures instead of writing them."""
-    got = []
+    """Every matplotlib figure made, kept to be read; they and their data are written as usual (to
+    the test's tmp_path)."""
+    from plif.experiments import figures as figures_mod
 
-    def fake_save(fig, path, output=None):
+    got, made = [], figures_mod.new_figure
+
+    def new_figure(*a, **k):
+        fig, axes = made(*a, **k)
         got.append(fig)
-        return [path]
-    monkeypatch.setattr("plif.experiments.figures.save_figure", fake_save)
-    monkeypatch.setattr(report, "save_figure", fake_save)
-    monkeypatch.setattr(report, "save_json", lambda *a, **k: None)
-    monkeypatch.setattr(report, "save_csv", lambda *a, **k: None)
+        return fig, axes
+    monkeypatch.setattr(figures_mod, "new_figure", new_figure)
+    monkeypatch.setattr(report, "new_figure", new_figure)
     return got
 
 
@@ -37,7 +39,7 @@ def test_identical_curves_stay_visible_and_lif_dashes_reach_the_legend(tmp_path,
     same = rows([0.8, 0.85, 0.9])
     runs = [read_run(write_run(tmp_path / n, neuron=neuron, rows=same), n)
             for n, neuron in (("a-lif", "lif"), ("b-plif", "plif"), ("c-plif", "plif"))]
-    report._accuracy_figure(runs, tmp_path / "acc.png", report.FigureOutput())
+    report._accuracy_figure(runs, tmp_path / "acc.png", report.FigureOutput(dpi=30))  # small: quick to write
     (ax,) = figures[0].axes
     lines = [ln for ln in ax.get_lines() if ln.get_label() in ("a-lif", "b-plif", "c-plif")]
     widths = [ln.get_linewidth() for ln in lines]
@@ -52,6 +54,6 @@ def test_identical_curves_stay_visible_and_lif_dashes_reach_the_legend(tmp_path,
 
 
 def test_neuron_figures_share_one_y_label(tmp_path, figures):
-    neuron_curves.plot_neuron_figures(tmp_path, steps=100)
+    neuron_curves.plot_neuron_figures(tmp_path, steps=100, output=report.FigureOutput(dpi=30))
     labels = {fig.axes[0].get_ylabel() for fig in figures}
     assert labels == {neuron_curves.YLABEL} and "units of the input" in neuron_curves.YLABEL

@@ -27,12 +27,12 @@ def test_unknown_variant():
 
 def test_event_datasets_get_frames_and_static_ones_a_repeated_image():
     from plif.bench.train import _inputs
-    from plif.models import get_entry
+    from plif.data.catalog import get_dataset
 
-    x, xs, y = _inputs(get_entry("dvs128-gesture"), 3, 2, "cpu")
+    x, xs, y = _inputs(get_dataset("dvs128-gesture"), 3, 2, "cpu")
     assert x.shape == (3, 2, 2, 128, 128) and xs is x and y.shape == (2,)
     assert x.min() >= 0 and float(x.mean()) == pytest.approx(0.3, abs=0.01)  # Poisson event counts
-    x, xs, y = _inputs(get_entry("fashion-mnist"), 3, 2, "cpu")
+    x, xs, y = _inputs(get_dataset("fashion-mnist"), 3, 2, "cpu")
     assert x.shape == (2, 1, 28, 28) and xs.shape == (3, 2, 1, 28, 28) and bool((xs == x).all())
 
 
@@ -63,13 +63,13 @@ def test_the_cuda_variants_build_the_product_step(monkeypatch):
     import torch
 
     from plif.bench import train as bt
-    from plif.models import get_entry
+    from plif.data.catalog import get_dataset
 
     built = []
     trainer = functools.partial(bt.GraphTrainer, capture=False)
     monkeypatch.setattr(bt, "GraphTrainer", lambda *a, **kw: built.append((a[0], kw)) or trainer(*a, **kw))
     monkeypatch.setattr(torch, "compile", functools.partial(torch.compile, backend="eager"))  # no Inductor here
-    entry = get_entry("fashion-mnist")
+    entry = get_dataset("fashion-mnist")
     x, xs, y = bt._inputs(entry, 1, 2, "cpu")
     net = "c4k3s1-BN-PLIF-c4k3s1-BN-PLIF-MPk2s2-FC10-PLIF"
     for v in ("cuda-graph", "compile+graph", "cuda-graph+bf16+channels-last"):

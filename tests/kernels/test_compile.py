@@ -26,7 +26,8 @@ import re
 import pytest
 import torch
 
-from plif.models import ZOO, build_network
+from plif.data.catalog import DATASETS
+from plif.models import build_network
 from plif.neurons import available_backends
 from plif_testing import narrow_zoo
 
@@ -35,7 +36,7 @@ CLASSES = 32  # narrow_zoo's voting layer
 BATCHES = (4, 6, 3)  # a training batch, a bigger evaluation batch, a short last batch
 # each narrow zoo network once: MNIST and Fashion-MNIST share theirs
 NETWORKS: dict[tuple, list[str]] = {}
-for _name in ZOO:
+for _name in DATASETS:
     NETWORKS.setdefault(narrow_zoo(_name), []).append(_name)
 # the backends ``auto`` does not pick on CPU tensors: one network each (see the module docstring)
 OTHER_BACKENDS = [b for b in ("bptt", "reference") if b in available_backends()]
@@ -45,7 +46,7 @@ def test_narrow_zoo_keeps_each_networks_layer_sequence():
     """Only the widths change (convolution channels, linear features): the tokens, kernel sizes,
     strides and nesting are the zoo's, and the voting layer gives 32 classes."""
     widths = lambda spec: re.sub(r"(c|FC)\d+", r"\1#", spec)  # noqa: E731
-    for name, entry in ZOO.items():
+    for name, entry in DATASETS.items():
         spec, shape = narrow_zoo(name)
         assert widths(spec) == widths(entry.network) and shape[0] == entry.input_shape[0], name
         net = build_network(spec, shape, T)

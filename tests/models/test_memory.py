@@ -3,13 +3,14 @@ import pytest
 import torch
 from torch import nn
 
-from plif.models import ZOO, build_network
+from plif.data.catalog import DATASETS
+from plif.models import build_network
 from plif.models.memory import MEMORY_PRESETS, MemoryOptions
 from plif_testing import narrow_zoo as narrow
 
 THRESHOLD = 0.2  # low enough that narrow random networks spike in every layer within T = 3
 # one network of each form (N-Caltech101 runs CIFAR10-DVS's network on a larger sensor)
-FORMS = [n for n in ZOO if n != "ncaltech101"]
+FORMS = [n for n in DATASETS if n != "ncaltech101"]
 
 
 def run(net, x, seed=1):
@@ -43,7 +44,7 @@ MEMORY_PRESETS_T = dict(MEMORY_PRESETS, **{"exact+checkpoint": MemoryOptions(Tru
 @pytest.mark.parametrize("name", FORMS)
 def test_exact_savings_are_bit_identical(name, preset):
     """Outputs, every parameter's gradient and BatchNorm's running statistics are bit-identical in fp32."""
-    static = ZOO[name].input_shape[1] != 128 and name != "nmnist"
+    static = DATASETS[name].input_shape[1] != 128 and name != "nmnist"
     base, net, x = pair(name, MEMORY_PRESETS_T[preset], static)
     o0, g0, b0 = run(base, x)
     o1, g1, b1 = run(net, x)

@@ -5,7 +5,8 @@ import torch
 from torch import nn
 
 from plif.layers import PerStepBatchNorm, TimeInvariantDropout, Voting
-from plif.models import ZOO, NotationError, build_network, build_zoo, layer_table
+from plif.data.catalog import DATASETS
+from plif.models import NotationError, build_network, build_zoo, layer_table
 from plif.neurons import LIF, PLIF
 
 # Parameter counts worked out by hand (conv: out*in*k*k; BN: 2*C; FC: in*out; PLIF: 1 each).
@@ -30,9 +31,9 @@ def test_hand_counts_agree_with_each_other():
     assert HAND_COUNTS["mnist"] == HAND_COUNTS["fashion-mnist"] == 13_198_980
 
 
-@pytest.mark.parametrize("name", list(ZOO))
+@pytest.mark.parametrize("name", list(DATASETS))
 def test_zoo_builds_runs_and_counts(name):
-    e = ZOO[name]
+    e = DATASETS[name]
     net = build_zoo(name, T=2)
     assert sum(p.numel() for p in net.parameters()) == HAND_COUNTS[name]
     torch.manual_seed(0)

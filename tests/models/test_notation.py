@@ -1,8 +1,10 @@
 import pytest
 
-from plif.models import ZOO, NotationError, parse
+from plif.data.catalog import DATASETS
+from plif.models import NotationError, parse
 
-PAPER_STRINGS = sorted({e.network for e in ZOO.values()} | {e.authors_network for e in ZOO.values() if e.authors_network})
+PAPER_STRINGS = sorted({e.network for e in DATASETS.values()}
+                       | {e.authors_network for e in DATASETS.values() if e.authors_network})
 
 
 @pytest.mark.parametrize("text", PAPER_STRINGS)

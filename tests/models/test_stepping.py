@@ -6,7 +6,8 @@ import pytest
 import torch
 from torch import nn
 
-from plif.models import ZOO, NetworkState, build_network
+from plif.data.catalog import DATASETS
+from plif.models import NetworkState, build_network
 from plif_testing import narrow_zoo
 
 T = 3
@@ -19,7 +20,7 @@ def _net(name, **kw):
     torch.manual_seed(0)
     net = build_network(spec, shape, T, v_threshold=0.5, **kw)
     g = torch.Generator().manual_seed(1)
-    if ZOO[name].kind == "static":
+    if not DATASETS[name].is_event:
         x = torch.rand(2, *shape, generator=g)
     else:
         x = (torch.rand(T, 2, *shape, generator=g) > 0.7).float()
@@ -56,7 +57,7 @@ def _spikes_per_layer(net, x):
     return out, counts
 
 
-@pytest.mark.parametrize("name", list(ZOO))
+@pytest.mark.parametrize("name", list(DATASETS))
 def test_stepping_equals_the_multi_step_forward_bit_for_bit(name):
     net, x = _net(name)
     net.eval()

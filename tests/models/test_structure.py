@@ -6,7 +6,7 @@ from torch import nn
 from plif.layers import PerStepBatchNorm, TimeFolded, unwrap
 from plif.layers.spike_input import SpikeConv2d
 from plif.models import build_network
-from plif.models.zoo import ZOO
+from plif.data.catalog import DATASETS
 from plif.models.structure import hoists_first_layer, spec_as_built, spike_fed_layers, spike_inputs
 
 
@@ -38,10 +38,10 @@ def test_in_training_dropout_ends_the_spikes_it_scales():
 
 
 @pytest.mark.parametrize("neuron,pool", [("LIF", "avg"), ("IF", "max"), (None, None)])
-@pytest.mark.parametrize("entry", list(ZOO))
+@pytest.mark.parametrize("entry", list(DATASETS))
 def test_the_string_as_built_builds_the_same_layers(entry, neuron, pool):
     """Issue 32: plif ablate with LIF logged a network string that still said PLIF."""
-    e = ZOO[entry]
+    e = DATASETS[entry]
     shown = spec_as_built(e.network, e.input_shape, neuron, pool)
     with torch.device("meta"):
         want = build_network(e.network, e.input_shape, 2, neuron=neuron, pool=pool)

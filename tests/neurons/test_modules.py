@@ -9,7 +9,8 @@ from plif.models import build_network, parse
 from plif.neurons import IF, LIF, MAX_TAU, NEURONS, PLIF, check_tau, make_neuron, multi_step
 from plif.neurons.dispatch import check_backend
 from plif.train import TrainConfig
-from plif.train.config import NEURON_NAMES, resolve_config
+from plif.train.checks import NEURON_NAMES
+from plif.train.config import resolve_config
 
 
 def test_every_neuron_name_is_a_token_a_config_choice_and_a_spec_choice():

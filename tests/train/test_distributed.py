@@ -180,6 +180,7 @@ def test_a_time_limit_ends_torchrun_with_0_and_the_rates_cover_the_whole_test_se
     """Workers stopped by --time-limit exited 75, which torchrun counts as a failure: it started the
     group again (using up --max-restarts) and exited 1.  And a DDP run's firing rates were those of
     rank 0's half of the test set only (issue 31)."""
+    from plif.data.catalog import get_dataset
     from plif.data.pipeline import eval_batches, load_test_split
     from plif.runs import load_run, read_metrics
     from plif.train.loop import evaluate
@@ -194,7 +195,8 @@ def test_a_time_limit_ends_torchrun_with_0_and_the_rates_cover_the_whole_test_se
     assert json.loads((out / "summary.json").read_text())["stopped"] == "time limit"
     (row,) = read_metrics(out)
     net, config = load_run(out, "last")  # the weights the epoch's test pass ran with
-    split, prepare = load_test_split(config["dataset"], str(tiny_fashion), config["T"], None, torch.device("cpu"))
+    split, prepare = load_test_split(get_dataset(config["dataset"]), str(tiny_fashion), config["T"], None,
+                                     torch.device("cpu"))
     with firing_rates(net) as rates:  # one process, the same two batches of 30 as the two ranks' shares
         evaluate(net, eval_batches(split, prepare, len(split) // 2), config["num_classes"])
     assert row["firing_rates"] == rates

@@ -11,7 +11,7 @@ from plif.cli.main import main
 from plif.kernels.gpu_switches import switched
 from plif.runs import read_metrics
 from plif.train import TrainConfig, resolve_config
-from plif.train.config import config_diff
+from plif.train.resume import config_diff
 from plif.train.speed import resolve_speed
 from plif_testing import tiny_train_argv
 

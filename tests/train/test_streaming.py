@@ -1,6 +1,5 @@
 """--data-on-device: streamed batches (reader threads over the memory-mapped cache) equal resident ones
 for the same seed, and ``auto`` streams what does not fit."""
-import numpy as np
 import pytest
 import torch
 
@@ -11,21 +10,7 @@ from plif.train.config import resolve_config
 from plif.data.pipeline import epoch_generator, fits_on_device, load_train_data
 
 
-@pytest.fixture
-def nmnist_root(tmp_path, monkeypatch):
-    monkeypatch.setenv("PLIF_DATA_ROOT", str(tmp_path / "cache"))
-    rng = np.random.default_rng(0)
-    for split, n in (("Train", 6), ("Test", 2)):
-        for d in range(10):
-            for k in range(n):
-                m = int(rng.integers(5, 40))
-                t = np.sort(rng.integers(0, 9000, m))
-                raw = b"".join(bytes([int(rng.integers(34)), int(rng.integers(34)), (int(rng.integers(2)) << 7),
-                                      (int(v) >> 8) & 0xFF, int(v) & 0xFF]) for v in t)
-                f = tmp_path / "nm" / split / str(d) / f"{k}.bin"
-                f.parent.mkdir(parents=True, exist_ok=True)
-                f.write_bytes(raw)
-    return tmp_path / "nm"
+pytestmark = pytest.mark.nmnist(train=6, test=2)  # the nmnist_root of tests/conftest.py
 
 
 def _batches(cfg, mode, workers=None):
@@ -45,7 +30,8 @@ def _batches(cfg, mode, workers=None):
 
 @pytest.mark.parametrize("workers", [1, 3])
 def test_streamed_event_batches_equal_resident(nmnist_root, workers):
-    cfg = dict(dataset="nmnist", data_dir=str(nmnist_root), T=3, val_split=0.2, max_train_samples=40, device="cpu")
+    root, _ = nmnist_root
+    cfg = dict(dataset="nmnist", data_dir=str(root), T=3, val_split=0.2, max_train_samples=40, device="cpu")
     resident, streamed = list(_batches(cfg, "yes")), list(_batches(cfg, "no", workers))
     # the stratified cap keeps 4 of each digit, val holds out 1 of each: train 30 / 8 per epoch, test 20 / 7,
     # val 10 / 5
@@ -62,8 +48,9 @@ def test_streamed_augmented_static_batches_equal_resident(tiny_fashion):
 
 
 def test_auto_streams_what_does_not_fit(nmnist_root, monkeypatch):
+    root, _ = nmnist_root
     assert fits_on_device(50, 100) and not fits_on_device(51, 100)
-    cfg = resolve_config(TrainConfig(dataset="nmnist", data_dir=str(nmnist_root), T=3))
+    cfg = resolve_config(TrainConfig(dataset="nmnist", data_dir=str(root), T=3))
     monkeypatch.setattr(data_mod, "free_memory", lambda device: 10**12)
     assert not load_train_data(cfg, torch.device("cpu")).train.streamed
     monkeypatch.setattr(data_mod, "free_memory", lambda device: 1000)
@@ -76,9 +63,9 @@ def test_auto_streams_what_does_not_fit(nmnist_root, monkeypatch):
 def test_training_streamed_gives_the_same_run(nmnist_root, tmp_path):
     from plif_testing import TINY_NET, tiny_train_config
 
-    runs = {}
+    root, runs = nmnist_root[0], {}
     for mode in ("yes", "no"):
-        cfg = tiny_train_config(nmnist_root, tmp_path / mode, dataset="nmnist", network=TINY_NET.replace("MPk4s4", "MPk8s8"),
+        cfg = tiny_train_config(root, tmp_path / mode, dataset="nmnist", network=TINY_NET.replace("MPk4s4", "MPk8s8"),
                                 epochs=2, batch_size=10, t_max=2, data_on_device=mode)
         runs[mode] = train(cfg, log=lambda *a, **k: None)
     keys = ("train_loss", "train_acc", "test_acc", "taus")

@@ -75,14 +75,15 @@ def worker(network: str, config: str, batch: int, T: int, steps: int, device: st
     """One configuration in this process (call it in a fresh one: the peak is per process)."""
     import torch
 
-    from ..models import MEMORY_PRESETS, build_zoo, get_entry
+    from ..data.catalog import get_dataset
+    from ..models import MEMORY_PRESETS, build_zoo
     from ..train.loop import train_step
     from ..train.optim import adam
 
     if config not in CONFIGS:
         raise ValueError(f"unknown configuration {config!r}; valid: {', '.join(CONFIGS)}")
     dev = torch.device(device)
-    entry = get_entry(network)
+    entry = get_dataset(network)
     torch.manual_seed(0)
     backend = "reference" if config == "naive" else "auto"
     net = build_zoo(network, T=T, backend=backend)

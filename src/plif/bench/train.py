@@ -38,7 +38,8 @@ import torch
 
 from ..device import set_tf32
 from ..kernels.gpu_switches import switched
-from ..models import build_network, get_entry
+from ..data.catalog import get_dataset
+from ..models import build_network
 from ..train.graph import GraphTrainer, autocast_context, capture_cuda_graph
 from ..train.loop import train_step
 from ..train.malloc import keep_freed_memory
@@ -111,7 +112,7 @@ def _inputs(entry, T: int, b: int, dev):
     synthetic event frames ``[T, B, C, H, W]`` for both."""
     gen = torch.Generator().manual_seed(0)
     y = torch.randint(0, entry.num_classes, (b,), generator=gen).to(dev)
-    if entry.kind == "event":
+    if entry.is_event:
         x = torch.poisson(torch.full((T, b, *entry.input_shape), 0.3), generator=gen).to(dev)
         return x, x, y
     x = torch.randn(b, *entry.input_shape, generator=gen).to(dev)
@@ -159,7 +160,7 @@ def _bound(r: TrainBenchResult, entry, T: int, network: str, dev, tf32: bool, me
         net = build_network(network, entry.input_shape, T)
     r.memory = "" if r.variant.startswith("spikingjelly") or r.variant == "naive" else memory_choice(memory)[0]
     r.precision = "bf16" if "+bf16" in r.variant else ("tf32" if tf32 and dev.type == "cuda" else "fp32")
-    flops = step_flops(net, r.batch, static_input=entry.kind != "event")
+    flops = step_flops(net, r.batch, static_input=not entry.is_event)
     nbytes = activation_bytes(net, r.batch, 2 if r.precision == "bf16" else 4)
     r.gflop, r.activation_gb = flops / 1e9, nbytes / 1e9
     r.bound_ms = step_bound_ms(flops, nbytes, peaks_for(torch.cuda.get_device_name(dev)) if dev.type == "cuda"
@@ -176,7 +177,7 @@ def bench_train(dataset: str = "fashion-mnist", batches=(16,), device: str = "cp
     ``--memory memory`` (default: ``plif train``'s) and TF32 as ``tf32`` says (set for the call,
     restored after).  Past ``deadline`` (``time.monotonic()``) the remaining rows say "not run"."""
     dev = torch.device(device)
-    entry = get_entry(dataset)
+    entry = get_dataset(dataset)
     T = T or entry.T
     network = network or entry.network
     if variants is None:

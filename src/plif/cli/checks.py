@@ -10,7 +10,7 @@ import argparse
 import os
 
 from ..models.notation import MAX_INT  # torch's sizes and the notation's numbers
-from ..train.config import MAX_SEED
+from ..train.checks import MAX_SEED
 
 __all__ = ["int_in", "existing_folder", "MAX_INT", "MAX_SEED"]
 

@@ -11,7 +11,7 @@ import argparse
 import dataclasses
 import re
 
-from ..train.config import flag_name
+from ..train.fields import flag_name
 
 __all__ = ["add_config_flags", "given_settings", "flag_name"]
 
@@ -51,7 +51,8 @@ def add_config_flags(parser: argparse.ArgumentParser, exclude=(), cls=None) -> l
     and ``metavar`` the metadata names); ``T | None`` fields are the same with "not given" meaning the preset.
     Fields marked ``metadata={"derived": True}`` are computed, not set, and get no flag.
     """
-    from ..train.config import TrainConfig, field_kind
+    from ..train.config import TrainConfig
+    from ..train.fields import field_kind
 
     cls = cls or TrainConfig
     parser._negative_number_matcher = _NEGATIVE_VALUE  # argparse's hook for negative-looking values

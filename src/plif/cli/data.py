@@ -48,7 +48,7 @@ def run_prepare(args) -> int:
                           workers=args.workers, progress=not args.quiet, allow_empty=args.allow_empty, verify=args.verify,
                           hash_sources=True,
                           reader={} if args.flip_x else {"flip_x": False})
-    source = data_source(args.dataset, args.data_dir, spec.T if args.T is None else args.T, options)
+    source = data_source(spec, args.data_dir, spec.T if args.T is None else args.T, options)
     for train in [s for s, skip in ((True, args.test_only), (False, args.train_only)) if not skip]:
         split = source.load(train)
         where = f" -> {split.origin}" if split.origin else ""
@@ -60,16 +60,17 @@ def run_prepare(args) -> int:
 def run_download(args) -> int:
     from ..data.catalog import get_dataset
 
-    if not get_dataset(args.dataset).is_event:
+    spec = get_dataset(args.dataset)
+    if not spec.is_event:
         from ..data.static import load_static
 
         for train in (True, False):
-            x, _ = load_static(args.dataset, args.data_dir, train=train, download=True)
+            x, _ = load_static(spec, args.data_dir, train=train, download=True)
             print(f"{args.dataset} {'train' if train else 'test'}: {len(x)} images")
         return 0
     from ..data.event_download import download_event_dataset
 
-    download_event_dataset(args.dataset, args.data_dir, keep_archives=args.keep_archives,
+    download_event_dataset(spec, args.data_dir, keep_archives=args.keep_archives,
                            progress=False if args.quiet else None)
     return 0
 

@@ -8,15 +8,16 @@ import warnings
 
 def run_stats(args) -> int:
     from ..deploy import collect_stats, load_run, render_stats
-    from ..deploy.eval_data import random_batches, eval_batches
-    from ..train.config import read_stored_config
+    from ..deploy.synthetic import random_batches
+    from ..runs import read_run_config
+    from ..train.config import check_stored
 
-    read_stored_config(args.run)  # a value plif train would refuse names config.json and the field
-    net, config = load_run(args.run, which=args.which)
+    config = read_run_config(args.run, check_stored)  # a value plif train refuses: names config.json and the field
+    net, _ = load_run(args.run, which=args.which, config=config)
     if args.random:
         batches = random_batches(net.input_shape, args.samples, args.batch_size, seed=args.seed)
     else:
-        batches = eval_batches(config, args.data_dir, args.samples, args.batch_size)
+        batches = _test_batches(config, args.data_dir, args.samples, args.batch_size)
     from ..progress import sample_bar
 
     with sample_bar(args.samples, "stats") as bar:
@@ -30,6 +31,19 @@ def run_stats(args) -> int:
     return 0
 
 
+def _test_batches(config: dict, data_dir, samples: int, batch_size: int):
+    """The first ``samples`` of the run's test split, prepared as in training (static images
+    normalised as the supplement's Preprocessing section says, ``[B, C, H, W]``; event datasets as
+    frames ``[T, B, 2, H, W]``), with their labels."""
+    from ..data.catalog import get_dataset
+    from ..data.pipeline import eval_batches, load_test_split
+
+    if not config.get("dataset"):
+        raise ValueError("the run config names no 'dataset'; pass --random to use random input")
+    split, prepare = load_test_split(get_dataset(config["dataset"]), data_dir, int(config["T"]), samples)
+    return eval_batches(split, prepare, batch_size)
+
+
 def run_export(args) -> int:
     if args.check:
         return _check(args)
@@ -38,14 +52,15 @@ def run_export(args) -> int:
     from ..deploy import load_run
     from ..deploy.nir_export import InexactExportWarning, InexactLeakWarning, export_nir, export_nir_all
     from ..deploy.nir_targets import ALL_TARGETS, TARGETS, target_dt, target_path
-    from ..train.config import read_stored_config
+    from ..runs import read_run_config
+    from ..train.config import check_stored
 
     if args.target == ALL_TARGETS and args.dt is not None:
         raise ValueError("--dt does not go with --for all: each importer's file takes the dt that importer steps "
                          "with (export --for norse or generic --dt DT for one file at yours)")
     dt = None if args.target == ALL_TARGETS else target_dt(args.target, args.dt)  # refused before loading
-    read_stored_config(args.run)  # a value plif train would refuse names config.json and the field
-    net, _ = load_run(args.run, which=args.which)
+    config = read_run_config(args.run, check_stored)  # a value plif train refuses: names config.json and the field
+    net, _ = load_run(args.run, which=args.which, config=config)
     with warnings.catch_warnings(record=True) as notes:
         warnings.simplefilter("always", InexactLeakWarning)
         warnings.simplefilter("always", InexactExportWarning)

@@ -32,11 +32,12 @@ def run_spec(args) -> int:
 
 
 def run_zoo(args) -> int:
-    from ..models import ZOO, build_zoo, layer_table
+    from ..data.catalog import DATASETS
+    from ..models import build_zoo, layer_table
 
     import torch
 
-    names = [args.name] if args.name else list(ZOO)
+    names = [args.name] if args.name else list(DATASETS)
     for name in names:
         with torch.device("meta"):  # shapes and counts only, as in plif spec: no weights allocated
             net = build_zoo(name, authors_code=args.authors_code)

@@ -6,7 +6,6 @@ from pathlib import Path
 
 
 def run_train(args) -> int:
-    from ..runs import RunFolder
     from ..train.run import train_status
     from ..train.stopping import stopped_exit_status
     from .config_flags import given_settings
@@ -29,7 +28,7 @@ def run_train(args) -> int:
         raise ValueError("--resume needs a run folder (--resume RUN or --out RUN)")
     # Continue with the run's own settings; anything given explicitly must agree with them
     # (train() refuses and lists the differences), except what a resume may change (--epochs, --device).
-    stored = _stored_config(RunFolder(run))
+    stored = _stored_config(run)
     cfg = dataclasses.replace(stored, **{**given, "out": str(run)})
     if args.download:
         _download(cfg)
@@ -39,37 +38,25 @@ def run_train(args) -> int:
 def _download(cfg) -> None:
     """``--download``: fetch an event dataset into --data-dir (or the default folder) once every other
     value checked out; static datasets are downloaded by their loader anyway."""
-    from ..data.catalog import get_dataset
     from ..data.event_download import download_event_dataset
     from ..train.config import resolve_config
 
-    if not get_dataset(cfg.dataset).is_event:
+    if not cfg.dataset_spec.is_event:
         return
     if cfg.data_dir is not None:
         Path(cfg.data_dir).expanduser().mkdir(parents=True, exist_ok=True)
     resolve_config(cfg)  # a bad option fails now, not after a long download
-    download_event_dataset(cfg.dataset, cfg.data_dir)
+    download_event_dataset(cfg.dataset_spec, cfg.data_dir)
 
 
-def _stored_config(folder):
+def _stored_config(run):
     """The run's config: ``config.json``, or when that is missing or damaged the copy in ``last.pt``
     (the resume rewrites config.json); the config.json error when neither can be had."""
-    from ..runs import load_checkpoint
-    from ..train.config import read_stored_config, stored_config
+    from ..runs import read_run_config
+    from ..train.config import TrainConfig, check_stored
 
-    try:
-        return read_stored_config(folder.path)
-    except (OSError, ValueError) as e:
-        last = folder.checkpoint("last")
-        if not folder.path.is_dir() or not last.is_file():
-            raise
-        try:  # the copy passes the same checks, or config.json's error stands (e.g. a surrogate's
-            # module that cannot be imported here fails both: no "using the copy" before it)
-            stored = stored_config(load_checkpoint(last)["config"], str(last))
-        except (OSError, ValueError):
-            raise e from None
-        print(f"{e}; using the copy of the config in {last}", flush=True)
-        return stored
+    return TrainConfig.from_dict(read_run_config(run, check_stored, fallback=True,
+                                                 log=lambda line: print(line, flush=True)))
 
 
 def run_eval(args) -> int:
@@ -80,12 +67,13 @@ def run_eval(args) -> int:
     from ..device import pick_device, set_tf32
     from ..train.graph import autocast_context
     from ..data.pipeline import eval_batches, load_test_split
-    from ..runs import RunFolder, load_run
-    from ..train.config import read_stored_config
+    from ..runs import RunFolder, load_run, read_run_config
+    from ..train.config import TrainConfig, check_stored
     from ..train.loop import evaluate
 
     folder = RunFolder(args.run)
-    cfg = read_stored_config(folder.path)
+    config = read_run_config(folder, check_stored)
+    cfg = TrainConfig.from_dict(config)
     device = pick_device(args.device)
     set_tf32(cfg.tf32)
     present = [w for w in ("best_test", "best_val") if folder.checkpoint(w).is_file()]
@@ -99,9 +87,9 @@ def run_eval(args) -> int:
         raise ValueError(f"{folder.config}: data_dir {data_dir}: no such folder (moved?); pass --data-dir")
     results, test = {}, None
     for which in present:
-        net, _ = load_run(folder.path, which)
+        net, _ = load_run(folder.path, which, config=config)
         if test is None:
-            test = load_test_split(cfg.dataset, data_dir, cfg.T, cfg.max_test_samples, device)
+            test = load_test_split(cfg.dataset_spec, data_dir, cfg.T, cfg.max_test_samples, device)
         split, prepare = test
         with sample_bar(len(split), f"eval {which}") as bar, autocast_context(device, cfg.amp):
             _, acc, n = evaluate(net.to(device), eval_batches(split, prepare, cfg.eval_batch_size), cfg.num_classes,

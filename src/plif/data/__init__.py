@@ -8,7 +8,7 @@ and experiments.  Names are imported on first use, so that the event readers and
 """
 from .._lazy import lazy_names
 
-_WHERE = {"read_idx": ".idx", "stratified_split": ".split", "StaticDataset": ".static",
+_WHERE = {"read_idx": ".idx", "stratified_split": ".split",
           "load_static": ".static", "augment_for": ".transforms", "normalize": ".transforms",
           "random_affine": ".transforms", "random_crop_flip": ".transforms", "DATASETS": ".catalog",
           "DatasetSpec": ".catalog", "get_dataset": ".catalog", "load_train_data": ".pipeline",

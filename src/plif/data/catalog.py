@@ -118,6 +118,13 @@ class DatasetSpec:
         """Folder names below the root that may hold the dataset: its name, then ``folders``."""
         return (self.name, *(f for f in self.folders if f != self.name))
 
+    def of_kind(self, events: bool) -> "DatasetSpec":
+        """This record when it is event data (``events=True``) or static data (``False``); otherwise the
+        error :func:`get_dataset` gives a name of the other kind (the valid names of the kind asked)."""
+        if self.is_event != events:
+            raise _unknown(self.name, events)
+        return self
+
     def network_string(self, authors_code: bool = False, cpu: bool = False) -> str:
         """The network to build: the paper's, the authors' code's (where it differs) or the CPU one."""
         if cpu:
@@ -259,11 +266,15 @@ def get_dataset(name: str, events: bool | None = None) -> DatasetSpec:
     """The record of ``name``; the error lists the valid names.  ``events``: only an event dataset
     (True) or only a static one (False) is accepted; the error then lists the names of that kind."""
     d = DATASETS.get(name)
-    if d is None or (events is not None and d.is_event != events):
-        kind = "" if events is None else "event " if events else "static "
-        valid = [n for n, e in DATASETS.items() if events is None or e.is_event == events]
-        raise ValueError(f"unknown {kind}dataset {name!r}; valid: {', '.join(valid)}")
-    return d
+    if d is None:
+        raise _unknown(name, events)
+    return d if events is None else d.of_kind(events)
+
+
+def _unknown(name, events: bool | None) -> ValueError:
+    kind = "" if events is None else "event " if events else "static "
+    valid = [n for n, e in DATASETS.items() if events is None or e.is_event == events]
+    return ValueError(f"unknown {kind}dataset {name!r}; valid: {', '.join(valid)}")
 
 
 def dataset_folder(root: str | Path) -> Path:

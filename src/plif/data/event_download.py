@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ..atomic import atomic_write_text
 from .archive import Limits, extract_archive
-from .catalog import DATASETS, Archive, dataset_folder, default_root, get_dataset
+from .catalog import DATASETS, Archive, DatasetSpec, dataset_folder, default_root
 from .download import download_file, file_md5
 
 __all__ = ["download_event_dataset", "manual_steps", "dataset_root", "download_help"]
@@ -26,9 +26,9 @@ __all__ = ["download_event_dataset", "manual_steps", "dataset_root", "download_h
 _STAMPS = ".plif-unpacked"
 
 
-def dataset_root(name: str, root: str | Path | None) -> Path:
+def dataset_root(spec: DatasetSpec, root: str | Path | None) -> Path:
     """Where the dataset's files go: ``root``, or ``$PLIF_DATA_ROOT/<name>`` (what the loaders read by default)."""
-    return dataset_folder(root if root is not None else default_root() / name)
+    return dataset_folder(root if root is not None else default_root() / spec.name)
 
 
 def download_help() -> str:
@@ -39,10 +39,10 @@ def download_help() -> str:
     return f"{', '.join(auto)}; {', '.join(manual)}: prints the manual steps" if manual else ", ".join(auto)
 
 
-def manual_steps(name: str, root: str | Path | None = None) -> str:
-    """The exact steps for a dataset whose archives cannot be fetched without a browser."""
-    spec = get_dataset(name, events=True)
-    folder = dataset_root(name, root)
+def manual_steps(spec: DatasetSpec, root: str | Path | None = None) -> str:
+    """The exact steps for a dataset (its record ``spec``) whose archives cannot be fetched without a browser."""
+    spec, name = spec.of_kind(events=True), spec.name
+    folder = dataset_root(spec, root)
     flag = "" if root is None else f" --data-dir {folder}"
     steps = [f"open {a.urls[0]} and download {a.filename} (md5 {a.md5}) into {folder}/" for a in spec.archives]
     steps.append(f"run: plif data download {name}{flag}\n     (checks the md5 and unpacks it safely into {folder}/)")
@@ -59,13 +59,13 @@ def _done(root: Path, a: Archive) -> bool:
     return s.is_file() and s.read_text().strip() == a.md5
 
 
-def _loaders_miss(name: str, folder: Path) -> str | None:
+def _loaders_miss(spec: DatasetSpec, folder: Path) -> str | None:
     """Why the loaders do not find both splits in ``folder``, or None when they do."""
     from .events.datasets import list_samples
 
     try:
         for train in (True, False):
-            list_samples(name, folder, train)
+            list_samples(spec, folder, train)
     except (FileNotFoundError, ValueError) as e:
         return " ".join(str(e).split())
     return None
@@ -80,10 +80,11 @@ def _unpack(root: Path, a: Archive, path: Path, limits: Limits, keep: bool, log)
     log(f"  {path.name}: unpacked {', '.join(p.name for p in made)}")
 
 
-def download_event_dataset(name: str, root: str | Path | None = None, keep_archives: bool = False,
+def download_event_dataset(spec: DatasetSpec, root: str | Path | None = None, keep_archives: bool = False,
                            limits: Limits = Limits(), timeout: float = 30.0, progress: bool | None = None,
                            log=print) -> Path:
-    """Fetch, check and unpack every archive of event dataset ``name`` into its folder; returns the folder.
+    """Fetch, check and unpack every archive of the event dataset whose record is ``spec`` into its
+    folder; returns the folder.
 
     Already unpacked archives (stamped) are skipped; a ``.part`` from an interrupted transfer is resumed.
     The archives are the record's (``DatasetSpec.archives``; tests point their URLs at a local
@@ -93,27 +94,27 @@ def download_event_dataset(name: str, root: str | Path | None = None, keep_archi
     holds is refused before it is unpacked (``ArchiveError``), and a folder where the loaders then
     do not find both splits is a ``ValueError`` saying why.
     """
-    spec = get_dataset(name)
+    name = spec.name
     if not spec.is_event:
         raise ValueError(f"{name} is a static dataset: plif downloads it when it is first loaded "
                          f"(plif data prepare {name})")
     if not spec.archives:
         raise ValueError(f"no download known for {name}")
-    folder = dataset_root(name, root)
+    folder = dataset_root(spec, root)
     manual = spec.manual is not None
     todo = [a for a in spec.archives if not _done(folder, a)]
     if not todo:
-        why = _loaders_miss(name, folder)
+        why = _loaders_miss(spec, folder)
         if why:
             raise ValueError(f"{name}: the archives were unpacked in {folder}, but the loaders do not find the dataset "
                              f"there now ({why}); remove {folder / _STAMPS} to unpack them again")
         log(f"{name}: already downloaded and unpacked in {folder}")
         return folder
-    if len(todo) == len(spec.archives) and _loaders_miss(name, folder) is None:
+    if len(todo) == len(spec.archives) and _loaders_miss(spec, folder) is None:
         log(f"{name}: already in {folder} (unpacked by hand); nothing to download")
         return folder
     if manual and not all((folder / a.filename).is_file() for a in todo):
-        raise FileNotFoundError(manual_steps(name, root))
+        raise FileNotFoundError(manual_steps(spec, root))
     folder.mkdir(parents=True, exist_ok=True)
     log(f"{name}: {len(todo)} of {len(spec.archives)} archives to {'check' if manual else 'fetch'} and unpack into {folder}")
     for i, a in enumerate(todo, 1):
@@ -131,7 +132,7 @@ def download_event_dataset(name: str, root: str | Path | None = None, keep_archi
                 raise OSError(f"{name}: could not download {a.filename}: {e}. Run the same command again to "
                               f"resume, or put the file (md5 {a.md5}) into {folder}/ yourself") from None
         _unpack(folder, a, path, limits, keep_archives, log)
-    why = _loaders_miss(name, folder)
+    why = _loaders_miss(spec, folder)
     if why:
         raise ValueError(f"{name}: every archive unpacked into {folder}, but the loaders do not find the dataset ({why})")
     log(f"{name}: ready in {folder}")

@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 from ..device import free_memory
-from .catalog import get_dataset
+from .catalog import DatasetSpec
 
 __all__ = ["Split", "TrainData", "DataSource", "LoadOptions", "data_source", "eval_batches", "load_test_split",
            "load_train_data", "cap_and_split", "planned_train_samples", "epoch_generator", "fits_on_device",
@@ -34,7 +34,7 @@ RESIDENT_FRACTION = 0.5  # auto: resident when the splits need at most this shar
 class DataConfig(Protocol):
     """What :func:`load_train_data` reads of a run's configuration (``plif.train.TrainConfig`` has it)."""
 
-    dataset: str
+    dataset_spec: DatasetSpec  # the record of the dataset
     data_dir: str
     T: int
     seed: int
@@ -212,19 +212,19 @@ class DataSource:
     augment: Callable[[torch.Tensor, torch.Generator | None], torch.Tensor]
 
 
-def data_source(dataset: str, data_dir, T: int, options: LoadOptions = LoadOptions()) -> DataSource:
-    """Static images: uint8 in, augmented then normalised per batch (the supplement's Preprocessing).  Event datasets:
+def data_source(info: DatasetSpec, data_dir, T: int, options: LoadOptions = LoadOptions()) -> DataSource:
+    """How to read the dataset whose record is ``info``.  Static images: uint8 in, augmented then
+    normalised per batch (the supplement's Preprocessing).  Event datasets:
     frames ``[N, T, 2, H, W]`` (the memory-mapped cache) in, ``[T, B, 2, H, W]`` float per batch.
     ``data_dir=None``: the default folder (``$PLIF_DATA_ROOT``, and ``$PLIF_DATA_ROOT/<dataset>`` for event data)."""
-    info = get_dataset(dataset)
     if not info.is_event:
         from .static import load_static
         from .transforms import augment_for, normalize
 
-        augment_fn = augment_for(dataset)
+        augment_fn = augment_for(info)
 
         def load(train):
-            return Split(*load_static(dataset, data_dir, train=train, download=options.download))
+            return Split(*load_static(info, data_dir, train=train, download=options.download))
 
         def prepare(x, gen=None):
             return normalize(x, info.mean, info.std)
@@ -237,7 +237,7 @@ def data_source(dataset: str, data_dir, T: int, options: LoadOptions = LoadOptio
 
         def load(train):
             o = options
-            folder = prepare_event_frames(dataset, data_dir, T, train, o.slicing, o.cache_dir, o.workers, o.progress,
+            folder = prepare_event_frames(info, data_dir, T, train, o.slicing, o.cache_dir, o.workers, o.progress,
                                           o.allow_empty, verify=o.verify, hash_sources=o.hash_sources, **o.reader)
             frames, labels = load_cached(folder, check=False)  # checked by prepare_event_frames
             return Split(torch.from_numpy(frames), torch.from_numpy(np.asarray(labels, dtype=np.int64)),
@@ -282,9 +282,10 @@ def _place(splits: list[Split | None], mode: str, device: torch.device) -> list[
     return [None if s is None else s.streaming(device) for s in splits]
 
 
-def load_test_split(dataset: str, data_dir, T: int, limit: int | None = None, device="cpu", on_device: str = "yes"):
-    """Only the test split (no training data read): ``(Split, prepare)``."""
-    src = data_source(dataset, data_dir, T)
+def load_test_split(info: DatasetSpec, data_dir, T: int, limit: int | None = None, device="cpu",
+                    on_device: str = "yes"):
+    """Only the test split of the dataset whose record is ``info`` (no training data read): ``(Split, prepare)``."""
+    src = data_source(info, data_dir, T)
     (split,) = _place([src.load(False).limit(limit)], on_device, torch.device(device))
     return split, src.prepare
 
@@ -305,13 +306,14 @@ def cap_and_split(train: Split, cfg: DataConfig) -> tuple[Split, Split | None]:
 def planned_train_samples(cfg: DataConfig) -> int | None:
     """The training samples :func:`load_train_data` will keep, from the file list alone (event
     datasets, before any frame cache is built); ``None`` for static datasets (loaded quickly anyway)."""
-    if not get_dataset(cfg.dataset).is_event:
+    info = cfg.dataset_spec
+    if not info.is_event:
         return None
     from .catalog import default_root
     from .events.datasets import list_samples
 
-    root = cfg.data_dir if cfg.data_dir is not None else default_root() / cfg.dataset
-    labels = torch.tensor([s.label for s in list_samples(cfg.dataset, root, train=True)], dtype=torch.long)
+    root = cfg.data_dir if cfg.data_dir is not None else default_root() / info.name
+    labels = torch.tensor([s.label for s in list_samples(info, root, train=True)], dtype=torch.long)
     train, _ = cap_and_split(Split(labels, labels), cfg)  # the labels stand in for the frames
     return len(train)
 
@@ -319,7 +321,7 @@ def planned_train_samples(cfg: DataConfig) -> int | None:
 def load_train_data(cfg: DataConfig, device: torch.device) -> TrainData:
     """Load the dataset of ``cfg`` for ``device`` (resident or streamed, see the module
     docstring), with the validation split of protocol B (:func:`cap_and_split`)."""
-    src = data_source(cfg.dataset, cfg.data_dir, cfg.T)
+    src = data_source(cfg.dataset_spec, cfg.data_dir, cfg.T)
     train, test = src.load(True), src.load(False)
     train, val = cap_and_split(train, cfg)
     test = test.limit(cfg.max_test_samples)  # --max-test-samples caps only the test split

@@ -1,6 +1,7 @@
 """Static image datasets of the paper: MNIST, Fashion-MNIST, CIFAR-10, loaded whole into memory.
 
-``load_static(name, root, train)`` returns ``images uint8 [N, C, H, W]`` and ``labels int64 [N]``.
+``load_static(spec, root, train)`` (``spec``: the dataset's record, ``get_dataset("mnist")``) returns
+``images uint8 [N, C, H, W]`` and ``labels int64 [N]``.
 Files are looked up in ``root``, ``root/<name>/`` and ``root/<name>/raw/`` (gzip or not; the
 content decides), downloaded with checksums when missing and the network allows, and otherwise
 a ``FileNotFoundError`` says which files to put where.
@@ -15,24 +16,21 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .catalog import DatasetSpec, dataset_folder, default_root, get_dataset
+from .catalog import DatasetSpec, dataset_folder, default_root
 from .download import download_file
 from .idx import read_idx
 
-__all__ = ["StaticDataset", "load_static", "default_root"]
+__all__ = ["load_static", "default_root"]
 
 FASHION_SYSTEM_DIR = Path("/usr/share/datasets/fashion-mnist")  # Debian: dataset-fashion-mnist
 
-
-StaticDataset = DatasetSpec  # the record of one static dataset (mean, std, files, md5, urls, ...)
-"""The record of one static dataset: a :class:`plif.data.catalog.DatasetSpec` of kind ``static``."""
 
 CIFAR_DIR = "cifar-10-batches-py"
 CIFAR_TRAIN = tuple(f"data_batch_{i}" for i in range(1, 6))
 CIFAR_TEST = ("test_batch",)
 
 
-def _candidate_dirs(entry: StaticDataset, root: Path) -> list[Path]:
+def _candidate_dirs(entry: DatasetSpec, root: Path) -> list[Path]:
     dirs = [root]
     for name in entry.search_dirs:
         dirs += [root / name, root / name / "raw"]
@@ -47,14 +45,14 @@ def _find_idx(dirs: list[Path], gz_name: str) -> Path | None:
     return None
 
 
-def _missing(entry: StaticDataset, root: Path, names: list[str], why: str) -> FileNotFoundError:
+def _missing(entry: DatasetSpec, root: Path, names: list[str], why: str) -> FileNotFoundError:
     urls = "\n".join(f"  {entry.urls[0]}{n}" for n in names)
     return FileNotFoundError(
         f"{entry.name}: missing {', '.join(names)} ({why}).\n"
         f"Put these files (gzip or unpacked) in {root} or {root / entry.name}/:\n{urls}")
 
 
-def _load_idx_dataset(entry: StaticDataset, root: Path, train: bool, download: bool,
+def _load_idx_dataset(entry: DatasetSpec, root: Path, train: bool, download: bool,
                       system: bool) -> tuple[np.ndarray, np.ndarray]:
     split = "train" if train else "test"
     names = [entry.files[f"{split}_images"], entry.files[f"{split}_labels"]]
@@ -86,7 +84,7 @@ def _load_idx_dataset(entry: StaticDataset, root: Path, train: bool, download: b
     return images[:, None], labels
 
 
-def _refuse_empty(n: int, entry: StaticDataset, split: str, where) -> None:
+def _refuse_empty(n: int, entry: DatasetSpec, split: str, where) -> None:
     """A split of 0 images passes every format check (a valid header for none); training on it, or
     testing on it, would say nothing true.  Refused, naming the file."""
     if n == 0:
@@ -94,7 +92,7 @@ def _refuse_empty(n: int, entry: StaticDataset, split: str, where) -> None:
                          "is refused; get the complete files")
 
 
-def _check_labels(labels: np.ndarray, entry: StaticDataset, where, header: int | None = None) -> None:
+def _check_labels(labels: np.ndarray, entry: DatasetSpec, where, header: int | None = None) -> None:
     """A well-formed label file whose values are not classes of the dataset is refused: it would
     train silently on wrong targets.  The error names the file and the first bad index."""
     bad = np.flatnonzero((labels < 0) | (labels >= entry.num_classes))
@@ -130,7 +128,7 @@ def _parse_cifar_batch(blob: bytes, where: str) -> tuple[np.ndarray, np.ndarray]
     return data.reshape(-1, 3, 32, 32), labels  # each row: 1024 R, 1024 G, 1024 B, row-major
 
 
-def _find_cifar(entry: StaticDataset, root: Path) -> tuple[str, Path] | None:
+def _find_cifar(entry: DatasetSpec, root: Path) -> tuple[str, Path] | None:
     for d in _candidate_dirs(entry, root):
         if (d / CIFAR_DIR / "test_batch").is_file():
             return "dir", d / CIFAR_DIR
@@ -164,7 +162,7 @@ def _read_cifar_tar(path: Path, batches: tuple[str, ...]) -> list[tuple[np.ndarr
     return parts
 
 
-def _load_cifar(entry: StaticDataset, root: Path, train: bool, download: bool,
+def _load_cifar(entry: DatasetSpec, root: Path, train: bool, download: bool,
                 system: bool) -> tuple[np.ndarray, np.ndarray]:
     found = _find_cifar(entry, root)
     archive = entry.files["archive"]
@@ -199,19 +197,20 @@ def _load_cifar(entry: StaticDataset, root: Path, train: bool, download: bool,
 _LOADERS = {"idx": _load_idx_dataset, "cifar-python": _load_cifar}  # DatasetSpec.loader -> reader
 
 
-def load_static(name: str, root: str | Path | None = None, train: bool = True,
+def load_static(spec: DatasetSpec, root: str | Path | None = None, train: bool = True,
                 download: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
     """Load a whole split: ``images uint8 [N, C, H, W]`` (raw 0..255), ``labels int64 [N]``.
 
-    ``name`` is a static dataset of :data:`plif.data.catalog.DATASETS`.  ``root=None`` means ``default_root()``, and for
-    Fashion-MNIST the Debian folder ``/usr/share/datasets/fashion-mnist`` is searched first.
+    ``spec`` is the record of a static dataset (:data:`plif.data.catalog.DATASETS`).
+    ``root=None`` means ``default_root()``, and for Fashion-MNIST the Debian folder
+    ``/usr/share/datasets/fashion-mnist`` is searched first.
     Missing files are downloaded (md5-checked) unless ``download=False``; if that is impossible a
     ``FileNotFoundError`` names the files and folder.  Corrupt files raise ``ValueError``.
     """
-    entry = get_dataset(name, events=False)
+    entry = spec.of_kind(events=False)
     system = root is None
     root = default_root() if root is None else dataset_folder(root)
     images, labels = _LOADERS[entry.loader](entry, root, train, download, system)
     if images.shape[1:] != entry.input_shape:
-        raise ValueError(f"{name}: images have shape {images.shape[1:]}, expected {entry.input_shape}")
+        raise ValueError(f"{entry.name}: images have shape {images.shape[1:]}, expected {entry.input_shape}")
     return torch.from_numpy(np.ascontiguousarray(images)), torch.from_numpy(labels.astype(np.int64))

@@ -14,6 +14,8 @@ from typing import Callable, Sequence
 import torch
 import torch.nn.functional as F
 
+from .catalog import DatasetSpec
+
 __all__ = ["normalize", "affine_theta", "apply_affine", "random_affine", "random_crop_flip", "identity",
            "augment_for"]
 
@@ -131,10 +133,8 @@ AUGMENTATIONS: dict[str, Callable[..., torch.Tensor]] = {
 }
 
 
-def augment_for(name: str) -> Callable[..., torch.Tensor]:
-    """The training augmentation of dataset ``name`` (the supplement's Preprocessing section) as
+def augment_for(spec: DatasetSpec) -> Callable[..., torch.Tensor]:
+    """The training augmentation of a dataset (its record ``spec``; the supplement's Preprocessing section) as
     ``f(x, generator=None) -> x``, applied to raw pixel batches ``x [B, C, H, W]`` before :func:`normalize`: MNIST
     affine, CIFAR-10 crop + flip, Fashion-MNIST none (``augment`` of its catalog record)."""
-    from .catalog import get_dataset
-
-    return AUGMENTATIONS[get_dataset(name).augment]
+    return AUGMENTATIONS[spec.augment]

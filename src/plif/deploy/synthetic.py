@@ -1,11 +1,14 @@
-"""Give an untrained network the activity of a trained one, for tests and benchmarks.
+"""Made-up activity and input, for tests, benchmarks and ``plif stats --random``.
 
 A freshly initialised network barely fires past its first spiking layer, so its spike counts say
 nothing about deployment costs.  :func:`liven_` rescales every synaptic layer on a batch so that
 each pre-activation has a chosen spread, which makes every spiking layer fire at a
-trained-network-like rate (roughly 5-25%) without needing a checkpoint.
+trained-network-like rate (roughly 5-25%) without needing a checkpoint.  :func:`random_batches` is
+input without a dataset.
 """
 from __future__ import annotations
+
+from typing import Iterator
 
 import torch
 from torch import nn
@@ -14,7 +17,14 @@ from ..models import SpikingNetwork
 from ..layers import unwrap
 from .bn_folding import is_batchnorm
 
-__all__ = ["liven_"]
+__all__ = ["liven_", "random_batches"]
+
+
+def random_batches(input_shape: tuple, samples: int, batch_size: int = 64, seed: int = 0) -> Iterator:
+    """Standard-normal static inputs ``[B, *input_shape]`` without labels (for smoke runs and tests)."""
+    g = torch.Generator().manual_seed(seed)
+    for i in range(0, samples, batch_size):
+        yield torch.randn(min(batch_size, samples - i), *input_shape, generator=g)
 
 
 @torch.no_grad()

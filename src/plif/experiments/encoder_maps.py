@@ -62,9 +62,11 @@ def load_test_inputs(config: dict, n: int, data_dir: str | None = None) -> tuple
 
     Static: normalised images ``[n, C, H, W]``; events: frames ``[T, n, 2, H, W]``.
     """
+    from ..data.catalog import get_dataset
     from ..data.pipeline import load_test_split
 
-    split, prepare = load_test_split(config["dataset"], data_dir or config.get("data_dir"), int(config["T"]), limit=n)
+    data_dir = data_dir or config.get("data_dir")
+    split, prepare = load_test_split(get_dataset(config["dataset"]), data_dir, int(config["T"]), limit=n)
     return prepare(split.x, None), split.y
 
 

@@ -46,13 +46,13 @@ class ReportRow:
 
 def _protocol(run: RunRecord) -> str:
     """How far the run is from the paper's protocol, in a few words (empty: it is the paper's)."""
-    from ..models import get_entry
+    from ..data.catalog import get_dataset
     from ..train.config import PRESETS  # here: reading runs needs no training stack
 
     c = run.config
     notes = []
     try:
-        entry = get_entry(run.dataset)
+        entry = get_dataset(run.dataset)
         if c.get("network") not in (entry.network, entry.authors_network):
             notes.append("smaller network")
         if c.get("T") != entry.T:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..runs import RunFolder, read_json_file, read_metrics
+from ..runs import RunFolder, read_config_json, read_json_file, read_metrics
 from ..surrogate import PAPER_SURROGATE
 from .sweep import SWEEP_FILE, sweep_runs
 from .paper_numbers import Setting
@@ -91,11 +91,8 @@ def read_run(path: str | Path, label: str | None = None) -> RunRecord:
     """Read one run folder; raises ``FileNotFoundError`` only when it has no ``config.json``."""
     folder = RunFolder(path)
     path = folder.path
-    folder.require_run()
     notes: list[str] = []
-    config = read_json_file(folder.config, "run config")  # a config we cannot read is an error, named
-    if not isinstance(config, dict):
-        raise ValueError(f"{folder.config}: expected a JSON object, got {type(config).__name__}")
+    config = read_config_json(folder)  # a config we cannot read is an error, named
     metrics = read_metrics(path, notes)
     summary = {}
     if folder.summary.is_file():

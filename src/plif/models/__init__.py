@@ -4,7 +4,7 @@ from .network import LayerInfo, SpikingNetwork, build_network
 from .stepping import NetworkState
 from .notation import NotationError, Token, parse
 from .summary import layer_table
-from .zoo import ZOO, ZooEntry, build_zoo, get_entry
+from .zoo import build_zoo
 
 __all__ = ["parse", "Token", "NotationError", "build_network", "SpikingNetwork", "LayerInfo", "NetworkState",
-           "layer_table", "MemoryOptions", "MEMORY_PRESETS", "ZOO", "ZooEntry", "get_entry", "build_zoo"]
+           "layer_table", "MemoryOptions", "MEMORY_PRESETS", "build_zoo"]

@@ -1,11 +1,12 @@
-"""Run folders: their format and lock, checkpoints, and a trained network loaded back.
+"""Run folders: their format and lock, checkpoints, a run's stored config, and a trained network loaded back.
 
 One package that ``plif.train`` writes through and ``plif.deploy``, ``plif.experiments`` and the
 CLI read through; it knows networks (:mod:`plif.models`) but nothing of training.
 """
 from .checkpoint import check_finite, load_checkpoint, save_checkpoint
+from .config import read_config_json, read_run_config, stored_surrogate
 from .folder import CHECKPOINTS, RunFolder, RunFolderBusy, read_json_file, read_metrics
 from .load import load_run
 
-__all__ = ["RunFolder", "RunFolderBusy", "CHECKPOINTS", "read_metrics", "read_json_file", "load_run",
-           "load_checkpoint", "save_checkpoint", "check_finite"]
+__all__ = ["RunFolder", "RunFolderBusy", "CHECKPOINTS", "read_metrics", "read_json_file", "read_run_config",
+           "read_config_json", "stored_surrogate", "load_run", "load_checkpoint", "save_checkpoint", "check_finite"]

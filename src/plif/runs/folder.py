@@ -3,7 +3,8 @@
 Layout::
 
     <run>/.lock              held (plif.filelock) by the one process training in the folder; holds its pid
-    <run>/config.json        the resolved config (everything needed to rebuild the network)
+    <run>/config.json        the resolved config (everything needed to rebuild the network; read back
+                             by plif.runs.config alone)
     <run>/metrics.jsonl      one JSON line per finished epoch
     <run>/summary.json       accuracy A and B, with their epochs and checkpoints (strict JSON: no NaN)
     <run>/checkpoints/       last.pt (resume), best_test.pt (A), best_val.pt (B)
@@ -183,19 +184,6 @@ class RunFolder:
             raise FileNotFoundError(f"{self.path}: not a run folder (no such folder)")
         if not self.has_config():
             raise FileNotFoundError(f"{self.path}: not a run folder (no {CONFIG})")
-
-    def read_config(self) -> dict:
-        """``config.json`` as a dict; errors name the file (bad JSON, not an object, a key a network
-        needs missing).  Whether every value is one ``plif train`` accepts is
-        :func:`plif.train.config.read_stored_config`'s to say."""
-        self.require_run()
-        d = read_json_file(self.config, "run config")
-        if not isinstance(d, dict):
-            raise ValueError(f"{self.config}: expected a JSON object, got {type(d).__name__}")
-        for key in ("network", "input_shape", "T"):
-            if key not in d:
-                raise ValueError(f"{self.config}: missing key {key!r} (a run config needs network, input_shape and T)")
-        return d
 
     def write_config(self, cfg_dict: dict) -> None:
         """Write ``config.json`` (the resolved config) atomically."""

@@ -4,12 +4,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from .checkpoint import check_finite, load_checkpoint
+from .config import read_run_config
 from .folder import CHECKPOINTS, RunFolder
 
 __all__ = ["load_run"]
 
 
-def load_run(run_dir: str | Path, which: str = "best", map_location="cpu", backend: str = "auto"):
+def load_run(run_dir: str | Path, which: str = "best", map_location="cpu", backend: str = "auto",
+             config: dict | None = None):
     """Rebuild the network of a run and load its weights: ``(SpikingNetwork in eval mode, config dict)``.
 
     - which: ``best`` (the validation-selected checkpoint of protocol B if the run has one, else the
@@ -17,6 +19,8 @@ def load_run(run_dir: str | Path, which: str = "best", map_location="cpu", backe
       holding weights for this run's network.
     - backend: how the neurons run here; the backend the run was trained with is not used (a run
       trained with ``triton`` on a GPU loads on a CPU-only machine).
+    - config: the run's config as :func:`plif.runs.read_run_config` gave it (a caller that read it
+      already); read from the folder when None.
 
     A folder that is not a run, a malformed ``config.json``, a corrupted checkpoint, one whose
     tensors do not match the network and one with non-finite weights raise errors naming the file.
@@ -24,7 +28,8 @@ def load_run(run_dir: str | Path, which: str = "best", map_location="cpu", backe
     from ..models import build_network
 
     folder = RunFolder(run_dir)
-    config = folder.read_config()
+    if config is None:
+        config = read_run_config(folder)
     if which == "best":
         which = "best_val" if folder.checkpoint("best_val").is_file() else "best_test"
     if str(which).endswith(".pt"):
@@ -37,12 +42,9 @@ def load_run(run_dir: str | Path, which: str = "best", map_location="cpu", backe
         raise FileNotFoundError(f"{run_dir}: no {path.name} under checkpoints/ (the run finished no epoch?)")
     state = load_checkpoint(path, map_location)
     check_finite(state, path)
-    kwargs = config.get("network_kwargs", {})
-    if not isinstance(kwargs, dict):
-        raise ValueError(f"{folder.config}: network_kwargs must be an object, got {kwargs!r}")
-    kwargs = {k: v for k, v in kwargs.items() if k != "backend"}  # runs before it was left out
     try:
-        net = build_network(config["network"], config["input_shape"], config["T"], **kwargs).set_backend(backend)
+        net = build_network(config["network"], config["input_shape"], config["T"],
+                            **config.get("network_kwargs", {})).set_backend(backend)
     except (ValueError, TypeError) as e:
         raise ValueError(f"{folder.config}: {e}") from None
     try:

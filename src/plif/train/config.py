@@ -4,27 +4,22 @@
 batch 16, Adam 1e-3, cosine T_max=64 per epoch, 1024 epochs).  ``cpu`` is the main job: each dataset's narrower network of the same form
 (``cpu_network`` in :mod:`plif.data.catalog`: 32 instead of 128 channels, FC512, T = 4) for 2 epochs, which reached 89.3% test accuracy on Fashion-MNIST in
 3 minutes on a 2-core CPU (REPRODUCTION.md).
+
+The checks :func:`resolve_config` runs are :mod:`plif.train.checks`; a field's kind and flag,
+:mod:`plif.train.fields`.
 """
 from __future__ import annotations
 
 import dataclasses
-import json
-import math
-import os
 from dataclasses import dataclass, field
 
-from ..data.catalog import DATASETS
-from ..device import pick_device
-from ..models import get_entry
-from ..models.notation import MAX_INT
-from ..neurons import MAX_TAU as MAX_TAU0, NEURONS, check_tau
-from ..surrogate import PAPER_SURROGATE, SURROGATES, get_surrogate, surrogate_spec
+from ..data.catalog import DATASETS, DatasetSpec, get_dataset
+from ..surrogate import PAPER_SURROGATE, SURROGATES, surrogate_spec
+from .checks import NEURON_NAMES, check_names, check_values, meta_network
+from .fields import field_kind, is_int, value_fits
 
-__all__ = ["TrainConfig", "PRESETS", "resolve_config", "config_diff", "field_kind", "flag_name", "pick_device",
-           "check_network", "check_outputs", "check_stored", "read_stored_config", "MAX_SEED", "MAX_TAU0"]
+__all__ = ["TrainConfig", "PRESETS", "resolve_config", "check_stored", "MEMORY_CHOICES"]
 
-NEURON_NAMES = tuple(name.lower() for name in NEURONS)
-MAX_SEED = 2**32 - 1  # every generator seeded from it stays inside torch's 64-bit seeds
 MEMORY_CHOICES = ("none", "exact", "low", "all")  # --memory: presets of plif.models.MEMORY_PRESETS
 
 
@@ -123,6 +118,12 @@ class TrainConfig:
     input_shape: tuple = field(default=(), metadata={"derived": True})
     num_classes: int = field(default=0, metadata={"derived": True})
 
+    @property
+    def dataset_spec(self) -> DatasetSpec:
+        """The record of ``dataset`` (:mod:`plif.data.catalog`): what the data pipeline, the summary
+        and the resolution read; an unknown name raises ``ValueError`` listing the valid ones."""
+        return get_dataset(self.dataset)
+
     def network_kwargs(self) -> dict:
         """Keywords for :func:`plif.models.build_network` that rebuild exactly this network (the
         neuron backend is not among them: it is how the network runs, chosen where it runs)."""
@@ -160,49 +161,18 @@ class TrainConfig:
                 continue
             value = d[f.name]
             if f.name == "input_shape":
-                if not isinstance(value, (list, tuple)) or not all(_is_int(v) for v in value):
+                if not isinstance(value, (list, tuple)) or not all(is_int(v) for v in value):
                     raise ValueError(f"{source}: input_shape must be a list of integers, got {value!r}")
                 value = tuple(value)
             else:
                 kind, optional = field_kind(f)
-                if not _type_ok(value, kind, optional):
+                if not value_fits(value, kind, optional):
                     want = kind.__name__ + (" or null" if optional else "")
                     raise ValueError(f"{source}: {f.name} must be {want}, got {value!r} ({type(value).__name__})")
                 if kind is float and value is not None:
                     value = float(value)
             kw[f.name] = value
         return cls(**kw)
-
-
-def _is_int(v) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
-def _type_ok(value, kind, optional: bool) -> bool:
-    if value is None:
-        return optional
-    if kind is bool:
-        return isinstance(value, bool)
-    if kind is int:
-        return _is_int(value)
-    if kind is float:
-        return _is_int(value) or isinstance(value, float)
-    return isinstance(value, kind)
-
-
-_KINDS = {"bool": bool, "int": int, "float": float, "str": str, "tuple": tuple}
-
-
-def field_kind(f: dataclasses.Field) -> tuple[type, bool]:
-    """``(base type, optional)`` of a config field from its annotation (``int | None`` -> ``(int, True)``)."""
-    text = f.type.__name__ if isinstance(f.type, type) else str(f.type).replace("typing.", "")
-    parts = [p.strip() for p in text.replace("Optional[", "").rstrip("]").split("|")]
-    optional = "None" in parts
-    names = [p for p in parts if p != "None"]
-    if len(names) != 1 or names[0] not in _KINDS:
-        raise TypeError(f"TrainConfig.{f.name}: unsupported annotation {f.type!r} (use bool, int, float, str, "
-                        "optionally '| None')")
-    return _KINDS[names[0]], optional
 
 
 # what a stored config.json without the key ran with: runs made before the field existed (fp32 matmuls)
@@ -224,10 +194,8 @@ def resolve_config(cfg: TrainConfig) -> TrainConfig:
     Errors are ``ValueError`` naming the option (``--lr``) and what it must be, raised before any
     work starts.  The ``cpu`` preset's cosine period follows ``epochs`` unless ``t_max`` is given.
     """
-    from ..models import ZOO
-
-    _check_names(cfg, ZOO)
-    entry = get_entry(cfg.dataset)
+    entry = cfg.dataset_spec  # an unknown name: the error lists the valid ones
+    check_names(cfg, PRESETS)
     preset = dict(PRESETS[cfg.preset])
     if preset.pop("cpu_network", False):  # the dataset's own CPU-sized network
         preset["network"] = entry.network_string(cpu=True)
@@ -240,190 +208,27 @@ def resolve_config(cfg: TrainConfig) -> TrainConfig:
         resolved = dataclasses.replace(resolved, network=entry.network_string(cfg.authors_code))
     if resolved.T is None:
         resolved = dataclasses.replace(resolved, T=entry.T)
-    _check_values(resolved)
+    check_values(resolved)
     return dataclasses.replace(resolved, neuron=cfg.neuron.lower(), input_shape=tuple(entry.input_shape),
                                num_classes=entry.num_classes, surrogate=surrogate_spec(cfg.surrogate, "--surrogate"))
 
 
-def check_stored(cfg: TrainConfig, d: dict, source: str) -> None:
-    """A run's stored config (``config.json``) holds only values ``plif train`` accepts, and the
-    derived ones (classes, network keywords) agree with them; errors name ``source``.
+def check_stored(d: dict, source: str) -> None:
+    """A run's stored config (``config.json``, as :func:`plif.runs.read_run_config` reads it) holds
+    only values ``plif train`` accepts, and the derived ones (classes, network keywords) agree with
+    them; errors name ``source``.  The readers of a run pass it in as their ``check``.
 
     The data folder is not checked: a run may be evaluated elsewhere (``--data-dir``)."""
+    cfg = TrainConfig.from_dict(d, source=source)
     try:
         resolved = resolve_config(dataclasses.replace(cfg, data_dir=None, backend="auto"))  # how it ran there
         if "num_classes" in d and cfg.num_classes != resolved.num_classes:  # the input shape build_network checks
             raise ValueError(f"num_classes is {cfg.num_classes!r} but {cfg.dataset} has {resolved.num_classes}")
-        kwargs = d.get("network_kwargs", {})
-        if not isinstance(kwargs, dict):
-            raise ValueError(f"network_kwargs must be an object, got {kwargs!r}")
-        # runs made before the backend left the network kept it among these keywords: it is ignored
-        unknown = sorted(set(kwargs) - set(resolved.network_kwargs()) - {"backend"})
+        unknown = sorted(set(d.get("network_kwargs", {})) - set(resolved.network_kwargs()))
         if unknown:
             raise ValueError(f"network_kwargs has unknown keys {', '.join(map(repr, unknown))}; "
                              f"valid: {', '.join(resolved.network_kwargs())}")
         # the network string and its sizes (the loaded weights check the rest)
-        _meta_network(dataclasses.replace(resolved, input_shape=cfg.input_shape or resolved.input_shape), outputs=False)
+        meta_network(dataclasses.replace(resolved, input_shape=cfg.input_shape or resolved.input_shape), outputs=False)
     except ValueError as e:
         raise ValueError(f"{source}: {e}") from None
-
-
-def read_stored_config(run_dir) -> TrainConfig:
-    """A run folder's ``config.json`` as a :class:`TrainConfig` holding only values ``plif train``
-    accepts (:func:`check_stored`); every error names the file, and the field where there is one."""
-    from ..runs import RunFolder
-
-    folder = RunFolder(run_dir)
-    return stored_config(folder.read_config(), str(folder.config))
-
-
-def stored_config(d: dict, source: str) -> TrainConfig:
-    """A stored config dict (``config.json``'s, or the copy in a checkpoint) as a checked
-    :class:`TrainConfig`; errors name ``source``."""
-    cfg = TrainConfig.from_dict(d, source=source)
-    check_stored(cfg, d, source)
-    return cfg
-
-
-def flag_name(name: str) -> str:
-    """The command-line flag of a config field: ``max_train_samples`` -> ``--max-train-samples``."""
-    return "--" + name.replace("_", "-")
-
-
-def _check_names(cfg: TrainConfig, zoo) -> None:
-    if cfg.dataset not in zoo:
-        raise ValueError(f"unknown dataset {cfg.dataset!r}; valid: {', '.join(zoo)}")
-    if cfg.preset not in PRESETS:
-        raise ValueError(f"unknown preset {cfg.preset!r}; valid: {', '.join(PRESETS)}")
-    if not isinstance(cfg.neuron, str) or cfg.neuron.lower() not in NEURON_NAMES:
-        raise ValueError(f"unknown neuron {cfg.neuron!r}; valid: {', '.join(NEURON_NAMES)}")
-    get_surrogate(cfg.surrogate, option="--surrogate")  # the registry, importing MODULE of MODULE:NAME
-    for f in dataclasses.fields(TrainConfig):
-        choices = f.metadata.get("choices")
-        value = getattr(cfg, f.name)
-        if f.name in ("dataset", "neuron") or not choices or value is None:
-            continue
-        if value not in choices:
-            raise ValueError(f"{flag_name(f.name)} {value!r}: unknown; valid: {', '.join(map(str, choices))}")
-
-
-def _check_values(cfg: TrainConfig) -> None:
-    """Every number against its meaning (runs after the preset filled the ``None`` values)."""
-    for f in dataclasses.fields(TrainConfig):
-        if f.metadata.get("derived"):
-            continue
-        kind, optional = field_kind(f)
-        value = getattr(cfg, f.name)
-        if not _type_ok(value, kind, optional):
-            raise ValueError(f"{flag_name(f.name)} must be {kind.__name__}, got {value!r}")
-        if kind is float and value is not None and not math.isfinite(value):
-            raise ValueError(f"{flag_name(f.name)} must be a finite number, got {value}")
-    for name in ("T", "epochs", "batch_size", "t_max", "eval_batch_size"):
-        if getattr(cfg, name) < 1:
-            raise ValueError(f"{flag_name(name)} must be at least 1, got {getattr(cfg, name)}")
-    for name in ("T", "batch_size", "eval_batch_size"):  # sizes of tensors: torch's limit
-        if getattr(cfg, name) > MAX_INT:
-            raise ValueError(f"{flag_name(name)} must be at most {MAX_INT} (2^31-1), got {getattr(cfg, name)}")
-    for name in ("max_train_samples", "max_test_samples", "max_val_samples"):
-        value = getattr(cfg, name)
-        if value is not None and value < 1:
-            raise ValueError(f"{flag_name(name)} must be at least 1 (leave it out to use every sample), got {value}")
-    if cfg.checkpoint_every is not None and cfg.checkpoint_every < 1:
-        raise ValueError(f"--checkpoint-every must be at least 1 step, got {cfg.checkpoint_every}")
-    if cfg.time_limit is not None:
-        from .stopping import parse_duration
-
-        parse_duration(cfg.time_limit)
-    if cfg.lr <= 0:
-        raise ValueError(f"--lr must be positive, got {cfg.lr:g}")
-    if cfg.neuron.lower() != "if":  # also every neuron token of the network string
-        check_tau(cfg.tau0, "--tau0")
-    if not 0.0 <= cfg.val_split < 1.0:
-        raise ValueError(f"--val-split must be in [0, 1), got {cfg.val_split}")
-    if not 0 <= cfg.seed <= MAX_SEED:
-        raise ValueError(f"--seed must be between 0 and {MAX_SEED} (2^32-1), got {cfg.seed}")
-    if cfg.network is not None and not cfg.network.strip():
-        raise ValueError("--network must not be empty")
-    for name in ("out", "data_dir"):
-        if getattr(cfg, name) is not None and not getattr(cfg, name).strip():
-            raise ValueError(f"{flag_name(name)} must not be empty (leave it out for the default)")
-    if cfg.data_dir is not None and not os.path.isdir(cfg.data_dir):
-        raise ValueError(f"--data-dir {cfg.data_dir}: no such folder")
-    from ..neurons.dispatch import check_backend
-
-    check_backend(cfg.backend, pick_device(cfg.device, check=False), cfg.surrogate, option="--backend")
-
-
-def check_outputs(model, cfg: TrainConfig) -> None:
-    """The network's output per sample must be one value per class of the dataset."""
-    out = model.info[-1].out_shape if model.info else tuple(cfg.input_shape)
-    if tuple(out) != (cfg.num_classes,):
-        raise ValueError(f"--network {cfg.network!r}: gives outputs of shape {tuple(out)} per sample, but "
-                         f"{cfg.dataset} has {cfg.num_classes} classes; end the network with "
-                         f"{cfg.num_classes} outputs (e.g. ...-FC{cfg.num_classes * 10}-PLIF-APk10s10)")
-
-
-def _meta_network(cfg: TrainConfig, outputs: bool = True):
-    """``cfg``'s network built on the meta device (shapes, no storage), its output width checked."""
-    import torch
-
-    from ..models import build_network
-
-    with torch.device("meta"):
-        model = build_network(cfg.network, cfg.input_shape, cfg.T, **cfg.network_kwargs())
-    if outputs:
-        check_outputs(model, cfg)
-    return model
-
-
-def check_network(cfg: TrainConfig) -> None:
-    """Build ``cfg``'s network on the meta device (shapes, no storage) and refuse, before anything is
-    written, a network that cannot be built, has the wrong output width, or whose weights with
-    Adam's state, or one batch of input, alone exceed the memory of the machine or device."""
-    model = _meta_network(cfg)
-    limit, where = _memory_size(cfg.device)
-    if not limit:
-        return
-    params = sum(p.numel() for p in model.parameters())
-    need = 4 * 4 * params  # fp32 weights, gradients and Adam's two moments
-    if need > limit:
-        raise ValueError(f"--network {cfg.network!r}: {params:,} weights need {_gib(need)} with their gradients and "
-                         f"Adam's state, more than the {_gib(limit)} of {where}")
-    batch = 4 * cfg.T * cfg.batch_size * math.prod(cfg.input_shape)
-    if batch > limit:
-        raise ValueError(f"--T {cfg.T} with --batch-size {cfg.batch_size}: one batch of input alone is {_gib(batch)}, "
-                         f"more than the {_gib(limit)} of {where}")
-
-
-def _gib(n: int) -> str:
-    return f"{n / 2**30:,.1f} GiB"
-
-
-def _memory_size(device: str) -> tuple[int, str]:
-    """``(bytes, description)`` of the memory a run on ``device`` has; (0, "") when unknown."""
-    import torch
-
-    dev = pick_device(device, check=False)
-    if dev.type == "cuda" and torch.cuda.is_available():
-        return torch.cuda.get_device_properties(dev.index or 0).total_memory, f"{dev}"
-    try:
-        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"), "this machine's memory"
-    except (OSError, ValueError):
-        return 0, ""
-
-
-# Settings that may change when a run is resumed without changing what it computes.
-RESUMABLE_CHANGES = ("epochs", "device", "out", "eval_batch_size", "data_on_device", "log", "cuda_graph", "compile",
-                     "memory", "checkpoint_blocks", "backend", "time_limit", "checkpoint_every")
-
-
-def config_diff(old: dict, new: dict) -> list[str]:
-    """Human-readable differences between two resolved configs that forbid a resume."""
-    diffs = []
-    for key in sorted(set(old) | set(new)):
-        if key in RESUMABLE_CHANGES or key == "network_kwargs":
-            continue
-        a, b = old.get(key, ABSENT_MEANS.get(key)), new.get(key, ABSENT_MEANS.get(key))
-        if json.dumps(a) != json.dumps(b):
-            diffs.append(f"  {key}: run has {a!r}, now {b!r}")
-    return diffs

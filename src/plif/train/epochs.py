@@ -22,7 +22,7 @@ from .graph import autocast_context
 from .loop import Diverged, EpochTotals, evaluate, train_epoch
 from .precise_bn import precise_bn_note, reestimate_bn
 from .resume import resume_state, rng_state, set_rng_state
-from .session import Session
+from .state import Session
 from .stopping import Stopper
 from .summary import epoch_line, run_summary
 

@@ -13,22 +13,50 @@ A period of its own (the paper's 64, or a ``--t-max`` other than the epochs) sta
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 
 import torch
 
 from ..runs.checkpoint import check_finite, load_checkpoint
 from ..runs.folder import read_metrics
-from .config import PRESETS, config_diff
+from .config import ABSENT_MEANS, PRESETS, TrainConfig
+from .state import Session
 
-if TYPE_CHECKING:
-    from .session import Session
+__all__ = ["restore", "Restored", "resume_state", "rng_state", "set_rng_state", "config_diff", "RESUMABLE_CHANGES"]
 
-__all__ = ["restore", "resume_state", "rng_state", "set_rng_state"]
+# Settings that may change when a run is resumed without changing what it computes.
+RESUMABLE_CHANGES = ("epochs", "device", "out", "eval_batch_size", "data_on_device", "log", "cuda_graph", "compile",
+                     "memory", "checkpoint_blocks", "backend", "time_limit", "checkpoint_every")
 
 
-def resume_state(s: "Session", epoch: int, metrics: list[dict]) -> dict:
+def config_diff(old: dict, new: dict) -> list[str]:
+    """Human-readable differences between two resolved configs that forbid a resume."""
+    diffs = []
+    for key in sorted(set(old) | set(new)):
+        if key in RESUMABLE_CHANGES or key == "network_kwargs":
+            continue
+        a, b = old.get(key, ABSENT_MEANS.get(key)), new.get(key, ABSENT_MEANS.get(key))
+        if json.dumps(a) != json.dumps(b):
+            diffs.append(f"  {key}: run has {a!r}, now {b!r}")
+    return diffs
+
+
+@dataclass(frozen=True)
+class Restored:
+    """What :func:`restore` read from ``last.pt`` beside the states it loaded into the model,
+    optimiser and schedule: where the run goes on, and its config (the cosine period may follow
+    new ``--epochs``)."""
+
+    cfg: TrainConfig
+    start_epoch: int  # epochs finished
+    start_step: int  # a mid-epoch checkpoint: steps of epoch start_epoch + 1 already done
+    rank_state: dict | None  # ... and this rank's RNG states and partial totals then
+    metrics: list[dict]  # the rows of epochs 1..start_epoch
+
+
+def resume_state(s: Session, epoch: int, metrics: list[dict]) -> dict:
     """``last.pt`` after ``epoch`` epochs: everything a resume needs, with a copy of the metrics."""
     return {"model": s.model.state_dict(), "optimizer": s.optimizer.state_dict(),
             "scheduler": s.scheduler.state_dict(), "epoch": epoch, "config": s.cfg_dict, "best": {},
@@ -49,8 +77,9 @@ def set_rng_state(state: dict, device: torch.device) -> None:
         torch.cuda.set_rng_state(state["cuda"], device)
 
 
-def restore(s: "Session", log) -> None:
-    """Load ``last.pt`` into the model, optimiser and schedule; refuse a different config."""
+def restore(s: Session, log) -> Restored:
+    """Load ``last.pt`` into the model, optimiser and schedule of session ``s``; refuse a different
+    config.  Returns what else it read (``s`` itself is left as it was)."""
     state = load_checkpoint(s.folder.checkpoint("last"), map_location=s.device)
     check_finite(state, s.folder.checkpoint("last"))  # a NaN last.pt is nothing to continue from
     missing = [k for k in ("optimizer", "scheduler", "epoch") if not isinstance(state.get(k), dict if k != "epoch" else int)]
@@ -60,11 +89,11 @@ def restore(s: "Session", log) -> None:
                          f"({', '.join(missing) or 'epoch'} missing or malformed; nothing was changed)")
     stored = state["config"] if isinstance(state["config"], dict) else {}  # {}: every setting differs
     period = _carried_period(stored, s.cfg)
+    cfg, cfg_dict = s.cfg, s.cfg_dict
     if period is not None:
-        s.cfg = dataclasses.replace(s.cfg, t_max=period)
-        s.cfg_dict["t_max"] = period
+        cfg, cfg_dict = dataclasses.replace(cfg, t_max=period), {**cfg_dict, "t_max": period}
         stored = {**stored, "t_max": period}
-    diffs = config_diff(stored, s.cfg_dict)
+    diffs = config_diff(stored, cfg_dict)
     if diffs:
         raise ValueError(f"--resume: {s.folder.path} was started with a different config:\n" + "\n".join(diffs))
     ranks = state.get("ranks")
@@ -78,14 +107,14 @@ def restore(s: "Session", log) -> None:
     if period is not None and s.scheduler.T_max != period:
         _stretch_schedule(s.scheduler, period)
         if s.main:
-            log(f"--epochs {s.cfg.epochs} (the run had {state['config']['epochs']}): the cosine period follows "
+            log(f"--epochs {cfg.epochs} (the run had {state['config']['epochs']}): the cosine period follows "
                 f"the epochs, now {period}; the learning rate goes on at {s.scheduler.get_last_lr()[0]:.3g}")
-    s.start_epoch, s.start_step = state["epoch"], step
-    s.rank_state = ranks[s.dist.rank] if step else None
-    s.metrics = _resumed_metrics(s, state, log)
+    epoch = state["epoch"]
+    metrics = _resumed_metrics(s, epoch, state, log)
     if s.main:
-        where = f"at step {step} of epoch {s.start_epoch + 1}" if step else f"after epoch {s.start_epoch}"
+        where = f"at step {step} of epoch {epoch + 1}" if step else f"after epoch {epoch}"
         log(f"resuming {s.folder.path} {where}")
+    return Restored(cfg, epoch, step, ranks[s.dist.rank] if step else None, metrics)
 
 
 def _carried_period(stored: dict, cfg) -> int | None:
@@ -114,14 +143,14 @@ def _stretch_schedule(scheduler, period: int) -> None:
     scheduler._last_lr = lrs
 
 
-def _resumed_metrics(s: "Session", state: dict, log) -> list[dict]:
-    """The rows of epochs 1..E of a resume after epoch E: from ``metrics.jsonl``, or, when that is
+def _resumed_metrics(s: Session, epoch: int, state: dict, log) -> list[dict]:
+    """The rows of epochs 1..E of a resume after epoch E (``epoch``): from ``metrics.jsonl``, or, when that is
     damaged or short, from the copy ``last.pt`` keeps.  A damaged file (also a torn line after the
     rows the resume needs, as a finished run may have) is rewritten and the log says so; refused
     naming the file when neither has them all."""
     last, notes = s.folder.checkpoint("last"), []
-    want = list(range(1, s.start_epoch + 1))
-    rows = [m for m in read_metrics(s.folder.path, notes) if isinstance(m.get("epoch"), int) and m["epoch"] <= s.start_epoch]
+    want = list(range(1, epoch + 1))
+    rows = [m for m in read_metrics(s.folder.path, notes) if isinstance(m.get("epoch"), int) and m["epoch"] <= epoch]
     complete = [m["epoch"] for m in rows] == want
     if complete and not notes:
         return rows
@@ -129,10 +158,10 @@ def _resumed_metrics(s: "Session", state: dict, log) -> list[dict]:
     if isinstance(saved, list) and [m.get("epoch") if isinstance(m, dict) else None for m in saved] == want:
         good, source = list(saved), f"the copy in {last}"
     elif complete:
-        good, source = rows, f"its rows of epochs 1 to {s.start_epoch}, which {last} follows"
+        good, source = rows, f"its rows of epochs 1 to {epoch}, which {last} follows"
     else:
         raise ValueError(f"--resume: {s.folder.metrics} records epochs {[m['epoch'] for m in rows]} but {last} is "
-                         f"after epoch {s.start_epoch}" + (f" ({'; '.join(notes)})" if notes else "")
+                         f"after epoch {epoch}" + (f" ({'; '.join(notes)})" if notes else "")
                          + "; nothing was changed; put metrics.jsonl back, or pass --restart to delete this run and "
                          "train from scratch")
     if s.main:

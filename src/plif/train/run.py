@@ -15,7 +15,8 @@ from pathlib import Path
 from .config import TrainConfig
 from .distributed import shutdown
 from .epochs import run_epochs
-from .session import Session, default_run_dir, open_session
+from .session import default_run_dir, open_session
+from .state import Session
 from .stopping import EXIT_STOPPED, Stopper, parse_duration, stopped_exit_status
 from .summary import final_report, run_summary, start_lines
 

@@ -1,5 +1,6 @@
 """A run's session: the config resolved, every rank agreed on one locked run folder, and the
-model, optimiser, schedule and data set up (or restored from ``last.pt``) before the first epoch.
+model, optimiser, schedule and data set up (or restored from ``last.pt``) before the first epoch,
+in the :class:`plif.train.state.Session` record the epochs then use.
 
 Every value is validated and the run folder is locked before any data is loaded.  Under torchrun
 rank 0 alone names, locks, judges and writes the folder; the other ranks get its verdict.  A fresh
@@ -8,56 +9,31 @@ run that fails before its first checkpoint removes what it wrote (:attr:`Session
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
 import torch
 
 from ..data.pipeline import load_train_data, planned_train_samples
-from ..device import set_tf32
+from ..device import pick_device, set_tf32
 from ..kernels.gpu_switches import changed as gpu_switches_on
 from ..models import build_network
 from ..runs.folder import CHECKPOINT_DIR, CHECKPOINTS, RunFolder, prepare_out
-from .config import TrainConfig, check_network, check_outputs, pick_device, resolve_config
-from .distributed import DistInfo, all_gather_object, broadcast_object, init_distributed, restart_count
+from .checks import check_network, check_outputs
+from .config import TrainConfig, resolve_config
+from .distributed import all_gather_object, broadcast_object, init_distributed, restart_count
 from .graph import GraphTrainer, check_graph_options
 from .optim import adam, graph_adam
 from .resume import restore
 from .speed import resolve_speed
+from .state import Session
 
-__all__ = ["Session", "open_session", "default_run_dir", "setup_run_folder", "setup_model", "setup_optimizer"]
+__all__ = ["open_session", "default_run_dir", "setup_run_folder", "setup_model", "setup_optimizer"]
 
 
 def default_run_dir(cfg: TrainConfig) -> Path:
     """``runs/<dataset>-<timestamp>``; the name is only a label, config.json says what ran."""
     return Path("runs") / f"{cfg.dataset}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
-
-
-@dataclass
-class Session:
-    """What the set-up steps produce and the epochs use."""
-
-    cfg: TrainConfig
-    cfg_dict: dict
-    folder: RunFolder
-    device: torch.device
-    dist: DistInfo
-    main: bool
-    resume: bool
-    model: torch.nn.Module = None
-    net: torch.nn.Module = None
-    optimizer: torch.optim.Optimizer = None
-    scheduler: object = None
-    data: object = None
-    start_epoch: int = 0
-    start_step: int = 0  # a mid-epoch checkpoint: steps of epoch start_epoch + 1 already done
-    rank_state: dict | None = None  # ... and this rank's RNG states and partial totals then
-    metrics: list = None
-    tb: object = None
-    trainer: GraphTrainer | None = None  # --cuda-graph: the captured step and evaluation
-    undo: object = None  # a fresh run's clean-up while it has finished no epoch: no stub folder stays
-    restarted: bool = False  # a group torchrun started again (--max-restarts)
 
 
 # --- the run folder ----------------------------------------------------------------------------
@@ -209,8 +185,11 @@ def open_session(cfg: TrainConfig, resume, log, restart: bool = False) -> Sessio
     # event datasets: the file list gives the training size before any frame cache is built
     _check_batch_fits(cfg, planned_train_samples(cfg), dist.world)
     folder, resume, created = _agree_on_folder(cfg, resume, dist, log, restart)
-    s = Session(cfg, {**cfg.to_dict(), "out": str(folder.path), **_switches_record()}, folder, device, dist,
-                dist.is_main, resume, metrics=[], restarted=restarted)
+
+    def record(cfg: TrainConfig) -> dict:  # config.json and the copy in each checkpoint
+        return {**cfg.to_dict(), "out": str(folder.path), **_switches_record()}
+
+    s = Session(cfg, record(cfg), folder, device, dist, dist.is_main, resume, metrics=[], restarted=restarted)
     new_tensorboard = not folder.tensorboard.exists()
     if s.main and not resume:
         s.undo = lambda: folder.discard_new(created, new_tensorboard)
@@ -221,7 +200,9 @@ def open_session(cfg: TrainConfig, resume, log, restart: bool = False) -> Sessio
         s.model = setup_model(cfg, device)
         s.optimizer, s.scheduler = setup_optimizer(s.model, cfg, device)
         if resume:
-            restore(s, log)
+            r = restore(s, log)  # loads last.pt into the model, optimiser and schedule
+            s.cfg, s.cfg_dict = r.cfg, record(r.cfg)  # the cosine period may follow new --epochs
+            s.start_epoch, s.start_step, s.rank_state, s.metrics = r.start_epoch, r.start_step, r.rank_state, r.metrics
             if s.main:
                 folder.write_config(s.cfg_dict)  # what a resume may change (--epochs, --device) is recorded
         if s.main and cfg.log == "tensorboard":

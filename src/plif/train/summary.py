@@ -6,13 +6,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..runs.folder import CHECKPOINT_DIR, CHECKPOINTS, RunFolder
-from ..data.catalog import get_dataset
 from ..models.structure import spec_as_built
 from ..surrogate import PAPER_SURROGATE
 from .config import TrainConfig
 
 if TYPE_CHECKING:
-    from .session import Session
+    from .state import Session
 
 __all__ = ["run_summary", "epoch_line", "start_lines", "final_report", "LINE_WIDTH"]
 
@@ -74,7 +73,7 @@ def _placement(s: "Session") -> str:
     if not s.data.train.streamed:
         return f"data: each of the {n} processes keeps every split whole on its device ({mb:.0f} MB each)"
     source = ("the memory-mapped frame cache (pages shared by the processes of a machine)"
-              if get_dataset(s.cfg.dataset).is_event else f"host memory (every process holds the {mb:.0f} MB of uint8 images)")
+              if s.cfg.dataset_spec.is_event else f"host memory (every process holds the {mb:.0f} MB of uint8 images)")
     return (f"data: each of the {n} processes streams only its own 1/{n} of every epoch and evaluation, from {source}")
 
 

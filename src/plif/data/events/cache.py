@@ -481,10 +481,11 @@ def rebuild_advice(folder: Path, meta: dict | None = None) -> str:
 
 def _data_dir(dataset: str, sources) -> str:
     """The dataset folder the cache's recordings were listed from, quoted for a shell; DIR if unknown."""
+    from ..catalog import get_dataset
     from .datasets import recordings_folder
 
-    try:
-        return shlex.quote(str(recordings_folder(dataset, next(iter(sources)))))
+    try:  # the name a cache's meta.json stores: looked up here, where it comes in
+        return shlex.quote(str(recordings_folder(get_dataset(dataset, events=True), next(iter(sources)))))
     except (TypeError, StopIteration, IndexError, ValueError):  # no recordings recorded, or not a dataset's
         return "DIR"
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ..catalog import default_root, get_dataset
+from ..catalog import DatasetSpec, default_root
 from .cache import build_frames_cache, cache_key, load_cached
 from .datasets import list_samples
 from .fingerprint import file_stat, same_bytes
@@ -17,25 +17,26 @@ from .file import file_to_frames
 
 __all__ = ["load_event_frames", "prepare_event_frames", "file_to_frames"]
 
-def prepare_event_frames(name: str, root: str | Path | None, T: int, train: bool, split: str = "count",
+def prepare_event_frames(spec: DatasetSpec, root: str | Path | None, T: int, train: bool, split: str = "count",
                          cache_dir: str | Path | None = None, workers: int | None = None,
                          progress: bool = True, allow_empty: bool = False, verify: bool = False,
                          hash_sources: bool = False, **options) -> Path:
     """Build (or find) the frame cache of one split; returns its folder (see :mod:`.cache`).
 
+    ``spec``: the event dataset's record.
     ``root=None`` means ``default_root()/<name>``.  A recording without events stops the build
     with its path unless ``allow_empty`` (then it is an all-zero sample).  A recording whose bytes
     are those of a recording of the other split is refused before any cache is built.
     ``hash_sources``: a finished cache is reused only once every recording hashes as recorded (not
     only its stat and edges); ``verify``: the frames too.
     """
-    info = get_dataset(name, events=True)
+    info = spec.of_kind(events=True)
     if root is None:
-        root = default_root() / name
+        root = default_root() / info.name
     reader_opts = {k: options.pop(k) for k in info.reader_options if k in options}
-    samples = list_samples(name, root, train, **options)
-    _refuse_copies(name, root, train, samples, options)
-    params = {"dataset": name, "train": bool(train), "T": int(T), "split": split,
+    samples = list_samples(info, root, train, **options)
+    _refuse_copies(info, root, train, samples, options)
+    params = {"dataset": info.name, "train": bool(train), "T": int(T), "split": split,
               "sensor_size": list(info.sensor_size), "reader_opts": reader_opts, "list_options": options,
               "allow_empty": bool(allow_empty)}
     base = Path(cache_dir) if cache_dir is not None else default_root() / "frames"
@@ -58,14 +59,14 @@ def _folder(base: Path, params: dict, samples) -> Path:
 _COMPARED: set = set()  # the (train, test) recording lists this process has compared already
 
 
-def _refuse_copies(name: str, root, train: bool, samples, options: dict) -> None:
+def _refuse_copies(spec: DatasetSpec, root, train: bool, samples, options: dict) -> None:
     """Refuse a recording of this split (``samples``) whose bytes are a recording of the other split
     (a copy is a train/test leak as much as the symlink the lister refuses), before any cache is
     built: sizes first, then hashes of the files alike (:func:`.fingerprint.same_bytes`).  Once per
     pair of lists (paths, sizes and mtimes) in a process: loading the test split after the train
     split compares nothing again."""
     try:
-        others = list_samples(name, root, not train, **options)
+        others = list_samples(spec, root, not train, **options)
     except (OSError, ValueError):  # the other split is not there (yet): its own prepare compares
         return
     ours, theirs = sorted({str(s.path) for s in samples}), sorted({str(s.path) for s in others})
@@ -77,7 +78,7 @@ def _refuse_copies(name: str, root, train: bool, samples, options: dict) -> None
     if copies:
         mine, twin = copies[0]
         ours_is, theirs_is = ("train", "test") if train else ("test", "train")
-        raise ValueError(f"{name}: {mine} ({ours_is}) holds the same bytes as {twin} ({theirs_is}) ({len(copies)} "
+        raise ValueError(f"{spec.name}: {mine} ({ours_is}) holds the same bytes as {twin} ({theirs_is}) ({len(copies)} "
                          "such): a train/test leak; remove the copy")
     _COMPARED.add(key)
 
@@ -96,10 +97,10 @@ def _say_older(base: Path, folder: Path) -> None:
               file=sys.stderr)
 
 
-def load_event_frames(name: str, root: str | Path | None, T: int, train: bool, split: str = "count",
+def load_event_frames(spec: DatasetSpec, root: str | Path | None, T: int, train: bool, split: str = "count",
                       cache_dir: str | Path | None = None, workers: int | None = None,
                       progress: bool = True, allow_empty: bool = False, **options) -> tuple[torch.Tensor, torch.Tensor]:
-    """Frames and labels of a whole split of the event dataset ``name``.
+    """Frames and labels of a whole split of the event dataset whose record is ``spec``.
 
     Returns ``frames [N, T, 2, H, W]`` of integer event counts (uint8 / int16 / int32, whichever
     holds the largest count; call ``.float()`` per batch) backed by a memory-mapped cache file,
@@ -109,6 +110,6 @@ def load_event_frames(name: str, root: str | Path | None, T: int, train: bool, s
     ``train_fraction`` (CIFAR10-DVS and N-Caltech101 split, default 0.9); ``allow_empty`` keeps recordings
     without events as all-zero samples instead of refusing them.
     """
-    folder = prepare_event_frames(name, root, T, train, split, cache_dir, workers, progress, allow_empty, **options)
+    folder = prepare_event_frames(spec, root, T, train, split, cache_dir, workers, progress, allow_empty, **options)
     frames, labels = load_cached(folder, check=False)  # checked by prepare_event_frames
     return torch.from_numpy(frames), torch.from_numpy(np.asarray(labels, dtype=np.int64))

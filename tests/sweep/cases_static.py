@@ -11,8 +11,8 @@ import tarfile
 
 import numpy as np
 
-from case import Case
-from damage import FM_FILES, SHARED, fashion_copy, gz_bomb, need, raw_idx, regzip, truncate_file, write
+from .case import Case
+from .damage import FM_FILES, SHARED, fashion_copy, gz_bomb, need, raw_idx, regzip, truncate_file, write
 
 AREA = "static"
 CASES: list[Case] = []

@@ -1,6 +1,6 @@
 """Try every bad input in ``cases_*.py`` as a user would and sort the outcomes.
 
-    python scripts/sweep/run.py [--jobs 2] [--area events] [-k substring] [--json out.json]
+    python -m tests.sweep [--jobs 2] [--area events] [-k substring] [--json out.json]   (from the checkout)
 
 Each case runs ``python -m plif ...`` in a fresh process and its own empty folder.  Outcomes:
 
@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures as cf
-import importlib.util
+import importlib
 import json
 import os
 import subprocess
@@ -31,11 +31,10 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from .case import Case, Env, Result, SkipCase, fill
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
-sys.path.insert(0, str(HERE))
-
-from case import Case, Env, Result, SkipCase, fill  # noqa: E402
 
 FMNIST = Path("/usr/share/datasets/fashion-mnist")
 BAD = ("traceback", "silent", "unclear", "wrong-refusal", "lost", "crash", "hang")
@@ -44,10 +43,7 @@ BAD = ("traceback", "silent", "unclear", "wrong-refusal", "lost", "crash", "hang
 def load_cases() -> list[Case]:
     cases = []
     for path in sorted(HERE.glob("cases_*.py")):
-        spec = importlib.util.spec_from_file_location(path.stem, path)
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
-        cases.extend(mod.CASES)
+        cases.extend(importlib.import_module(f"{__package__}.{path.stem}").CASES)
     names = Counter(c.name for c in cases)
     twice = [n for n, k in names.items() if k > 1]
     if twice:
@@ -124,7 +120,7 @@ def run_case(case: Case, shared: Path, base_env: dict) -> dict:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m tests.sweep", description=__doc__.split("\n\n")[0])
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--area", action="append", help="only these areas (repeatable)")
     ap.add_argument("-k", dest="match", help="only cases whose name contains this")

@@ -1,5 +1,5 @@
 """Network notation given to ``plif spec`` and ``plif train --network``: the parser's bad inputs."""
-from case import Case
+from .case import Case
 
 _BAD_SPECS = {
     "empty": "",

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import struct
 
-from case import Case
-from damage import (AEDAT2_HEADER, AEDAT2_HEADER_SAMPLE, AEDAT31_HEADER, aedat2, aedat31, aedat31_packet,
+from .case import Case
+from .damage import (AEDAT2_HEADER, AEDAT2_HEADER_SAMPLE, AEDAT31_HEADER, aedat2, aedat31, aedat31_packet,
                     aedat4_sample, need, nmnist_event, nmnist_sample, write)
 
 AREA = "events"
@@ -17,7 +17,7 @@ def _mknod_full(path):
     try:
         os.mknod(path, stat.S_IFCHR | 0o666, os.makedev(1, 7))
     except PermissionError:
-        from case import SkipCase
+        from .case import SkipCase
         raise SkipCase("mknod needs root") from None
 CASES: list[Case] = []
 

@@ -19,7 +19,7 @@ import threading
 import time
 from pathlib import Path
 
-from case import Case, Result, SkipCase, need
+from .case import Case, Result, SkipCase, need
 
 FMNIST = Path("/usr/share/datasets/fashion-mnist")
 SMALL = ["--data-dir", str(FMNIST), "--network", "FC10-PLIF", "--T", "1", "--max-train-samples", "64",

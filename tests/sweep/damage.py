@@ -8,7 +8,7 @@ import shutil
 import struct
 from pathlib import Path
 
-from case import SkipCase, need
+from .case import SkipCase, need
 
 FMNIST = Path("/usr/share/datasets/fashion-mnist")
 FM_FILES = {"train-images": "train-images-idx3-ubyte.gz", "train-labels": "train-labels-idx1-ubyte.gz",

@@ -5,8 +5,8 @@ value and the network are checked), so every train case also checks that ``{tmp}
 """
 from pathlib import Path
 
-from case import Case
-from cases_run import finished_run
+from .case import Case
+from .cases_run import finished_run
 
 TRAIN = ["train", "--data-dir", "{fmnist}", "--network", "FC10-PLIF", "--T", "1", "--max-train-samples", "64",
          "--max-test-samples", "64", "--epochs", "1", "--batch-size", "32", "--device", "cpu", "--out", "{tmp}/run"]

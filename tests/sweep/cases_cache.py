@@ -8,8 +8,8 @@ import json
 import os
 import shutil
 
-from case import Case, Env, Result
-from damage import (AEDAT2_HEADER, aedat2, aedat31, flip_byte, nmnist_sample, nmnist_tree, nudge_event, truncate_file,
+from .case import Case, Env, Result
+from .damage import (AEDAT2_HEADER, aedat2, aedat31, flip_byte, nmnist_sample, nmnist_tree, nudge_event, truncate_file,
                     write)
 
 AREA = "cache"

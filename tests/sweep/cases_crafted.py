@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import struct
 
-from case import Case
-from damage import (AEDAT31_HEADER, FM_FILES, aedat31, aedat31_packet, aedat4_described, aedat4_parts, aedat4_sample,
+from .case import Case
+from .damage import (AEDAT31_HEADER, FM_FILES, aedat31, aedat31_packet, aedat4_described, aedat4_parts, aedat4_sample,
                     aedat4_with_header, fashion_copy, flatbuffer_field, gz_bomb, io_header_with_description,
                     nmnist_event, nmnist_sample, raw_idx, write)
 

@@ -1,0 +1,91 @@
+"""A run's stored config: ``config.json``, or the copy ``checkpoints/last.pt`` keeps, read back in one place.
+
+Every command that reads a run's config goes through :func:`read_run_config`: the format (a JSON
+object holding at least the network, its input shape and T), what older runs wrote (``backend``
+among the network's keywords, from before it left the network: dropped here, once), and the
+surrogate the run names, made usable in this process by :func:`stored_surrogate` alone.  Whether
+every value is one ``plif train`` accepts is training's to say: the CLI passes that check in
+(``plif.train.config.check_stored``); this package knows nothing of training.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+from ..surrogate import Surrogate, get_surrogate
+from .checkpoint import load_checkpoint
+from .folder import RunFolder, read_json_file
+
+__all__ = ["read_run_config", "read_config_json", "stored_surrogate", "NETWORK_KEYS"]
+
+NETWORK_KEYS = ("network", "input_shape", "T")
+"""What a stored config must hold to rebuild its network."""
+
+
+def read_config_json(run) -> dict:
+    """``config.json`` of run folder ``run`` as recorded: a JSON object, nothing else checked (reports
+    read old and hand-written runs too).  Errors name the file (no run, bad JSON, not an object)."""
+    folder = run if isinstance(run, RunFolder) else RunFolder(run)
+    folder.require_run()
+    d = read_json_file(folder.config, "run config")
+    if not isinstance(d, dict):
+        raise ValueError(f"{folder.config}: expected a JSON object, got {type(d).__name__}")
+    return d
+
+
+def read_run_config(run, check: Callable[[dict, str], object] | None = None, fallback: bool = False,
+                    log: Callable[[str], None] | None = None) -> dict:
+    """The config of run folder ``run``, ready to rebuild its network; every error names the file.
+
+    check: ``check(config, source)`` raising ``ValueError`` for a value the caller refuses (the CLI
+    passes ``plif.train.config.check_stored``: only values ``plif train`` accepts).
+    fallback: when ``config.json`` is missing or refused, the copy in ``checkpoints/last.pt`` (a
+    resume rewrites config.json), if that copy passes the same; ``log`` then says so.  Otherwise, and
+    when neither can be had, config.json's error stands.
+    """
+    folder = run if isinstance(run, RunFolder) else RunFolder(run)
+    try:
+        return _ready(read_config_json(folder), folder.config, check)
+    except (OSError, ValueError) as e:
+        last = folder.checkpoint("last")
+        if not fallback or not folder.path.is_dir() or not last.is_file():
+            raise
+        try:  # the copy passes the same checks, or config.json's error stands (e.g. a surrogate's
+            # module that cannot be imported here fails both: no "using the copy" before it)
+            config = _ready(load_checkpoint(last)["config"], last, check)
+        except (OSError, ValueError):
+            raise e from None
+        if log is not None:
+            log(f"{e}; using the copy of the config in {last}")
+        return config
+
+
+def stored_surrogate(spec: str, source) -> Surrogate:
+    """The surrogate a stored config names, made usable in this process: a ``MODULE:NAME`` imports
+    ``MODULE`` (which registers ``NAME``).  The one place a run folder makes plif import code;
+    errors name ``source``."""
+    try:
+        return get_surrogate(spec, option="surrogate")
+    except ValueError as e:
+        raise ValueError(f"{source}: {e}") from None
+
+
+def _ready(d, source: Path, check) -> dict:
+    """A stored config dict brought up to date and checked: the network's keys are there, its
+    keywords an object without the legacy ``backend``, its surrogates usable, then ``check``."""
+    if not isinstance(d, dict):
+        raise ValueError(f"{source}: expected a JSON object, got {type(d).__name__}")
+    for key in NETWORK_KEYS:
+        if key not in d:
+            raise ValueError(f"{source}: missing key {key!r} (a run config needs network, input_shape and T)")
+    kwargs = d.get("network_kwargs", {})
+    if not isinstance(kwargs, dict):
+        raise ValueError(f"{source}: network_kwargs must be an object, got {kwargs!r}")
+    if "backend" in kwargs:  # runs made before the backend left the network kept it among these keywords
+        d = {**d, "network_kwargs": {k: v for k, v in kwargs.items() if k != "backend"}}
+    for spec in dict.fromkeys((d.get("surrogate"), kwargs.get("surrogate"))):
+        if isinstance(spec, str):  # another type: the check names it
+            stored_surrogate(spec, source)
+    if check is not None:
+        check(d, str(source))
+    return d

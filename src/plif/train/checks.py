@@ -1,0 +1,144 @@
+"""The checks of a run's settings before any work starts: every value against its meaning, the
+network built on the meta device (its output width), and its weights and one batch against the
+memory of the machine or device.
+
+Errors are ``ValueError`` naming the option (``--lr``) and what it must be.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+
+from ..device import pick_device
+from ..models.notation import MAX_INT
+from ..neurons import NEURONS, check_tau
+from ..surrogate import get_surrogate
+from .fields import field_kind, flag_name, value_fits
+
+__all__ = ["NEURON_NAMES", "MAX_SEED", "check_names", "check_values", "check_outputs", "meta_network",
+           "check_network"]
+
+NEURON_NAMES = tuple(name.lower() for name in NEURONS)
+MAX_SEED = 2**32 - 1  # every generator seeded from it stays inside torch's 64-bit seeds
+
+
+def check_names(cfg, presets) -> None:
+    """The preset (one of ``presets``), the neuron, the surrogate and every value with choices."""
+    if cfg.preset not in presets:
+        raise ValueError(f"unknown preset {cfg.preset!r}; valid: {', '.join(presets)}")
+    if not isinstance(cfg.neuron, str) or cfg.neuron.lower() not in NEURON_NAMES:
+        raise ValueError(f"unknown neuron {cfg.neuron!r}; valid: {', '.join(NEURON_NAMES)}")
+    get_surrogate(cfg.surrogate, option="--surrogate")  # the registry, importing MODULE of MODULE:NAME
+    for f in dataclasses.fields(cfg):
+        choices = f.metadata.get("choices")
+        value = getattr(cfg, f.name)
+        if f.name in ("dataset", "neuron") or not choices or value is None:
+            continue
+        if value not in choices:
+            raise ValueError(f"{flag_name(f.name)} {value!r}: unknown; valid: {', '.join(map(str, choices))}")
+
+
+def check_values(cfg) -> None:
+    """Every number against its meaning (runs after the preset filled the ``None`` values)."""
+    for f in dataclasses.fields(cfg):
+        if f.metadata.get("derived"):
+            continue
+        kind, optional = field_kind(f)
+        value = getattr(cfg, f.name)
+        if not value_fits(value, kind, optional):
+            raise ValueError(f"{flag_name(f.name)} must be {kind.__name__}, got {value!r}")
+        if kind is float and value is not None and not math.isfinite(value):
+            raise ValueError(f"{flag_name(f.name)} must be a finite number, got {value}")
+    for name in ("T", "epochs", "batch_size", "t_max", "eval_batch_size"):
+        if getattr(cfg, name) < 1:
+            raise ValueError(f"{flag_name(name)} must be at least 1, got {getattr(cfg, name)}")
+    for name in ("T", "batch_size", "eval_batch_size"):  # sizes of tensors: torch's limit
+        if getattr(cfg, name) > MAX_INT:
+            raise ValueError(f"{flag_name(name)} must be at most {MAX_INT} (2^31-1), got {getattr(cfg, name)}")
+    for name in ("max_train_samples", "max_test_samples", "max_val_samples"):
+        value = getattr(cfg, name)
+        if value is not None and value < 1:
+            raise ValueError(f"{flag_name(name)} must be at least 1 (leave it out to use every sample), got {value}")
+    if cfg.checkpoint_every is not None and cfg.checkpoint_every < 1:
+        raise ValueError(f"--checkpoint-every must be at least 1 step, got {cfg.checkpoint_every}")
+    if cfg.time_limit is not None:
+        from .stopping import parse_duration
+
+        parse_duration(cfg.time_limit)
+    if cfg.lr <= 0:
+        raise ValueError(f"--lr must be positive, got {cfg.lr:g}")
+    if cfg.neuron.lower() != "if":  # also every neuron token of the network string
+        check_tau(cfg.tau0, "--tau0")
+    if not 0.0 <= cfg.val_split < 1.0:
+        raise ValueError(f"--val-split must be in [0, 1), got {cfg.val_split}")
+    if not 0 <= cfg.seed <= MAX_SEED:
+        raise ValueError(f"--seed must be between 0 and {MAX_SEED} (2^32-1), got {cfg.seed}")
+    if cfg.network is not None and not cfg.network.strip():
+        raise ValueError("--network must not be empty")
+    for name in ("out", "data_dir"):
+        if getattr(cfg, name) is not None and not getattr(cfg, name).strip():
+            raise ValueError(f"{flag_name(name)} must not be empty (leave it out for the default)")
+    if cfg.data_dir is not None and not os.path.isdir(cfg.data_dir):
+        raise ValueError(f"--data-dir {cfg.data_dir}: no such folder")
+    from ..neurons.dispatch import check_backend
+
+    check_backend(cfg.backend, pick_device(cfg.device, check=False), cfg.surrogate, option="--backend")
+
+
+def check_outputs(model, cfg) -> None:
+    """The network's output per sample must be one value per class of the dataset."""
+    out = model.info[-1].out_shape if model.info else tuple(cfg.input_shape)
+    if tuple(out) != (cfg.num_classes,):
+        raise ValueError(f"--network {cfg.network!r}: gives outputs of shape {tuple(out)} per sample, but "
+                         f"{cfg.dataset} has {cfg.num_classes} classes; end the network with "
+                         f"{cfg.num_classes} outputs (e.g. ...-FC{cfg.num_classes * 10}-PLIF-APk10s10)")
+
+
+def meta_network(cfg, outputs: bool = True):
+    """``cfg``'s network built on the meta device (shapes, no storage), its output width checked."""
+    import torch
+
+    from ..models import build_network
+
+    with torch.device("meta"):
+        model = build_network(cfg.network, cfg.input_shape, cfg.T, **cfg.network_kwargs())
+    if outputs:
+        check_outputs(model, cfg)
+    return model
+
+
+def check_network(cfg) -> None:
+    """Build ``cfg``'s network on the meta device (shapes, no storage) and refuse, before anything is
+    written, a network that cannot be built, has the wrong output width, or whose weights with
+    Adam's state, or one batch of input, alone exceed the memory of the machine or device."""
+    model = meta_network(cfg)
+    limit, where = _memory_size(cfg.device)
+    if not limit:
+        return
+    params = sum(p.numel() for p in model.parameters())
+    need = 4 * 4 * params  # fp32 weights, gradients and Adam's two moments
+    if need > limit:
+        raise ValueError(f"--network {cfg.network!r}: {params:,} weights need {_gib(need)} with their gradients and "
+                         f"Adam's state, more than the {_gib(limit)} of {where}")
+    batch = 4 * cfg.T * cfg.batch_size * math.prod(cfg.input_shape)
+    if batch > limit:
+        raise ValueError(f"--T {cfg.T} with --batch-size {cfg.batch_size}: one batch of input alone is {_gib(batch)}, "
+                         f"more than the {_gib(limit)} of {where}")
+
+
+def _gib(n: int) -> str:
+    return f"{n / 2**30:,.1f} GiB"
+
+
+def _memory_size(device: str) -> tuple[int, str]:
+    """``(bytes, description)`` of the memory a run on ``device`` has; (0, "") when unknown."""
+    import torch
+
+    dev = pick_device(device, check=False)
+    if dev.type == "cuda" and torch.cuda.is_available():
+        return torch.cuda.get_device_properties(dev.index or 0).total_memory, f"{dev}"
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"), "this machine's memory"
+    except (OSError, ValueError):
+        return 0, ""
