@@ -325,6 +325,7 @@ def test_a_copy_across_splits_is_refused_before_any_cache_is_built(tmp_path, cap
     frame is integrated, from either split; plif train loads through the same call."""
     import shutil
 
+    from plif.data.catalog import get_dataset
     from plif.data.events.load import prepare_event_frames
 
     for split, t0 in (("Train", 100), ("Test", 200)):
@@ -340,7 +341,7 @@ def test_a_copy_across_splits_is_refused_before_any_cache_is_built(tmp_path, cap
         assert said in capsys.readouterr().err
         assert not cache.exists()  # refused before any cache
     with pytest.raises(ValueError, match="a train/test leak"):
-        prepare_event_frames("nmnist", tmp_path / "nm", 1, True, cache_dir=cache, workers=0, progress=False)
+        prepare_event_frames(get_dataset("nmnist"), tmp_path / "nm", 1, True, cache_dir=cache, workers=0, progress=False)
     assert not cache.exists()
 
 

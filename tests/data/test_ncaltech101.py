@@ -3,7 +3,7 @@ class included), the first 90% of each class by file number train; ``plif train 
 import numpy as np
 import pytest
 
-from plif.data.catalog import ATIS_SENSOR, DATASETS
+from plif.data.catalog import ATIS_SENSOR, DATASETS, get_dataset
 from plif.data.events.datasets import list_samples
 from plif.data.events.nmnist import parse_nmnist
 from plif.data.events.types import EventFormatError
@@ -80,16 +80,16 @@ def test_classes_too_small_for_a_test_sample_are_named_with_the_size_the_split_n
             f = tmp_path / "Caltech101" / cls / f"image_{k:04d}.bin"
             f.parent.mkdir(parents=True, exist_ok=True)
             f.touch()
-    assert len(list_samples("ncaltech101", tmp_path, True)) == 100 * 2 + 6
+    assert len(list_samples(get_dataset("ncaltech101"), tmp_path, True)) == 100 * 2 + 6
     want = (f"ncaltech101: no test samples under {tmp_path / 'Caltech101'}: of each class's n recordings the first "
             "ceil(0.9·n) by file number train, the rest test; the largest class here, ant, has 6, and a class needs "
             "at least 10 recordings to give one test sample")
     with pytest.raises(ValueError) as e:
-        list_samples("ncaltech101", tmp_path, False)
+        list_samples(get_dataset("ncaltech101"), tmp_path, False)
     assert str(e.value) == want
     with pytest.raises(ValueError, match="at a train fraction of 1 no class gives a test sample"):
-        list_samples("ncaltech101", tmp_path, False, train_fraction=1.0)
-    assert len(list_samples("ncaltech101", tmp_path, False, train_fraction=0.5)) == 100 + 3
+        list_samples(get_dataset("ncaltech101"), tmp_path, False, train_fraction=1.0)
+    assert len(list_samples(get_dataset("ncaltech101"), tmp_path, False, train_fraction=0.5)) == 100 + 3
     assert main(["data", "prepare", "ncaltech101", "--data-dir", str(tmp_path), "--test-only", "--T", "2"]) == 2
     err = capsys.readouterr().err
     assert err == f"plif data: error: {want}\n" and "extract" not in err

@@ -18,7 +18,7 @@ from plif.deploy.nir_check import MAX_MAGNITUDE, NIRFileError, check_graph  # no
 from plif.deploy.nir_export import to_nir, write_nir  # noqa: E402
 from plif.deploy.nir_import import from_nir, read_graph, read_nir  # noqa: E402
 
-from .conftest import small_net  # noqa: E402
+from plif_testing import small_net  # noqa: E402
 
 N = "node/nodes/"
 
