@@ -25,26 +25,21 @@ def load_run(run_dir: str | Path, which: str = "best", map_location="cpu", backe
     A folder that is not a run, a malformed ``config.json``, a corrupted checkpoint, one whose
     tensors do not match the network and one with non-finite weights raise errors naming the file.
 
-    Example: a run trained for one epoch on 64 random images in Fashion-MNIST's format, loaded back:
+    Example: a run folder holds ``config.json`` and ``checkpoints/``; here its two essential parts are
+    written by hand (``plif train`` writes them, with every setting of the run):
 
-    >>> import gzip, tempfile
-    >>> import numpy as np
-    >>> from pathlib import Path
-    >>> folder = Path(tempfile.mkdtemp())
-    >>> def write_idx(name, a):                          # Fashion-MNIST's file format, IDX in gzip
-    ...     with gzip.open(folder / name, "wb") as f:
-    ...         _ = f.write(bytes([0, 0, 8, a.ndim]) + np.array(a.shape, ">u4").tobytes() + a.tobytes())
-    >>> rng = np.random.default_rng(0)
-    >>> for split, n in (("train", 64), ("t10k", 32)):
-    ...     write_idx(f"{split}-images-idx3-ubyte.gz", rng.integers(0, 256, (n, 28, 28), dtype=np.uint8))
-    ...     write_idx(f"{split}-labels-idx1-ubyte.gz", np.arange(n, dtype=np.uint8) % 10)
-    >>> from plif.runs import load_run
-    >>> from plif.train import TrainConfig, train
-    >>> cfg = TrainConfig(dataset="fashion-mnist", data_dir=str(folder), network="FC10-PLIF", T=2, epochs=1,
-    ...                   batch_size=32, out=str(folder / "run"))
-    >>> net, config = load_run(train(cfg, log=lambda line: None))
-    >>> config["network"], net.training, net.T
-    ('FC10-PLIF', False, 2)
+    >>> import tempfile, torch
+    >>> from plif import build_network
+    >>> from plif.runs import RunFolder, load_run, save_checkpoint
+    >>> folder = RunFolder(tempfile.mkdtemp())
+    >>> config = {"network": "FC10-PLIF", "input_shape": [1, 28, 28], "T": 2}
+    >>> folder.write_config(config)
+    >>> trained = build_network(config["network"], (1, 28, 28), T=2)
+    >>> _ = save_checkpoint(folder.checkpoint("best_test"), {"model": trained.state_dict(), "config": config})
+    >>> net, config = load_run(folder.path)              # which="best": best_val where the run has one
+    >>> x = torch.ones(1, 1, 28, 28)
+    >>> net.training, config["network"], torch.equal(net(x), trained(x))
+    (False, 'FC10-PLIF', True)
     """
     from ..models import build_network
 
