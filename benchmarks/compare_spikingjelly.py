@@ -18,7 +18,7 @@ def main():
 
     torch.manual_seed(0)
     x = (torch.randn(8, 16, 128, 7, 7, dtype=torch.float64) * 1.5 + 0.8)
-    for tau0, detach in ((2.0, True), (16.0, True), (2.0, False), (16.0, False)):  # README's four cases
+    for tau0, detach in ((2.0, True), (16.0, True), (2.0, False), (16.0, False)):  # the four cases docs/usage.md states
         sj = neuron.ParametricLIFNode(init_tau=tau0, detach_reset=detach, surrogate_function=surrogate.ATan(),
                                       step_mode="m").double()
         ours = PLIF(tau0=tau0, detach_reset=detach).double()

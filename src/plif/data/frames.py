@@ -75,6 +75,17 @@ def events_to_frames(events: np.ndarray, T: int, sensor_size: tuple[int, int], s
     (see :func:`slice_index` for ``split``).  The shape is always ``[T, 2, H, W]``: ``N == 0`` gives
     all zeros, ``N < T`` with ``"count"`` puts every event in the last frame.  Events outside
     ``sensor_size = (H, W)`` are an error, not silently dropped.
+
+    Example: four events into two frames of a 2 x 3 sensor, two events each (``split="count"``):
+
+    >>> from plif.data.events import make_events
+    >>> from plif.data.frames import events_to_frames
+    >>> events = make_events(t=[0, 10, 20, 30], x=[0, 1, 1, 2], y=[0, 0, 1, 1], p=[1, 0, 1, 1])
+    >>> frames = events_to_frames(events, T=2, sensor_size=(2, 3))
+    >>> frames.shape                                        # [T, 2 polarities (OFF, ON), H, W]
+    (2, 2, 2, 3)
+    >>> frames[1, 1].tolist()                               # ON events of the second frame
+    [[0.0, 0.0, 0.0], [0.0, 1.0, 1.0]]
     """
     h, w = int(sensor_size[0]), int(sensor_size[1])
     check_frame_shape(T, (h, w))

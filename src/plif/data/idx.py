@@ -78,6 +78,22 @@ def read_idx(path: str | Path, expect_type: int | None = None, expect_ndim: int 
 
     ``expect_type`` / ``expect_ndim`` (e.g. ``0x08``, ``3`` for images) make a mismatching file an
     error instead of a surprise later.  Every error names the file and the byte offset.
+
+    Example: a gzip-compressed label file written byte by byte (magic: two zero bytes, type 0x08 =
+    unsigned byte, 1 dimension; its size, big-endian; the labels):
+
+    >>> import gzip, tempfile
+    >>> from pathlib import Path
+    >>> from plif.data import read_idx
+    >>> path = Path(tempfile.mkdtemp()) / "labels-idx1-ubyte.gz"
+    >>> with gzip.open(path, "wb") as f:
+    ...     _ = f.write(bytes([0, 0, 0x08, 1, 0, 0, 0, 3, 7, 2, 1]))
+    >>> read_idx(path, expect_type=0x08, expect_ndim=1)
+    array([7, 2, 1], dtype=uint8)
+    >>> read_idx(path, expect_ndim=3)
+    Traceback (most recent call last):
+    ...
+    ValueError: .../labels-idx1-ubyte.gz: IDX has 1 dimensions (byte at decompressed byte offset 3), expected 3
     """
     path = Path(path)
     data, where = _read_bytes(path)

@@ -386,7 +386,20 @@ def export_nir(net: SpikingNetwork, path: str | Path, verify: bool = True, dt: f
     """Convert for ``target`` and time-step ``dt`` (:func:`to_nir`, the same defaults), check the
     round trip against ``net`` as trained (``verify``) and write; on any error nothing is written.
     A file asked to be inexact (``bn="fold"``, or an inexact ``dt`` allowed) that changes outputs of
-    the check gives an :class:`InexactExportWarning` saying how many."""
+    the check gives an :class:`InexactExportWarning` saying how many.
+
+    Example (needs the ``nir`` package): the file for Norse, read back by plif's own importer:
+
+    >>> import tempfile, torch
+    >>> from pathlib import Path
+    >>> from plif import build_network
+    >>> from plif.deploy import export_nir, read_nir
+    >>> net = build_network("c4k3s1-BN-PLIF-MPk4s4-FC20-PLIF-APk10s10", (2, 16, 16), T=5).eval()
+    >>> path = export_nir(net, Path(tempfile.mkdtemp()) / "net.nir")
+    >>> frames = torch.rand(5, 3, 2, 16, 16)
+    >>> torch.equal(read_nir(path)(frames), net(frames))
+    True
+    """
     graph = to_nir(net, dt, target, bn, allow_inexact_dt)
     if verify:
         _verify(net, graph, bn)
@@ -413,7 +426,19 @@ def export_nir_all(net: SpikingNetwork, path: str | Path, verify: bool = True, b
     ``model.norse.nir``, ``model.snntorch.nir``, ...): ``{target: the file written, or why that
     importer cannot run the network}``.  Every file is converted and checked before any is written
     (each atomically); a network no importer can run is an :class:`NIRExportError`.  Notes of
-    :func:`export_nir` name their target."""
+    :func:`export_nir` name their target.
+
+    Example (needs the ``nir`` package):
+
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from plif import build_network
+    >>> from plif.deploy import export_nir_all
+    >>> net = build_network("c4k3s1-BN-PLIF-MPk4s4-FC20-PLIF-APk10s10", (2, 16, 16), T=5).eval()
+    >>> files = export_nir_all(net, Path(tempfile.mkdtemp()) / "net.nir")
+    >>> sorted(path.name for path in files.values())
+    ['net.generic.nir', 'net.norse.nir', 'net.sinabs.nir', 'net.snntorch.nir']
+    """
     graphs, out = {}, {}
     for target in TARGETS:
         with warnings.catch_warnings(record=True) as notes:

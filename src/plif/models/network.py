@@ -91,7 +91,20 @@ class SpikingNetwork(nn.Module):
         ``[T, B, classes]``.  ``time_first=False`` takes frames batch-first, ``[B, T, *input_shape]``
         (Tonic's and snnTorch's layout); the default refuses frames whose dim 0 is not ``T`` while dim
         1 is, as batch-first by mistake (``time_first=True`` runs them time-first all the same).
-        What ``x`` must be: :mod:`plif.models.inputs`."""
+        What ``x`` must be: :mod:`plif.models.inputs`.
+
+        Example: event frames, time first or batch-first, and their firing rates:
+
+        >>> import torch
+        >>> from plif import build_network
+        >>> net = build_network("c4k3s1-BN-PLIF-MPk4s4-FC20-PLIF-APk10s10", (2, 16, 16), T=5)
+        >>> frames = torch.rand(5, 3, 2, 16, 16)             # [T, B, C, H, W]
+        >>> out = net(frames)                                # [T, B, classes]: 20 neurons vote for 2
+        >>> out.shape, out.mean(0).shape                     # the prediction: argmax of the rate
+        (torch.Size([5, 3, 2]), torch.Size([3, 2]))
+        >>> torch.equal(net(frames.transpose(0, 1), time_first=False), out)   # [B, T, ...]
+        True
+        """
         check_tensor(x, "net(x)", reference_tensor(self))
         x = to_time_first(x, self.input_shape, self.T, time_first)
         start = 0
@@ -106,14 +119,37 @@ class SpikingNetwork(nn.Module):
         return run_plan(self.plan(), x, start)
 
     def initial_state(self) -> NetworkState:
-        """The state before the first :meth:`step`: every neuron at rest, no dropout mask drawn."""
+        """The state before the first :meth:`step`: every neuron at rest, no dropout mask drawn.
+
+        Example:
+
+        >>> import torch
+        >>> from plif import build_network
+        >>> net = build_network("FC10-PLIF", (4,), T=3)
+        >>> out_t, state = net.step(torch.rand(2, 4), net.initial_state())   # the same as state=None
+        >>> out_t.shape
+        torch.Size([2, 10])
+        """
         return initial_state(self.layers)
 
     def step(self, x_t: torch.Tensor, state: NetworkState | None = None) -> tuple[torch.Tensor, NetworkState]:
         """One time-step with carried state (streaming, online inference; :mod:`plif.models.stepping`):
         ``x_t [B, *input_shape]`` -> ``(out_t [B, classes], state)``; ``state=None`` starts at rest,
         any other must be this network's, for this batch (:func:`plif.models.inputs.check_state`).
-        In eval mode ``T`` steps give :meth:`forward`'s output bit for bit."""
+        In eval mode ``T`` steps give :meth:`forward`'s output bit for bit.
+
+        Example: a stream of frames, one at a time, carrying the state:
+
+        >>> import torch
+        >>> from plif import build_network
+        >>> net = build_network("c4k3s1-BN-PLIF-MPk4s4-FC20-PLIF-APk10s10", (2, 16, 16), T=5).eval()
+        >>> frames = torch.rand(5, 3, 2, 16, 16)             # [T, B, C, H, W]
+        >>> state = net.initial_state()
+        >>> for x_t in frames:                               # x_t [B, C, H, W]
+        ...     out_t, state = net.step(x_t, state)          # out_t [B, classes]
+        >>> torch.equal(out_t, net(frames)[-1])
+        True
+        """
         ref = reference_tensor(self)
         check_tensor(x_t, "net.step(x_t)", ref)
         if tuple(x_t.shape[1:]) != self.input_shape or x_t.dim() != len(self.input_shape) + 1:
@@ -194,6 +230,27 @@ def build_network(spec: str, input_shape, T: int = 8, *, neuron: str | None = No
 
     Build under ``with torch.device("meta"):`` to get shapes and parameter counts without
     allocating weights (``plif spec`` does).
+
+    Example: the paper's notation; a static image is fed at every one of the T steps:
+
+    >>> import torch
+    >>> from plif import build_network
+    >>> net = build_network("{c8k3s1-BN-PLIF-MPk2s2}*2-FC100-PLIF-APk10s10", (1, 28, 28), T=4)
+    >>> net(torch.rand(2, 1, 28, 28)).shape              # [T, B, classes]: 100 neurons vote for 10
+    torch.Size([4, 2, 10])
+    >>> net.taus()                                       # tau0 of each PLIF layer, before training
+    [2.0, 2.0, 2.0]
+    >>> paper_net = "{c128k3s1-BN-PLIF-MPk2s2}*2-DP-FC2048-PLIF-DP-FC100-PLIF-APk10s10"   # Fashion-MNIST's
+    >>> with torch.device("meta"):                       # shapes and sizes without weights
+    ...     paper = build_network(paper_net, (1, 28, 28))
+    >>> sum(p.numel() for p in paper.parameters())
+    13198980
+    >>> build_network("c8k3s1-XX", (1, 28, 28))
+    Traceback (most recent call last):
+    ...
+    plif.models.notation.NotationError: unknown token 'XX' (valid: ...) at position 7:
+      c8k3s1-XX
+             ^^
     """
     if not isinstance(spec, str):
         raise TypeError(f"spec must be a network string like 'c128k3s1-BN-PLIF-FC10', got {spec!r} ({type(spec).__name__})")

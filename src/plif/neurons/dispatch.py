@@ -197,6 +197,18 @@ def multi_step(x: torch.Tensor, k=None, v0: torch.Tensor | None = None,
 
     Returns ``(spikes [T, B, ...], V_{T-1} [B, ...])``.  ``k`` (float or tensor broadcastable to
     ``x[0]``) is ``1/τ``; ``v0=None`` starts every neuron at the rest potential.
+
+    Example: a LIF layer with τ = 2 as a function; every backend computes the same spikes:
+
+    >>> import torch
+    >>> from plif.neurons import NeuronConfig, multi_step
+    >>> x = torch.rand(8, 2, 16) * 2                     # [T, B, N]
+    >>> spikes, v_last = multi_step(x, k=0.5)            # backend "auto": a fused kernel where one runs
+    >>> spikes.shape, v_last.shape
+    (torch.Size([8, 2, 16]), torch.Size([2, 16]))
+    >>> torch.equal(spikes, multi_step(x, k=0.5, backend="reference")[0])   # the loop that is the spec
+    True
+    >>> soft, _ = multi_step(x, k=0.5, cfg=NeuronConfig(v_reset=None))      # soft reset: subtract V_th
     """
     if x.dim() < 2:
         raise ValueError(f"multi-step input must be [T, B, ...], got shape {tuple(x.shape)}")

@@ -91,13 +91,30 @@ class SpikingNeuron(nn.Module):
 
 
 class IF(SpikingNeuron):
-    """Integrate-and-fire: ``H_t = V_{t-1} + X_t`` (no leak)."""
+    """Integrate-and-fire: ``H_t = V_{t-1} + X_t`` (no leak).
+
+    Example: half the threshold at every step fires every second step (input ``[T, B, N]``):
+
+    >>> import torch
+    >>> from plif import IF
+    >>> IF()(torch.full((4, 1, 1), 0.5)).flatten().tolist()
+    [0.0, 1.0, 0.0, 1.0]
+    """
 
     leak = False
 
 
 class LIF(SpikingNeuron):
-    """Leaky integrate-and-fire with a fixed ``τ > 1``: ``k = 1/τ``."""
+    """Leaky integrate-and-fire with a fixed ``τ > 1``: ``k = 1/τ``.
+
+    Example: ``H_t = V_{t-1} + (X_t - V_{t-1}) / τ`` reaches the threshold 1 at the second step of a
+    constant 1.5 (0.75, then 1.125), fires and resets to 0:
+
+    >>> import torch
+    >>> from plif import LIF
+    >>> LIF(tau=2.0)(torch.full((4, 1, 1), 1.5)).flatten().tolist()
+    [0.0, 1.0, 0.0, 1.0]
+    """
 
     def __init__(self, tau: float = 2.0, **kwargs):
         super().__init__(**kwargs)
@@ -116,6 +133,26 @@ class PLIF(SpikingNeuron):
 
     ``num_channels=None`` shares one ``w`` across the layer (the paper); an integer gives one
     ``w`` per channel, the channel being dim 2 of ``[T, B, C, ...]``.
+
+    Example: over all T steps at once, or one step at a time; the spikes' surrogate gradient reaches
+    ``w``, so τ is learnt with the weights:
+
+    >>> import torch
+    >>> from plif import PLIF
+    >>> neuron = PLIF(tau0=2.0)
+    >>> x = torch.full((4, 1, 1), 1.5)                   # [T, B, N], time first
+    >>> spikes, v_last = neuron(x, return_state=True)    # starts at rest: no state to reset
+    >>> spikes.flatten().tolist(), neuron.tau
+    ([0.0, 1.0, 0.0, 1.0], tensor(2.))
+    >>> spikes.sum().backward()
+    >>> neuron.w.grad is not None
+    True
+    >>> s, v = neuron.step(x[0])                         # single step: pass v back in
+    >>> s, v = neuron.step(x[1], v)
+    >>> s.item()
+    1.0
+    >>> PLIF(num_channels=3)(torch.rand(4, 2, 3, 8, 8)).shape   # one tau per channel, at dim 2
+    torch.Size([4, 2, 3, 8, 8])
     """
 
     def __init__(self, tau0: float = 2.0, num_channels: int | None = None, **kwargs):

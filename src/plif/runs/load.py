@@ -24,6 +24,22 @@ def load_run(run_dir: str | Path, which: str = "best", map_location="cpu", backe
 
     A folder that is not a run, a malformed ``config.json``, a corrupted checkpoint, one whose
     tensors do not match the network and one with non-finite weights raise errors naming the file.
+
+    Example: a run folder holds ``config.json`` and ``checkpoints/``; here its two essential parts are
+    written by hand (``plif train`` writes them, with every setting of the run):
+
+    >>> import tempfile, torch
+    >>> from plif import build_network
+    >>> from plif.runs import RunFolder, load_run, save_checkpoint
+    >>> folder = RunFolder(tempfile.mkdtemp())
+    >>> config = {"network": "FC10-PLIF", "input_shape": [1, 28, 28], "T": 2}
+    >>> folder.write_config(config)
+    >>> trained = build_network(config["network"], (1, 28, 28), T=2)
+    >>> _ = save_checkpoint(folder.checkpoint("best_test"), {"model": trained.state_dict(), "config": config})
+    >>> net, config = load_run(folder.path)              # which="best": best_val where the run has one
+    >>> x = torch.ones(1, 1, 28, 28)
+    >>> net.training, config["network"], torch.equal(net(x), trained(x))
+    (False, 'FC10-PLIF', True)
     """
     from ..models import build_network
 

@@ -31,6 +31,30 @@ def train(cfg: TrainConfig, resume=False, log=print, restart: bool = False) -> P
       ``--time-limit`` and a torchrun restart imply): continue it if it has a checkpoint, else start.
     - restart: delete the run already in ``cfg.out`` (config, metrics, summary, checkpoints,
       TensorBoard logs) and train from scratch; without it a finished epoch is never deleted.
+
+    Example: one epoch of a one-layer network on 64 random images in Fashion-MNIST's format
+    (``data_dir`` names their folder; without it plif finds or downloads the real dataset):
+
+    >>> import gzip, tempfile
+    >>> import numpy as np
+    >>> from pathlib import Path
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> def write_idx(name, a):                          # Fashion-MNIST's file format, IDX in gzip
+    ...     with gzip.open(folder / name, "wb") as f:
+    ...         _ = f.write(bytes([0, 0, 8, a.ndim]) + np.array(a.shape, ">u4").tobytes() + a.tobytes())
+    >>> rng = np.random.default_rng(0)
+    >>> for split, n in (("train", 64), ("t10k", 32)):
+    ...     write_idx(f"{split}-images-idx3-ubyte.gz", rng.integers(0, 256, (n, 28, 28), dtype=np.uint8))
+    ...     write_idx(f"{split}-labels-idx1-ubyte.gz", np.arange(n, dtype=np.uint8) % 10)
+    >>> from plif.runs import read_metrics
+    >>> from plif.train import TrainConfig, train
+    >>> cfg = TrainConfig(dataset="fashion-mnist", data_dir=str(folder), network="FC10-PLIF", T=2, epochs=1,
+    ...                   batch_size=32, out=str(folder / "run"))
+    >>> run = train(cfg, log=lambda line: None)          # log=print (the default) shows its progress
+    >>> sorted(p.name for p in (run / "checkpoints").iterdir())
+    ['best_test.pt', 'last.pt']
+    >>> [row["epoch"] for row in read_metrics(run)]
+    [1]
     """
     return train_status(cfg, resume, log, restart)[0]
 

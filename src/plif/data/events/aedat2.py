@@ -63,5 +63,18 @@ def parse_aedat2(data: bytes, path: str | Path = "<bytes>", flip_x: bool = True)
 
 
 def read_aedat2(path: str | Path, flip_x: bool = True) -> np.ndarray:
-    """Read an AEDAT 2.0 DVS128 file -> structured events ``[N]``."""
+    """Read an AEDAT 2.0 DVS128 file -> structured events ``[N]``.
+
+    Example: one ON event at x = 3, y = 5, 10 us, written byte by byte (the header line, then a
+    big-endian address and timestamp; jAER stores x mirrored and ON as bit 0 = 0):
+
+    >>> import struct, tempfile
+    >>> from pathlib import Path
+    >>> from plif.data.events import read_aedat2
+    >>> path = Path(tempfile.mkdtemp()) / "cat_0001.aedat"
+    >>> address = 5 << 8 | (127 - 3) << 1 | 0
+    >>> _ = path.write_bytes(b"#!AER-DAT2.0\\r\\n" + struct.pack(">II", address, 10))
+    >>> read_aedat2(path).tolist()                           # (t us, x, y, p)
+    [(10, 3, 5, 1)]
+    """
     return parse_aedat2(read_file_bytes(path), path, flip_x)[0]

@@ -76,5 +76,20 @@ def parse_aedat31(data: bytes, path: str | Path = "<bytes>") -> tuple[np.ndarray
 
 
 def read_aedat31(path: str | Path) -> np.ndarray:
-    """Read the polarity events of an AEDAT 3.1 file -> structured events ``[N]``."""
+    """Read the polarity events of an AEDAT 3.1 file -> structured events ``[N]``.
+
+    Example: a header and one polarity packet of two events, written byte by byte (each event a
+    little-endian word ``x << 17 | y << 2 | p << 1 | valid`` and its time in us):
+
+    >>> import struct, tempfile
+    >>> from pathlib import Path
+    >>> from plif.data.events import read_aedat31
+    >>> path = Path(tempfile.mkdtemp()) / "user01_natural.aedat"
+    >>> packet = struct.pack("<hhiiiiii", 1, 0, 8, 4, 0, 2, 2, 2)   # polarity, 2 events of 8 bytes
+    >>> events = b"".join(struct.pack("<Ii", x << 17 | y << 2 | p << 1 | 1, t)
+    ...                   for t, x, y, p in [(10, 3, 5, 1), (25, 4, 5, 0)])
+    >>> _ = path.write_bytes(b"#!AER-DAT3.1\\r\\n#!END-HEADER\\r\\n" + packet + events)
+    >>> read_aedat31(path).tolist()                         # (t us, x, y, p)
+    [(10, 3, 5, 1), (25, 4, 5, 0)]
+    """
     return parse_aedat31(read_file_bytes(path), path)[0]

@@ -167,6 +167,21 @@ def read_aedat4(path: str | Path, with_sensor: bool = False):
 
     With ``with_sensor=True`` returns ``(events, (H, W))`` from the stream description.
     Needs the optional ``aedat`` package.
+
+    Example: a recording of a DV camera (the first two lines need one), and a file that is not
+    AEDAT 4, refused before the decoder sees it:
+
+    >>> events = read_aedat4("recording.aedat4")                          # doctest: +SKIP
+    >>> events, (height, width) = read_aedat4("recording.aedat4", with_sensor=True)   # doctest: +SKIP
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from plif.data.events import read_aedat4
+    >>> path = Path(tempfile.mkdtemp()) / "old.aedat4"
+    >>> _ = path.write_bytes(b"#!AER-DAT3.1\\r\\n#!END-HEADER\\r\\n")
+    >>> read_aedat4(path)
+    Traceback (most recent call last):
+    ...
+    plif.data.events.types.EventFormatError: .../old.aedat4: byte offset 0: ...
     """
     layout = aedat4_layout(read_file_bytes(path), path)
     try:

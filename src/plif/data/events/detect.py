@@ -50,6 +50,16 @@ def read_events(path: str | Path, flip_x: bool = True, sensor_size: tuple[int, i
     ``flip_x`` applies to AEDAT 2.0 only (jAER's mirrored DVS128 x axis, see :mod:`.aedat2`);
     ``sensor_size`` ``(H, W)`` to headerless ATIS ``.bin`` only, whose events must fit it
     (default N-MNIST's 34 x 34; N-Caltech101 passes its 180 x 240).
+
+    Example: the format is found from the content, not the name:
+
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from plif.data.events import detect_format, read_events
+    >>> path = Path(tempfile.mkdtemp()) / "sample"
+    >>> _ = path.write_bytes(bytes([3, 5, 0x80, 0, 10]))    # one N-MNIST event
+    >>> detect_format(path), read_events(path).tolist()
+    ('nmnist', [(10, 3, 5, 1)])
     """
     data = read_file_bytes(path)
     fmt = _format_of(data[:64], path, atis=sensor_size is not None)

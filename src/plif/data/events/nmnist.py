@@ -76,5 +76,17 @@ def parse_nmnist(data: bytes, path: str | Path = "<bytes>", sensor: tuple[int, i
 
 
 def read_nmnist_bin(path: str | Path, sensor: tuple[int, int] | None = None) -> np.ndarray:
-    """Read one ATIS ``.bin`` sample (N-MNIST, N-Caltech101) -> structured events ``[N]`` (t, x, y, p)."""
+    """Read one ATIS ``.bin`` sample (N-MNIST, N-Caltech101) -> structured events ``[N]`` (t, x, y, p).
+
+    Example: two events written byte by byte (x, y, then polarity in bit 7 above a 23-bit time in us):
+
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from plif.data.events import read_nmnist_bin
+    >>> path = Path(tempfile.mkdtemp()) / "00002.bin"
+    >>> _ = path.write_bytes(bytes([3, 5, 0x80, 0, 10,   4, 5, 0x00, 0, 25]))
+    >>> events = read_nmnist_bin(path)
+    >>> events.dtype.names, events.tolist()                 # (t us, x, y, p): ON at 10 us, OFF at 25 us
+    (('t', 'x', 'y', 'p'), [(10, 3, 5, 1), (25, 4, 5, 0)])
+    """
     return parse_nmnist(read_file_bytes(path), path, sensor)

@@ -1,0 +1,63 @@
+"""The ``>>>`` examples of the public entry points run as written (issue 40.3): every example of
+these modules, CPU-only, writing only under the test's temporary folder; and each entry point the
+API reference leads with has one."""
+import doctest
+import importlib
+import tempfile
+
+import pytest
+import torch
+
+MODULES = ["plif.neurons.modules", "plif.neurons.dispatch", "plif.models.network", "plif.models.zoo",
+           "plif.data.idx", "plif.data.events.nmnist", "plif.data.events.aedat2", "plif.data.events.aedat3",
+           "plif.data.events.aedat4", "plif.data.events.detect", "plif.data.frames", "plif.runs.load",
+           "plif.train.run", "plif.deploy.nir_export"]
+NEEDS = {"plif.deploy.nir_export": "nir"}
+
+# the entry points that must show an example (qualified names within MODULES)
+ENTRY_POINTS = {
+    "plif.neurons.modules": ["IF", "LIF", "PLIF"],
+    "plif.neurons.dispatch": ["multi_step"],
+    "plif.models.network": ["build_network", "SpikingNetwork.forward", "SpikingNetwork.step",
+                            "SpikingNetwork.initial_state"],
+    "plif.models.zoo": ["build_zoo"],
+    "plif.data.idx": ["read_idx"],
+    "plif.data.events.nmnist": ["read_nmnist_bin"],
+    "plif.data.events.aedat2": ["read_aedat2"],
+    "plif.data.events.aedat3": ["read_aedat31"],
+    "plif.data.events.aedat4": ["read_aedat4"],
+    "plif.data.events.detect": ["read_events"],
+    "plif.data.frames": ["events_to_frames"],
+    "plif.runs.load": ["load_run"],
+    "plif.train.run": ["train"],
+    "plif.deploy.nir_export": ["export_nir", "export_nir_all"],
+}
+FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_examples_run(name, tmp_path, monkeypatch):
+    if name in NEEDS:
+        pytest.importorskip(NEEDS[name])
+    module = importlib.import_module(name)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # tempfile.mkdtemp() in the examples lands here
+    monkeypatch.chdir(tmp_path)
+    finder, runner = doctest.DocTestFinder(), doctest.DocTestRunner(optionflags=FLAGS)
+    shown = set()
+    for test in finder.find(module, name):
+        if test.examples:
+            torch.manual_seed(0)
+            shown.add(test.name.removeprefix(name + "."))
+            runner.run(test)
+    result = runner.summarize(verbose=False)
+    assert result.failed == 0, f"{result.failed} of {result.attempted} examples of {name} failed (output above)"
+    missing = set(ENTRY_POINTS[name]) - shown
+    assert not missing, f"{name}: no example in {sorted(missing)}"
+
+
+def test_the_runner_sees_a_wrong_example():
+    parser = doctest.DocTestParser()
+    test = parser.get_doctest(">>> 1 + 1\n3\n", {}, "wrong", "wrong.py", 0)
+    runner = doctest.DocTestRunner(optionflags=FLAGS)
+    runner.run(test, out=lambda text: None)
+    assert runner.summarize(verbose=False).failed == 1
