@@ -6,10 +6,10 @@ bias ``β`` (:func:`~.bn_folding.bn_scale_shift`), which NIR's importers build f
 know (NIR 1.0.8 has no BatchNorm node, and every importer ignores a convolution's ``groups``).
 BatchNorm computes ``fma(x, α, β)``, one rounding.  A convolution computes it so only where its
 accumulator starts at the bias: torch's oneDNN 1x1 kernel does that for the input channels of its
-first block over channels and adds the bias to the other blocks' sums afterwards, one rounding more,
+first block over channels and adds the later blocks' sums to that afterwards, one rounding more,
 and it picks those blocks from the width, the frame size and the CPU's caches (measured on the
-2-core AMD EPYC with AVX-512, torch 2.13.0: 8 to 64 channels at every frame size tried and 256
-channels on 8x8 frames in one block; 96 channels on 16x16 frames, and 128 from 16x16 up, not).
+2-core AMD EPYC with AVX-512, torch 2.13.0: 8 to 64 channels at every frame size tried, 128 and 256
+channels on 8x8 frames, in one block; 96 channels on 16x16 frames, 128 and 256 from 16x16 up, not).
 No node that Norse 1.1.0 builds (``Conv2d``, ``Affine`` = ``nn.Linear``, ``LIF`` whose ``v_leak``
 is added after the product) computes ``fma(x, α, β)`` otherwise.  So:
 

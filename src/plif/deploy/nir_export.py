@@ -26,8 +26,8 @@ Other layers, written the way snnTorch's and Norse's importers (through nirtorch
   importer reads a convolution's ``groups``).  plif's importer runs it as BatchNorm (:mod:`.nir_bn`):
   exact.  Norse runs it as a torch convolution, whose oneDNN kernel starts an output's
   accumulator at the bias and adds the products with fused multiply-adds, ``fma(x, α, β)``, for
-  the input channels of its first block over channels, and adds the bias to the other blocks'
-  sums afterwards, one rounding more (on the test machine: 128 channels from 16x16 frames up);
+  the input channels of its first block over channels, and adds the later blocks' sums to that
+  afterwards, one rounding more (on the test machine: 128 channels from 16x16 frames up);
   ``plif export`` and ``--check`` measure which (:func:`~.nir_targets.importer_report`).  Its
   dilation is 2, which changes nothing for a 1x1 kernel but makes torch run it through oneDNN:
   single-threaded, torch runs an undilated 1x1 convolution of fewer than 16 samples through its

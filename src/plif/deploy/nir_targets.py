@@ -142,7 +142,7 @@ def _norse_bn(graph) -> tuple[bool, str]:
     if not off:
         return True, (f"torch's convolution computes its {len(nodes)} BN node{'s' * (len(nodes) != 1)} as "
                       f"BatchNorm here, not on every machine" if nodes else "")
-    name, d, shape = off[0]
+    name, d, shape = max(sorted(off), key=lambda o: (o[1] is None, o[1] or 0))  # the worst, whatever the node order
     dims = "x".join(map(str, shape)) if shape else "of unknown shape"
     more = f" ({len(off)} of its {len(nodes)} BN nodes round otherwise)" if len(off) > 1 else ""
     if d is None:
