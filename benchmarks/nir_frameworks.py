@@ -1,8 +1,9 @@
-"""Full-size zoo networks through NIR into Norse, snnTorch and Sinabs: spike counts per layer and the
-spikes that differ from plif's (not a test: minutes on a CPU; the tests run narrow versions).
+"""Full-size zoo networks through NIR into Norse, snnTorch and Sinabs (and plif's own importer):
+spike counts per layer and the spikes that differ from plif's (not a test: minutes on a CPU; the
+tests run narrow versions).
 
     python benchmarks/nir_frameworks.py dvs128-gesture cifar10-dvs [--samples 2] [--T 20] [--seeds 0,1,2]
-                                        [--old-threshold] [--bn fold]
+                                        [--frameworks plif,norse,snntorch,sinabs] [--old-threshold] [--bn fold]
 
 Weights are random (one network per ``--seeds`` entry), rescaled by ``liven_`` so that every layer
 fires (BatchNorm statistics calibrated on a random batch), with a different learned-like
@@ -51,7 +52,8 @@ def compare(name, seed, args):
             m.w.fill_(0.35 * i - 0.6)
     x = torch.randn(args.samples, *e.input_shape).unsqueeze(0).expand(net.T, args.samples, *e.input_shape)
     for fw in args.frameworks.split(","):
-        graph = to_nir(net, target=DEFAULT_TARGET if fw == "plif" else fw, bn=args.bn)  # plif's importer: the default file
+        # plif's importer runs the default file (Norse's)
+        graph = to_nir(net, target=DEFAULT_TARGET if fw == "plif" else fw, bn=args.bn)
         if args.old_threshold:
             for node in graph.nodes.values():
                 if type(node).__name__ in ("LIF", "IF") and not np.all(node.v_threshold == 0.5):

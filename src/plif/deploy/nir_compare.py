@@ -2,7 +2,8 @@
 layer by layer and step by step (what the interoperability tests and
 ``benchmarks/nir_frameworks.py`` check).
 
-Frameworks: ``plif`` (:func:`~plif.deploy.nir_import.from_nir`, plif's own importer), ``norse`` (``norse.torch.from_nir(graph, dt)``, stepped with its state), ``snntorch``
+Frameworks: ``plif`` (:func:`~plif.deploy.nir_import.from_nir`, plif's own importer), ``norse``
+(``norse.torch.from_nir(graph, dt)``, stepped with its state), ``snntorch``
 (``import_from_nir``, a fresh module per sequence), ``sinabs``
 (:func:`~plif.deploy.nir_sinabs.sinabs_from_nir`, batch-major ``[B*T, ...]``).  Spiking nodes
 (``LIF``/``IF``) are recorded through forward hooks on the modules the importer built under the

@@ -142,11 +142,12 @@ def _norse_bn(graph) -> tuple[bool, str]:
     if not off:
         return True, (f"torch's convolution computes its {len(nodes)} BN node{'s' * (len(nodes) != 1)} as "
                       f"BatchNorm here, not on every machine" if nodes else "")
-    name, d, shape = max(sorted(off), key=lambda o: (o[1] is None, o[1] or 0))  # the worst, whatever the node order
+    name, d, shape = max(sorted(off), key=lambda o: (o[1] is None, o[1] or 0))  # the worst, in any node order
     dims = "x".join(map(str, shape)) if shape else "of unknown shape"
     more = f" ({len(off)} of its {len(nodes)} BN nodes round otherwise)" if len(off) > 1 else ""
     if d is None:
-        return False, f"BN node {name!r} ({dims}) is too large to measure whether torch's convolution rounds it as BatchNorm{more}"
+        return False, (f"BN node {name!r} ({dims}) is too large to measure whether torch's convolution rounds "
+                       f"it as BatchNorm{more}")
     return False, (f"torch's convolution computes BN node {name!r} ({dims}) with one rounding more than BatchNorm "
                    f"here, in {100 * d:.1f} % of its values{more}")
 
@@ -155,9 +156,9 @@ def importer_report(graph, here: str = "on this machine") -> list[tuple[str, str
     """``[(importer, verdict)]`` for plif's, Norse's, snnTorch's and Sinabs' importers: ``exact``
     (the trained network's spikes, bit for bit), ``close`` (runs, rounds differently), or ``no``,
     each with its reason, judged from the file's nodes and its metadata (``dt``, ``bn``, ``leak``).
-    Norse runs a BatchNorm node as a convolution, which can round once more than BatchNorm (:mod:`.nir_bn`):
-    it is ``exact`` only where each BN node is measured to round as BatchNorm on the machine that
-    runs this (``here`` names that machine), else ``close``."""
+    Norse runs a BatchNorm node as a convolution, which can round once more than BatchNorm
+    (:mod:`.nir_bn`): it is ``exact`` only where each BN node is measured to round as BatchNorm on
+    the machine that runs this (``here`` names that machine), else ``close``."""
     dt = graph_meta(graph, "dt")
     if graph_meta(graph, "source") != "plif" or dt is None:
         return [(name, "unknown: not a file plif exported (no metadata['dt'])") for name, _, _ in _IMPORTERS]
@@ -197,7 +198,8 @@ def importer_summary(graph) -> str:
     ``exact: plif; exact on the machine that exported it: norse; no: snntorch (--for snntorch),
     sinabs (--for sinabs)``."""
     groups: dict[str, list[str]] = {}
-    for (name, target, _), (_, verdict) in zip(_IMPORTERS, importer_report(graph, "on the machine that exported it")):
+    report = importer_report(graph, "on the machine that exported it")
+    for (name, target, _), (_, verdict) in zip(_IMPORTERS, report):
         head = verdict.split(":")[0].split(" (")[0].split(",")[0]  # exact, close, no, unknown
         groups.setdefault(head, []).append(name + (f" (--for {target})" if "export --for" in verdict else ""))
     return "; ".join(f"{head}: {', '.join(names)}" for head, names in groups.items())
