@@ -15,7 +15,7 @@ is added after the product) computes ``fma(x, α, β)`` otherwise.  So:
 
 - plif's importer recognises the node (:func:`bn_form`) and computes it through torch's own
   BatchNorm kernel (:class:`ChannelAffine`), the trained network's operation: exact at every width;
-- :func:`conv_differs` measures, on the machine it runs on, the share of a node's values that
+- :func:`conv_channels_off` measures, on the machine it runs on, how many of a node's channels
   torch's convolution, built as Norse builds it, computes otherwise (``plif export`` and ``--check``
   say what it found for Norse).
 """
@@ -28,13 +28,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-__all__ = ["bn_form", "ChannelAffine", "conv_differs", "MAX_MEASURED", "MIN_MEASURED"]
+__all__ = ["bn_form", "ChannelAffine", "conv_channels_off", "MAX_MEASURED", "CANDIDATES"]
 
-# the most input values conv_differs runs through one node (2 samples of [C, H, W]): 256 MiB of float32
+# the most input values conv_channels_off runs through one node (2 samples of [C, H, W]): 256 MiB of float32
 MAX_MEASURED = 2 ** 26
-# the fewest values it compares: a convolution that adds the bias after the product differs from
-# BatchNorm in about a fifth of all values, so 4096 of them never all agree by chance
-MIN_MEASURED = 4096
+# candidate inputs per channel among which conv_channels_off picks those where one rounding more shows
+CANDIDATES = 1024
 
 
 def bn_form(node) -> tuple[np.ndarray, np.ndarray] | None:
@@ -71,17 +70,35 @@ class ChannelAffine(nn.Module):
         return F.batch_norm(x, torch.zeros_like(a), torch.ones_like(a), a, b, False, 0.0, 0.0)
 
 
-_measured: dict[bytes, float] = {}  # conv_differs' answers, by node and shape
+_measured: dict[bytes, int] = {}  # conv_channels_off's answers, by node and shape
+
+
+def _telling_inputs(alpha: np.ndarray, beta: np.ndarray, n: int) -> np.ndarray:
+    """``[C, n]`` float32 inputs, for each channel ones at which ``x α + β`` rounded once (BatchNorm)
+    and rounded twice (the product, then the sum: a convolution that adds the bias after the
+    product) differ: the first 8 such of :data:`CANDIDATES` normal values scaled by ``|β/α|``
+    (product and bias of one size: about a fifth of them differ), repeated; plain candidates where
+    fewer differ (none where ``α = 0`` or ``β = 0``: both roundings give ``β`` or ``α x`` there)."""
+    with np.errstate(all="ignore"):
+        ratio = np.abs(beta.astype(np.float64) / alpha)
+    scale = np.where(np.isfinite(ratio) & (ratio > 0), np.clip(ratio, 2.0 ** -60, 2.0 ** 60), 1.0)
+    cand = (np.random.default_rng(0).standard_normal((alpha.size, CANDIDATES)) * scale[:, None]).astype(np.float32)
+    a, b = alpha[:, None], beta[:, None]
+    once = (cand.astype(np.float64) * a + b).astype(np.float32)  # the product is exact in float64
+    twice = cand * a + b  # float32: the product rounded, then the sum
+    order = np.argsort(once == twice, axis=1, kind="stable")  # per channel, those that differ first
+    first = np.take_along_axis(cand, order, axis=1)[:, :8]
+    return np.tile(first, (1, -(-n // first.shape[1])))[:, :n]
 
 
 @torch.no_grad()
-def conv_differs(node, shape: tuple | None) -> float | None:
-    """The share of values (0 to 1) of a :func:`bn_form` ``node`` on input ``shape`` ``[C, H, W]``
-    that torch's ``Conv2d``, built from the node as Norse builds it, computes otherwise than
-    :class:`ChannelAffine` (BatchNorm) on this machine, on random samples at batch 2 (at batch 1, on
+def conv_channels_off(node, shape: tuple | None) -> int | None:
+    """How many channels of a :func:`bn_form` ``node`` on input ``shape`` ``[C, H, W]`` torch's
+    ``Conv2d``, built from the node as Norse builds it, computes otherwise than :class:`ChannelAffine`
+    (BatchNorm) on this machine: float32, with the threads torch has, at batch 2 (at batch 1, on
     inputs of at most 20480 values, torch runs its own GEMM, which adds the bias after the product),
-    at least :data:`MIN_MEASURED` values, float32, with the threads torch has.  None where the shape
-    is unknown or the node larger than :data:`MAX_MEASURED` (not measured).  The answer is kept per
+    on inputs where one rounding more shows (:func:`_telling_inputs`).  None where the shape is
+    unknown or the node larger than :data:`MAX_MEASURED` (not measured).  The answer is kept per
     node and shape."""
     form = bn_form(node)
     if form is None or shape is None or len(shape) != 3 or 2 * int(np.prod(shape)) > MAX_MEASURED:
@@ -90,14 +107,11 @@ def conv_differs(node, shape: tuple | None) -> float | None:
                        + repr((tuple(shape), np.asarray(node.dilation).tolist())).encode()).digest()
     if key not in _measured:
         alpha, beta = form
-        w = torch.as_tensor(np.asarray(node.weight, dtype=np.float32))
+        c, h, w = shape
+        x = torch.as_tensor(_telling_inputs(alpha, beta, 2 * h * w)).reshape(c, 2, h, w).transpose(0, 1)
+        x = x.contiguous()
+        weight = torch.as_tensor(np.asarray(node.weight, dtype=np.float32))
         dilation = tuple(int(d) for d in np.broadcast_to(np.asarray(node.dilation), (2,)))
-        g = torch.Generator().manual_seed(0)
-        differ = total = 0
-        while total < MIN_MEASURED:  # a node of few values: more draws, each at batch 2
-            x = torch.randn(2, *shape, generator=g)
-            differ += int((F.conv2d(x, w, torch.as_tensor(beta), dilation=dilation)
-                           != ChannelAffine(alpha, beta)(x)).sum())
-            total += x.numel()
-        _measured[key] = differ / total
+        conv = F.conv2d(x, weight, torch.as_tensor(beta), dilation=dilation)
+        _measured[key] = int((conv != ChannelAffine(alpha, beta)(x)).any(3).any(2).any(0).sum())
     return _measured[key]

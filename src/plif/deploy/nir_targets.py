@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .nir_bn import bn_form, conv_differs
+from .nir_bn import bn_form, conv_channels_off
 
 __all__ = ["Target", "TARGETS", "DEFAULT_TARGET", "ALL_TARGETS", "BN_MODES", "target_dt", "target_path",
            "check_target", "graph_meta", "importer_report", "importer_summary", "describe", "IMPORTER_OF"]
@@ -119,9 +119,9 @@ _IMPORTERS = (("plif", "generic", "plif.deploy.read_nir"), ("norse", "norse", "n
 IMPORTER_OF = {target: name for name, target, _ in _IMPORTERS}  # the importer a target's file is for
 
 
-def _bn_nodes(graph) -> list[tuple[str, float | None, tuple | None]]:
-    """``[(name, share of values torch's convolution rounds otherwise than BatchNorm here, input
-    shape)]`` for each BatchNorm node of ``graph`` (:func:`~.nir_bn.conv_differs`; None: not measured)."""
+def _bn_nodes(graph) -> list[tuple[str, int | None, tuple | None]]:
+    """``[(name, channels torch's convolution rounds otherwise than BatchNorm here, input shape)]``
+    for each BatchNorm node of ``graph`` (:func:`~.nir_bn.conv_channels_off`; None: not measured)."""
     out = []
     for name, node in graph.nodes.items():
         if bn_form(node) is None:
@@ -130,7 +130,7 @@ def _bn_nodes(graph) -> list[tuple[str, float | None, tuple | None]]:
         if declared is None and getattr(node, "input_shape", None) is not None:
             declared = (np.asarray(node.weight).shape[1], *np.ravel(node.input_shape).tolist())
         shape = None if declared is None else tuple(int(v) for v in np.ravel(declared).tolist())
-        out.append((name, conv_differs(node, shape), shape))
+        out.append((name, conv_channels_off(node, shape), shape))
     return out
 
 
@@ -138,18 +138,19 @@ def _norse_bn(graph) -> tuple[bool, str]:
     """Whether torch's convolution computes every BN node of ``graph`` as BatchNorm on this machine
     (the one thing Norse computes otherwise than plif), and what to say of it."""
     nodes = _bn_nodes(graph)
-    off = [(name, d, shape) for name, d, shape in nodes if d is None or d > 0]
+    off = [(name, n, shape) for name, n, shape in nodes if n is None or n > 0]
     if not off:
         return True, (f"torch's convolution computes its {len(nodes)} BN node{'s' * (len(nodes) != 1)} as "
                       f"BatchNorm here, not on every machine" if nodes else "")
-    name, d, shape = max(sorted(off), key=lambda o: (o[1] is None, o[1] or 0))  # the worst, in any node order
+    # the worst node, in any node order
+    name, n, shape = max(sorted(off), key=lambda o: (o[1] is None, 0 if o[1] is None else o[1] / o[2][0]))
     dims = "x".join(map(str, shape)) if shape else "of unknown shape"
     more = f" ({len(off)} of its {len(nodes)} BN nodes round otherwise)" if len(off) > 1 else ""
-    if d is None:
+    if n is None:
         return False, (f"BN node {name!r} ({dims}) is too large to measure whether torch's convolution rounds "
                        f"it as BatchNorm{more}")
-    return False, (f"torch's convolution computes BN node {name!r} ({dims}) with one rounding more than BatchNorm "
-                   f"here, in {100 * d:.1f} % of its values{more}")
+    return False, (f"torch's convolution computes {n} of the {shape[0]} channels of BN node {name!r} ({dims}) "
+                   f"with one rounding more than BatchNorm here{more}")
 
 
 def importer_report(graph, here: str = "on this machine") -> list[tuple[str, str]]:
