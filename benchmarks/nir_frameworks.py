@@ -1,8 +1,9 @@
-"""Full-size zoo networks through NIR into Norse, snnTorch and Sinabs: spike counts per layer and the
-spikes that differ from plif's (not a test: minutes on a CPU; the tests run narrow versions).
+"""Full-size zoo networks through NIR into Norse, snnTorch and Sinabs (and plif's own importer):
+spike counts per layer and the spikes that differ from plif's (not a test: minutes on a CPU; the
+tests run narrow versions).
 
     python benchmarks/nir_frameworks.py dvs128-gesture cifar10-dvs [--samples 2] [--T 20] [--seeds 0,1,2]
-                                        [--old-threshold] [--bn fold]
+                                        [--frameworks plif,norse,snntorch,sinabs] [--old-threshold] [--bn fold]
 
 Weights are random (one network per ``--seeds`` entry), rescaled by ``liven_`` so that every layer
 fires (BatchNorm statistics calibrated on a random batch), with a different learned-like
@@ -19,6 +20,7 @@ import torch
 
 from plif.deploy.nir_compare import compare_spikes
 from plif.deploy.nir_export import to_nir
+from plif.deploy.nir_targets import DEFAULT_TARGET
 from plif.deploy.synthetic import liven_
 from plif.data.catalog import get_dataset
 from plif.models.zoo import build_zoo
@@ -30,7 +32,8 @@ def main(argv=None):
     p.add_argument("--samples", type=int, default=2)
     p.add_argument("--T", type=int, default=None, help="time-steps [the zoo's]")
     p.add_argument("--seeds", default="0", help="comma-separated seeds of the random weights and input [0]")
-    p.add_argument("--frameworks", default="norse,snntorch,sinabs")
+    p.add_argument("--frameworks", default="norse,snntorch,sinabs", help="importers: plif (plif.deploy.from_nir, "
+                   "on the default file), norse, snntorch, sinabs [norse,snntorch,sinabs]")
     p.add_argument("--old-threshold", action="store_true")
     p.add_argument("--bn", choices=("exact", "fold"), default="exact", help="how the export writes BatchNorm")
     args = p.parse_args(argv)
@@ -49,7 +52,8 @@ def compare(name, seed, args):
             m.w.fill_(0.35 * i - 0.6)
     x = torch.randn(args.samples, *e.input_shape).unsqueeze(0).expand(net.T, args.samples, *e.input_shape)
     for fw in args.frameworks.split(","):
-        graph = to_nir(net, target=fw, bn=args.bn)
+        # plif's importer runs the default file (Norse's)
+        graph = to_nir(net, target=DEFAULT_TARGET if fw == "plif" else fw, bn=args.bn)
         if args.old_threshold:
             for node in graph.nodes.values():
                 if type(node).__name__ in ("LIF", "IF") and not np.all(node.v_threshold == 0.5):

@@ -54,7 +54,8 @@ def test_export_defaults_to_norse_at_an_exact_dt_and_for_names_the_importer(run_
     assert main(["export", str(run), "--nir", str(tmp_path / "n.nir")]) == 0
     out = capsys.readouterr().out
     assert "for norse; BN exact" in out and "norse.torch.from_nir(" in out and "dt=0.0009765625" in out
-    assert "  norse     exact (norse.torch.from_nir, dt=0.0009765625)" in out
+    assert ("  norse     exact on this machine (norse.torch.from_nir, dt=0.0009765625): torch's convolution "
+            "computes its 2 BN nodes as BatchNorm here, not on every machine") in out
     meta = nir.read(tmp_path / "n.nir").metadata
     assert (meta["dt"], meta["target"], meta["bn"], meta["leak"]) == (2.0 ** -10, "norse", "exact", "exact")
     assert main(["export", "--check", str(tmp_path / "n.nir")]) == 0
@@ -135,9 +136,10 @@ def test_export_for_all_writes_one_file_per_importer_named_after_it(run_dir, tmp
         assert f"wrote {path} (NIR for {target}" in out
         assert main(["export", "--check", str(path)]) == 0
         assert capsys.readouterr().out.startswith(f"{path}: target '{target}', dt {TARGETS[target].dt!r}")
-    assert "  snntorch: close, not exact" in out and "  norse: exact" in out and "  plif: exact" in out
+    assert "  snntorch: close, not exact" in out and "  norse: exact on this machine" in out and "  plif: exact" in out
     assert nir.read(tmp_path / "model.norse.nir").metadata["importers"] == (
-        "exact: plif, norse; no: snntorch (--for snntorch), sinabs (--for sinabs)")
+        "exact: plif; exact on the machine that exported it: norse; no: snntorch (--for snntorch), sinabs (--for "
+        "sinabs)")
     assert main(["export", str(run), "--nir", str(tmp_path / "x.nir"), "--for", "all", "--dt", "1"]) == 2
     assert "--dt does not go with --for all" in capsys.readouterr().err
     assert not list(tmp_path.glob("x*"))

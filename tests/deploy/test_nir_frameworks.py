@@ -168,3 +168,22 @@ def test_no_one_file_runs_in_all_three_importers(make_net):
     assert not torch.equal(framework_spikes(for_sinabs, x, "snntorch")[1], want)
     assert dict(importer_report(for_sinabs))["snntorch"].startswith("no: it steps with dt = 0.0001")
     assert_same_spikes(net, for_sinabs, "norse", x)  # from_nir(g, dt=1): the nodes --for norse --dt 1 writes
+
+
+def test_norse_runs_a_batchnorm_node_as_the_convolution_its_verdict_measures():
+    """128 channels on 32x32 frames: Norse's module for the BN node rounds as BatchNorm exactly when
+    plif's measurement (torch's convolution built from the node) says so (test_nir_bn)."""
+    pytest.importorskip("norse")
+    from plif.deploy.nir_bn import conv_channels_off
+    from plif.deploy.nir_compare import _load
+    from plif.deploy.nir_targets import importer_report
+
+    from .test_nir_bn import bn_net
+
+    net, bn = bn_net(128, 32)
+    graph = to_nir(net)
+    x = torch.randn(2, 128, 32, 32) * 2
+    with torch.no_grad():
+        as_bn = torch.equal(_load(graph, "norse", 2).get_submodule("0_bn")(x), bn(x))
+    assert as_bn == (conv_channels_off(graph.nodes["0_bn"], (128, 32, 32)) == 0)
+    assert as_bn == dict(importer_report(graph))["norse"].startswith("exact on this machine")

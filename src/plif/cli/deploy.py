@@ -102,7 +102,8 @@ def _written(path, target: str, T: int, bn: str, every: bool) -> None:
 
 
 def _check(args) -> int:
-    """``plif export --check FILE``: which importers run the file exactly, from its nodes and metadata."""
+    """``plif export --check FILE``: which importers run the file exactly, from its nodes and metadata
+    (for Norse, its BatchNorm nodes measured on this machine)."""
     if args.run or args.nir:
         raise ValueError("--check FILE takes no run folder and no --nir")
     from ..deploy.nir_import import read_graph

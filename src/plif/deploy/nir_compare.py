@@ -2,7 +2,8 @@
 layer by layer and step by step (what the interoperability tests and
 ``benchmarks/nir_frameworks.py`` check).
 
-Frameworks: ``norse`` (``norse.torch.from_nir(graph, dt)``, stepped with its state), ``snntorch``
+Frameworks: ``plif`` (:func:`~plif.deploy.nir_import.from_nir`, plif's own importer), ``norse``
+(``norse.torch.from_nir(graph, dt)``, stepped with its state), ``snntorch``
 (``import_from_nir``, a fresh module per sequence), ``sinabs``
 (:func:`~plif.deploy.nir_sinabs.sinabs_from_nir`, batch-major ``[B*T, ...]``).  Spiking nodes
 (``LIF``/``IF``) are recorded through forward hooks on the modules the importer built under the
@@ -21,12 +22,12 @@ from ..models import SpikingNetwork
 from ..neurons import SpikingNeuron
 from .bn_folding import fold_batchnorm
 from .nir_export import as_trained
-from .nir_import import graph_dt
+from .nir_import import NIRNeuron, from_nir, graph_dt
 from .nir_targets import graph_meta
 
 __all__ = ["FRAMEWORKS", "plif_spikes", "framework_spikes", "compare_spikes"]
 
-FRAMEWORKS = ("norse", "snntorch", "sinabs")
+FRAMEWORKS = ("plif", "norse", "snntorch", "sinabs")
 
 
 @torch.no_grad()
@@ -76,6 +77,8 @@ def framework_spikes(graph, x: torch.Tensor, framework: str) -> tuple[dict[str, 
     """``{node name: [T, B, ...] spikes}`` of every spiking node, and the output, of ``graph`` run
     on frames ``x [T, B, ...]`` by ``framework``'s importer (ImportError if it is not installed)."""
     T, B = x.shape[:2]
+    if framework == "plif":
+        return _plif_importer_spikes(graph, x)
     module = _load(graph, framework, B)
     names = _spiking_nodes(graph)
     record: dict[str, list] = {n: [] for n in names}
@@ -97,6 +100,15 @@ def framework_spikes(graph, x: torch.Tensor, framework: str) -> tuple[dict[str, 
     finally:
         for h in hooks:
             h.remove()
+
+
+def _plif_importer_spikes(graph, x: torch.Tensor) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+    net, out, h = from_nir(graph), {}, x
+    for name, layer in zip(net.names, net.layers):
+        h = layer(h)
+        if isinstance(layer, NIRNeuron):
+            out[name] = h
+    return out, h
 
 
 def compare_spikes(net: SpikingNetwork, graph, x: torch.Tensor, framework: str) -> list[dict]:

@@ -20,16 +20,19 @@ this package's importer form) rounds back to ``k`` whenever a float32 τ can do 
 
 Other layers, written the way snnTorch's and Norse's importers (through nirtorch) run them:
 
-- BatchNorm (eval: ``x α + β`` per channel, :func:`~.bn_folding.bn_scale_shift`) exactly, by
+- BatchNorm (eval: ``fma(x, α, β)`` per channel, :func:`~.bn_folding.bn_scale_shift`) exactly, by
   default (``bn="exact"``): the conv before it keeps its own weights (zero bias) and the BN is a
-  1x1 ``nir.Conv2d`` of weight ``diag(α)`` and bias ``β``.  torch's convolution (oneDNN) starts
-  each output's accumulator at the bias and adds the products with fused multiply-adds, so the
-  one non-zero weight of an output gives ``fma(x, α, β)``, BN's own arithmetic, and every zero
-  weight adds exactly 0.  Its dilation is 2, which changes nothing for a 1x1 kernel but makes
-  torch run it where it runs the network's 3x3 convolutions: single-threaded, torch runs an
-  undilated 1x1 convolution of fewer than 16 samples through its own GEMM, which adds the bias
-  after the product (one rounding more).  (A 1x3 kernel would do the same, but NIR 1.0.8 types
-  every kernel as square.)  BN on features (after a linear layer) has no exact form (an
+  1x1 ``nir.Conv2d`` of weight ``diag(α)`` and bias ``β`` (NIR has no BatchNorm node, and no
+  importer reads a convolution's ``groups``).  plif's importer runs it as BatchNorm (:mod:`.nir_bn`):
+  exact.  Norse runs it as a torch convolution, whose oneDNN kernel starts an output's
+  accumulator at the bias and adds the products with fused multiply-adds, ``fma(x, α, β)``, for
+  the input channels of its first block over channels, and adds the later blocks' sums to that
+  afterwards, one rounding more (on the test machine: 128 channels from 16x16 frames up);
+  ``plif export`` and ``--check`` measure which (:func:`~.nir_targets.importer_report`).  Its
+  dilation is 2, which changes nothing for a 1x1 kernel but makes torch run it through oneDNN:
+  single-threaded, torch runs an undilated 1x1 convolution of fewer than 16 samples through its
+  own GEMM, which adds the bias after the product.  (A 1x3 kernel would do the same, but NIR 1.0.8
+  types every kernel as square.)  BN on features (after a linear layer) has no exact form (an
   ``Affine`` adds its bias after the product) and is refused.  ``bn="fold"`` merges each BN into
   the conv/linear before it (smaller, what hardware wants, but it rounds differently: a potential
   within rounding of the threshold can fire differently; the check reports how many outputs
@@ -169,7 +172,7 @@ def _neuron_node(nir, layer: SpikingNeuron, shape: tuple, where: str, dt: float,
 
 
 def _bn_node(nir, bn: nn.Module, shape: tuple, where: str):
-    """BatchNorm ``[C, H, W]`` as a 1x1 convolution computing ``fma(x, α, β)`` (module docstring)."""
+    """BatchNorm ``[C, H, W]`` as a 1x1 convolution of weight ``diag(α)`` and bias ``β`` (module docstring)."""
     if len(shape) != 3:
         raise NIRExportError(f"{where}: BatchNorm on features has no exact NIR form (an Affine adds its bias "
                              f"after the product, one rounding more than BatchNorm); fold it into the linear "

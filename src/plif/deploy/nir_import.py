@@ -7,7 +7,10 @@ same float32 product Norse forms), IF nodes ``H = V + dt r X``; both fire on NIR
 run as ``H >= Θ`` with ``Θ = nextafter(v_threshold, +inf)`` in float32 (:func:`threshold_from_nir`,
 which gives plif's own threshold back from a plif file), and reset hard to ``v_reset``.  ``Flatten`` counts ``start_dim``/``end_dim``
 from the first per-sample dimension (NIR shapes have no batch); negative values count from the
-end, as ``plif`` writes them.  Only chains (each node one input, one output) of the node types the exporter
+end, as ``plif`` writes them.  A 1x1 ``Conv2d`` that only scales and shifts each channel (how plif
+writes BatchNorm: weight ``diag(α)``, bias ``β``) runs through torch's BatchNorm kernel, one fused
+multiply-add as the trained network's BatchNorm, where torch's convolution can round once more
+(:mod:`.nir_bn`).  Only chains (each node one input, one output) of the node types the exporter
 writes are supported, plus ``Scale``; anything else is refused with the node's name.  Before
 anything is built, :func:`~.nir_check.check_graph` refuses values and shapes that mean nothing for
 their node (NaN or zero τ, weights of 1e38, a 5-D convolution weight, shapes that do not chain).
@@ -21,6 +24,7 @@ import torch
 from torch import nn
 
 from ..layers import TimeFolded
+from .nir_bn import ChannelAffine, bn_form
 from .nir_check import NIRFileError, check_graph, check_raw_node
 from .nir_targets import graph_meta
 
@@ -112,6 +116,9 @@ def _module(name: str, node, dt: float) -> nn.Module | None:
     if kind in ("Input", "Output"):
         return None
     if kind == "Conv2d":
+        form = bn_form(node)
+        if form is not None:  # a per-channel scale and shift (plif's BatchNorm): as BatchNorm computes it
+            return TimeFolded(ChannelAffine(*form))
         if isinstance(node.padding, str):
             raise ValueError(f"NIR node {name!r}: string padding {node.padding!r} is not supported")
         w = _t(node.weight).float()

@@ -7,7 +7,10 @@ What each importer assumes, read from its source (Norse 1.1.0, snnTorch 1.0.0):
 - Norse: ``norse.torch.from_nir(graph, dt=0.001)``: ``dt`` is an argument, 1e-3 by default; plif
   exports for ``dt = 2**-10`` (about 1e-3), a power of two, at which every float32 ``k`` has a τ
   (1e-3 leaves about a quarter without one).  It has no ``AvgPool2d`` (the node is skipped, the
-  module cannot be built).  It computes plif's float32 operations: exact.
+  module cannot be built).  It computes plif's float32 operations, except that it runs a BatchNorm
+  node as a convolution, which can round once more than BatchNorm depending on the width, the frame
+  size and the machine (:mod:`.nir_bn`): exact where every BN node is measured to round as BatchNorm
+  on the machine that judges the file, else close.
 - snnTorch: ``snntorch.import_nir.import_from_nir(graph)`` hard-codes ``dt = 1e-4`` for LIF and
   keeps one threshold scale ``dt/τ`` per layer (the first neuron's); it builds ``IF`` as a leaky
   neuron (β = 0.9, subtractive reset) and refuses ``v_leak != 0``.  It steps a rescaled potential:
@@ -25,6 +28,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .nir_bn import bn_form, conv_channels_off
+
 __all__ = ["Target", "TARGETS", "DEFAULT_TARGET", "ALL_TARGETS", "BN_MODES", "target_dt", "target_path",
            "check_target", "graph_meta", "importer_report", "importer_summary", "describe", "IMPORTER_OF"]
 
@@ -36,7 +41,7 @@ class Target:
     name: str
     dt: float
     dt_fixed: bool  # the importer cannot be told another dt
-    exact: bool  # it computes plif's float32 operations (given an exact BN and leak)
+    exact: bool  # it computes plif's float32 operations (given an exact BN and leak; Norse: BN nodes measured)
     load: str  # how a user loads the file there (printed by plif export)
     other_dt: str = ""  # what its importer does with a file for another dt (dt_fixed targets)
 
@@ -114,10 +119,47 @@ _IMPORTERS = (("plif", "generic", "plif.deploy.read_nir"), ("norse", "norse", "n
 IMPORTER_OF = {target: name for name, target, _ in _IMPORTERS}  # the importer a target's file is for
 
 
-def importer_report(graph) -> list[tuple[str, str]]:
+def _bn_nodes(graph) -> list[tuple[str, int | None, tuple | None]]:
+    """``[(name, channels torch's convolution rounds otherwise than BatchNorm here, input shape)]``
+    for each BatchNorm node of ``graph`` (:func:`~.nir_bn.conv_channels_off`; None: not measured)."""
+    out = []
+    for name, node in graph.nodes.items():
+        if bn_form(node) is None:
+            continue
+        declared = (getattr(node, "input_type", None) or {}).get("input")
+        if declared is None and getattr(node, "input_shape", None) is not None:
+            declared = (np.asarray(node.weight).shape[1], *np.ravel(node.input_shape).tolist())
+        shape = None if declared is None else tuple(int(v) for v in np.ravel(declared).tolist())
+        out.append((name, conv_channels_off(node, shape), shape))
+    return out
+
+
+def _norse_bn(graph) -> tuple[bool, str]:
+    """Whether torch's convolution computes every BN node of ``graph`` as BatchNorm on this machine
+    (the one thing Norse computes otherwise than plif), and what to say of it."""
+    nodes = _bn_nodes(graph)
+    off = [(name, n, shape) for name, n, shape in nodes if n is None or n > 0]
+    if not off:
+        return True, (f"torch's convolution computes its {len(nodes)} BN node{'s' * (len(nodes) != 1)} as "
+                      f"BatchNorm here, not on every machine" if nodes else "")
+    # the worst node, in any node order
+    name, n, shape = max(sorted(off), key=lambda o: (o[1] is None, 0 if o[1] is None else o[1] / o[2][0]))
+    dims = "x".join(map(str, shape)) if shape else "of unknown shape"
+    more = f" ({len(off)} of its {len(nodes)} BN nodes round otherwise)" if len(off) > 1 else ""
+    if n is None:
+        return False, (f"BN node {name!r} ({dims}) is too large to measure whether torch's convolution rounds "
+                       f"it as BatchNorm{more}")
+    return False, (f"torch's convolution computes {n} of the {shape[0]} channels of BN node {name!r} ({dims}) "
+                   f"with one rounding more than BatchNorm here{more}")
+
+
+def importer_report(graph, here: str = "on this machine") -> list[tuple[str, str]]:
     """``[(importer, verdict)]`` for plif's, Norse's, snnTorch's and Sinabs' importers: ``exact``
     (the trained network's spikes, bit for bit), ``close`` (runs, rounds differently), or ``no``,
-    each with its reason, judged from the file's nodes and its metadata (``dt``, ``bn``, ``leak``)."""
+    each with its reason, judged from the file's nodes and its metadata (``dt``, ``bn``, ``leak``).
+    Norse runs a BatchNorm node as a convolution, which can round once more than BatchNorm
+    (:mod:`.nir_bn`): it is ``exact`` only where each BN node is measured to round as BatchNorm on
+    the machine that runs this (``here`` names that machine), else ``close``."""
     dt = graph_meta(graph, "dt")
     if graph_meta(graph, "source") != "plif" or dt is None:
         return [(name, "unknown: not a file plif exported (no metadata['dt'])") for name, _, _ in _IMPORTERS]
@@ -141,15 +183,24 @@ def importer_report(graph) -> list[tuple[str, str]]:
         elif inexact:
             out.append((name, f"close, not exact: {' and '.join(inexact)} ({call})"))
         else:
-            out.append((name, f"exact ({call}" + (")" if t.dt_fixed or name == "plif" else f", dt={dt!r})")))
+            where = f"({call}" + (")" if t.dt_fixed or name == "plif" else f", dt={dt!r})")
+            bn_exact, bn_says = (True, "") if name == "plif" else _norse_bn(graph)
+            if not bn_exact:
+                out.append((name, f"close, not exact: {bn_says} {where}"))
+            elif bn_says:
+                out.append((name, f"exact {here} {where}: {bn_says}"))
+            else:
+                out.append((name, f"exact {where}"))
     return out
 
 
 def importer_summary(graph) -> str:
     """One line of :func:`importer_report` by verdict, what ``metadata["importers"]`` holds:
-    ``exact: plif, norse; no: snntorch (--for snntorch), sinabs (--for sinabs)``."""
+    ``exact: plif; exact on the machine that exported it: norse; no: snntorch (--for snntorch),
+    sinabs (--for sinabs)``."""
     groups: dict[str, list[str]] = {}
-    for (name, target, _), (_, verdict) in zip(_IMPORTERS, importer_report(graph)):
+    report = importer_report(graph, "on the machine that exported it")
+    for (name, target, _), (_, verdict) in zip(_IMPORTERS, report):
         head = verdict.split(":")[0].split(" (")[0].split(",")[0]  # exact, close, no, unknown
         groups.setdefault(head, []).append(name + (f" (--for {target})" if "export --for" in verdict else ""))
     return "; ".join(f"{head}: {', '.join(names)}" for head, names in groups.items())
