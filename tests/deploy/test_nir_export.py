@@ -372,3 +372,17 @@ def test_which_importers_run_a_file_exactly(make_net):
     g = to_nir(net)
     g.metadata = {}
     assert all(v.startswith("unknown: not a file plif exported") for _, v in importer_report(g))
+
+
+def test_an_exporter_given_load_runs_pair_says_to_unpack_it(tmp_path, make_net):
+    """``export_nir(load_run(run), ...)``: ``load_run`` returns ``(network, config)``; the exporters say so
+    instead of failing on an attribute deep inside."""
+    from plif.deploy.nir_export import export_nir, export_nir_all
+
+    net = make_net()
+    for export in (export_nir, export_nir_all):
+        with pytest.raises(TypeError, match=r"got tuple; load_run returns \(network, config\): net, _ = load_run"):
+            export((net, {}), tmp_path / "x.nir")
+        with pytest.raises(TypeError, match="expected a plif SpikingNetwork .* got Linear$"):
+            export(torch.nn.Linear(2, 2), tmp_path / "x.nir")
+    assert not list(tmp_path.iterdir())

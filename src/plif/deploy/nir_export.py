@@ -244,6 +244,17 @@ def _check_dt(dt) -> None:
         raise NIRExportError(f"dt must be a positive finite time-step (the unit the importer steps in), got {dt!r}")
 
 
+def _check_network(net) -> None:
+    """The exporters take a :class:`SpikingNetwork`; say what came instead (``load_run`` returns
+    ``(network, config)``)."""
+    if isinstance(net, SpikingNetwork):
+        return
+    hint = ("; load_run returns (network, config): net, _ = load_run(run)" if isinstance(net, tuple) and net
+            and isinstance(net[0], SpikingNetwork) else "")
+    raise TypeError(f"expected a plif SpikingNetwork (build_network, build_zoo, load_run), got "
+                    f"{type(net).__name__}{hint}")
+
+
 def to_nir(net: SpikingNetwork, dt: float | None = None, target: str = DEFAULT_TARGET, bn: str = "exact",
            allow_inexact_dt: bool = False):
     """The ``nir.NIRGraph`` of ``net`` (eval mode): a chain ``input -> ... -> output``, for
@@ -259,6 +270,7 @@ def to_nir(net: SpikingNetwork, dt: float | None = None, target: str = DEFAULT_T
     time-step (a static image is repeated ``T`` times).
     """
     nir = _nir()
+    _check_network(net)
     _check_dt(dt)
     if bn not in BN_MODES:
         raise NIRExportError(f"bn must be one of {', '.join(BN_MODES)}, got {bn!r}")
