@@ -1,0 +1,410 @@
+// The fused block after a convolution on the CPU: BatchNorm as a per-channel affine, IF/LIF/PLIF
+// over all T steps and the optional 2×2 stride-2 spike max-pool, as plif/kernels/block_reference.py
+// specifies.  The templates; cpu_block_f32.cpp, _f64.cpp and _bf16.cpp instantiate them, one input
+// type each (compiled in parallel, like the neuron kernel's).
+//
+// The work is cut into tiles: a few rows of one (b, c) plane of y [T, B, C, H, W] (row pairs with
+// the pool), so the affine's scale, shift and k are one value per tile.  One thread walks a tile
+// through all T steps keeping its potentials in a local array: forward reads y once and writes only
+// the (pooled) spikes and the pool's one-byte place; backward recomputes the tile's H for all T into
+// a per-thread buffer (T × a tile, L2-sized), then runs the BPTT recursion backwards, writing ∂z once
+// and per-tile partial sums.  Per-channel sums (∂β, ∂γ/invstd, ∂k) are per-neuron fp32/fp64
+// accumulators over T, summed per tile in double and then per channel in tile order: the same bits
+// for any number of threads.
+//
+// Exactness: -ffp-contract=off (cpu_build.py) keeps z = y·scale + shift rounded after the product
+// and after the sum, and H as the reference's charge, so spikes, places and V_{T-1} are bit-identical
+// to block_reference.py in fp32 and fp64.  The helpers (load/store of bf16, the surrogates, reset,
+// the flag dispatch) are cpu_neuron.h's.
+#pragma once
+
+#include <algorithm>
+#include <vector>
+
+#include "cpu_neuron.h"
+
+namespace {
+
+// Neurons per tile: enough for the vector loops, and T × this many H values (the backward's
+// buffer) stays in L2 for the T of the paper's networks.
+inline int64_t tile_rows(int64_t H, int64_t W, int64_t T, bool pool) {
+    const int64_t target = std::clamp<int64_t>(32768 / std::max<int64_t>(T, 1), 64, 1024);
+    int64_t rows = std::max<int64_t>(1, target / std::max<int64_t>(W, 1));
+    if (pool) rows = std::max<int64_t>(2, rows & ~int64_t(1));
+    return std::min(rows, H);
+}
+
+struct Geometry {
+    int64_t T, B, C, H, W, y_step, rows, tiles_per_plane, planes, tiles, Ho, Wo;
+    bool pool;
+
+    Geometry(int64_t T_, int64_t B_, int64_t C_, int64_t H_, int64_t W_, int64_t y_step_, bool pool_)
+        : T(T_), B(B_), C(C_), H(H_), W(W_), y_step(y_step_), pool(pool_) {
+        rows = tile_rows(H, W, T, pool);
+        tiles_per_plane = (H + rows - 1) / rows;
+        planes = B * C;
+        tiles = planes * tiles_per_plane;
+        Ho = pool ? H / 2 : H;
+        Wo = pool ? W / 2 : W;
+    }
+    int64_t n() const { return planes * H * W; }           // neurons per step
+    int64_t n_out() const { return planes * Ho * Wo; }     // outputs per step
+    int64_t channel(int64_t tile) const { return (tile / tiles_per_plane) % C; }
+    int64_t plane(int64_t tile) const { return tile / tiles_per_plane; }
+    int64_t row0(int64_t tile) const { return (tile % tiles_per_plane) * rows; }
+    int64_t row1(int64_t tile) const { return std::min(row0(tile) + rows, H); }
+};
+
+template <typename S>
+struct TileParams {
+    S scale, shift, k, v_th, v_reset;
+};
+
+// One step of the neuron over a tile: z = y·scale + shift, charge, fire, reset; spikes into s[].
+template <typename X, typename S, bool LEAK, bool HARD>
+inline void step_tile(const X* yt, S* v, uint8_t* s, int64_t len, const TileParams<S>& p, S* h_out) {
+    const S sc = p.scale, sh = p.shift, kk = p.k, v_th = p.v_th, v_reset = p.v_reset;
+#pragma omp simd
+    for (int64_t j = 0; j < len; ++j) {
+        const S z = load(yt + j) * sc + sh;                                    // BatchNorm
+        const S h = LEAK ? v[j] + kk * (z - (v[j] - v_reset)) : v[j] + z;       // charge
+        const bool spike = (h - v_th) >= S(0);                                  // fire
+        v[j] = reset<HARD>(h, spike, v_th, v_reset);                           // reset
+        s[j] = spike;
+        if (h_out) h_out[j] = h;
+    }
+}
+
+// The 2×2 windows of rows [r0, r1) of one plane: the maximum (an OR on spikes) and the place of the
+// first spike in the window row by row, 0 when there is none: max_pool2d's choice.
+template <typename X>
+inline void pool_tile(const uint8_t* s, int64_t r0, int64_t r1, int64_t W, int64_t Ho, int64_t Wo, X* out,
+                      uint8_t* place) {
+    const int64_t h_end = std::min(r1, 2 * Ho);
+    for (int64_t r = r0; r < h_end; r += 2) {  // r0 is even: whole row pairs
+        const uint8_t* a = s + (r - r0) * W;
+        const uint8_t* b = a + W;
+        X* o = out + (r / 2) * Wo;
+        uint8_t* pl = place ? place + (r / 2) * Wo : nullptr;
+        for (int64_t j = 0; j < Wo; ++j) {
+            const uint8_t s0 = a[2 * j], s1 = a[2 * j + 1], s2 = b[2 * j], s3 = b[2 * j + 1];
+            const uint8_t any = s0 | s1 | s2 | s3;
+            store(o + j, any ? 1.0f : 0.0f);
+            if (pl) pl[j] = s0 ? 0 : s1 ? 1 : s2 ? 2 : s3 ? 3 : 0;
+        }
+    }
+}
+
+// forward: (pooled) spikes, the pool's places (may be null), V_{T-1} (may be null).
+// y_step: elements between y's time-steps (n, or 0 for a static y read again at every step).
+template <typename X, typename S, bool LEAK, bool HARD>
+void block_forward_impl(const X* y, const S* scale, const S* shift, const S* k, const S* v0, X* out,
+                        uint8_t* place, S* v_last, const Geometry& g, bool k_full, S v_th, S v_reset, int threads) {
+    const int64_t n = g.n(), n_out = g.n_out(), plane_size = g.H * g.W, out_plane = g.Ho * g.Wo;
+    const S rest = HARD ? v_reset : S(0);
+#pragma omp parallel num_threads(threads)
+    {
+        std::vector<S> v(g.rows * g.W);
+        std::vector<uint8_t> s(g.rows * g.W);
+#pragma omp for schedule(static)
+        for (int64_t tile = 0; tile < g.tiles; ++tile) {
+            const int64_t c = g.channel(tile), p = g.plane(tile), r0 = g.row0(tile), r1 = g.row1(tile);
+            const int64_t base = p * plane_size + r0 * g.W, len = (r1 - r0) * g.W;
+            const TileParams<S> tp{scale[c], shift[c], LEAK ? (k_full ? k[c] : k[0]) : S(1), v_th, v_reset};
+            for (int64_t j = 0; j < len; ++j) v[j] = v0 ? v0[base + j] : rest;
+            for (int64_t t = 0; t < g.T; ++t) {
+                step_tile<X, S, LEAK, HARD>(y + t * g.y_step + base, v.data(), s.data(), len, tp, nullptr);
+                if (g.pool) {
+                    pool_tile(s.data(), r0, r1, g.W, g.Ho, g.Wo, out + t * n_out + p * out_plane,
+                              place ? place + t * n_out + p * out_plane : nullptr);
+                } else {
+                    X* ot = out + t * n + base;
+                    for (int64_t j = 0; j < len; ++j) store(ot + j, s[j] ? S(1) : S(0));
+                }
+            }
+            if (v_last)
+                for (int64_t j = 0; j < len; ++j) v_last[base + j] = v[j];
+        }
+    }
+}
+
+// ∂L/∂S of the tile's neurons at one step: the pooled gradient routed to each window's chosen
+// element (zero elsewhere and outside the pooled rows and columns), or g_out itself without the pool.
+template <typename X, typename S>
+inline void spike_grad_tile(const X* g_out_t, const uint8_t* place_t, int64_t base, int64_t p, int64_t r0,
+                            int64_t r1, const Geometry& g, S* gs) {
+    const int64_t len = (r1 - r0) * g.W;
+    if (!g.pool) {
+        for (int64_t j = 0; j < len; ++j) gs[j] = load(g_out_t + base + j);
+        return;
+    }
+    std::fill(gs, gs + len, S(0));
+    const int64_t h_end = std::min(r1, 2 * g.Ho), out_plane = g.Ho * g.Wo;
+    for (int64_t r = r0; r < h_end; r += 2) {
+        const X* go = g_out_t + p * out_plane + (r / 2) * g.Wo;
+        const uint8_t* pl = place_t + p * out_plane + (r / 2) * g.Wo;
+        S* a = gs + (r - r0) * g.W;
+        for (int64_t j = 0; j < g.Wo; ++j) {
+            const int q = pl[j];
+            a[(q >> 1) * g.W + 2 * j + (q & 1)] = load(go + j);
+        }
+    }
+}
+
+// backward: ∂z [T, n] (state type), ∂V_{-1} [n], and per tile the partial sums of ∂z, ∂z·(y - mean)
+// and ∂k (double, [tiles] each); the caller sums them per channel.
+template <typename X, typename S, bool LEAK, bool HARD, bool DETACH, int SG, bool NEED_K>
+void block_backward_impl(const X* y, const S* scale, const S* shift, const S* mean, const S* k, const S* v0,
+                         const uint8_t* place, const X* g_out, const S* g_v_last, S* g_z, S* g_v0,
+                         double* part_g, double* part_gc, double* part_k, const Geometry& g, bool k_full,
+                         S v_th, S v_reset, S sg_a, S sg_b, int threads) {
+    const int64_t n = g.n(), n_out = g.n_out(), plane_size = g.H * g.W;
+    const S rest = HARD ? v_reset : S(0);
+#pragma omp parallel num_threads(threads)
+    {
+        const int64_t cap = g.rows * g.W;
+        std::vector<S> v(cap), h_buf(g.T * cap), gv(cap), gs(cap), acc_g(cap), acc_gc(cap), acc_k(cap), start(cap);
+        std::vector<uint8_t> s(cap);
+#pragma omp for schedule(static)
+        for (int64_t tile = 0; tile < g.tiles; ++tile) {
+            const int64_t c = g.channel(tile), p = g.plane(tile), r0 = g.row0(tile), r1 = g.row1(tile);
+            const int64_t base = p * plane_size + r0 * g.W, len = (r1 - r0) * g.W;
+            const S kk = LEAK ? (k_full ? k[c] : k[0]) : S(1), sc = scale[c], sh = shift[c], mu = mean[c];
+            const TileParams<S> tp{sc, sh, kk, v_th, v_reset};
+            for (int64_t j = 0; j < len; ++j) {
+                start[j] = v[j] = v0 ? v0[base + j] : rest;
+                gv[j] = g_v_last ? g_v_last[base + j] : S(0);
+                acc_g[j] = acc_gc[j] = acc_k[j] = S(0);
+            }
+            for (int64_t t = 0; t < g.T; ++t)  // the forward again, keeping H
+                step_tile<X, S, LEAK, HARD>(y + t * g.y_step + base, v.data(), s.data(), len, tp, h_buf.data() + t * cap);
+            for (int64_t t = g.T - 1; t >= 0; --t) {
+                spike_grad_tile<X, S>(g_out + t * (g.pool ? n_out : n), g.pool ? place + t * n_out : nullptr, base, p,
+                                      r0, r1, g, gs.data());
+                const S* ht = h_buf.data() + t * cap;
+                const bool first = t == 0;
+                const S* prev = first ? start.data() : h_buf.data() + (t - 1) * cap;
+                const X* yt = y + t * g.y_step + base;
+                S* gzt = g_z + t * n + base;
+#pragma omp simd
+                for (int64_t j = 0; j < len; ++j) {
+                    const S h = ht[j], u = h - v_th;
+                    const bool spike = u >= S(0);
+                    const S sg = surrogate_grad<SG>(u, sg_a, sg_b);
+                    S dv_dh;
+                    if constexpr (HARD) {
+                        dv_dh = spike ? S(0) : S(1);
+                        if constexpr (!DETACH) dv_dh += (v_reset - h) * sg;
+                    } else {
+                        dv_dh = S(1);
+                        if constexpr (!DETACH) dv_dh -= v_th * sg;
+                    }
+                    const S g_h = gs[j] * sg + gv[j] * dv_dh;
+                    const S yj = load(yt + j);
+                    const S gz = LEAK ? g_h * kk : g_h;
+                    gzt[j] = gz;
+                    acc_g[j] += gz;
+                    acc_gc[j] += gz * (yj - mu);
+                    if constexpr (LEAK) {
+                        if constexpr (NEED_K) {
+                            const S pv = prev[j];
+                            const S v_prev = first ? pv : reset<HARD>(pv, (pv - v_th) >= S(0), v_th, v_reset);
+                            const S z = yj * sc + sh;
+                            acc_k[j] += g_h * (z - (v_prev - v_reset));
+                        }
+                        gv[j] = g_h * (S(1) - kk);
+                    } else {
+                        gv[j] = g_h;
+                    }
+                }
+            }
+            double sg_sum = 0, gc_sum = 0, k_sum = 0;
+            for (int64_t j = 0; j < len; ++j) {
+                g_v0[base + j] = gv[j];
+                sg_sum += double(acc_g[j]);
+                gc_sum += double(acc_gc[j]);
+                if (NEED_K) k_sum += double(acc_k[j]);
+            }
+            part_g[tile] = sg_sum;
+            part_gc[tile] = gc_sum;
+            part_k[tile] = k_sum;
+        }
+    }
+}
+
+// Per-tile partials -> per channel (in tile order: b, then the plane's row tiles), or one total.
+inline void sum_per_channel(const double* part, const Geometry& g, double* out) {
+    for (int64_t c = 0; c < g.C; ++c) {
+        double acc = 0;
+        for (int64_t b = 0; b < g.B; ++b)
+            for (int64_t r = 0; r < g.tiles_per_plane; ++r) acc += part[(b * g.C + c) * g.tiles_per_plane + r];
+        out[c] = acc;
+    }
+}
+
+// ∂L/∂y = scale·(∂z − Σ∂z/n − (y − mean)·invstd²·Σ∂z(y−mean)/n) (training) or scale·∂z (evaluation),
+// with the per-channel factors rounded as block_reference.bn_input_grad rounds them.  g_y may be g_z
+// itself (X == S): each element is read before it is written.
+template <typename X, typename S>
+void bn_input_grad_impl(const S* g_z, const X* y, const S* mean, const S* invstd, const S* scale, const S* sum_g,
+                        const S* sum_gc, X* g_y, int64_t planes, int64_t C, int64_t plane_size, bool training,
+                        int threads) {
+    const S count = S(double(planes / C) * double(plane_size));
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (int64_t p = 0; p < planes; ++p) {
+        const int64_t c = p % C;
+        const S a = sum_g[c] / count, b = invstd[c] * invstd[c] * sum_gc[c] / count, mu = mean[c], sc = scale[c];
+        const S* gz = g_z + p * plane_size;
+        const X* yp = y + p * plane_size;
+        X* out = g_y + p * plane_size;
+        if (training) {
+#pragma omp simd
+            for (int64_t j = 0; j < plane_size; ++j) store(out + j, ((gz[j] - a) - (load(yp + j) - mu) * b) * sc);
+        } else {
+#pragma omp simd
+            for (int64_t j = 0; j < plane_size; ++j) store(out + j, gz[j] * sc);
+        }
+    }
+}
+
+// BatchNorm's batch statistics of y [T, B, C, H, W] (y_step 0: a static y repeated T times): per
+// channel, the mean and the biased variance in double.  One pass, shifted by each channel's first
+// value; per plane in eight double lanes, then the planes of a channel in order, so the bits do not
+// depend on the number of threads.
+template <typename X>
+void batch_stats_impl(const X* y, double* mean, double* var, int64_t T, int64_t B, int64_t C, int64_t plane_size,
+                      int64_t y_step, int threads) {
+    const int64_t steps = y_step == 0 ? 1 : T;  // a static y: its B planes stand for all T steps
+    const int64_t planes = steps * B * C;
+    std::vector<double> s1(planes), s2(planes);
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (int64_t p = 0; p < planes; ++p) {
+        const double shift = double(load(y + (p % C) * plane_size));
+        const X* yp = y + p * plane_size;
+        double a1[8] = {0}, a2[8] = {0};
+        const int64_t whole = plane_size - plane_size % 8;
+        for (int64_t j = 0; j < whole; j += 8)
+            for (int l = 0; l < 8; ++l) {
+                const double d = double(load(yp + j + l)) - shift;
+                a1[l] += d;
+                a2[l] += d * d;
+            }
+        for (int64_t j = whole; j < plane_size; ++j) {
+            const double d = double(load(yp + j)) - shift;
+            a1[j - whole] += d;
+            a2[j - whole] += d * d;
+        }
+        double t1 = 0, t2 = 0;
+        for (int l = 0; l < 8; ++l) {
+            t1 += a1[l];
+            t2 += a2[l];
+        }
+        s1[p] = t1;
+        s2[p] = t2;
+    }
+    const double count = double(steps) * double(B) * double(plane_size);
+    for (int64_t c = 0; c < C; ++c) {
+        double t1 = 0, t2 = 0;
+        for (int64_t n = 0; n < steps * B; ++n) {
+            t1 += s1[n * C + c];
+            t2 += s2[n * C + c];
+        }
+        const double m = t1 / count, v = t2 / count - m * m;
+        mean[c] = double(load(y + c * plane_size)) + m;
+        var[c] = v > 0 ? v : 0;
+    }
+}
+
+}  // namespace
+
+namespace {
+
+// The flag dispatch of the exported functions (cpu_block_*.cpp): each only picks the instantiation.
+template <typename X, typename S>
+void block_forward(const X* y, const S* scale, const S* shift, const S* k, const S* v0, X* out, uint8_t* place,
+                   S* v_last, int64_t T, int64_t B, int64_t C, int64_t H, int64_t W, int64_t y_step, int leak, int hard,
+                   int k_full, int pool, double v_th, double v_reset, int threads) {
+    const Geometry g(T, B, C, H, W, y_step, pool != 0);
+    advise_huge_pages(out, T * g.n_out() * int64_t(sizeof(X)));
+    with_bool(leak, [&](auto L) { with_bool(hard, [&](auto HD) {
+        block_forward_impl<X, S, decltype(L)::value, decltype(HD)::value>(
+            y, scale, shift, k, v0, out, place, v_last, g, k_full != 0, S(v_th), S(v_reset), threads);
+    }); });
+}
+
+template <typename X, typename S>
+void block_backward(const X* y, const S* scale, const S* shift, const S* mean, const S* k, const S* v0,
+                    const uint8_t* place, const X* g_out, const S* g_v_last, S* g_z, S* g_v0, S* g_k, S* sum_g,
+                    S* sum_gc, int64_t T, int64_t B, int64_t C, int64_t H, int64_t W, int64_t y_step, int leak,
+                    int hard, int detach, int surrogate, int k_full, int need_k, int pool, double v_th,
+                    double v_reset, double sg_a, double sg_b, int threads) {
+    const Geometry g(T, B, C, H, W, y_step, pool != 0);
+    advise_huge_pages(g_z, T * g.n() * int64_t(sizeof(S)));
+    std::vector<double> part(3 * g.tiles);
+    double *part_g = part.data(), *part_gc = part_g + g.tiles, *part_k = part_gc + g.tiles;
+    with_bool(leak, [&](auto L) { with_bool(hard, [&](auto HD) { with_bool(detach, [&](auto D) {
+    with_surrogate(surrogate, [&](auto SG) { with_bool_if<decltype(L)::value>(need_k, [&](auto NK) {
+        block_backward_impl<X, S, decltype(L)::value, decltype(HD)::value, decltype(D)::value, decltype(SG)::value,
+                            decltype(NK)::value>(
+            y, scale, shift, mean, k, v0, place, g_out, g_v_last, g_z, g_v0, part_g, part_gc, part_k, g,
+            k_full != 0, S(v_th), S(v_reset), S(sg_a), S(sg_b), threads);
+    }); }); }); }); });
+    std::vector<double> per_c(g.C);
+    sum_per_channel(part_g, g, per_c.data());
+    for (int64_t c = 0; c < g.C; ++c) sum_g[c] = S(per_c[c]);
+    sum_per_channel(part_gc, g, per_c.data());
+    for (int64_t c = 0; c < g.C; ++c) sum_gc[c] = S(per_c[c]);
+    if (leak && need_k) {
+        sum_per_channel(part_k, g, per_c.data());
+        if (k_full) {
+            for (int64_t c = 0; c < g.C; ++c) g_k[c] = S(per_c[c]);
+        } else {
+            double total = 0;
+            for (int64_t c = 0; c < g.C; ++c) total += per_c[c];
+            g_k[0] = S(total);
+        }
+    }
+}
+
+template <typename X, typename S>
+void bn_input_grad(const S* g_z, const X* y, const S* mean, const S* invstd, const S* scale, const S* sum_g,
+                   const S* sum_gc, X* g_y, int64_t planes, int64_t C, int64_t plane_size, int training, int threads) {
+    advise_huge_pages(g_y, planes * plane_size * int64_t(sizeof(X)));
+    bn_input_grad_impl<X, S>(g_z, y, mean, invstd, scale, sum_g, sum_gc, g_y, planes, C, plane_size, training != 0,
+                             threads);
+}
+
+}  // namespace
+
+// One input type's C entry points (X: y, spikes, ∂out, ∂y; S: scale, shift, k, potentials, ∂z).
+#define PLIF_BLOCK_ENTRY_POINTS(SUFFIX, XC, X, S)                                                                   \
+    extern "C" {                                                                                                   \
+    void plif_block_forward_##SUFFIX(const XC* y, const S* scale, const S* shift, const S* k, const S* v0, XC* out, \
+                                     uint8_t* place, S* v_last, int64_t T, int64_t B, int64_t C, int64_t H,         \
+                                     int64_t W, int64_t y_step, int leak, int hard, int k_full, int pool,           \
+                                     double v_th, double v_reset, int threads) {                                    \
+        block_forward<X, S>(reinterpret_cast<const X*>(y), scale, shift, k, v0, reinterpret_cast<X*>(out), place,  \
+                            v_last, T, B, C, H, W, y_step, leak, hard, k_full, pool, v_th, v_reset, threads);      \
+    }                                                                                                              \
+    void plif_block_backward_##SUFFIX(const XC* y, const S* scale, const S* shift, const S* mean, const S* k,      \
+                                      const S* v0, const uint8_t* place, const XC* g_out, const S* g_v_last,       \
+                                      S* g_z, S* g_v0, S* g_k, S* sum_g, S* sum_gc, int64_t T, int64_t B,          \
+                                      int64_t C, int64_t H, int64_t W, int64_t y_step, int leak, int hard,         \
+                                      int detach, int surrogate, int k_full, int need_k, int pool, double v_th,    \
+                                      double v_reset, double sg_a, double sg_b, int threads) {                     \
+        block_backward<X, S>(reinterpret_cast<const X*>(y), scale, shift, mean, k, v0, place,                      \
+                             reinterpret_cast<const X*>(g_out), g_v_last, g_z, g_v0, g_k, sum_g, sum_gc, T, B, C,  \
+                             H, W, y_step, leak, hard, detach, surrogate, k_full, need_k, pool, v_th, v_reset,     \
+                             sg_a, sg_b, threads);                                                                 \
+    }                                                                                                              \
+    void plif_bn_input_grad_##SUFFIX(const S* g_z, const XC* y, const S* mean, const S* invstd, const S* scale,    \
+                                     const S* sum_g, const S* sum_gc, XC* g_y, int64_t planes, int64_t C,          \
+                                     int64_t plane_size, int training, int threads) {                              \
+        bn_input_grad<X, S>(g_z, reinterpret_cast<const X*>(y), mean, invstd, scale, sum_g, sum_gc,                \
+                            reinterpret_cast<X*>(g_y), planes, C, plane_size, training, threads);                  \
+    }                                                                                                              \
+    void plif_batch_stats_##SUFFIX(const XC* y, double* mean, double* var, int64_t T, int64_t B, int64_t C,        \
+                                   int64_t plane_size, int64_t y_step, int threads) {                              \
+        batch_stats_impl<X>(reinterpret_cast<const X*>(y), mean, var, T, B, C, plane_size, y_step, threads);       \
+    }                                                                                                              \
+    }
