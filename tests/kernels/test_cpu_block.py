@@ -49,10 +49,7 @@ def test_static_y_is_read_in_place(dtype):
     assert all(torch.equal(g, r) for g, r in zip(got, ref))
     ba = lambda y: (y, a["scale"], a["shift"], a["mean"], a["k"], None, a["cfg"], True, got[1], a["g_out"], None)  # noqa
     assert all(torch.equal(g, r) for g, r in zip(cb.block_backward_cpu(*ba(y)), cb.block_backward_cpu(*ba(y.contiguous()))))
-    m, v = cb.batch_stats_cpu(y)
-    m2, v2 = cb.batch_stats_cpu(y.contiguous())
-    torch.testing.assert_close(m, m2, rtol=1e-14, atol=0)
-    torch.testing.assert_close(v, v2, rtol=1e-12, atol=0)
+    assert all(torch.equal(g, r) for g, r in zip(cb.batch_stats_cpu(y), cb.batch_stats_cpu(y.contiguous())))
 
 
 def test_same_bits_on_one_and_two_threads():

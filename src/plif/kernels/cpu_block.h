@@ -269,16 +269,16 @@ void bn_input_grad_impl(const S* g_z, const X* y, const S* mean, const S* invstd
 
 // BatchNorm's batch statistics of y [T, B, C, H, W] (y_step 0: a static y repeated T times): per
 // channel, the mean and the biased variance in double.  One pass, shifted by each channel's first
-// value; per plane in eight double lanes, then the planes of a channel in order, so the bits do not
-// depend on the number of threads.
+// value; per plane in eight double lanes, then the T·B planes of a channel in order (a static y's
+// B planes counted T times), so the bits depend neither on the number of threads nor on whether
+// the repeated y was materialised.
 template <typename X>
 void batch_stats_impl(const X* y, double* mean, double* var, int64_t T, int64_t B, int64_t C, int64_t plane_size,
                       int64_t y_step, int threads) {
-    const int64_t steps = y_step == 0 ? 1 : T;  // a static y: its B planes stand for all T steps
-    const int64_t planes = steps * B * C;
-    std::vector<double> s1(planes), s2(planes);
+    const int64_t stored = (y_step == 0 ? 1 : T) * B;  // planes of a channel held in memory
+    std::vector<double> s1(stored * C), s2(stored * C);
 #pragma omp parallel for schedule(static) num_threads(threads)
-    for (int64_t p = 0; p < planes; ++p) {
+    for (int64_t p = 0; p < stored * C; ++p) {
         const double shift = double(load(y + (p % C) * plane_size));
         const X* yp = y + p * plane_size;
         double a1[8] = {0}, a2[8] = {0};
@@ -302,12 +302,12 @@ void batch_stats_impl(const X* y, double* mean, double* var, int64_t T, int64_t 
         s1[p] = t1;
         s2[p] = t2;
     }
-    const double count = double(steps) * double(B) * double(plane_size);
+    const double count = double(T) * double(B) * double(plane_size);
     for (int64_t c = 0; c < C; ++c) {
         double t1 = 0, t2 = 0;
-        for (int64_t n = 0; n < steps * B; ++n) {
-            t1 += s1[n * C + c];
-            t2 += s2[n * C + c];
+        for (int64_t n = 0; n < T * B; ++n) {
+            t1 += s1[(n % stored) * C + c];
+            t2 += s2[(n % stored) * C + c];
         }
         const double m = t1 / count, v = t2 / count - m * m;
         mean[c] = double(load(y + c * plane_size)) + m;

@@ -1,0 +1,312 @@
+"""The paper's block after a convolution, BatchNorm → IF/LIF/PLIF → [2×2 spike max-pool], as one fused step.
+
+``conv`` stays its own operation; after it, one kernel (:mod:`plif.kernels.block_reference` states
+what it computes) normalises with BatchNorm's statistics as a per-channel affine
+``z = y·scale + shift``, runs the neuron over all T steps and pools the spikes, writing only the
+(pooled) spikes and, with the pool, one byte per output saying which element of its window won.
+Backward recomputes the neuron from the convolution's output ``y`` and returns ``∂y``, BatchNorm's
+``∂γ = invstd·Σ∂z(y−μ)`` and ``∂β = Σ∂z``, and ``∂k`` (which autograd turns into PLIF's ``∂w`` through
+``k = sigmoid(w)``).  Nothing the size of ``y`` is kept but ``y`` itself: not BatchNorm's output, the
+neuron's potentials, its spikes in fp32, nor int64 pool indices; with ``recompute`` not even ``y``,
+which backward makes again from the convolution's input (one byte per element when that is spikes).
+
+Training mode takes BatchNorm's batch statistics over ``T·B·H·W`` per channel on the device (no
+host synchronisation) and updates ``running_mean``, ``running_var`` (unbiased) and
+``num_batches_tracked`` as ``nn.BatchNorm2d`` does; evaluation uses the running statistics.
+
+Which kernels run is chosen by the tensor's device and the neuron's ``backend``: on the CPU the
+compiled :mod:`plif.kernels.cpu_block`, on CUDA :mod:`plif.kernels.triton_block`, and
+:mod:`plif.kernels.block_reference` (plain PyTorch) for ``backend="reference"`` or ``"bptt"``.  A
+kernel module that fails to load leaves the reference in its place, with one warning saying why.
+A neuron that is not exactly IF, LIF or PLIF, a neuron backend registered by a user, or a surrogate
+the kernels do not have in closed form runs the composed layers instead.
+
+Exactness: for the same ``scale`` and ``shift`` the kernels' spikes are the reference's bit for bit.
+Against ``nn.BatchNorm2d`` followed by the neuron, ``z`` may differ in its last bit (PyTorch's CPU
+BatchNorm computes ``y·scale + shift`` with a fused multiply-add), so a potential within rounding of
+the threshold can fire differently; the statistics and gradients agree to rounding.
+"""
+from __future__ import annotations
+
+import importlib
+import warnings
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ..kernels.block_reference import block_backward_reference, block_forward_reference, bn_input_grad
+from ..neurons import IF, LIF, PLIF, SpikingNeuron
+from ..neurons.functional import NeuronConfig, state_dtype
+from ..surrogate import get_surrogate
+from .spike_input import _autocast, _conv_backward, _pack, _unpack, conv_args
+
+__all__ = ["BlockKernels", "block_kernels", "kernel_status", "FusedBlock", "fused_block", "batch_statistics",
+           "fusable_pool"]
+
+
+@dataclass(frozen=True)
+class BlockKernels:
+    """One implementation of the block: the reference's three functions (``forward``, ``backward``,
+    ``input_grad``), ``input_grad_into`` (``input_grad`` written over ``∂z``, or None) and ``stats``
+    (``y -> (mean, biased variance)`` per channel)."""
+
+    name: str
+    forward: Callable
+    backward: Callable
+    input_grad: Callable
+    input_grad_into: Callable | None
+    stats: Callable
+
+
+def _torch_stats(y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """BatchNorm's batch statistics with PyTorch ops (on ``y``'s device), widened to float64."""
+    var, mean = torch.var_mean(y.to(state_dtype(y.dtype)), dim=(0, 1, 3, 4), correction=0)
+    return mean.double(), var.double()
+
+
+REFERENCE = BlockKernels("reference", block_forward_reference, block_backward_reference, bn_input_grad, None,
+                         _torch_stats)
+
+# kernel name -> (module, forward, backward, input grad, input grad written over ∂z, statistics); the
+# module is imported on first use
+_MODULES = {
+    "cpu": ("plif.kernels.cpu_block", "block_forward_cpu", "block_backward_cpu", "bn_input_grad_cpu",
+            "bn_input_grad_cpu_", "batch_stats_cpu"),
+    "triton": ("plif.kernels.triton_block", "block_forward_triton", "block_backward_triton", "bn_input_grad_triton",
+               None, None),
+}
+_BY_DEVICE = {"cpu": "cpu", "cuda": "triton"}
+_LOADED: dict[str, BlockKernels | None] = {}
+_FAILED: dict[str, str] = {}
+
+
+def _load(name: str) -> BlockKernels | None:
+    if name not in _LOADED:
+        module, fwd, bwd, grad, into, stats = _MODULES[name]
+        try:
+            mod = importlib.import_module(module)
+            if name == "cpu":
+                from ..kernels.cpu_build import BUILD_ERROR, load_library
+                if load_library() is None:
+                    raise RuntimeError(BUILD_ERROR or "the C++ library did not load")
+            _LOADED[name] = BlockKernels(name, getattr(mod, fwd), getattr(mod, bwd), getattr(mod, grad),
+                                         getattr(mod, into) if into else None,
+                                         getattr(mod, stats) if stats else _torch_stats)
+        except Exception as e:  # noqa: BLE001  (a broken Triton install raises more than ImportError; kept, shown)
+            _LOADED[name] = None
+            _FAILED[name] = f"{type(e).__name__}: {e}"
+            warnings.warn(f"plif: the fused block's {name!r} kernels failed to load ({_FAILED[name]}); the block "
+                          f"runs its PyTorch reference there instead, which is several times slower",
+                          RuntimeWarning, stacklevel=3)
+    return _LOADED[name]
+
+
+def kernel_status() -> dict[str, str]:
+    """Each fused block kernel with ``"ok"``, ``"unavailable: <reason>"`` or ``"not loaded"``."""
+    return {name: "ok" if _LOADED.get(name) else f"unavailable: {_FAILED[name]}" if name in _FAILED else "not loaded"
+            for name in _MODULES}
+
+
+def block_kernels(neuron: nn.Module, device: torch.device) -> BlockKernels | None:
+    """The kernels a block with ``neuron`` runs on ``device``, or None when the composed layers run
+    (a neuron other than IF, LIF and PLIF, a backend registered outside plif, or a surrogate the
+    kernels lack, unless the neuron's backend is one of the PyTorch paths)."""
+    if type(neuron) not in (IF, LIF, PLIF):
+        return None
+    backend = neuron.backend
+    if backend in ("reference", "bptt"):
+        return REFERENCE
+    if backend not in ("auto", "cpu", "triton") or not get_surrogate(neuron.cfg.surrogate).fused:
+        return None
+    name = _BY_DEVICE.get(torch.device(device).type) if backend == "auto" else backend
+    if name is None:
+        return REFERENCE
+    return _load(name) or REFERENCE
+
+
+def fusable_pool(pool: nn.Module) -> bool:
+    """Whether ``pool`` (unwrapped) is the block's pooling: max over 2×2 windows every 2, no padding,
+    dilation or ceil mode."""
+    one = lambda v: v if isinstance(v, int) else (v[0] if len(v) == 2 and v[0] == v[1] else None)  # noqa: E731
+    return (isinstance(pool, nn.MaxPool2d) and one(pool.kernel_size) == 2 and one(pool.stride or 2) == 2
+            and one(pool.padding) == 0 and one(pool.dilation) == 1 and not pool.ceil_mode and not pool.return_indices)
+
+
+# ------------------------------------------------------------------------------------ statistics
+def batch_statistics(y: torch.Tensor, bn: nn.BatchNorm2d, kernels: BlockKernels):
+    """``(mean, invstd)`` of ``y [T, B, C, H, W]`` over ``T·B·H·W`` in the state dtype, and BatchNorm's
+    running statistics updated as ``nn.BatchNorm2d`` updates them (momentum, unbiased variance, batch
+    count).  No host synchronisation."""
+    n = y.numel() // y.shape[2]
+    if n < 2:
+        raise ValueError(f"Expected more than 1 value per channel when training, got input size {list(y.shape)}")
+    wide = state_dtype(y.dtype)
+    with torch.no_grad():
+        mean64, var64 = kernels.stats(y.detach())
+        m = bn.momentum
+        bn.running_mean.mul_(1 - m).add_(mean64.to(bn.running_mean.dtype), alpha=m)
+        bn.running_var.mul_(1 - m).add_((var64 * (n / (n - 1))).to(bn.running_var.dtype), alpha=m)
+        bn.num_batches_tracked.add_(1)
+        return mean64.to(wide), (var64 + bn.eps).rsqrt().to(wide)
+
+
+def _running_statistics(bn: nn.BatchNorm2d, wide: torch.dtype):
+    """``(mean, invstd)`` of evaluation, as BatchNorm computes them (``1/sqrt(var + eps)``)."""
+    with torch.no_grad():
+        return bn.running_mean.to(wide), 1 / torch.sqrt(bn.running_var.to(wide) + bn.eps)
+
+
+def _affine(gamma, beta, mean, invstd):
+    """BatchNorm as ``scale, shift`` (``scale = invstd·γ``, ``shift = β − mean·scale``, as PyTorch forms them)."""
+    scale = invstd if gamma is None else invstd * gamma.to(invstd.dtype)
+    shift = -mean * scale if beta is None else beta.to(invstd.dtype) - mean * scale
+    return scale, shift
+
+
+# ----------------------------------------------------------------------------------- autograd
+@dataclass(frozen=True)
+class _Spec:
+    """What a call needs besides tensors."""
+
+    kernels: BlockKernels
+    cfg: NeuronConfig
+    pool: bool
+    need_state: bool
+    training: bool
+    conv: tuple | None = None  # (conv_args, binary) when backward recomputes y from the conv's input
+
+
+class _FusedBlockFunction(torch.autograd.Function):
+    """Inputs ``(y, x, weight, γ, β, k, v0, mean, invstd, spec)``; outputs ``(out, V_{T-1})``.
+
+    Without ``spec.conv`` ``y`` is differentiable and kept; with it ``y`` is used in forward only
+    and backward makes it again as ``conv(x, weight)``, returning ``∂x`` and ``∂weight`` instead."""
+
+    @staticmethod
+    def forward(ctx, y, x, weight, gamma, beta, k, v0, mean, invstd, spec):
+        scale, shift = _affine(gamma, beta, mean, invstd)
+        out, place, v_last = spec.kernels.forward(y, scale, shift, k, v0, spec.cfg, spec.pool, spec.need_state)
+        if spec.conv is None:
+            ctx.save_for_backward(y, gamma, mean, invstd, scale, shift, k, v0, place)
+        else:
+            _, binary = spec.conv
+            ctx.save_for_backward(_pack(x) if binary else x, weight, gamma, mean, invstd, scale, shift, k, v0, place)
+            ctx.x_dtype = x.dtype
+        ctx.spec, ctx.beta_dtype = spec, None if beta is None else beta.dtype
+        ctx.set_materialize_grads(False)
+        ctx.mark_non_differentiable(place)
+        return out, v_last, place
+
+    @staticmethod
+    def backward(ctx, g_out, g_v_last, _g_place):
+        spec = ctx.spec
+        need = ctx.needs_input_grad
+        if g_out is None and g_v_last is None:
+            return (None,) * 10  # only the pool's places reached the loss: they have no gradient
+        if spec.conv is None:
+            y, gamma, mean, invstd, scale, shift, k, v0, place = ctx.saved_tensors
+        else:
+            saved, weight, gamma, mean, invstd, scale, shift, k, v0, place = ctx.saved_tensors
+            args, binary = spec.conv
+            x_of = (lambda: _unpack(saved, None, ctx.x_dtype)) if binary else (lambda: saved)
+            x = x_of()
+            y = F.conv2d(x.flatten(0, 1), weight, None, *args).unflatten(0, x.shape[:2])  # recomputed, not kept
+            del x
+        if g_out is None:
+            g_out = y.new_zeros(place.shape if spec.pool else y.shape)
+        g_z, g_v0, g_k, sum_g, sum_gc = spec.kernels.backward(
+            y, scale, shift, mean, k, v0, spec.cfg, spec.pool, place, g_out, g_v_last,
+            bool(need[5] and spec.cfg.leak))
+        grad = spec.kernels.input_grad_into or spec.kernels.input_grad
+        g_y = grad(g_z, y, mean, invstd, scale, sum_g, sum_gc, spec.training)
+        del g_z, y
+        g_gamma = (invstd * sum_gc).to(gamma.dtype) if need[3] else None
+        g_beta = sum_g.to(ctx.beta_dtype) if need[4] else None
+        g_k = g_k if need[5] and spec.cfg.leak else None
+        g_v0 = g_v0 if need[6] else None
+        g_x = g_w = None
+        if spec.conv is not None:
+            g_flat = g_y.flatten(0, 1)
+            g_x, g_w = _conv_backward(g_flat, lambda: x_of().flatten(0, 1), (saved.shape[0] * saved.shape[1],
+                                      *saved.shape[2:]), weight, args, need[1:3])
+            g_x = None if g_x is None else g_x.unflatten(0, saved.shape[:2])
+            g_y = None
+        return g_y if need[0] else None, g_x, g_w, g_gamma, g_beta, g_k, g_v0, None, None, None
+
+
+def fused_block(y: torch.Tensor, bn: nn.BatchNorm2d, neuron: SpikingNeuron, pool: bool, kernels: BlockKernels,
+                v0: torch.Tensor | None = None, need_state: bool = False, conv: tuple | None = None,
+                stats: tuple | None = None):
+    """BatchNorm (``bn``'s mode), ``neuron`` and the optional pool on ``y [T, B, C, H, W]``:
+    ``(out [T, B, C, H', W'], V_{T-1} [B, C, H, W] or an empty tensor)``.
+
+    - v0: the neuron's starting potential (None: rest); need_state: return ``V_{T-1}``.
+    - conv: ``(x, weight, conv_args, binary)``: ``y = conv(x)`` is not kept, backward recomputes it
+      (``binary``: ``x`` is spikes, kept as one byte).
+    - stats: ``(mean, invstd)`` to normalise with in training, instead of ``y``'s own (the caller
+      took them over more than ``y``, and updated the running statistics itself).
+    """
+    wide = state_dtype(y.dtype)
+    if bn.training:
+        mean, invstd = stats if stats is not None else batch_statistics(y, bn, kernels)
+    else:
+        mean, invstd = _running_statistics(bn, wide)
+    k = neuron.k(y).reshape(-1)
+    spec = _Spec(kernels, neuron.cfg, bool(pool), bool(need_state), bool(bn.training),
+                 None if conv is None else (conv[2], conv[3]))
+    x, weight = (None, None) if conv is None else conv[:2]
+    out, v_last, _ = _FusedBlockFunction.apply(y, x, weight, bn.weight, bn.bias, k, v0, mean, invstd, spec)
+    return out, v_last
+
+
+# ------------------------------------------------------------------------------------ plan step
+class FusedBlock:
+    """A plan step (:mod:`plif.models.memory`): ``conv`` (``TimeFolded`` Conv2d, no bias), ``bn``
+    (``TimeFolded`` BatchNorm2d), a neuron and an optional ``TimeFolded`` 2×2 max-pool over
+    ``[T, B, ...]``, the last three fused in training.
+
+    ``conv_step`` runs the convolution (the plan's saving layer for it: one-byte spikes kept);
+    ``recompute``: backward makes the convolution's output again from its input instead of keeping
+    it (``binary``: that input is spikes, kept as one byte).  ``fallback(x, start)`` runs the
+    composed layers, for what the kernels do not take.  Not an ``nn.Module``: it holds layers the
+    network owns, as the other steps of a plan do."""
+
+    def __init__(self, layers: list[nn.Module], conv_step, fallback, recompute: bool = False, binary: bool = False):
+        self.layers = layers
+        self.conv, self.bn, self.neuron = layers[0].layer, layers[1].layer, layers[2]
+        self.pool = len(layers) > 3
+        self.conv_step, self._plain = conv_step, fallback
+        self.recompute, self.binary = bool(recompute), bool(binary)
+
+    def _fused(self) -> bool:
+        """Whether the block runs fused now: BatchNorm in training mode with a momentum and running
+        statistics (evaluation runs the composed layers, bit for bit what stepping a network and
+        the exporters compute), and no forward hook on a layer that would not run (a hook sees
+        what the composed layers compute: firing-rate counts, recorded spikes)."""
+        bn = self.bn
+        hooked = any(m._forward_hooks or m._forward_pre_hooks for m in self.layers[1:])
+        return bn.training and bn.momentum is not None and bn.track_running_stats and not hooked
+
+    def __call__(self, x: torch.Tensor, start: int = 0) -> torch.Tensor:
+        """``start``: the layers before it already ran (1: ``x`` is the convolution's output, a static
+        input's hoisted encoder)."""
+        kernels = block_kernels(self.neuron, x.device)
+        # the reference's backward calls autograd itself, which torch.compile does not trace: compiled,
+        # the composed layers run the same PyTorch computation
+        traced_reference = kernels is REFERENCE and torch.compiler.is_compiling()
+        if start > 1 or kernels is None or traced_reference or not self._fused():
+            return self._plain(x, start)
+        if start == 0 and self.recompute and torch.is_grad_enabled() and self.conv.training:
+            xc, weight = _autocast(x, self.conv.weight)
+            with torch.no_grad():
+                y = F.conv2d(xc.flatten(0, 1), weight, None, *conv_args(self.conv)).unflatten(0, x.shape[:2])
+            return fused_block(y, self.bn, self.neuron, self.pool, kernels,
+                               conv=(xc, weight, conv_args(self.conv), self.binary))[0]
+        y = x if start == 1 else self.conv_step(x)
+        return fused_block(y, self.bn, self.neuron, self.pool, kernels)[0]
+
+    def __repr__(self) -> str:
+        return f"FusedBlock({', '.join(type(m).__name__ for m in self.layers)})"
