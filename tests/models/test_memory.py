@@ -145,9 +145,9 @@ def _live_peak(fn) -> int:
 
 
 def test_time_chunked_first_block_lowers_the_live_peak():
-    """The first block's full-size tensors (``[T·B, C, H, W]``) are never alive at once: the
-    step's live peak drops well below ``exact``'s on a wide first block (``exact``, the fused block
-    recomputing the conv's output, already holds two of them instead of the composed layers' four)."""
+    """The first block's full-size tensors (``[T·B, C, H, W]``) are never alive: the step's live
+    peak drops below ``exact``'s on a wide first block (``exact``, the fused block recomputing the
+    conv's output and writing its gradient over it, holds one of them instead of the composed layers' four)."""
     spec = "c32k3s1-BN-PLIF-MPk2s2-c8k3s1-BN-PLIF-MPk2s2-FC4-PLIF"
     x = torch.poisson(torch.full((12, 2, 2, 32, 32), 0.3), generator=torch.Generator().manual_seed(0))
 
@@ -157,7 +157,7 @@ def test_time_chunked_first_block_lowers_the_live_peak():
         return _live_peak(lambda: net(x).sum().backward())
 
     plain, exact, low = peak("none"), peak("exact"), peak("low")
-    assert exact < 0.6 * plain and low < 0.65 * exact, (plain, exact, low)
+    assert exact < 0.4 * plain and low < 0.85 * exact, (plain, exact, low)
 
 
 @pytest.mark.parametrize("name", FORMS)

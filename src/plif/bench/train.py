@@ -2,9 +2,13 @@
 
 Variants measured in one process so ratios are fair:
 
-- ``naive``: every neuron through the autograd reference loop (what a plain PyTorch SNN does);
-- ``bptt``: the closed-form backward in PyTorch;
-- ``auto``: the fastest registered neuron backend for the device (fused kernel where present);
+- ``naive``: every neuron through the autograd reference loop and the composed PyTorch layers (what a
+  plain PyTorch SNN does);
+- ``bptt``: the closed-form backward in PyTorch, composed layers;
+- ``auto``: plif as it trains by default: each conv block's BatchNorm, neuron and max-pool as one fused
+  step (``--memory fused``), the fastest neuron backend for the device elsewhere;
+- ``auto+none``: ``auto`` with ``--memory none``: the composed layers, each neuron fused on its own (plif
+  before the fused block);
 - ``auto+bf16``: ``auto`` under bf16 autocast (``plif train --amp bf16``; CPU or CUDA);
 - ``auto+graph`` (CUDA only): the whole step captured in one CUDA graph and replayed;
 - ``compile``: the ``auto`` network under ``torch.compile`` (Inductor; the fused kernels are custom ops);
@@ -28,7 +32,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ..models import build_network, get_entry
+from ..models import MemoryOptions, build_network, get_entry
 from ..train.graph import autocast_context, capture_cuda_graph
 from ..train.loop import train_step
 from ..train.malloc import keep_freed_memory
@@ -39,7 +43,7 @@ from .twin import spikingjelly_twin
 
 __all__ = ["TrainBenchResult", "bench_train", "format_train_table", "VARIANTS", "CUDA_ONLY"]
 
-VARIANTS = ("naive", "bptt", "auto", "auto+bf16", "auto+graph", "compile", "compile+graph", "cuda-graph", "cuda-graph+bf16",
+VARIANTS = ("naive", "bptt", "auto", "auto+none", "auto+bf16", "auto+graph", "compile", "compile+graph", "cuda-graph", "cuda-graph+bf16",
             "spikingjelly", "spikingjelly+graph")
 # compile+graph: Inductor's fused network (BN, neuron and pooling around the custom ops) inside one
 # captured step with the capturable Adam: whether fusing the per-layer kernels is the lever at B16
@@ -120,7 +124,9 @@ def _build_step(v: str, entry, T: int, x, xs, y, dev, network: str | None = None
         net.train()
         return lambda: trainer.train_step(x, y)
     backend = {"naive": "reference", "bptt": "bptt"}.get(v, "auto")
-    net = build_network(network, entry.input_shape, T, backend=backend).to(dev)
+    composed = v in ("naive", "bptt", "auto+none")  # the composed layers (--memory none)
+    net = build_network(network, entry.input_shape, T, backend=backend,
+                        memory=MemoryOptions() if composed else None).to(dev)
     step = _step_fn(torch.compile(net) if v.startswith("compile") else net, x, y, entry.num_classes,
                     capturable=v.endswith("graph"), amp="bf16" if v.endswith("bf16") else None)
     return capture_cuda_graph(step, dev) if v.endswith("graph") else step

@@ -103,7 +103,8 @@ def _add_train(sub) -> None:
                                    "event datasets get synthetic event frames; on CUDA also the kernels per step.")
     p.add_argument("--dataset", default="fashion-mnist", help="zoo entry whose network is timed (default fashion-mnist)")
     p.add_argument("--batches", default="16", help="comma-separated batch sizes (default 16)")
-    p.add_argument("--variants", help="comma-separated: naive, bptt, auto, auto+bf16 (bf16 autocast), auto+graph (CUDA), "
+    p.add_argument("--variants", help="comma-separated: naive, bptt, auto (plif's default: fused conv blocks), auto+none "
+                                      "(--memory none: the composed layers), auto+bf16 (bf16 autocast), auto+graph (CUDA), "
                                       "compile, cuda-graph (CUDA), cuda-graph+bf16 (CUDA), spikingjelly, "
                                       "spikingjelly+graph (CUDA)")
     p.add_argument("--device", help="cpu or cuda (default: cuda when available)")

@@ -75,22 +75,49 @@ inline void step_tile(const X* yt, S* v, uint8_t* s, int64_t len, const TilePara
     }
 }
 
+// The first spike of a 2×2 window from its code (bit 0 top left, 1 top right, 2 bottom left, 3 bottom
+// right): its place row by row, 0 when there is none (max_pool2d's choice), and bit 2 set when any.
+inline uint8_t window_result(uint8_t code) {
+    // the place for each of the 16 codes, two bits each (code 2 -> 1, 4 -> 2, 6 -> 1, 8 -> 3, ...): a
+    // variable shift instead of a branch, so the loop over windows vectorizes
+    const uint32_t first = (0x12131210u >> (2u * code)) & 3u;
+    return uint8_t(first | (uint32_t(code != 0) << 2));
+}
+
 // The 2×2 windows of rows [r0, r1) of one plane: the maximum (an OR on spikes) and the place of the
-// first spike in the window row by row, 0 when there is none: max_pool2d's choice.
+// first spike in the window row by row.  For an even W every window's code is made in two long
+// loops over the tile, branch-free (the rows are short after a few poolings, and spikes make
+// branches unpredictable); `work` holds 3/2 of the tile's bytes.  An odd W goes window by window.
 template <typename X>
 inline void pool_tile(const uint8_t* s, int64_t r0, int64_t r1, int64_t W, int64_t Ho, int64_t Wo, X* out,
-                      uint8_t* place) {
-    const int64_t h_end = std::min(r1, 2 * Ho);
-    for (int64_t r = r0; r < h_end; r += 2) {  // r0 is even: whole row pairs
+                      uint8_t* place, uint8_t* work) {
+    const int64_t h_end = std::min(r1, 2 * Ho);  // r0 is even: whole row pairs up to here
+    if (h_end <= r0) return;
+    if (W % 2 == 0) {
+        const int64_t m = (h_end - r0 - 1) * W;  // every element above another inside the pooled rows
+        uint8_t* vert = work;
+        uint8_t* res = work + m;
+        for (int64_t q = 0; q < m; ++q) vert[q] = uint8_t(s[q] | (s[q + W] << 2));
+        for (int64_t i = 0; i < m / 2; ++i) res[i] = window_result(uint8_t(vert[2 * i] | (vert[2 * i + 1] << 1)));
+        for (int64_t r = r0; r < h_end; r += 2) {  // row pair (r, r+1): its windows are res[(r - r0) / 2 · W ..]
+            const uint8_t* c = res + (r - r0) / 2 * W;
+            X* o = out + (r / 2) * Wo;
+            for (int64_t j = 0; j < Wo; ++j) store(o + j, float((c[j] >> 2) & 1));
+            if (place) {
+                uint8_t* pl = place + (r / 2) * Wo;
+                for (int64_t j = 0; j < Wo; ++j) pl[j] = c[j] & 3;
+            }
+        }
+        return;
+    }
+    for (int64_t r = r0; r < h_end; r += 2) {
         const uint8_t* a = s + (r - r0) * W;
         const uint8_t* b = a + W;
         X* o = out + (r / 2) * Wo;
-        uint8_t* pl = place ? place + (r / 2) * Wo : nullptr;
         for (int64_t j = 0; j < Wo; ++j) {
-            const uint8_t s0 = a[2 * j], s1 = a[2 * j + 1], s2 = b[2 * j], s3 = b[2 * j + 1];
-            const uint8_t any = s0 | s1 | s2 | s3;
-            store(o + j, any ? 1.0f : 0.0f);
-            if (pl) pl[j] = s0 ? 0 : s1 ? 1 : s2 ? 2 : s3 ? 3 : 0;
+            const uint8_t c = window_result(uint8_t(a[2 * j] | (a[2 * j + 1] << 1) | (b[2 * j] << 2) | (b[2 * j + 1] << 3)));
+            store(o + j, float((c >> 2) & 1));
+            if (place) place[(r / 2) * Wo + j] = c & 3;
         }
     }
 }
@@ -105,7 +132,7 @@ void block_forward_impl(const X* y, const S* scale, const S* shift, const S* k, 
 #pragma omp parallel num_threads(threads)
     {
         std::vector<S> v(g.rows * g.W);
-        std::vector<uint8_t> s(g.rows * g.W);
+        std::vector<uint8_t> s(g.rows * g.W), work(2 * g.rows * g.W);
 #pragma omp for schedule(static)
         for (int64_t tile = 0; tile < g.tiles; ++tile) {
             const int64_t c = g.channel(tile), p = g.plane(tile), r0 = g.row0(tile), r1 = g.row1(tile);
@@ -116,7 +143,7 @@ void block_forward_impl(const X* y, const S* scale, const S* shift, const S* k, 
                 step_tile<X, S, LEAK, HARD>(y + t * g.y_step + base, v.data(), s.data(), len, tp, nullptr);
                 if (g.pool) {
                     pool_tile(s.data(), r0, r1, g.W, g.Ho, g.Wo, out + t * n_out + p * out_plane,
-                              place ? place + t * n_out + p * out_plane : nullptr);
+                              place ? place + t * n_out + p * out_plane : nullptr, work.data());
                 } else {
                     X* ot = out + t * n + base;
                     for (int64_t j = 0; j < len; ++j) store(ot + j, s[j] ? S(1) : S(0));
@@ -151,19 +178,31 @@ inline void spike_grad_tile(const X* g_out_t, const uint8_t* place_t, int64_t ba
     }
 }
 
-// backward: ∂z [T, n] (state type), ∂V_{-1} [n], and per tile the partial sums of ∂z, ∂z·(y - mean)
-// and ∂k (double, [tiles] each); the caller sums them per channel.
+// BatchNorm's input gradient per channel, ∂y = ((∂z − a) − (y − mean)·b)·scale with a = Σ∂z/n and
+// b = invstd²·Σ∂z(y−mean)/n (training) or ∂y = ∂z·scale (evaluation), rounded as
+// block_reference.bn_input_grad rounds it.
+template <typename S>
+struct InputGrad {
+    const S *a, *b, *mean, *scale;
+    bool training;
+};
+
+// backward: ∂V_{-1} [n], per tile the partial sums of ∂z, ∂z·(y - mean) and ∂k (double, [tiles]
+// each; the caller sums them per channel), and one of: ∂z [T, n] (state type) into g_z (with
+// sum_time: Σ_t ∂z [n], what a y repeated over time needs), ∂y written over y (y_out, with the
+// per-channel factors of `dy`), or nothing (the sums only).
 template <typename X, typename S, bool LEAK, bool HARD, bool DETACH, int SG, bool NEED_K>
 void block_backward_impl(const X* y, const S* scale, const S* shift, const S* mean, const S* k, const S* v0,
-                         const uint8_t* place, const X* g_out, const S* g_v_last, S* g_z, S* g_v0,
-                         double* part_g, double* part_gc, double* part_k, const Geometry& g, bool k_full,
-                         S v_th, S v_reset, S sg_a, S sg_b, int threads) {
+                         const uint8_t* place, const X* g_out, const S* g_v_last, S* g_z, bool sum_time, X* y_out,
+                         const InputGrad<S>& dy, S* g_v0, double* part_g, double* part_gc, double* part_k,
+                         const Geometry& g, bool k_full, S v_th, S v_reset, S sg_a, S sg_b, int threads) {
     const int64_t n = g.n(), n_out = g.n_out(), plane_size = g.H * g.W;
     const S rest = HARD ? v_reset : S(0);
 #pragma omp parallel num_threads(threads)
     {
         const int64_t cap = g.rows * g.W;
-        std::vector<S> v(cap), h_buf(g.T * cap), gv(cap), gs(cap), acc_g(cap), acc_gc(cap), acc_k(cap), start(cap);
+        std::vector<S> v(cap), h_buf(g.T * cap), gv(cap), gs(cap), gzb(cap), acc_g(cap), acc_gc(cap), acc_k(cap),
+            start(cap);
         std::vector<uint8_t> s(cap);
 #pragma omp for schedule(static)
         for (int64_t tile = 0; tile < g.tiles; ++tile) {
@@ -185,7 +224,6 @@ void block_backward_impl(const X* y, const S* scale, const S* shift, const S* me
                 const bool first = t == 0;
                 const S* prev = first ? start.data() : h_buf.data() + (t - 1) * cap;
                 const X* yt = y + t * g.y_step + base;
-                S* gzt = g_z + t * n + base;
 #pragma omp simd
                 for (int64_t j = 0; j < len; ++j) {
                     const S h = ht[j], u = h - v_th;
@@ -202,7 +240,7 @@ void block_backward_impl(const X* y, const S* scale, const S* shift, const S* me
                     const S g_h = gs[j] * sg + gv[j] * dv_dh;
                     const S yj = load(yt + j);
                     const S gz = LEAK ? g_h * kk : g_h;
-                    gzt[j] = gz;
+                    gzb[j] = gz;
                     acc_g[j] += gz;
                     acc_gc[j] += gz * (yj - mu);
                     if constexpr (LEAK) {
@@ -217,8 +255,22 @@ void block_backward_impl(const X* y, const S* scale, const S* shift, const S* me
                         gv[j] = g_h;
                     }
                 }
+                if (g_z && !sum_time) {
+                    std::copy(gzb.begin(), gzb.begin() + len, g_z + t * n + base);
+                } else if (y_out) {  // y at (t, j) was read above, before it is written here
+                    X* yo = y_out + t * g.y_step + base;
+                    const S a = dy.a[c], b = dy.b[c], m = dy.mean[c], sc_c = dy.scale[c];
+                    if (dy.training) {
+#pragma omp simd
+                        for (int64_t j = 0; j < len; ++j) store(yo + j, ((gzb[j] - a) - (load(yo + j) - m) * b) * sc_c);
+                    } else {
+#pragma omp simd
+                        for (int64_t j = 0; j < len; ++j) store(yo + j, gzb[j] * sc_c);
+                    }
+                }
             }
             double sg_sum = 0, gc_sum = 0, k_sum = 0;
+            if (g_z && sum_time) std::copy(acc_g.begin(), acc_g.begin() + len, g_z + base);  // acc_g is Σ_t ∂z
             for (int64_t j = 0; j < len; ++j) {
                 g_v0[base + j] = gv[j];
                 sg_sum += double(acc_g[j]);
@@ -242,22 +294,29 @@ inline void sum_per_channel(const double* part, const Geometry& g, double* out) 
     }
 }
 
-// ∂L/∂y = scale·(∂z − Σ∂z/n − (y − mean)·invstd²·Σ∂z(y−mean)/n) (training) or scale·∂z (evaluation),
-// with the per-channel factors rounded as block_reference.bn_input_grad rounds them.  g_y may be g_z
-// itself (X == S): each element is read before it is written.
+// The per-channel factors of InputGrad: a = Σ∂z/n, b = invstd²·Σ∂z(y−mean)/n in the state type.
+template <typename S>
+void input_grad_factors(const S* invstd, const S* sum_g, const S* sum_gc, int64_t C, double count, S* a, S* b) {
+    const S n = S(count);
+    for (int64_t c = 0; c < C; ++c) {
+        a[c] = sum_g[c] / n;
+        b[c] = invstd[c] * invstd[c] * sum_gc[c] / n;
+    }
+}
+
+// ∂L/∂y over planes of y [T·B·C planes of plane_size] as InputGrad says.  g_y may be g_z itself
+// (X == S): each element is read before it is written.
 template <typename X, typename S>
-void bn_input_grad_impl(const S* g_z, const X* y, const S* mean, const S* invstd, const S* scale, const S* sum_g,
-                        const S* sum_gc, X* g_y, int64_t planes, int64_t C, int64_t plane_size, bool training,
-                        int threads) {
-    const S count = S(double(planes / C) * double(plane_size));
+void bn_input_grad_impl(const S* g_z, const X* y, const InputGrad<S>& dy, X* g_y, int64_t planes, int64_t C,
+                        int64_t plane_size, int threads) {
 #pragma omp parallel for schedule(static) num_threads(threads)
     for (int64_t p = 0; p < planes; ++p) {
         const int64_t c = p % C;
-        const S a = sum_g[c] / count, b = invstd[c] * invstd[c] * sum_gc[c] / count, mu = mean[c], sc = scale[c];
+        const S a = dy.a[c], b = dy.b[c], mu = dy.mean[c], sc = dy.scale[c];
         const S* gz = g_z + p * plane_size;
         const X* yp = y + p * plane_size;
         X* out = g_y + p * plane_size;
-        if (training) {
+        if (dy.training) {
 #pragma omp simd
             for (int64_t j = 0; j < plane_size; ++j) store(out + j, ((gz[j] - a) - (load(yp + j) - mu) * b) * sc);
         } else {
@@ -332,22 +391,22 @@ void block_forward(const X* y, const S* scale, const S* shift, const S* k, const
     }); });
 }
 
+// The backward's flag dispatch and per-channel sums; g_z / y_out / dy as block_backward_impl takes them.
 template <typename X, typename S>
-void block_backward(const X* y, const S* scale, const S* shift, const S* mean, const S* k, const S* v0,
-                    const uint8_t* place, const X* g_out, const S* g_v_last, S* g_z, S* g_v0, S* g_k, S* sum_g,
-                    S* sum_gc, int64_t T, int64_t B, int64_t C, int64_t H, int64_t W, int64_t y_step, int leak,
-                    int hard, int detach, int surrogate, int k_full, int need_k, int pool, double v_th,
-                    double v_reset, double sg_a, double sg_b, int threads) {
-    const Geometry g(T, B, C, H, W, y_step, pool != 0);
-    advise_huge_pages(g_z, T * g.n() * int64_t(sizeof(S)));
+void backward_pass(const X* y, const S* scale, const S* shift, const S* mean, const S* k, const S* v0,
+                   const uint8_t* place, const X* g_out, const S* g_v_last, S* g_z, bool sum_time, X* y_out,
+                   const InputGrad<S>& dy, S* g_v0, S* g_k, S* sum_g, S* sum_gc, const Geometry& g, int leak, int hard,
+                   int detach,
+                   int surrogate, int k_full, int need_k, double v_th, double v_reset, double sg_a, double sg_b,
+                   int threads) {
     std::vector<double> part(3 * g.tiles);
     double *part_g = part.data(), *part_gc = part_g + g.tiles, *part_k = part_gc + g.tiles;
     with_bool(leak, [&](auto L) { with_bool(hard, [&](auto HD) { with_bool(detach, [&](auto D) {
     with_surrogate(surrogate, [&](auto SG) { with_bool_if<decltype(L)::value>(need_k, [&](auto NK) {
         block_backward_impl<X, S, decltype(L)::value, decltype(HD)::value, decltype(D)::value, decltype(SG)::value,
                             decltype(NK)::value>(
-            y, scale, shift, mean, k, v0, place, g_out, g_v_last, g_z, g_v0, part_g, part_gc, part_k, g,
-            k_full != 0, S(v_th), S(v_reset), S(sg_a), S(sg_b), threads);
+            y, scale, shift, mean, k, v0, place, g_out, g_v_last, g_z, sum_time, y_out, dy, g_v0, part_g, part_gc,
+            part_k, g, k_full != 0, S(v_th), S(v_reset), S(sg_a), S(sg_b), threads);
     }); }); }); }); });
     std::vector<double> per_c(g.C);
     sum_per_channel(part_g, g, per_c.data());
@@ -367,11 +426,46 @@ void block_backward(const X* y, const S* scale, const S* shift, const S* mean, c
 }
 
 template <typename X, typename S>
+void block_backward(const X* y, const S* scale, const S* shift, const S* mean, const S* k, const S* v0,
+                    const uint8_t* place, const X* g_out, const S* g_v_last, S* g_z, S* g_v0, S* g_k, S* sum_g,
+                    S* sum_gc, int64_t T, int64_t B, int64_t C, int64_t H, int64_t W, int64_t y_step, int leak,
+                    int hard, int detach, int surrogate, int k_full, int need_k, int pool, int sum_time, double v_th,
+                    double v_reset, double sg_a, double sg_b, int threads) {
+    const Geometry g(T, B, C, H, W, y_step, pool != 0);
+    advise_huge_pages(g_z, (sum_time ? 1 : T) * g.n() * int64_t(sizeof(S)));
+    backward_pass<X, S>(y, scale, shift, mean, k, v0, place, g_out, g_v_last, g_z, sum_time != 0, nullptr,
+                        InputGrad<S>{}, g_v0, g_k, sum_g, sum_gc, g, leak, hard, detach, surrogate, k_full, need_k,
+                        v_th, v_reset, sg_a, sg_b, threads);
+}
+
+// block_backward and bn_input_grad in two sweeps and no new full-size tensor: the first sweep only
+// sums, the second recomputes ∂z tile by tile and writes ∂y over y.
+template <typename X, typename S>
+void block_backward_into_y(X* y, const S* scale, const S* shift, const S* mean, const S* invstd, const S* k,
+                           const S* v0, const uint8_t* place, const X* g_out, const S* g_v_last, S* g_v0, S* g_k,
+                           S* sum_g, S* sum_gc, int64_t T, int64_t B, int64_t C, int64_t H, int64_t W, int leak,
+                           int hard, int detach, int surrogate, int k_full, int need_k, int pool, int training,
+                           double v_th, double v_reset, double sg_a, double sg_b, int threads) {
+    const Geometry g(T, B, C, H, W, B * C * H * W, pool != 0);
+    backward_pass<X, S>(y, scale, shift, mean, k, v0, place, g_out, g_v_last, nullptr, false, nullptr, InputGrad<S>{},
+                        g_v0, g_k, sum_g, sum_gc, g, leak, hard, detach, surrogate, k_full, need_k, v_th, v_reset, sg_a,
+                        sg_b, threads);
+    std::vector<S> a(C), b(C), s_g(C), s_gc(C), g_k2(k_full ? C : 1);
+    input_grad_factors(invstd, sum_g, sum_gc, C, double(T) * double(B) * double(H * W), a.data(), b.data());
+    const InputGrad<S> dy{a.data(), b.data(), mean, scale, training != 0};
+    backward_pass<X, S>(y, scale, shift, mean, k, v0, place, g_out, g_v_last, nullptr, false, y, dy, g_v0, g_k2.data(),
+                        s_g.data(), s_gc.data(), g, leak, hard, detach, surrogate, k_full, 0, v_th, v_reset, sg_a,
+                        sg_b, threads);
+}
+
+template <typename X, typename S>
 void bn_input_grad(const S* g_z, const X* y, const S* mean, const S* invstd, const S* scale, const S* sum_g,
                    const S* sum_gc, X* g_y, int64_t planes, int64_t C, int64_t plane_size, int training, int threads) {
     advise_huge_pages(g_y, planes * plane_size * int64_t(sizeof(X)));
-    bn_input_grad_impl<X, S>(g_z, y, mean, invstd, scale, sum_g, sum_gc, g_y, planes, C, plane_size, training != 0,
-                             threads);
+    std::vector<S> a(C), b(C);
+    input_grad_factors(invstd, sum_g, sum_gc, C, double(planes / C) * double(plane_size), a.data(), b.data());
+    bn_input_grad_impl<X, S>(g_z, y, InputGrad<S>{a.data(), b.data(), mean, scale, training != 0}, g_y, planes, C,
+                             plane_size, threads);
 }
 
 }  // namespace
@@ -390,12 +484,24 @@ void bn_input_grad(const S* g_z, const X* y, const S* mean, const S* invstd, con
                                       const S* v0, const uint8_t* place, const XC* g_out, const S* g_v_last,       \
                                       S* g_z, S* g_v0, S* g_k, S* sum_g, S* sum_gc, int64_t T, int64_t B,          \
                                       int64_t C, int64_t H, int64_t W, int64_t y_step, int leak, int hard,         \
-                                      int detach, int surrogate, int k_full, int need_k, int pool, double v_th,    \
-                                      double v_reset, double sg_a, double sg_b, int threads) {                     \
+                                      int detach, int surrogate, int k_full, int need_k, int pool, int sum_time,   \
+                                      double v_th, double v_reset, double sg_a, double sg_b, int threads) {        \
         block_backward<X, S>(reinterpret_cast<const X*>(y), scale, shift, mean, k, v0, place,                      \
                              reinterpret_cast<const X*>(g_out), g_v_last, g_z, g_v0, g_k, sum_g, sum_gc, T, B, C,  \
-                             H, W, y_step, leak, hard, detach, surrogate, k_full, need_k, pool, v_th, v_reset,     \
-                             sg_a, sg_b, threads);                                                                 \
+                             H, W, y_step, leak, hard, detach, surrogate, k_full, need_k, pool, sum_time, v_th,    \
+                             v_reset, sg_a, sg_b, threads);                                                        \
+    }                                                                                                              \
+    void plif_block_backward_into_y_##SUFFIX(XC* y, const S* scale, const S* shift, const S* mean,               \
+                                             const S* invstd, const S* k, const S* v0, const uint8_t* place,     \
+                                             const XC* g_out, const S* g_v_last, S* g_v0, S* g_k, S* sum_g,      \
+                                             S* sum_gc, int64_t T, int64_t B, int64_t C, int64_t H, int64_t W,   \
+                                             int leak, int hard, int detach, int surrogate, int k_full,          \
+                                             int need_k, int pool, int training, double v_th, double v_reset,    \
+                                             double sg_a, double sg_b, int threads) {                            \
+        block_backward_into_y<X, S>(reinterpret_cast<X*>(y), scale, shift, mean, invstd, k, v0, place,           \
+                                    reinterpret_cast<const X*>(g_out), g_v_last, g_v0, g_k, sum_g, sum_gc, T, B, \
+                                    C, H, W, leak, hard, detach, surrogate, k_full, need_k, pool, training,      \
+                                    v_th, v_reset, sg_a, sg_b, threads);                                         \
     }                                                                                                              \
     void plif_bn_input_grad_##SUFFIX(const S* g_z, const XC* y, const S* mean, const S* invstd, const S* scale,    \
                                      const S* sum_g, const S* sum_gc, XC* g_y, int64_t planes, int64_t C,          \

@@ -22,8 +22,8 @@ from ..neurons.functional import NeuronConfig, rest_potential, state_dtype
 from ..surrogate import get_surrogate
 from .cpu_build import load_library
 
-__all__ = ["block_forward_cpu", "block_backward_cpu", "bn_input_grad_cpu", "bn_input_grad_cpu_", "batch_stats_cpu",
-           "cpu_block_supports"]
+__all__ = ["block_forward_cpu", "block_backward_cpu", "bn_input_grad_cpu", "bn_input_grad_cpu_", "block_backward_cpu_",
+           "block_backward_summed_cpu", "batch_stats_cpu", "cpu_block_supports"]
 
 _SUFFIX = {torch.float32: "f32", torch.float64: "f64", torch.bfloat16: "bf16"}
 
@@ -89,8 +89,9 @@ def _(y, scale, shift, k, v0, leak, hard, v_th, v_reset, pool, need_state):
 @torch.library.custom_op("plif::cpu_block_backward", mutates_args=())
 def _backward(y: Tensor, scale: Tensor, shift: Tensor, mean: Tensor, k: Tensor, v0: Tensor | None, place: Tensor,
               g_out: Tensor, g_v_last: Tensor | None, leak: bool, hard: bool, detach: bool, v_th: float,
-              v_reset: float, sg_code: int, sg_a: float, sg_b: float, pool: bool,
-              need_k: bool) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
+              v_reset: float, sg_code: int, sg_a: float, sg_b: float, pool: bool, need_k: bool,
+              sum_time: bool = False) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
+    """``(∂z [T, B, C, H, W], ...)``, or with ``sum_time`` ``Σ_t ∂z [1, B, C, H, W]`` in its place."""
     wide = state_dtype(y.dtype)
     T, B, C, H, W = y.shape
     src, y_step = _time_step(y)
@@ -99,7 +100,7 @@ def _backward(y: Tensor, scale: Tensor, shift: Tensor, mean: Tensor, k: Tensor, 
     g_v_last = None if g_v_last is None else _state(g_v_last, wide)
     g_out = g_out.to(y.dtype).contiguous()
     place = place.contiguous()
-    g_z = torch.empty(y.shape, dtype=wide)
+    g_z = torch.empty((1, *y.shape[1:]) if sum_time else y.shape, dtype=wide)
     g_v0 = torch.empty(y.shape[1:], dtype=wide)
     g_k = torch.zeros(k.shape, dtype=wide)
     sum_g, sum_gc = torch.empty(C, dtype=wide), torch.empty(C, dtype=wide)
@@ -107,18 +108,51 @@ def _backward(y: Tensor, scale: Tensor, shift: Tensor, mean: Tensor, k: Tensor, 
         src.data_ptr(), scale.data_ptr(), shift.data_ptr(), mean.data_ptr(), k.data_ptr(), _ptr(v0),
         place.data_ptr() if pool else None, g_out.data_ptr(), _ptr(g_v_last), g_z.data_ptr(), g_v0.data_ptr(),
         g_k.data_ptr(), sum_g.data_ptr(), sum_gc.data_ptr(), T, B, C, H, W, y_step, int(leak), int(hard),
-        int(detach), sg_code, int(leak and k.numel() > 1), int(need_k and leak), int(pool), float(v_th),
-        float(v_reset), float(sg_a), float(sg_b), torch.get_num_threads())
+        int(detach), sg_code, int(leak and k.numel() > 1), int(need_k and leak), int(pool), int(sum_time),
+        float(v_th), float(v_reset), float(sg_a), float(sg_b), torch.get_num_threads())
     return g_z, g_v0, g_k, sum_g, sum_gc
 
 
 @_backward.register_fake
 def _(y, scale, shift, mean, k, v0, place, g_out, g_v_last, leak, hard, detach, v_th, v_reset, sg_code, sg_a, sg_b,
-      pool, need_k):
+      pool, need_k, sum_time=False):
     wide = state_dtype(y.dtype)
     C = y.shape[2]
-    return (y.new_empty(y.shape, dtype=wide), y.new_empty(y.shape[1:], dtype=wide), k.new_empty(k.shape, dtype=wide),
+    return (y.new_empty((1, *y.shape[1:]) if sum_time else y.shape, dtype=wide), y.new_empty(y.shape[1:], dtype=wide), k.new_empty(k.shape, dtype=wide),
             y.new_empty((C,), dtype=wide), y.new_empty((C,), dtype=wide))
+
+
+@torch.library.custom_op("plif::cpu_block_backward_", mutates_args=("y",))
+def _backward_into_y(y: Tensor, scale: Tensor, shift: Tensor, mean: Tensor, invstd: Tensor, k: Tensor,
+                     v0: Tensor | None, place: Tensor, g_out: Tensor, g_v_last: Tensor | None, leak: bool, hard: bool,
+                     detach: bool, v_th: float, v_reset: float, sg_code: int, sg_a: float, sg_b: float, pool: bool,
+                     need_k: bool, training: bool) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    wide = state_dtype(y.dtype)
+    T, B, C, H, W = y.shape
+    scale, shift, mean, invstd, k = (_state(t, wide) for t in (scale, shift, mean, invstd, k))
+    v0 = None if v0 is None else _state(v0, wide)
+    g_v_last = None if g_v_last is None else _state(g_v_last, wide)
+    g_out = g_out.to(y.dtype).contiguous()
+    place = place.contiguous()
+    g_v0 = torch.empty(y.shape[1:], dtype=wide)
+    g_k = torch.zeros(k.shape, dtype=wide)
+    sum_g, sum_gc = torch.empty(C, dtype=wide), torch.empty(C, dtype=wide)
+    getattr(_lib(), f"plif_block_backward_into_y_{_SUFFIX[y.dtype]}")(
+        y.data_ptr(), scale.data_ptr(), shift.data_ptr(), mean.data_ptr(), invstd.data_ptr(), k.data_ptr(), _ptr(v0),
+        place.data_ptr() if pool else None, g_out.data_ptr(), _ptr(g_v_last), g_v0.data_ptr(), g_k.data_ptr(),
+        sum_g.data_ptr(), sum_gc.data_ptr(), T, B, C, H, W, int(leak), int(hard), int(detach), sg_code,
+        int(leak and k.numel() > 1), int(need_k and leak), int(pool), int(training), float(v_th), float(v_reset),
+        float(sg_a), float(sg_b), torch.get_num_threads())
+    return g_v0, g_k, sum_g, sum_gc
+
+
+@_backward_into_y.register_fake
+def _(y, scale, shift, mean, invstd, k, v0, place, g_out, g_v_last, leak, hard, detach, v_th, v_reset, sg_code, sg_a,
+      sg_b, pool, need_k, training):
+    wide = state_dtype(y.dtype)
+    C = y.shape[2]
+    return (y.new_empty(y.shape[1:], dtype=wide), k.new_empty(k.shape, dtype=wide), y.new_empty((C,), dtype=wide),
+            y.new_empty((C,), dtype=wide))
 
 
 def _input_grad(g_z: Tensor, y: Tensor, mean: Tensor, invstd: Tensor, scale: Tensor, sum_g: Tensor, sum_gc: Tensor,
@@ -178,19 +212,50 @@ def block_forward_cpu(y: Tensor, scale: Tensor, shift: Tensor, k: Tensor, v0: Te
     return _forward(y, scale, shift, k.reshape(-1), v0, *_flags(cfg), bool(pool), bool(need_state))
 
 
+def _surrogate(cfg: NeuronConfig) -> tuple:
+    sg = get_surrogate(cfg.surrogate)
+    if not sg.fused:
+        raise ValueError(f"the cpu block kernel runs the closed-form surrogates only, not {cfg.surrogate!r}")
+    return (sg.code, *sg.kernel_constants(float(cfg.alpha)))
+
+
 def block_backward_cpu(y: Tensor, scale: Tensor, shift: Tensor, mean: Tensor, k: Tensor, v0: Tensor | None,
                        cfg: NeuronConfig, pool: bool, place: Tensor, g_out: Tensor, g_v_last: Tensor | None,
                        need_k: bool = True):
     """``(g_z, g_v0, g_k, sum_g, sum_gc)`` of :func:`plif.kernels.block_reference.block_backward_reference`."""
-    sg = get_surrogate(cfg.surrogate)
-    if not sg.fused:
-        raise ValueError(f"the cpu block kernel runs the closed-form surrogates only, not {cfg.surrogate!r}")
-    sg_a, sg_b = sg.kernel_constants(float(cfg.alpha))
+    code, sg_a, sg_b = _surrogate(cfg)
     leak, hard, v_th, v_reset = _flags(cfg)
     g_z, g_v0, g_k, sum_g, sum_gc = _backward(y, scale, shift, mean, k.reshape(-1), v0, place, g_out, g_v_last,
-                                              leak, hard, bool(cfg.detach_reset), v_th, v_reset, sg.code, sg_a, sg_b,
+                                              leak, hard, bool(cfg.detach_reset), v_th, v_reset, code, sg_a, sg_b,
                                               bool(pool), bool(need_k))
     return g_z, g_v0, g_k.reshape(k.shape), sum_g, sum_gc
+
+
+def block_backward_summed_cpu(y: Tensor, scale: Tensor, shift: Tensor, mean: Tensor, k: Tensor, v0: Tensor | None,
+                              cfg: NeuronConfig, pool: bool, place: Tensor, g_out: Tensor, g_v_last: Tensor | None,
+                              need_k: bool = True):
+    """:func:`block_backward_cpu` with ``Σ_t ∂z [1, B, C, H, W]`` in place of ``∂z``: for a ``y``
+    repeated over time (a static input), whose gradient is that sum's; the kernel adds it up as it goes."""
+    code, sg_a, sg_b = _surrogate(cfg)
+    leak, hard, v_th, v_reset = _flags(cfg)
+    g_z, g_v0, g_k, sum_g, sum_gc = _backward(y, scale, shift, mean, k.reshape(-1), v0, place, g_out, g_v_last,
+                                              leak, hard, bool(cfg.detach_reset), v_th, v_reset, code, sg_a, sg_b,
+                                              bool(pool), bool(need_k), True)
+    return g_z, g_v0, g_k.reshape(k.shape), sum_g, sum_gc
+
+
+def block_backward_cpu_(y: Tensor, scale: Tensor, shift: Tensor, mean: Tensor, k: Tensor, v0: Tensor | None,
+                        cfg: NeuronConfig, pool: bool, place: Tensor, g_out: Tensor, g_v_last: Tensor | None,
+                        need_k: bool, invstd: Tensor, training: bool):
+    """:func:`block_backward_cpu` and :func:`bn_input_grad_cpu` in one, ``∂y`` written over ``y``
+    (contiguous): ``(g_y (= y), g_v0, g_k, sum_g, sum_gc)``, the same values, with no ``∂z`` tensor.
+    The kernel runs the block's backward twice, first for the per-channel sums, then for ``∂y``."""
+    code, sg_a, sg_b = _surrogate(cfg)
+    leak, hard, v_th, v_reset = _flags(cfg)
+    g_v0, g_k, sum_g, sum_gc = _backward_into_y(y, scale, shift, mean, invstd, k.reshape(-1), v0, place, g_out,
+                                                g_v_last, leak, hard, bool(cfg.detach_reset), v_th, v_reset, code,
+                                                sg_a, sg_b, bool(pool), bool(need_k), bool(training))
+    return y, g_v0, g_k.reshape(k.shape), sum_g, sum_gc
 
 
 def bn_input_grad_cpu(g_z: Tensor, y: Tensor, mean: Tensor, invstd: Tensor, scale: Tensor, sum_g: Tensor,

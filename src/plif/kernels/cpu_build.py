@@ -56,7 +56,8 @@ _BACKWARD_ARGS = [_P] * 8 + [_I64, _I64] + [_INT] * 6 + [_D] * 4 + [_INT]
 _POOL_ARGS = [_P] * 3 + [_I64, _I64, _I64, _INT, _I64, _INT]  # (in, out, offsets/∂x, planes, H, W, k, s, threads)
 # the fused block (cpu_block.h): pointers, then T, B, C, H, W, y_step, flags, constants, threads
 _BLOCK_FORWARD_ARGS = [_P] * 8 + [_I64] * 6 + [_INT] * 4 + [_D, _D, _INT]
-_BLOCK_BACKWARD_ARGS = [_P] * 14 + [_I64] * 6 + [_INT] * 7 + [_D] * 4 + [_INT]
+_BLOCK_BACKWARD_ARGS = [_P] * 14 + [_I64] * 6 + [_INT] * 8 + [_D] * 4 + [_INT]
+_BACKWARD_INTO_Y_ARGS = [_P] * 14 + [_I64] * 5 + [_INT] * 8 + [_D] * 4 + [_INT]
 _BN_GRAD_ARGS = [_P] * 8 + [_I64] * 3 + [_INT, _INT]
 _STATS_ARGS = [_P] * 3 + [_I64] * 5 + [_INT]
 
@@ -152,6 +153,7 @@ def load_library() -> ctypes.CDLL | None:
             for dtype in ("f32", "f64", "bf16"):
                 getattr(lib, f"plif_block_forward_{dtype}").argtypes = _BLOCK_FORWARD_ARGS
                 getattr(lib, f"plif_block_backward_{dtype}").argtypes = _BLOCK_BACKWARD_ARGS
+                getattr(lib, f"plif_block_backward_into_y_{dtype}").argtypes = _BACKWARD_INTO_Y_ARGS
                 getattr(lib, f"plif_bn_input_grad_{dtype}").argtypes = _BN_GRAD_ARGS
                 getattr(lib, f"plif_batch_stats_{dtype}").argtypes = _STATS_ARGS
             for dtype in ("f32", "f64"):

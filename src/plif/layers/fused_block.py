@@ -50,8 +50,11 @@ __all__ = ["BlockKernels", "block_kernels", "kernel_status", "FusedBlock", "fuse
 @dataclass(frozen=True)
 class BlockKernels:
     """One implementation of the block: the reference's three functions (``forward``, ``backward``,
-    ``input_grad``), ``input_grad_into`` (``input_grad`` written over ``∂z``, or None) and ``stats``
-    (``y -> (mean, biased variance)`` per channel)."""
+    ``input_grad``), ``input_grad_into`` (``input_grad`` written over ``∂z``, or None), ``stats``
+    (``y -> (mean, biased variance)`` per channel) and ``backward_into`` (``backward`` and
+    ``input_grad`` in one, ``∂y`` written over a contiguous ``y``: ``backward``'s arguments, then
+    ``invstd, training``; or None) and ``backward_summed`` (``backward`` with ``Σ_t ∂z [1, B, C, H, W]``
+    in place of ``∂z``, for a ``y`` repeated over time; or None)."""
 
     name: str
     forward: Callable
@@ -59,6 +62,8 @@ class BlockKernels:
     input_grad: Callable
     input_grad_into: Callable | None
     stats: Callable
+    backward_into: Callable | None = None
+    backward_summed: Callable | None = None
 
 
 def _torch_stats(y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -70,14 +75,15 @@ def _torch_stats(y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 REFERENCE = BlockKernels("reference", block_forward_reference, block_backward_reference, bn_input_grad, None,
                          _torch_stats)
 
-# kernel name -> (module, forward, backward, input grad, input grad written over ∂z, statistics); the
-# module is imported on first use
+# kernel name -> (module, forward, backward, input grad, input grad written over ∂z, statistics, backward
+# written over y, backward summed over time); the module is imported on first use
 _MODULES = {
     "cpu": ("plif.kernels.cpu_block", "block_forward_cpu", "block_backward_cpu", "bn_input_grad_cpu",
-            "bn_input_grad_cpu_", "batch_stats_cpu"),
+            "bn_input_grad_cpu_", "batch_stats_cpu", "block_backward_cpu_", "block_backward_summed_cpu"),
     "triton": ("plif.kernels.triton_block", "block_forward_triton", "block_backward_triton", "bn_input_grad_triton",
-               None, None),
+               None, None, None, None),
 }
+_READS_REPEATED = ("cpu", "reference")  # kernels that take a y repeated over time as a stride-0 view
 _BY_DEVICE = {"cpu": "cpu", "cuda": "triton"}
 _LOADED: dict[str, BlockKernels | None] = {}
 _FAILED: dict[str, str] = {}
@@ -85,7 +91,7 @@ _FAILED: dict[str, str] = {}
 
 def _load(name: str) -> BlockKernels | None:
     if name not in _LOADED:
-        module, fwd, bwd, grad, into, stats = _MODULES[name]
+        module, fwd, bwd, grad, into, stats, bwd_into, bwd_summed = _MODULES[name]
         try:
             mod = importlib.import_module(module)
             if name == "cpu":
@@ -94,7 +100,9 @@ def _load(name: str) -> BlockKernels | None:
                     raise RuntimeError(BUILD_ERROR or "the C++ library did not load")
             _LOADED[name] = BlockKernels(name, getattr(mod, fwd), getattr(mod, bwd), getattr(mod, grad),
                                          getattr(mod, into) if into else None,
-                                         getattr(mod, stats) if stats else _torch_stats)
+                                         getattr(mod, stats) if stats else _torch_stats,
+                                         getattr(mod, bwd_into) if bwd_into else None,
+                                         getattr(mod, bwd_summed) if bwd_summed else None)
         except Exception as e:  # noqa: BLE001  (a broken Triton install raises more than ImportError; kept, shown)
             _LOADED[name] = None
             _FAILED[name] = f"{type(e).__name__}: {e}"
@@ -177,6 +185,16 @@ class _Spec:
     need_state: bool
     training: bool
     conv: tuple | None = None  # (conv_args, binary) when backward recomputes y from the conv's input
+    in_place: bool = False  # backward may write ∂y over y (eager: a compiled graph keeps its tensors)
+    repeat: int = 0  # y is [B, C, H, W], the same at each of this many steps (a static input)
+
+
+def _over_time(y: torch.Tensor, spec: _Spec) -> torch.Tensor:
+    """The ``[T, B, C, H, W]`` the kernels read: ``y`` itself, or ``y`` repeated (a view where they take one)."""
+    if not spec.repeat:
+        return y
+    full = y.unsqueeze(0).expand(spec.repeat, *y.shape)
+    return full if spec.kernels.name in _READS_REPEATED else full.contiguous()
 
 
 class _FusedBlockFunction(torch.autograd.Function):
@@ -188,7 +206,8 @@ class _FusedBlockFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, y, x, weight, gamma, beta, k, v0, mean, invstd, spec):
         scale, shift = _affine(gamma, beta, mean, invstd)
-        out, place, v_last = spec.kernels.forward(y, scale, shift, k, v0, spec.cfg, spec.pool, spec.need_state)
+        out, place, v_last = spec.kernels.forward(_over_time(y, spec), scale, shift, k, v0, spec.cfg, spec.pool,
+                                                  spec.need_state)
         if spec.conv is None:
             ctx.save_for_backward(y, gamma, mean, invstd, scale, shift, k, v0, place)
         else:
@@ -217,12 +236,29 @@ class _FusedBlockFunction(torch.autograd.Function):
             del x
         if g_out is None:
             g_out = y.new_zeros(place.shape if spec.pool else y.shape)
-        g_z, g_v0, g_k, sum_g, sum_gc = spec.kernels.backward(
-            y, scale, shift, mean, k, v0, spec.cfg, spec.pool, place, g_out, g_v_last,
-            bool(need[5] and spec.cfg.leak))
-        grad = spec.kernels.input_grad_into or spec.kernels.input_grad
-        g_y = grad(g_z, y, mean, invstd, scale, sum_g, sum_gc, spec.training)
-        del g_z, y
+        block = (scale, shift, mean, k, v0, spec.cfg, spec.pool, place, g_out, g_v_last, bool(need[5] and spec.cfg.leak))
+        into = spec.kernels.backward_into
+        if spec.repeat:  # the gradient of a y repeated over time: the sum over time of ∂y, which is ∂y of Σ_t ∂z
+            summed = spec.kernels.backward_summed
+            if summed is not None:
+                g_z, g_v0, g_k, sum_g, sum_gc = summed(_over_time(y, spec), *block)
+            else:
+                g_z, g_v0, g_k, sum_g, sum_gc = spec.kernels.backward(_over_time(y, spec), *block)
+                g_z = g_z.sum(0, keepdim=True)
+            # Σ_t ∂z has n/T values per channel, so bn_input_grad's means come out T times larger, as the sum needs
+            grad = spec.kernels.input_grad_into or spec.kernels.input_grad
+            g_y = grad(g_z, y.unsqueeze(0), mean, invstd, scale, sum_g, sum_gc, spec.training)[0]
+            del g_z
+        elif into is not None and spec.in_place and y.is_contiguous() and not torch.is_grad_enabled():
+            # y is the conv's output, which nothing else reads: ∂y takes its place, so backward allocates
+            # nothing of its size (the op bumps y's version: a second backward through this graph is refused)
+            g_y, g_v0, g_k, sum_g, sum_gc = into(y, *block, invstd, spec.training)
+        else:
+            g_z, g_v0, g_k, sum_g, sum_gc = spec.kernels.backward(y, *block)
+            grad = spec.kernels.input_grad_into or spec.kernels.input_grad
+            g_y = grad(g_z, y, mean, invstd, scale, sum_g, sum_gc, spec.training)
+            del g_z
+        del y
         g_gamma = (invstd * sum_gc).to(gamma.dtype) if need[3] else None
         g_beta = sum_g.to(ctx.beta_dtype) if need[4] else None
         g_k = g_k if need[5] and spec.cfg.leak else None
@@ -239,27 +275,41 @@ class _FusedBlockFunction(torch.autograd.Function):
 
 def fused_block(y: torch.Tensor, bn: nn.BatchNorm2d, neuron: SpikingNeuron, pool: bool, kernels: BlockKernels,
                 v0: torch.Tensor | None = None, need_state: bool = False, conv: tuple | None = None,
-                stats: tuple | None = None):
+                repeat: int = 0):
     """BatchNorm (``bn``'s mode), ``neuron`` and the optional pool on ``y [T, B, C, H, W]``:
     ``(out [T, B, C, H', W'], V_{T-1} [B, C, H, W] or an empty tensor)``.
 
     - v0: the neuron's starting potential (None: rest); need_state: return ``V_{T-1}``.
     - conv: ``(x, weight, conv_args, binary)``: ``y = conv(x)`` is not kept, backward recomputes it
       (``binary``: ``x`` is spikes, kept as one byte).
-    - stats: ``(mean, invstd)`` to normalise with in training, instead of ``y``'s own (the caller
-      took them over more than ``y``, and updated the running statistics itself).
+    - repeat: ``y`` is ``[B, C, H, W]``, the same at each of ``repeat`` steps (a static input's hoisted
+      convolution): read in place, and its gradient summed over time as the kernel goes.
     """
     wide = state_dtype(y.dtype)
+    full = y.unsqueeze(0).expand(repeat, *y.shape) if repeat else y
     if bn.training:
-        mean, invstd = stats if stats is not None else batch_statistics(y, bn, kernels)
+        mean, invstd = batch_statistics(full, bn, kernels)
     else:
         mean, invstd = _running_statistics(bn, wide)
-    k = neuron.k(y).reshape(-1)
+    k = neuron.k(full).reshape(-1)
     spec = _Spec(kernels, neuron.cfg, bool(pool), bool(need_state), bool(bn.training),
-                 None if conv is None else (conv[2], conv[3]))
+                 None if conv is None else (conv[2], conv[3]), not torch.compiler.is_compiling(), int(repeat))
     x, weight = (None, None) if conv is None else conv[:2]
     out, v_last, _ = _FusedBlockFunction.apply(y, x, weight, bn.weight, bn.bias, k, v0, mean, invstd, spec)
     return out, v_last
+
+
+def _repeated(x: torch.Tensor) -> torch.Tensor | None:
+    """The ``[B, ...]`` tensor that ``x [T, B, ...]`` repeats over time, when ``x`` is its expanded view
+    (a static input after the network's hoisted layers), else None.  Eager only: a compiled graph
+    makes its own views."""
+    if torch.compiler.is_compiling() or x.shape[0] < 2 or x.stride(0) != 0:
+        return None
+    base = x._base
+    if (base is None or base.shape != x.shape[1:] or base.stride() != x.stride()[1:]
+            or base.data_ptr() != x.data_ptr()):
+        return None
+    return base
 
 
 # ------------------------------------------------------------------------------------ plan step
@@ -305,6 +355,8 @@ class FusedBlock:
                 y = F.conv2d(xc.flatten(0, 1), weight, None, *conv_args(self.conv)).unflatten(0, x.shape[:2])
             return fused_block(y, self.bn, self.neuron, self.pool, kernels,
                                conv=(xc, weight, conv_args(self.conv), self.binary))[0]
+        if start == 1 and (base := _repeated(x)) is not None:
+            return fused_block(base, self.bn, self.neuron, self.pool, kernels, repeat=x.shape[0])[0]
         y = x if start == 1 else self.conv_step(x)
         return fused_block(y, self.bn, self.neuron, self.pool, kernels)[0]
 

@@ -148,22 +148,39 @@ class _ChunkedFunction(torch.autograd.Function):
         g_out = g_out.contiguous()
         kernels, conv = block.kernels, block.conv
         need_k = bool(need[6] and block.cfg.leak)
-        # the one replay: Σ∂z, Σ∂z·(y - μ), ∂k, and the chunks' terms of the weight's gradient
+        # the one replay: Σ∂z, Σ∂z·(y - μ), ∂k, and the chunks' terms of the weight's gradient.  Where the
+        # kernels write ∂y over y, the chunk's own ∂y (its means, the local term) replaces y, and
+        # C_c = W(x̂_c, x_c) = r·(W(y_c, x_c) − μ·B_c) is taken from y just before
+        into = bool(need[3]) and kernels.backward_into is not None
+        taps: dict = {}
+
+        def before(t0, t1, y):
+            xc = x[t0:t1].flatten(0, 1)
+            taps["b"] = b_c = _tap_sums(conv, xc)
+            taps["c"] = _per_channel(invstd.double()) * (_weight_grad(conv, y.flatten(0, 1), xc)
+                                                         - _per_channel(mean.double()) * b_c)
+
         sum_g = sum_gc = g_k = 0
         count, a_w, terms = 0, 0, []
-        for t0, t1, y, g_z, sums in _replay(block, x, starts, c, g_out, place, scale, shift, mean, k, need_k):
+        for t0, t1, y, g_z, sums in _replay(block, x, starts, c, g_out, place, scale, shift, mean, k, need_k,
+                                            invstd if into else None, before if into else None):
             xc = x[t0:t1].flatten(0, 1)
-            n = g_z.numel() // g_z.shape[2]
+            n = y.numel() // y.shape[2]
             s_g, s_gc, s_k = sums
             sum_g, sum_gc, g_k, count = sum_g + s_g.double(), sum_gc + s_gc.double(), g_k + s_k.double(), count + n
             if need[3]:
-                local = (kernels.input_grad_into or kernels.input_grad)(g_z, y, mean, invstd, scale, s_g, s_gc, True)
-                a_w = a_w + _weight_grad(conv, local.flatten(0, 1), xc)
-                del local, g_z
-                xhat = y.sub_(_channel(mean)).mul_(_channel(invstd))  # y is not needed any more
-                terms.append((s_g.double() / n, invstd.double() * s_gc.double() / n, _tap_sums(conv, xc),
-                              _weight_grad(conv, xhat.flatten(0, 1), xc)))
-                del xhat
+                m_c, k_c = s_g.double() / n, invstd.double() * s_gc.double() / n
+                if into:
+                    a_w = a_w + _weight_grad(conv, y.flatten(0, 1), xc)  # y holds the chunk's ∂y now
+                    terms.append((m_c, k_c, taps.pop("b"), taps.pop("c")))
+                else:
+                    local = (kernels.input_grad_into or kernels.input_grad)(g_z, y, mean, invstd, scale, s_g, s_gc,
+                                                                             True)
+                    a_w = a_w + _weight_grad(conv, local.flatten(0, 1), xc)
+                    del local, g_z
+                    xhat = y.sub_(_channel(mean)).mul_(_channel(invstd))  # y is not needed any more
+                    terms.append((m_c, k_c, _tap_sums(conv, xc), _weight_grad(conv, xhat.flatten(0, 1), xc)))
+                    del xhat
             del y
         mean_g, mean_gx = sum_g / count, invstd.double() * sum_gc / count
         g_w = None
@@ -199,10 +216,12 @@ def _tap_sums(conv: nn.Conv2d, x: torch.Tensor) -> torch.Tensor:
     return _weight_grad(conv, xs.new_ones((1, conv.out_channels, *size)), xs)
 
 
-def _replay(block, x, starts, c, g_out, place, scale, shift, mean, k, need_k):
+def _replay(block, x, starts, c, g_out, place, scale, shift, mean, k, need_k, invstd=None, before=None):
     """Backward through the fused neuron and pool, chunk by chunk, last chunk first: yields
     ``(t0, t1, y, ∂L/∂z, (Σ∂z, Σ∂z(y - μ), ∂k))`` for each chunk, ``y`` (the convolution's output,
-    recomputed) and ``∂z`` ``[n, B, C, H, W]``.  The neuron's state at each chunk's start gives the
+    recomputed) and ``∂z`` ``[n, B, C, H, W]``.  With ``invstd`` the kernels write the chunk's own
+    BatchNorm input gradient (its means, not the global ones) over ``y`` and ``∂z`` is None;
+    ``before(t0, t1, y)`` sees ``y`` first.  The neuron's state at each chunk's start gives the
     chunk's forward again, so its spikes are those of the forward pass; ``∂V`` at a chunk's start is
     carried to the chunk before it."""
     T = x.shape[0]
@@ -212,8 +231,13 @@ def _replay(block, x, starts, c, g_out, place, scale, shift, mean, k, need_k):
         t0, t1 = chunks[i]
         y = block.conv_out(x[t0:t1])
         pl = place[t0:t1] if block.pool else place
-        g_z, g_v, g_k, s_g, s_gc = block.kernels.backward(y, scale, shift, mean, k, starts[i], block.cfg, block.pool,
-                                                          pl, g_out[t0:t1], g_v, need_k)
+        args = (scale, shift, mean, k, starts[i], block.cfg, block.pool, pl, g_out[t0:t1], g_v, need_k)
+        if invstd is not None:
+            before(t0, t1, y)
+            y, g_v, g_k, s_g, s_gc = block.kernels.backward_into(y, *args, invstd, True)
+            g_z = None
+        else:
+            g_z, g_v, g_k, s_g, s_gc = block.kernels.backward(y, *args)
         yield t0, t1, y, g_z, (s_g, s_gc, g_k)
         del y, g_z  # before the next chunk is replayed
 
