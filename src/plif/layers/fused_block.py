@@ -41,6 +41,8 @@ from ..kernels.block_reference import block_backward_reference, block_forward_re
 from ..neurons import IF, LIF, PLIF, SpikingNeuron
 from ..neurons.functional import NeuronConfig, state_dtype
 from ..surrogate import get_surrogate
+from .spike_input import SpikeConv2d
+from .few_tap_conv import apply_few_tap_conv, few_tap_conv2d, few_tap_conv_backward, few_taps
 from .spike_input import _autocast, _conv_backward, _pack, _unpack, conv_args
 
 __all__ = ["BlockKernels", "block_kernels", "kernel_status", "FusedBlock", "fused_block", "batch_statistics",
@@ -176,6 +178,29 @@ def _affine(gamma, beta, mean, invstd):
 
 # ----------------------------------------------------------------------------------- autograd
 @dataclass(frozen=True)
+class _Conv:
+    """A bias-free convolution a block's backward runs again: ``args`` (:func:`conv_args`), whether its
+    input is spikes (kept as one byte) and whether it has few taps (:mod:`plif.layers.few_tap_conv`)."""
+
+    args: tuple
+    binary: bool
+    few: bool
+
+    def __call__(self, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+        """``x [T, B, C, H, W]`` -> ``[T, B, C', H', W']``, no autograd."""
+        x4 = x.flatten(0, 1)
+        stride, padding, dilation, groups = self.args
+        y = few_tap_conv2d(x4, weight, stride, padding) if self.few else F.conv2d(x4, weight, None, *self.args)
+        return y.unflatten(0, x.shape[:2])
+
+    def grads(self, g: torch.Tensor, x_of, shape, weight: torch.Tensor, mask):
+        """``(∂x, ∂weight)`` for ``g [N, C', H', W']``; ``x_of()`` makes the input ``[N, C, H, W]``."""
+        if self.few:
+            return few_tap_conv_backward(g, x_of(), weight, self.args[0], self.args[1], mask)
+        return _conv_backward(g, x_of, shape, weight, self.args, mask)
+
+
+@dataclass(frozen=True)
 class _Spec:
     """What a call needs besides tensors."""
 
@@ -184,7 +209,7 @@ class _Spec:
     pool: bool
     need_state: bool
     training: bool
-    conv: tuple | None = None  # (conv_args, binary) when backward recomputes y from the conv's input
+    conv: _Conv | None = None  # when backward recomputes y from the conv's input
     in_place: bool = False  # backward may write ∂y over y (eager: a compiled graph keeps its tensors)
     repeat: int = 0  # y is [B, C, H, W], the same at each of this many steps (a static input)
 
@@ -211,8 +236,7 @@ class _FusedBlockFunction(torch.autograd.Function):
         if spec.conv is None:
             ctx.save_for_backward(y, gamma, mean, invstd, scale, shift, k, v0, place)
         else:
-            _, binary = spec.conv
-            ctx.save_for_backward(_pack(x) if binary else x, weight, gamma, mean, invstd, scale, shift, k, v0, place)
+            ctx.save_for_backward(_pack(x) if spec.conv.binary else x, weight, gamma, mean, invstd, scale, shift, k, v0, place)
             ctx.x_dtype = x.dtype
         ctx.spec, ctx.beta_dtype = spec, None if beta is None else beta.dtype
         ctx.set_materialize_grads(False)
@@ -229,11 +253,8 @@ class _FusedBlockFunction(torch.autograd.Function):
             y, gamma, mean, invstd, scale, shift, k, v0, place = ctx.saved_tensors
         else:
             saved, weight, gamma, mean, invstd, scale, shift, k, v0, place = ctx.saved_tensors
-            args, binary = spec.conv
-            x_of = (lambda: _unpack(saved, None, ctx.x_dtype)) if binary else (lambda: saved)
-            x = x_of()
-            y = F.conv2d(x.flatten(0, 1), weight, None, *args).unflatten(0, x.shape[:2])  # recomputed, not kept
-            del x
+            x_of = (lambda: _unpack(saved, None, ctx.x_dtype)) if spec.conv.binary else (lambda: saved)
+            y = spec.conv(x_of(), weight)  # recomputed, not kept
         if g_out is None:
             g_out = y.new_zeros(place.shape if spec.pool else y.shape)
         block = (scale, shift, mean, k, v0, spec.cfg, spec.pool, place, g_out, g_v_last, bool(need[5] and spec.cfg.leak))
@@ -266,8 +287,8 @@ class _FusedBlockFunction(torch.autograd.Function):
         g_x = g_w = None
         if spec.conv is not None:
             g_flat = g_y.flatten(0, 1)
-            g_x, g_w = _conv_backward(g_flat, lambda: x_of().flatten(0, 1), (saved.shape[0] * saved.shape[1],
-                                      *saved.shape[2:]), weight, args, need[1:3])
+            g_x, g_w = spec.conv.grads(g_flat, lambda: x_of().flatten(0, 1), (saved.shape[0] * saved.shape[1],
+                                       *saved.shape[2:]), weight, need[1:3])
             g_x = None if g_x is None else g_x.unflatten(0, saved.shape[:2])
             g_y = None
         return g_y if need[0] else None, g_x, g_w, g_gamma, g_beta, g_k, g_v0, None, None, None
@@ -280,8 +301,7 @@ def fused_block(y: torch.Tensor, bn: nn.BatchNorm2d, neuron: SpikingNeuron, pool
     ``(out [T, B, C, H', W'], V_{T-1} [B, C, H, W] or an empty tensor)``.
 
     - v0: the neuron's starting potential (None: rest); need_state: return ``V_{T-1}``.
-    - conv: ``(x, weight, conv_args, binary)``: ``y = conv(x)`` is not kept, backward recomputes it
-      (``binary``: ``x`` is spikes, kept as one byte).
+    - conv: ``(x, weight, conv)``: ``y = conv(x)`` (a ``_Conv``) is not kept, backward recomputes it.
     - repeat: ``y`` is ``[B, C, H, W]``, the same at each of ``repeat`` steps (a static input's hoisted
       convolution): read in place, and its gradient summed over time as the kernel goes.
     """
@@ -293,7 +313,7 @@ def fused_block(y: torch.Tensor, bn: nn.BatchNorm2d, neuron: SpikingNeuron, pool
         mean, invstd = _running_statistics(bn, wide)
     k = neuron.k(full).reshape(-1)
     spec = _Spec(kernels, neuron.cfg, bool(pool), bool(need_state), bool(bn.training),
-                 None if conv is None else (conv[2], conv[3]), not torch.compiler.is_compiling(), int(repeat))
+                 None if conv is None else conv[2], not torch.compiler.is_compiling(), int(repeat))
     x, weight = (None, None) if conv is None else conv[:2]
     out, v_last, _ = _FusedBlockFunction.apply(y, x, weight, bn.weight, bn.bias, k, v0, mean, invstd, spec)
     return out, v_last
@@ -349,15 +369,22 @@ class FusedBlock:
         traced_reference = kernels is REFERENCE and torch.compiler.is_compiling()
         if start > 1 or kernels is None or traced_reference or not self._fused():
             return self._plain(x, start)
+        few = start == 0 and few_taps(self.conv, x)
         if start == 0 and self.recompute and torch.is_grad_enabled() and self.conv.training:
             xc, weight = _autocast(x, self.conv.weight)
+            conv = _Conv(tuple(conv_args(self.conv)), self.binary, few)
             with torch.no_grad():
-                y = F.conv2d(xc.flatten(0, 1), weight, None, *conv_args(self.conv)).unflatten(0, x.shape[:2])
-            return fused_block(y, self.bn, self.neuron, self.pool, kernels,
-                               conv=(xc, weight, conv_args(self.conv), self.binary))[0]
+                y = conv(xc, weight)
+            return fused_block(y, self.bn, self.neuron, self.pool, kernels, conv=(xc, weight, conv))[0]
         if start == 1 and (base := _repeated(x)) is not None:
             return fused_block(base, self.bn, self.neuron, self.pool, kernels, repeat=x.shape[0])[0]
-        y = x if start == 1 else self.conv_step(x)
+        if start == 1:
+            y = x
+        elif few and not (self.binary and isinstance(self.conv_step, SpikeConv2d)):
+            xc, weight = _autocast(x, self.conv.weight)
+            y = apply_few_tap_conv(xc.flatten(0, 1), weight, self.conv).unflatten(0, x.shape[:2])
+        else:
+            y = self.conv_step(x)
         return fused_block(y, self.bn, self.neuron, self.pool, kernels)[0]
 
     def __repr__(self) -> str:

@@ -34,6 +34,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .fused_block import _affine, block_kernels
+from .few_tap_conv import few_tap_conv2d, few_tap_conv_backward, few_taps
 from .spike_input import conv_args, conv_input_grad, conv_weight_grad
 
 __all__ = ["TimeChunkedBlock", "chunk_length"]
@@ -56,19 +57,31 @@ class _Block:
 
     def __init__(self, conv: nn.Conv2d, bn: nn.BatchNorm2d, neuron: nn.Module, pool: bool):
         self.conv, self.bn, self.neuron, self.pool = conv, bn, neuron, pool
-        self.cfg, self.kernels = neuron.cfg, None  # the kernels: chosen by the device at each call
+        self.cfg, self.kernels, self.few = neuron.cfg, None, False  # chosen for the input at each call
 
     def conv_out(self, x: torch.Tensor) -> torch.Tensor:
         """The convolution of ``x [n, B, C, H, W]`` -> ``[n, B, C', H', W']``, without autograd."""
         c = self.conv
         with torch.no_grad():
-            return F.conv2d(x.flatten(0, 1), c.weight, None, c.stride, c.padding, c.dilation,
-                            c.groups).unflatten(0, x.shape[:2])
+            x4 = x.flatten(0, 1)
+            y = (few_tap_conv2d(x4, c.weight, c.stride, c.padding) if self.few
+                 else F.conv2d(x4, c.weight, None, c.stride, c.padding, c.dilation, c.groups))
+            return y.unflatten(0, x.shape[:2])
 
+    def weight_grad(self, g: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        """``∂L/∂weight`` of the bias-free convolution for output gradient ``g`` and input ``x``, fp64."""
+        c = self.conv
+        if self.few:
+            return few_tap_conv_backward(g, x, c.weight, c.stride, c.padding, (False, True))[1].double()
+        return conv_weight_grad(g, x, c.weight, conv_args(c)).double()
 
-def _weight_grad(conv: nn.Conv2d, g: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
-    """``∂L/∂weight`` of the bias-free convolution for output gradient ``g`` and input ``x``, fp64."""
-    return conv_weight_grad(g, x, conv.weight, conv_args(conv)).double()
+    def input_grad(self, g: torch.Tensor, shape) -> torch.Tensor:
+        """``∂L/∂x`` of the convolution for output gradient ``g``, ``x`` of ``shape``."""
+        c = self.conv
+        if self.few:
+            like = c.weight.new_empty(1).expand(shape)
+            return few_tap_conv_backward(g, like.contiguous(), c.weight, c.stride, c.padding, (True, False))[0]
+        return conv_input_grad(g, shape, c.weight, conv_args(c))
 
 
 def _per_channel(v: torch.Tensor) -> torch.Tensor:
@@ -156,8 +169,8 @@ class _ChunkedFunction(torch.autograd.Function):
 
         def before(t0, t1, y):
             xc = x[t0:t1].flatten(0, 1)
-            taps["b"] = b_c = _tap_sums(conv, xc)
-            taps["c"] = _per_channel(invstd.double()) * (_weight_grad(conv, y.flatten(0, 1), xc)
+            taps["b"] = b_c = _tap_sums(block, xc)
+            taps["c"] = _per_channel(invstd.double()) * (block.weight_grad(y.flatten(0, 1), xc)
                                                          - _per_channel(mean.double()) * b_c)
 
         sum_g = sum_gc = g_k = 0
@@ -171,15 +184,15 @@ class _ChunkedFunction(torch.autograd.Function):
             if need[3]:
                 m_c, k_c = s_g.double() / n, invstd.double() * s_gc.double() / n
                 if into:
-                    a_w = a_w + _weight_grad(conv, y.flatten(0, 1), xc)  # y holds the chunk's ∂y now
+                    a_w = a_w + block.weight_grad(y.flatten(0, 1), xc)  # y holds the chunk's ∂y now
                     terms.append((m_c, k_c, taps.pop("b"), taps.pop("c")))
                 else:
                     local = (kernels.input_grad_into or kernels.input_grad)(g_z, y, mean, invstd, scale, s_g, s_gc,
                                                                              True)
-                    a_w = a_w + _weight_grad(conv, local.flatten(0, 1), xc)
+                    a_w = a_w + block.weight_grad(local.flatten(0, 1), xc)
                     del local, g_z
                     xhat = y.sub_(_channel(mean)).mul_(_channel(invstd))  # y is not needed any more
-                    terms.append((m_c, k_c, _tap_sums(conv, xc), _weight_grad(conv, xhat.flatten(0, 1), xc)))
+                    terms.append((m_c, k_c, _tap_sums(block, xc), block.weight_grad(xhat.flatten(0, 1), xc)))
                     del xhat
             del y
         mean_g, mean_gx = sum_g / count, invstd.double() * sum_gc / count
@@ -198,7 +211,7 @@ class _ChunkedFunction(torch.autograd.Function):
                 g_y = g_z.sub_(mg).sub_(xhat.mul_(mgx)).mul_(_channel(scale))
                 del g_z, xhat, y
                 xc = x[t0:t1].flatten(0, 1)
-                g_x[t0:t1] = conv_input_grad(g_y.flatten(0, 1), xc.shape, conv.weight, conv_args(conv)).unflatten(
+                g_x[t0:t1] = block.input_grad(g_y.flatten(0, 1), xc.shape).unflatten(
                     0, (t1 - t0, x.shape[1]))
                 del g_y
         g_gamma = (invstd.double() * sum_gc).to(gamma.dtype) if need[4] else None
@@ -207,13 +220,14 @@ class _ChunkedFunction(torch.autograd.Function):
         return g_x, None, None, g_w, g_gamma, g_beta, g_k
 
 
-def _tap_sums(conv: nn.Conv2d, x: torch.Tensor) -> torch.Tensor:
+def _tap_sums(block: _Block, x: torch.Tensor) -> torch.Tensor:
     """``W(1, x)`` for ``x [N, C, H, W]``: the weight gradient for an output gradient of ones, which
     is linear in the input, so one call on the input summed over its ``N`` samples; fp64."""
+    conv = block.conv
     xs = x.sum(0, keepdim=True)
     size = [(n + 2 * p - d * (k - 1) - 1) // s + 1 for n, p, d, k, s in
             zip(xs.shape[-2:], conv.padding, conv.dilation, conv.kernel_size, conv.stride)]
-    return _weight_grad(conv, xs.new_ones((1, conv.out_channels, *size)), xs)
+    return block.weight_grad(xs.new_ones((1, conv.out_channels, *size)), xs)
 
 
 def _replay(block, x, starts, c, g_out, place, scale, shift, mean, k, need_k, invstd=None, before=None):
@@ -264,7 +278,7 @@ class TimeChunkedBlock:
                 or torch.compiler.is_compiling() or torch.is_autocast_enabled(x.device.type)
                 or x.dtype not in (torch.float32, torch.float64)):
             return self._plain(x, start)
-        b.kernels = kernels
+        b.kernels, b.few = kernels, few_taps(b.conv, x)
         b.bn.num_batches_tracked.add_(1)
         # k as the neuron makes it (sigmoid(w) for PLIF), from an empty tensor with the block's channels
         k = b.neuron.k(x.new_empty((0, 0, b.conv.out_channels, 0, 0))).reshape(-1)
