@@ -108,10 +108,11 @@ def test_repeated_input_gradient_is_summed_over_time():
 
 
 @pytest.mark.skipif("cpu" not in KERNELS, reason="the C++ kernel did not build here")
-def test_backward_writes_dy_over_y_and_refuses_a_second_backward():
-    """The C++ backward writes ∂y over the kept conv output (no second tensor of its size): the same
-    gradient as the separate ∂z pass, and a second backward through the graph is refused by autograd's
-    own version check instead of reading ∂y as if it were y."""
+def test_backward_writes_dy_over_y_and_refuses_a_second_backward(monkeypatch):
+    """The C++ backward writes ∂y over the kept conv output (no second tensor of its size; here at
+    any size): the same gradient as the separate ∂z pass, and a second backward through the graph is
+    refused by autograd's own version check instead of reading ∂y as if it were y."""
+    monkeypatch.setattr(fb, "_FRESH_BYTES", 0)
     bn, n = _layers(PLIF(v_threshold=0.5))
     y0 = torch.randn(3, 2, 3, 6, 6) * 2
     grads = []

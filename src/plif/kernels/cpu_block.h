@@ -138,7 +138,8 @@ void block_forward_impl(const X* y, const S* scale, const S* shift, const S* k, 
             const int64_t c = g.channel(tile), p = g.plane(tile), r0 = g.row0(tile), r1 = g.row1(tile);
             const int64_t base = p * plane_size + r0 * g.W, len = (r1 - r0) * g.W;
             const TileParams<S> tp{scale[c], shift[c], LEAK ? (k_full ? k[c] : k[0]) : S(1), v_th, v_reset};
-            for (int64_t j = 0; j < len; ++j) v[j] = v0 ? v0[base + j] : rest;
+            if (v0) std::copy(v0 + base, v0 + base + len, v.begin());
+            else std::fill(v.begin(), v.begin() + len, rest);
             for (int64_t t = 0; t < g.T; ++t) {
                 step_tile<X, S, LEAK, HARD>(y + t * g.y_step + base, v.data(), s.data(), len, tp, nullptr);
                 if (g.pool) {
@@ -149,8 +150,7 @@ void block_forward_impl(const X* y, const S* scale, const S* shift, const S* k, 
                     for (int64_t j = 0; j < len; ++j) store(ot + j, s[j] ? S(1) : S(0));
                 }
             }
-            if (v_last)
-                for (int64_t j = 0; j < len; ++j) v_last[base + j] = v[j];
+            if (v_last) std::copy(v.begin(), v.begin() + len, v_last + base);
         }
     }
 }
@@ -171,11 +171,26 @@ inline void spike_grad_tile(const X* g_out_t, const uint8_t* place_t, int64_t ba
         const X* go = g_out_t + p * out_plane + (r / 2) * g.Wo;
         const uint8_t* pl = place_t + p * out_plane + (r / 2) * g.Wo;
         S* a = gs + (r - r0) * g.W;
+#pragma omp simd  // one element per window: no two outputs write the same place
         for (int64_t j = 0; j < g.Wo; ++j) {
             const int q = pl[j];
             a[(q >> 1) * g.W + 2 * j + (q & 1)] = load(go + j);
         }
     }
+}
+
+// Σ a[0..len) in double: eight lanes, then the lanes in order (a fixed order that vectorizes; one
+// running double sum was a dependent add per element).
+template <typename S>
+inline double lane_sum(const S* a, int64_t len) {
+    double lanes[8] = {0};
+    const int64_t whole = len - len % 8;
+    for (int64_t j = 0; j < whole; j += 8)
+        for (int l = 0; l < 8; ++l) lanes[l] += double(a[j + l]);
+    for (int64_t j = whole; j < len; ++j) lanes[j - whole] += double(a[j]);
+    double total = 0;
+    for (int l = 0; l < 8; ++l) total += lanes[l];
+    return total;
 }
 
 // BatchNorm's input gradient per channel, ∂y = ((∂z − a) − (y − mean)·b)·scale with a = Σ∂z/n and
@@ -210,11 +225,15 @@ void block_backward_impl(const X* y, const S* scale, const S* shift, const S* me
             const int64_t base = p * plane_size + r0 * g.W, len = (r1 - r0) * g.W;
             const S kk = LEAK ? (k_full ? k[c] : k[0]) : S(1), sc = scale[c], sh = shift[c], mu = mean[c];
             const TileParams<S> tp{sc, sh, kk, v_th, v_reset};
-            for (int64_t j = 0; j < len; ++j) {
-                start[j] = v[j] = v0 ? v0[base + j] : rest;
-                gv[j] = g_v_last ? g_v_last[base + j] : S(0);
-                acc_g[j] = acc_gc[j] = acc_k[j] = S(0);
-            }
+            // separate plain loops: they vectorize (one loop with the choices did not, 15% of the sweep at T = 4)
+            if (v0) std::copy(v0 + base, v0 + base + len, start.begin());
+            else std::fill(start.begin(), start.begin() + len, rest);
+            std::copy(start.begin(), start.begin() + len, v.begin());
+            if (g_v_last) std::copy(g_v_last + base, g_v_last + base + len, gv.begin());
+            else std::fill(gv.begin(), gv.begin() + len, S(0));
+            std::fill(acc_g.begin(), acc_g.begin() + len, S(0));
+            std::fill(acc_gc.begin(), acc_gc.begin() + len, S(0));
+            std::fill(acc_k.begin(), acc_k.begin() + len, S(0));
             for (int64_t t = 0; t < g.T; ++t)  // the forward again, keeping H
                 step_tile<X, S, LEAK, HARD>(y + t * g.y_step + base, v.data(), s.data(), len, tp, h_buf.data() + t * cap);
             for (int64_t t = g.T - 1; t >= 0; --t) {
@@ -269,17 +288,11 @@ void block_backward_impl(const X* y, const S* scale, const S* shift, const S* me
                     }
                 }
             }
-            double sg_sum = 0, gc_sum = 0, k_sum = 0;
             if (g_z && sum_time) std::copy(acc_g.begin(), acc_g.begin() + len, g_z + base);  // acc_g is Σ_t ∂z
-            for (int64_t j = 0; j < len; ++j) {
-                g_v0[base + j] = gv[j];
-                sg_sum += double(acc_g[j]);
-                gc_sum += double(acc_gc[j]);
-                if (NEED_K) k_sum += double(acc_k[j]);
-            }
-            part_g[tile] = sg_sum;
-            part_gc[tile] = gc_sum;
-            part_k[tile] = k_sum;
+            std::copy(gv.begin(), gv.begin() + len, g_v0 + base);
+            part_g[tile] = lane_sum(acc_g.data(), len);
+            part_gc[tile] = lane_sum(acc_gc.data(), len);
+            part_k[tile] = NEED_K ? lane_sum(acc_k.data(), len) : 0.0;
         }
     }
 }

@@ -177,6 +177,14 @@ def _affine(gamma, beta, mean, invstd):
 
 
 # ----------------------------------------------------------------------------------- autograd
+# Above this size a tensor is mapped afresh at every allocation (glibc's largest mmap threshold, which
+# plif.train.malloc fixes) and its first touch faults every page in: the backward writes ∂y over y
+# rather than allocate ∂z, at the cost of a second sweep; below it, and where memory is not the aim
+# (recompute=False), one sweep and a ∂z from the heap are faster (the cpu preset's second block: 4.5
+# against 2.8 ms).  With recompute (``--memory exact``) it always writes over y: that mode is for memory.
+_FRESH_BYTES = 32 * 2**20
+
+
 @dataclass(frozen=True)
 class _Conv:
     """A bias-free convolution a block's backward runs again: ``args`` (:func:`conv_args`), whether its
@@ -270,7 +278,8 @@ class _FusedBlockFunction(torch.autograd.Function):
             grad = spec.kernels.input_grad_into or spec.kernels.input_grad
             g_y = grad(g_z, y.unsqueeze(0), mean, invstd, scale, sum_g, sum_gc, spec.training)[0]
             del g_z
-        elif into is not None and spec.in_place and y.is_contiguous() and not torch.is_grad_enabled():
+        elif (into is not None and spec.in_place and y.is_contiguous() and not torch.is_grad_enabled()
+              and (spec.conv is not None or y.numel() * y.element_size() >= _FRESH_BYTES)):
             # y is the conv's output, which nothing else reads: ∂y takes its place, so backward allocates
             # nothing of its size (the op bumps y's version: a second backward through this graph is refused)
             g_y, g_v0, g_k, sum_g, sum_gc = into(y, *block, invstd, spec.training)
