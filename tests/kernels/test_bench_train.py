@@ -52,3 +52,23 @@ def test_spikingjelly_rows_name_the_implementation_that_ran():
     rows = bench_train("fashion-mnist", (2,), "cpu", ["spikingjelly"], warmup=0, iters=1, T=1)
     assert rows[0].ms_per_step > 0 and rows[0].note == "SpikingJelly neuron: torch-reference (automatic)"
     assert format_train_table(rows, "t").splitlines()[-1] == rows[0].note
+
+
+def test_auto_none_runs_the_composed_layers_and_auto_the_fused_blocks(monkeypatch):
+    """``auto`` times what ``plif train`` runs (the fused blocks), ``auto+none`` and ``naive`` the
+    composed layers."""
+    from plif.bench import train as bt
+    from plif.layers.fused_block import FusedBlock
+    from plif.models import build_network, get_entry
+
+    built = []
+
+    def spy(*args, **kwargs):
+        built.append(build_network(*args, **kwargs))
+        return built[-1]
+    monkeypatch.setattr(bt, "build_network", spy)
+    entry = get_entry("dvs128-gesture")
+    x, xs, y = bt._inputs(entry, 1, 1, "cpu")
+    for v in ("auto", "auto+none", "naive"):
+        bt._build_step(v, entry, 1, x, xs, y, "cpu", network="c4k3s1-BN-PLIF-MPk2s2-FC110-PLIF-APk10s10")
+    assert [any(isinstance(s, FusedBlock) for _, _, s in net.plan()) for net in built] == [True, False, False]

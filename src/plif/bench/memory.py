@@ -40,7 +40,7 @@ import sys
 import time
 from dataclasses import asdict, dataclass
 
-__all__ = ["CONFIGS", "MemoryResult", "measure", "bench_memory", "fit_batches", "format_memory_table"]
+__all__ = ["CONFIGS", "MemoryResult", "measure", "bench_memory", "fit_batches", "format_memory_table", "config_memory"]
 
 CONFIGS = ("naive", "spikingjelly", "default", "none", "spikes", "exact", "low", "all", "all+checkpoint")
 
@@ -73,11 +73,23 @@ def _current_rss_mb() -> float:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
+def config_memory(config: str):
+    """The :class:`plif.models.MemoryOptions` a configuration's plif network trains with: ``naive``
+    the composed layers (with the reference neuron), ``default`` the training default, a preset its
+    own; SpikingJelly's twin is built from the default network's layers."""
+    from ..models import MEMORY_PRESETS, MemoryOptions
+    from ..models.memory import DEFAULT_MEMORY
+
+    if config == "naive":
+        return MemoryOptions()
+    return MEMORY_PRESETS[config] if config in MEMORY_PRESETS else MEMORY_PRESETS[DEFAULT_MEMORY]
+
+
 def worker(network: str, config: str, batch: int, T: int, steps: int, device: str) -> MemoryResult:
     """One configuration in this process (call it in a fresh one: the peak is per process)."""
     import torch
 
-    from ..models import MEMORY_PRESETS, MemoryOptions, build_zoo, get_entry
+    from ..models import build_zoo, get_entry
     from ..train.loop import train_step
     from ..train.optim import adam
 
@@ -87,11 +99,7 @@ def worker(network: str, config: str, batch: int, T: int, steps: int, device: st
     entry = get_entry(network)
     torch.manual_seed(0)
     backend = "reference" if config == "naive" else "auto"
-    net = build_zoo(network, T=T, backend=backend)  # the default memory plan (--memory fused)
-    if config in MEMORY_PRESETS:
-        net.set_memory(MEMORY_PRESETS[config])
-    elif config == "naive":
-        net.set_memory(MemoryOptions())  # the composed layers
+    net = build_zoo(network, T=T, backend=backend).set_memory(config_memory(config))
     model, reset, note = net, None, ""
     if config == "spikingjelly":
         from .spikingjelly import spikingjelly_path

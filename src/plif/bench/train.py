@@ -142,7 +142,7 @@ def bench_train(dataset: str = "fashion-mnist", batches=(16,), device: str = "cp
     entry = get_entry(dataset)
     T = T or entry.T
     if variants is None:
-        variants = ["naive", "bptt", "auto"] + (["auto+graph"] if dev.type == "cuda" else []) + ["spikingjelly"]
+        variants = ["naive", "bptt", "auto+none", "auto"] + (["auto+graph"] if dev.type == "cuda" else []) + ["spikingjelly"]
     for v in variants:
         if v not in VARIANTS:
             raise ValueError(f"unknown variant {v!r}; valid: {', '.join(VARIANTS)}")
