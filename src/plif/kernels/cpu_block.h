@@ -202,6 +202,19 @@ struct InputGrad {
     bool training;
 };
 
+// ∂y of `len` elements of channel c from their ∂z and y; out may be y itself (each read before it is written).
+template <typename X, typename S>
+inline void input_grad_run(const S* gz, const X* y, X* out, int64_t len, const InputGrad<S>& dy, int64_t c) {
+    const S a = dy.a[c], b = dy.b[c], mu = dy.mean[c], sc = dy.scale[c];
+    if (dy.training) {
+#pragma omp simd
+        for (int64_t j = 0; j < len; ++j) store(out + j, ((gz[j] - a) - (load(y + j) - mu) * b) * sc);
+    } else {
+#pragma omp simd
+        for (int64_t j = 0; j < len; ++j) store(out + j, gz[j] * sc);
+    }
+}
+
 // backward: ∂V_{-1} [n], per tile the partial sums of ∂z, ∂z·(y - mean) and ∂k (double, [tiles]
 // each; the caller sums them per channel), and one of: ∂z [T, n] (state type) into g_z (with
 // sum_time: Σ_t ∂z [n], what a y repeated over time needs), ∂y written over y (y_out, with the
@@ -248,15 +261,7 @@ void block_backward_impl(const X* y, const S* scale, const S* shift, const S* me
                     const S h = ht[j], u = h - v_th;
                     const bool spike = u >= S(0);
                     const S sg = surrogate_grad<SG>(u, sg_a, sg_b);
-                    S dv_dh;
-                    if constexpr (HARD) {
-                        dv_dh = spike ? S(0) : S(1);
-                        if constexpr (!DETACH) dv_dh += (v_reset - h) * sg;
-                    } else {
-                        dv_dh = S(1);
-                        if constexpr (!DETACH) dv_dh -= v_th * sg;
-                    }
-                    const S g_h = gs[j] * sg + gv[j] * dv_dh;
+                    const S g_h = gs[j] * sg + gv[j] * reset_grad<HARD, DETACH>(h, spike, sg, v_th, v_reset);
                     const S yj = load(yt + j);
                     const S gz = LEAK ? g_h * kk : g_h;
                     gzb[j] = gz;
@@ -278,14 +283,7 @@ void block_backward_impl(const X* y, const S* scale, const S* shift, const S* me
                     std::copy(gzb.begin(), gzb.begin() + len, g_z + t * n + base);
                 } else if (y_out) {  // y at (t, j) was read above, before it is written here
                     X* yo = y_out + t * g.y_step + base;
-                    const S a = dy.a[c], b = dy.b[c], m = dy.mean[c], sc_c = dy.scale[c];
-                    if (dy.training) {
-#pragma omp simd
-                        for (int64_t j = 0; j < len; ++j) store(yo + j, ((gzb[j] - a) - (load(yo + j) - m) * b) * sc_c);
-                    } else {
-#pragma omp simd
-                        for (int64_t j = 0; j < len; ++j) store(yo + j, gzb[j] * sc_c);
-                    }
+                    input_grad_run(gzb.data(), yo, yo, len, dy, c);
                 }
             }
             if (g_z && sum_time) std::copy(acc_g.begin(), acc_g.begin() + len, g_z + base);  // acc_g is Σ_t ∂z
@@ -325,17 +323,7 @@ void bn_input_grad_impl(const S* g_z, const X* y, const InputGrad<S>& dy, X* g_y
 #pragma omp parallel for schedule(static) num_threads(threads)
     for (int64_t p = 0; p < planes; ++p) {
         const int64_t c = p % C;
-        const S a = dy.a[c], b = dy.b[c], mu = dy.mean[c], sc = dy.scale[c];
-        const S* gz = g_z + p * plane_size;
-        const X* yp = y + p * plane_size;
-        X* out = g_y + p * plane_size;
-        if (dy.training) {
-#pragma omp simd
-            for (int64_t j = 0; j < plane_size; ++j) store(out + j, ((gz[j] - a) - (load(yp + j) - mu) * b) * sc);
-        } else {
-#pragma omp simd
-            for (int64_t j = 0; j < plane_size; ++j) store(out + j, gz[j] * sc);
-        }
+        input_grad_run(g_z + p * plane_size, y + p * plane_size, g_y + p * plane_size, plane_size, dy, c);
     }
 }
 

@@ -10,12 +10,15 @@ time-steps; backward replays each chunk from its state, last chunk first.  The f
 reads the few input channels of the sensor, so running it again is cheap.
 
 BatchNorm's statistics are over all ``T·B`` samples, so forward makes two passes over the chunks
-(the statistics, then the block); backward replays each chunk once, gathering BatchNorm's two
-gradient sums and the convolution's weight gradient chunk by chunk (see :class:`_ChunkedFunction`
-for the algebra that makes one replay enough), and a second time only when the block's input
-needs a gradient.  On DVS128 Gesture (T = 20, B = 2, chunks of 5 steps, the neuron's state kept
-at 3 chunk starts) the step's live peak is 913 MB of resident memory against 1,458 for
-``exact`` and 2,875 for the naive loop (``plif bench memory``).
+(the statistics, then the fused block's kernel per chunk, carrying the neuron's state from one
+chunk to the next); backward replays each chunk once, the kernels writing the chunk's own BatchNorm
+input gradient over its recomputed convolution output and carrying ``∂V`` back to the chunk
+before, and gathers BatchNorm's two gradient sums and the convolution's weight gradient chunk by
+chunk (see :class:`_ChunkedFunction` for the algebra that makes one replay enough), and a second
+time only when the block's input needs a gradient.  On DVS128 Gesture (T = 20, B = 2, chunks of 5
+steps, the neuron's state kept at 3 chunk starts) the step's live peak was 843 MB of resident memory
+against 874 for ``exact``, 1,090 for the fused default and 2,666 for the naive loop (``plif bench
+memory``; 380 MB of it is the process before the first step).
 
 Not bit-identical to the plain layers: the statistics and the gradient sums are added chunk by
 chunk (fp32 within a chunk, fp64 across chunks), so they differ from PyTorch's in the last bits
