@@ -44,10 +44,10 @@ from torch import nn
 from torch.utils.checkpoint import checkpoint
 
 from ..layers import PerStepBatchNorm, TimeFolded, TimeInvariantDropout, unwrap
+from ..layers.fused_block import FusedBlock, fusable_pool
 from ..layers.saved_dtype import BF16SavedPotential
 from ..layers.spike_input import SpikeConv2d, SpikeConvBN, SpikeLinear
 from ..layers.spike_pool import SpikeMaxPool2d
-from ..layers.fused_block import FusedBlock, fusable_pool
 from ..layers.time_chunked import TimeChunkedBlock
 from ..neurons import IF, LIF, PLIF, SpikingNeuron
 from .structure import spike_inputs
