@@ -35,7 +35,9 @@ def few_tap_conv2d(x: torch.Tensor, weight: torch.Tensor, stride, padding) -> to
 
 
 def few_tap_conv_backward(g: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, stride, padding, mask):
-    """``(∂x, ∂weight)`` of :func:`few_tap_conv2d` for the output gradient ``g`` (``mask``: which)."""
+    """``(∂x, ∂weight)`` of :func:`few_tap_conv2d` for the output gradient ``g`` (``mask``: which), by
+    the same kernel's backward: no copy of ``g`` in another layout (oneDNN reorders it: another
+    335 MB at DVS128 Gesture B2)."""
     g_x, g_w, _ = torch.ops.aten._slow_conv2d_backward.output_mask(
         g.contiguous(), x, weight, list(weight.shape[-2:]), list(stride), list(padding),
         [bool(mask[0]), bool(mask[1]), False])
@@ -52,16 +54,11 @@ class _FewTapConv(torch.autograd.Function):
     @staticmethod
     def backward(ctx, g):
         x, weight = ctx.saved_tensors
-        stride, padding = ctx.args
-        g_x, g_w, _ = torch.ops.aten.convolution_backward(g, x, weight, None, list(stride), list(padding), [1, 1],
-                                                          False, [0, 0], 1, [*ctx.needs_input_grad[:2], False])
+        g_x, g_w = few_tap_conv_backward(g, x, weight, *ctx.args, ctx.needs_input_grad[:2])
         return g_x, g_w, None, None
 
 
 def apply_few_tap_conv(x: torch.Tensor, weight: torch.Tensor, conv: nn.Conv2d) -> torch.Tensor:
     """``conv(x)`` for ``x [N, C, H, W]`` through :func:`few_tap_conv2d`, with autograd (the input is
-    kept for the weight's gradient, as a plain convolution keeps it).  The gradients are PyTorch's
-    usual ones (oneDNN): its weight gradient took 200 ms of CPU against 356 for the im2col kernel's
-    at DVS128 Gesture B2, through a reorder of the output's gradient that the step's peak (in the
-    forward) absorbs; the memory modes (``exact``, ``low``) take :func:`few_tap_conv_backward`."""
+    kept for the weight's gradient, as a plain convolution keeps it)."""
     return _FewTapConv.apply(x, weight, tuple(conv.stride), tuple(conv.padding))

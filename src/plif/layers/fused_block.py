@@ -42,19 +42,18 @@ from ..kernels.block_reference import block_backward_reference, block_forward_re
 from ..neurons import IF, LIF, PLIF, SpikingNeuron
 from ..neurons.functional import NeuronConfig, state_dtype
 from ..surrogate import get_surrogate
-from .spike_input import SpikeConv2d
 from .few_tap_conv import apply_few_tap_conv, few_tap_conv2d, few_tap_conv_backward, few_taps
-from .spike_input import _autocast, _conv_backward, _pack, _unpack, conv_args
+from .spike_input import SpikeConv2d, _autocast, _conv_backward, _pack, _unpack, conv_args
 
-__all__ = ["BlockKernels", "block_kernels", "kernel_status", "FusedBlock", "fused_block", "batch_statistics",
-           "fusable_pool"]
+__all__ = ["BlockKernels", "block_kernels", "load_kernels", "kernel_status", "FusedBlock", "fused_block",
+           "batch_statistics", "fusable_pool"]
 
 
 @dataclass(frozen=True)
 class BlockKernels:
     """One implementation of the block: the reference's three functions (``forward``, ``backward``,
     ``input_grad``), ``input_grad_into`` (``input_grad`` written over ``∂z``, or None), ``stats``
-    (``y -> (mean, biased variance)`` per channel) and ``backward_into`` (``backward`` and
+    (``y -> (mean, biased variance)`` per channel, float64), ``backward_into`` (``backward`` and
     ``input_grad`` in one, ``∂y`` written over a contiguous ``y``: ``backward``'s arguments, then
     ``invstd, training``; or None) and ``backward_summed`` (``backward`` with ``Σ_t ∂z [1, B, C, H, W]``
     in place of ``∂z``, for a ``y`` repeated over time; or None)."""
@@ -88,43 +87,47 @@ _MODULES = {
 }
 _READS_REPEATED = ("cpu", "reference")  # kernels that take a y repeated over time as a stride-0 view
 _BY_DEVICE = {"cpu": "cpu", "cuda": "triton"}
-_LOADED: dict[str, BlockKernels | None] = {}
-_FAILED: dict[str, str] = {}
+_LOADED: dict[str, BlockKernels] = {}
+_FAILED: dict[str, str] = {}  # kernel name -> why it did not load
+_WARNED: set[str] = set()
+_tried = False
 
 
-def _load(name: str) -> BlockKernels | None:
-    if name not in _LOADED:
-        module, fwd, bwd, grad, into, stats, bwd_into, bwd_summed = _MODULES[name]
+def load_kernels() -> None:
+    """Import every kernel module once (idempotent).  A plan's fused steps call this when they are
+    made, so that a ``torch.compile`` trace never has to import anything; a module that fails keeps
+    its reason, said once where a block needs it (:func:`block_kernels`)."""
+    global _tried
+    if _tried:
+        return
+    _tried = True
+    for name, (module, fwd, bwd, grad, into, stats, bwd_into, bwd_summed) in _MODULES.items():
         try:
             mod = importlib.import_module(module)
             if name == "cpu":
-                from ..kernels.cpu_build import BUILD_ERROR, load_library
-                if load_library() is None:
-                    raise RuntimeError(BUILD_ERROR or "the C++ library did not load")
+                from ..kernels import cpu_build
+                if cpu_build.load_library() is None:
+                    raise RuntimeError(cpu_build.BUILD_ERROR or "the C++ library did not load")
             _LOADED[name] = BlockKernels(name, getattr(mod, fwd), getattr(mod, bwd), getattr(mod, grad),
                                          getattr(mod, into) if into else None,
                                          getattr(mod, stats) if stats else _torch_stats,
                                          getattr(mod, bwd_into) if bwd_into else None,
                                          getattr(mod, bwd_summed) if bwd_summed else None)
         except Exception as e:  # noqa: BLE001  (a broken Triton install raises more than ImportError; kept, shown)
-            _LOADED[name] = None
             _FAILED[name] = f"{type(e).__name__}: {e}"
-            warnings.warn(f"plif: the fused block's {name!r} kernels failed to load ({_FAILED[name]}); the block "
-                          f"runs its PyTorch reference there instead, which is several times slower",
-                          RuntimeWarning, stacklevel=3)
-    return _LOADED[name]
 
 
 def kernel_status() -> dict[str, str]:
-    """Each fused block kernel with ``"ok"``, ``"unavailable: <reason>"`` or ``"not loaded"``."""
-    return {name: "ok" if _LOADED.get(name) else f"unavailable: {_FAILED[name]}" if name in _FAILED else "not loaded"
-            for name in _MODULES}
+    """Each fused block kernel with ``"ok"`` or ``"unavailable: <reason>"``."""
+    load_kernels()
+    return {name: "ok" if name in _LOADED else f"unavailable: {_FAILED[name]}" for name in _MODULES}
 
 
 def block_kernels(neuron: nn.Module, device: torch.device) -> BlockKernels | None:
     """The kernels a block with ``neuron`` runs on ``device``, or None when the composed layers run
     (a neuron other than IF, LIF and PLIF, a backend registered outside plif, or a surrogate the
-    kernels lack, unless the neuron's backend is one of the PyTorch paths)."""
+    kernels lack, unless the neuron's backend is one of the PyTorch paths).  Where the device's kernel
+    module failed to load, the reference runs and one warning says why."""
     if type(neuron) not in (IF, LIF, PLIF):
         return None
     backend = neuron.backend
@@ -135,7 +138,15 @@ def block_kernels(neuron: nn.Module, device: torch.device) -> BlockKernels | Non
     name = _BY_DEVICE.get(torch.device(device).type) if backend == "auto" else backend
     if name is None:
         return REFERENCE
-    return _load(name) or REFERENCE
+    load_kernels()
+    if name in _LOADED:
+        return _LOADED[name]
+    if name not in _WARNED:
+        _WARNED.add(name)
+        warnings.warn(f"plif: the fused block's {name!r} kernels failed to load ({_FAILED.get(name)}); the block "
+                      f"runs its PyTorch reference there instead, which is several times slower",
+                      RuntimeWarning, stacklevel=2)
+    return REFERENCE
 
 
 def fusable_pool(pool: nn.Module) -> bool:
@@ -182,7 +193,7 @@ def _affine(gamma, beta, mean, invstd):
 # plif.train.malloc fixes) and its first touch faults every page in: the backward writes ∂y over y
 # rather than allocate ∂z, at the cost of a second sweep; below it, and where memory is not the aim
 # (recompute=False), one sweep and a ∂z from the heap are faster (the cpu preset's second block: 4.5
-# against 2.8 ms).  With recompute (``--memory exact``) it always writes over y: that mode is for memory.
+# against 3.8 ms).  With recompute (``--memory exact``) it always writes over y: that mode is for memory.
 _FRESH_BYTES = 32 * 2**20
 
 
@@ -198,8 +209,7 @@ class _Conv:
     def __call__(self, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
         """``x [T, B, C, H, W]`` -> ``[T, B, C', H', W']``, no autograd."""
         x4 = x.flatten(0, 1)
-        stride, padding, dilation, groups = self.args
-        y = few_tap_conv2d(x4, weight, stride, padding) if self.few else F.conv2d(x4, weight, None, *self.args)
+        y = few_tap_conv2d(x4, weight, *self.args[:2]) if self.few else F.conv2d(x4, weight, None, *self.args)
         return y.unflatten(0, x.shape[:2])
 
     def grads(self, g: torch.Tensor, x_of, shape, weight: torch.Tensor, mask):
@@ -360,6 +370,7 @@ class FusedBlock:
         self.pool = len(layers) > 3
         self.conv_step, self._plain = conv_step, fallback
         self.recompute, self.binary = bool(recompute), bool(binary)
+        load_kernels()  # now, never inside a torch.compile trace
 
     def _fused(self) -> bool:
         """Whether the block runs fused now: BatchNorm in training mode with a momentum and running

@@ -36,7 +36,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .fused_block import _affine, block_kernels
+from .fused_block import _affine, block_kernels, load_kernels
 from .few_tap_conv import few_tap_conv2d, few_tap_conv_backward, few_taps
 from .spike_input import conv_args, conv_input_grad, conv_weight_grad
 
@@ -271,6 +271,7 @@ class TimeChunkedBlock:
         conv, bn, neuron = layers[0].layer, layers[1].layer, layers[2]
         self.layers, self._plain = layers, fallback
         self.block = _Block(conv, bn, neuron, len(layers) > 3)
+        load_kernels()  # now, never inside a torch.compile trace
 
     def __call__(self, x: torch.Tensor, start: int = 0) -> torch.Tensor:
         b = self.block
