@@ -7,6 +7,9 @@ network and runs one training step of each in turn (``plif.train.loop.train_step
 and CPU (process) seconds per step and the ratio to the first configuration.
 
     python benchmarks/memory_step_time.py --network dvs128-gesture --configs default,exact,low --batch 1
+    python benchmarks/memory_step_time.py --configs none,default --batch 2 --rounds 5   # fused vs composed
+
+Freed memory stays in the process, as in ``plif train`` on the CPU (``plif.train.malloc``).
 """
 from __future__ import annotations
 
@@ -20,6 +23,7 @@ from plif.bench.alternate import alternate
 from plif.data.catalog import get_dataset
 from plif.models import MEMORY_PRESETS, build_zoo
 from plif.train.loop import train_step
+from plif.train.malloc import keep_freed_memory
 from plif.train.optim import adam
 
 
@@ -31,6 +35,7 @@ def main() -> None:
     p.add_argument("--T", type=int, default=20)
     p.add_argument("--rounds", type=int, default=3)
     args = p.parse_args()
+    keep_freed_memory()
     entry = get_dataset(args.network)
     configs = args.configs.split(",")
     g = torch.Generator().manual_seed(0)

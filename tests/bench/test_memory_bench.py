@@ -104,3 +104,15 @@ def test_each_configuration_gets_a_share_of_the_time_left(monkeypatch):
 def test_measure_stops_a_worker_at_its_timeout():
     r = measure("cifar10-dvs", "all", 1, T=1, steps=1, threads=1, timeout=0.5)
     assert r.error == "timed out after 0 s" and math.isnan(r.peak_mb)
+
+
+def test_configurations_train_the_plans_they_name():
+    """``default`` is what ``plif train`` runs (the fused blocks), ``none`` and ``naive`` the composed
+    layers, a preset its own options."""
+    from plif.bench.memory import CONFIGS, config_memory
+    from plif.models import MEMORY_PRESETS, MemoryOptions
+    from plif.train.config import TrainConfig
+
+    assert config_memory("default") == TrainConfig().memory_options() and config_memory("default").fused_block
+    assert config_memory("none") == config_memory("naive") == MemoryOptions()
+    assert all(config_memory(c) == MEMORY_PRESETS[c] for c in CONFIGS if c in MEMORY_PRESETS)

@@ -81,4 +81,25 @@ def test_the_cuda_variants_build_the_product_step(monkeypatch):
     conv = lambda m: m.layers[3].layer.weight  # noqa: E731  (the second conv: 4 input channels)
     assert conv(cl_model).is_contiguous(memory_format=torch.channels_last)
     assert not conv(model).is_contiguous(memory_format=torch.channels_last)
-    assert bt.memory_choice(None) == ("none", bt.memory_choice("none")[1])  # plif train's default
+    assert bt.memory_choice(None) == ("fused", bt.memory_choice("fused")[1])  # plif train's default
+
+
+def test_auto_none_runs_the_composed_layers_and_auto_the_fused_blocks(monkeypatch):
+    """``auto`` times what ``plif train`` runs (the fused blocks), ``auto+none`` and ``naive`` the
+    composed layers."""
+    from plif.bench import train as bt
+    from plif.data.catalog import get_dataset
+    from plif.layers.fused_block import FusedBlock
+    from plif.models import build_network
+
+    built = []
+
+    def spy(*args, **kwargs):
+        built.append(build_network(*args, **kwargs))
+        return built[-1]
+    monkeypatch.setattr(bt, "build_network", spy)
+    entry = get_dataset("dvs128-gesture")
+    x, xs, y = bt._inputs(entry, 1, 1, "cpu")
+    for v in ("auto", "auto+none", "naive"):
+        bt._build_step(v, entry, 1, x, xs, y, "cpu", network="c4k3s1-BN-PLIF-MPk2s2-FC110-PLIF-APk10s10")
+    assert [any(isinstance(s, FusedBlock) for _, _, s in net.plan()) for net in built] == [True, False, False]

@@ -19,9 +19,11 @@ naive          every neuron through the autograd reference loop; plain PyTorch l
 spikingjelly   the same network built from SpikingJelly 2.0 layers (:mod:`plif.bench.twin`;
                multi-step, the neuron implementation SpikingJelly picks itself, named in the
                row's ``note``), when SpikingJelly is installed
-default        plif as it trains by default (fused neuron saving only ``H``)
-spikes         one-byte spikes and two-byte pool offsets only (exact, no recomputation)
-exact          ``--memory exact``: one-byte spikes and two-byte pool offsets, BN recomputed (bit-identical)
+default        plif as it trains by default (``--memory fused``: each conv block's BatchNorm, neuron and
+               max-pool as one fused step keeping the conv's output)
+none           ``--memory none``: the composed layers, each neuron fused on its own saving ``H``
+spikes         the composed layers with one-byte spikes and two-byte pool offsets (no recomputation)
+exact          ``--memory exact``: the fused blocks with each conv's output recomputed in backward
 low            ``--memory low``: exact + the first block run in chunks of time-steps, replayed in backward
 all            ``--memory all``: low + bf16 ``H``
 all+checkpoint ``--memory all --checkpoint-blocks``
@@ -38,9 +40,9 @@ import sys
 import time
 from dataclasses import asdict, dataclass
 
-__all__ = ["CONFIGS", "MemoryResult", "measure", "bench_memory", "fit_batches", "format_memory_table"]
+__all__ = ["CONFIGS", "MemoryResult", "measure", "bench_memory", "fit_batches", "format_memory_table", "config_memory"]
 
-CONFIGS = ("naive", "spikingjelly", "default", "spikes", "exact", "low", "all", "all+checkpoint")
+CONFIGS = ("naive", "spikingjelly", "default", "none", "spikes", "exact", "low", "all", "all+checkpoint")
 
 
 @dataclass
@@ -71,12 +73,24 @@ def _current_rss_mb() -> float:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
+def config_memory(config: str):
+    """The :class:`plif.models.MemoryOptions` a configuration's plif network trains with: ``naive``
+    the composed layers (with the reference neuron), ``default`` the training default, a preset its
+    own; SpikingJelly's twin is built from the default network's layers."""
+    from ..models import MEMORY_PRESETS, MemoryOptions
+    from ..models.memory import DEFAULT_MEMORY
+
+    if config == "naive":
+        return MemoryOptions()
+    return MEMORY_PRESETS[config] if config in MEMORY_PRESETS else MEMORY_PRESETS[DEFAULT_MEMORY]
+
+
 def worker(network: str, config: str, batch: int, T: int, steps: int, device: str) -> MemoryResult:
     """One configuration in this process (call it in a fresh one: the peak is per process)."""
     import torch
 
     from ..data.catalog import get_dataset
-    from ..models import MEMORY_PRESETS, build_zoo
+    from ..models import build_zoo
     from ..train.loop import train_step
     from ..train.optim import adam
 
@@ -86,9 +100,7 @@ def worker(network: str, config: str, batch: int, T: int, steps: int, device: st
     entry = get_dataset(network)
     torch.manual_seed(0)
     backend = "reference" if config == "naive" else "auto"
-    net = build_zoo(network, T=T, backend=backend)
-    if config in MEMORY_PRESETS:
-        net.set_memory(MEMORY_PRESETS[config])
+    net = build_zoo(network, T=T, backend=backend).set_memory(config_memory(config))
     model, reset, note = net, None, ""
     if config == "spikingjelly":
         from .spikingjelly import spikingjelly_path

@@ -2,9 +2,13 @@
 
 Variants measured in one process so ratios are fair:
 
-- ``naive``: every neuron through the autograd reference loop (what a plain PyTorch SNN does);
-- ``bptt``: the closed-form backward in PyTorch;
-- ``auto``: the fastest registered neuron backend for the device (fused kernel where present);
+- ``naive``: every neuron through the autograd reference loop and the composed PyTorch layers (what a
+  plain PyTorch SNN does);
+- ``bptt``: the closed-form backward in PyTorch, composed layers;
+- ``auto``: plif as it trains by default: each conv block's BatchNorm, neuron and max-pool as one fused
+  step (``--memory fused``), the fastest neuron backend for the device elsewhere;
+- ``auto+none``: ``auto`` with ``--memory none``: the composed layers, each neuron fused on its own (plif
+  before the fused block);
 - ``auto+bf16``: ``auto`` under bf16 autocast (``plif train --amp bf16``; CPU or CUDA);
 - ``auto+graph`` (CUDA only): the whole step captured in one CUDA graph and replayed;
 - ``compile``: the ``auto`` network under ``torch.compile`` (Inductor; the fused kernels are custom ops);
@@ -20,7 +24,8 @@ Variants measured in one process so ratios are fair:
 - ``spikingjelly+graph`` (CUDA only): that step captured in one CUDA graph, as ``auto+graph`` does for
   plif (SpikingJelly's documentation: a CUDA graph keeps the implementation chosen before capture).
 
-plif's variants run with the product's default ``--memory`` (``memory=None``) or the one named, and
+plif's variants run with the product's default ``--memory`` (``memory=None``) or the one named (``bptt`` and
+``auto+none`` always with the composed layers), and
 TF32 as ``plif train``'s ``tf32`` field says (on by default; it matters on CUDA only).
 
 Static datasets feed one random image batch ``[B, C, H, W]`` (the network repeats it over T); event
@@ -39,7 +44,7 @@ import torch
 from ..device import set_tf32
 from ..kernels.gpu_switches import switched
 from ..data.catalog import get_dataset
-from ..models import build_network
+from ..models import MemoryOptions, build_network
 from ..train.graph import GraphTrainer, autocast_context, capture_cuda_graph
 from ..train.loop import train_step
 from ..train.malloc import keep_freed_memory
@@ -51,10 +56,11 @@ from .twin import spikingjelly_twin
 
 __all__ = ["TrainBenchResult", "bench_train", "format_train_table", "VARIANTS", "CUDA_ONLY"]
 
-VARIANTS = ("naive", "bptt", "auto", "auto+bf16", "auto+graph", "compile", "compile+graph", "cuda-graph", "cuda-graph+bf16",
-            "cuda-graph+bf16+channels-last", "spikingjelly", "spikingjelly+bf16", "spikingjelly+graph")
+VARIANTS = ("naive", "bptt", "auto", "auto+none", "auto+bf16", "auto+graph", "compile", "compile+graph", "cuda-graph",
+            "cuda-graph+bf16", "cuda-graph+bf16+channels-last", "spikingjelly", "spikingjelly+bf16", "spikingjelly+graph")
 CUDA_ONLY = ("auto+graph", "compile+graph", "cuda-graph", "cuda-graph+bf16", "cuda-graph+bf16+channels-last",
              "spikingjelly+graph")
+COMPOSED = ("naive", "bptt", "auto+none")  # the composed layers (--memory none), whatever the memory asked
 
 
 @dataclass
@@ -140,8 +146,8 @@ def _build_step(v: str, entry, T: int, x, xs, y, dev, network: str | None = None
     backend = {"naive": "reference", "bptt": "bptt"}.get(v, "auto")
     with switched(channels_last=v.endswith("+channels-last")):  # read when the network is built
         net = build_network(network, entry.input_shape, T, backend=backend)
-    if v != "naive":  # a plain PyTorch SNN keeps every activation
-        net.set_memory(memory_choice(memory)[1])
+    # a plain PyTorch SNN keeps every activation; bptt and auto+none: the composed layers of --memory none
+    net.set_memory(MemoryOptions() if v in COMPOSED else memory_choice(memory)[1])
     net = net.to(dev)
     if v.startswith(("cuda-graph", "compile+graph")):  # plif train's captured step, compiled inside or not
         trainer = GraphTrainer(net, graph_adam(net.parameters(), 1e-3, dev), entry.num_classes, dev, amp=amp,
@@ -158,7 +164,8 @@ def _bound(r: TrainBenchResult, entry, T: int, network: str, dev, tf32: bool, me
     :data:`plif.bench.bound.PEAKS`, its bound."""
     with torch.device("meta"):
         net = build_network(network, entry.input_shape, T)
-    r.memory = "" if r.variant.startswith("spikingjelly") or r.variant == "naive" else memory_choice(memory)[0]
+    r.memory = ("" if r.variant.startswith("spikingjelly") or r.variant == "naive"
+                else "none" if r.variant in COMPOSED else memory_choice(memory)[0])
     r.precision = "bf16" if "+bf16" in r.variant else ("tf32" if tf32 and dev.type == "cuda" else "fp32")
     flops = step_flops(net, r.batch, static_input=not entry.is_event)
     nbytes = activation_bytes(net, r.batch, 2 if r.precision == "bf16" else 4)
@@ -181,7 +188,7 @@ def bench_train(dataset: str = "fashion-mnist", batches=(16,), device: str = "cp
     T = T or entry.T
     network = network or entry.network
     if variants is None:
-        variants = ["naive", "bptt", "auto"] + (["auto+graph"] if dev.type == "cuda" else []) + ["spikingjelly"]
+        variants = ["naive", "bptt", "auto+none", "auto"] + (["auto+graph"] if dev.type == "cuda" else []) + ["spikingjelly"]
     for v in variants:
         if v not in VARIANTS:
             raise ValueError(f"unknown variant {v!r}; valid: {', '.join(VARIANTS)}")

@@ -105,7 +105,8 @@ def _add_train(sub) -> None:
                                    "event datasets get synthetic event frames; on CUDA also the kernels per step.")
     p.add_argument("--dataset", default="fashion-mnist", help="zoo entry whose network is timed (default fashion-mnist)")
     p.add_argument("--batches", default="16", help="comma-separated batch sizes (default 16)")
-    p.add_argument("--variants", help="comma-separated: naive, bptt, auto, auto+bf16 (bf16 autocast), auto+graph (CUDA), "
+    p.add_argument("--variants", help="comma-separated: naive, bptt, auto (plif's default: fused conv blocks), auto+none "
+                                      "(--memory none: the composed layers), auto+bf16 (bf16 autocast), auto+graph (CUDA), "
                                       "compile, compile+graph (CUDA; plif train's default there), cuda-graph (CUDA), "
                                       "cuda-graph+bf16 (CUDA), cuda-graph+bf16+channels-last (CUDA), spikingjelly, "
                                       "spikingjelly+bf16, spikingjelly+graph (CUDA)")

@@ -1,4 +1,4 @@
-"""Compile the ``cpu_neuron_*.cpp`` and ``cpu_pool.cpp`` into one library, once per machine, and load it with ctypes.
+"""Compile the ``cpu_neuron_*.cpp``, ``cpu_block_*.cpp`` and ``cpu_pool.cpp`` into one library, once per machine, and load it with ctypes.
 
 The library has no PyTorch headers, but its many template variants take a while to optimise: one
 g++ call took 24 s on a 2-core AMD EPYC (-O3 -march=native, nearly all of it the neuron templates),
@@ -30,8 +30,9 @@ __all__ = ["load_library", "BUILD_ERROR", "cache_dir"]
 # one translation unit per input type, compiled in parallel: nearly all the build is the neuron
 # templates' variants (80 backward and 12 forward a type)
 SOURCES = tuple(Path(__file__).with_name(name) for name in
-                ("cpu_neuron_f32.cpp", "cpu_neuron_f64.cpp", "cpu_neuron_bf16.cpp", "cpu_pool.cpp"))
-HEADERS = (Path(__file__).with_name("cpu_neuron.h"),)
+                ("cpu_neuron_f32.cpp", "cpu_neuron_f64.cpp", "cpu_neuron_bf16.cpp", "cpu_block_f32.cpp",
+                 "cpu_block_f64.cpp", "cpu_block_bf16.cpp", "cpu_pool.cpp"))
+HEADERS = (Path(__file__).with_name("cpu_neuron.h"), Path(__file__).with_name("cpu_block.h"))
 # -ffp-contract=off keeps H_t bit-identical to the PyTorch reference (no fused multiply-add)
 FLAGS = ["-O3", "-std=c++17", "-fPIC", "-shared", "-fopenmp", "-ffp-contract=off", "-fno-math-errno"]
 # Tried first: this CPU's vector width (AVX-512 here: the neuron sweeps do two divisions per
@@ -53,6 +54,12 @@ _D = ctypes.c_double
 _FORWARD_ARGS = [_P] * 6 + [_I64, _I64, _I64, _INT, _INT, _INT, _D, _D, _INT]
 _BACKWARD_ARGS = [_P] * 8 + [_I64, _I64] + [_INT] * 6 + [_D] * 4 + [_INT]
 _POOL_ARGS = [_P] * 3 + [_I64, _I64, _I64, _INT, _I64, _INT]  # (in, out, offsets/∂x, planes, H, W, k, s, threads)
+# the fused block (cpu_block.h): pointers, then T, B, C, H, W, y_step, flags, constants, threads
+_BLOCK_FORWARD_ARGS = [_P] * 8 + [_I64] * 6 + [_INT] * 4 + [_D, _D, _INT]
+_BLOCK_BACKWARD_ARGS = [_P] * 14 + [_I64] * 6 + [_INT] * 8 + [_D] * 4 + [_INT]
+_BACKWARD_INTO_Y_ARGS = [_P] * 14 + [_I64] * 5 + [_INT] * 8 + [_D] * 4 + [_INT]
+_BN_GRAD_ARGS = [_P] * 8 + [_I64] * 3 + [_INT, _INT]
+_STATS_ARGS = [_P] * 3 + [_I64] * 5 + [_INT]
 
 
 def cache_dir() -> Path:
@@ -143,6 +150,12 @@ def load_library() -> ctypes.CDLL | None:
                 raise RuntimeError(f"kernel source missing: {', '.join(missing)}")
             lib = ctypes.CDLL(str(_build(cxx)))
             lib.plif_forward_bf16.argtypes, lib.plif_backward_bf16.argtypes = _FORWARD_ARGS, _BACKWARD_ARGS
+            for dtype in ("f32", "f64", "bf16"):
+                getattr(lib, f"plif_block_forward_{dtype}").argtypes = _BLOCK_FORWARD_ARGS
+                getattr(lib, f"plif_block_backward_{dtype}").argtypes = _BLOCK_BACKWARD_ARGS
+                getattr(lib, f"plif_block_backward_into_y_{dtype}").argtypes = _BACKWARD_INTO_Y_ARGS
+                getattr(lib, f"plif_bn_input_grad_{dtype}").argtypes = _BN_GRAD_ARGS
+                getattr(lib, f"plif_batch_stats_{dtype}").argtypes = _STATS_ARGS
             for dtype in ("f32", "f64"):
                 getattr(lib, f"plif_forward_{dtype}").argtypes = _FORWARD_ARGS
                 getattr(lib, f"plif_backward_{dtype}").argtypes = _BACKWARD_ARGS

@@ -112,6 +112,21 @@ inline S reset(S h, bool spike, S v_th, S v_reset) {
     else return spike ? h - v_th : h;
 }
 
+// ∂V_t/∂H_t: 1 - S_t for a hard reset (plus (V_reset - H_t)·σ' when the reset is not detached), 1 for a
+// soft one (minus V_th·σ').
+template <bool HARD, bool DETACH, typename S>
+inline S reset_grad(S h, bool spike, S sg, S v_th, S v_reset) {
+    S dv_dh;
+    if constexpr (HARD) {
+        dv_dh = spike ? S(0) : S(1);
+        if constexpr (!DETACH) dv_dh += (v_reset - h) * sg;
+    } else {
+        dv_dh = S(1);
+        if constexpr (!DETACH) dv_dh -= v_th * sg;
+    }
+    return dv_dh;
+}
+
 // x_step: elements between x's time-steps, N, or 0 for a static input read again at every step.
 // KEEP_H: H is written for backward (not when nothing will be differentiated, e.g. evaluation).
 template <typename X, typename S, bool LEAK, bool HARD, bool K_FULL, bool KEEP_H>
@@ -171,15 +186,7 @@ void backward_impl(const X* g_s, const S* g_v_last, const S* h_seq, const S* v0,
                 const S h = ht[j], u = h - v_th;
                 const bool spike = u >= S(0);
                 const S sg = surrogate_grad<SG>(u, sg_a, sg_b);
-                S dv_dh;
-                if constexpr (HARD) {
-                    dv_dh = spike ? S(0) : S(1);
-                    if constexpr (!DETACH) dv_dh += (v_reset - h) * sg;
-                } else {
-                    dv_dh = S(1);
-                    if constexpr (!DETACH) dv_dh -= v_th * sg;
-                }
-                const S g_h = load(gst + j) * sg + g_v[j] * dv_dh;
+                const S g_h = load(gst + j) * sg + g_v[j] * reset_grad<HARD, DETACH>(h, spike, sg, v_th, v_reset);
                 if constexpr (LEAK) {
                     store(gxt + j, g_h * kk[j]);
                     if constexpr (NEED_K) {

@@ -10,12 +10,15 @@ time-steps; backward replays each chunk from its state, last chunk first.  The f
 reads the few input channels of the sensor, so running it again is cheap.
 
 BatchNorm's statistics are over all ``T·B`` samples, so forward makes two passes over the chunks
-(the statistics, then the block); backward replays each chunk once, gathering BatchNorm's two
-gradient sums and the convolution's weight gradient chunk by chunk (see :class:`_ChunkedFunction`
-for the algebra that makes one replay enough), and a second time only when the block's input
-needs a gradient.  On DVS128 Gesture (T = 20, B = 2, chunks of 5 steps, the neuron's state kept
-at 3 chunk starts) the step's live peak is 913 MB of resident memory against 1,458 for
-``exact`` and 2,875 for the naive loop (``plif bench memory``).
+(the statistics, then the fused block's kernel per chunk, carrying the neuron's state from one
+chunk to the next); backward replays each chunk once, the kernels writing the chunk's own BatchNorm
+input gradient over its recomputed convolution output and carrying ``∂V`` back to the chunk
+before, and gathers BatchNorm's two gradient sums and the convolution's weight gradient chunk by
+chunk (see :class:`_ChunkedFunction` for the algebra that makes one replay enough), and a second
+time only when the block's input needs a gradient.  On DVS128 Gesture (T = 20, B = 2, chunks of 5
+steps, the neuron's state kept at 3 chunk starts) the step's live peak was 843 MB of resident memory
+against 874 for ``exact``, 1,090 for the fused default and 2,666 for the naive loop (``plif bench
+memory``; 380 MB of it is the process before the first step).
 
 Not bit-identical to the plain layers: the statistics and the gradient sums are added chunk by
 chunk (fp32 within a chunk, fp64 across chunks), so they differ from PyTorch's in the last bits
@@ -33,6 +36,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .fused_block import _affine, block_kernels, load_kernels
+from .few_tap_conv import few_tap_conv2d, few_tap_conv_backward, few_taps
 from .spike_input import conv_args, conv_input_grad, conv_weight_grad
 
 __all__ = ["TimeChunkedBlock", "chunk_length"]
@@ -50,40 +55,46 @@ def _chunks(T: int, c: int) -> list[tuple[int, int]]:
     return [(t0, min(t0 + c, T)) for t0 in range(0, T, c)]
 
 
-def _affine(bn: nn.BatchNorm2d, mean, invstd):
-    """``scale, shift`` with ``bn(y) = y * scale + shift`` for the batch statistics, ``[C, 1, 1]``."""
-    scale = invstd if bn.weight is None else invstd * bn.weight
-    shift = -mean * scale if bn.bias is None else bn.bias - mean * scale
-    return scale.view(-1, 1, 1), shift.view(-1, 1, 1)
-
-
 class _Block:
-    """The layers and the arithmetic both passes share."""
+    """The layers, kernels and flags both passes share."""
 
-    def __init__(self, conv: nn.Conv2d, bn: nn.BatchNorm2d, neuron: nn.Module, pool: nn.Module | None):
+    def __init__(self, conv: nn.Conv2d, bn: nn.BatchNorm2d, neuron: nn.Module, pool: bool):
         self.conv, self.bn, self.neuron, self.pool = conv, bn, neuron, pool
+        self.cfg, self.kernels, self.few = neuron.cfg, None, False  # chosen for the input at each call
 
     def conv_out(self, x: torch.Tensor) -> torch.Tensor:
+        """The convolution of ``x [n, B, C, H, W]`` -> ``[n, B, C', H', W']``, without autograd."""
         c = self.conv
-        return F.conv2d(x, c.weight, None, c.stride, c.padding, c.dilation, c.groups)
-
-    def xhat(self, x: torch.Tensor, mean: torch.Tensor, invstd: torch.Tensor) -> torch.Tensor:
-        """BatchNorm's normalised input ``(conv(x) - mean)·invstd`` for ``x [n, C, H, W]``, without autograd."""
         with torch.no_grad():
-            return self.conv_out(x).sub_(mean.view(-1, 1, 1)).mul_(invstd.view(-1, 1, 1))
+            x4 = x.flatten(0, 1)
+            y = (few_tap_conv2d(x4, c.weight, c.stride, c.padding) if self.few
+                 else F.conv2d(x4, c.weight, None, c.stride, c.padding, c.dilation, c.groups))
+            return y.unflatten(0, x.shape[:2])
 
-    def spikes_out(self, s: torch.Tensor) -> torch.Tensor:
-        """``s [n, B, ...]`` -> the block's output for those steps."""
-        return s if self.pool is None else self.pool(s)
+    def weight_grad(self, g: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        """``∂L/∂weight`` of the bias-free convolution for output gradient ``g`` and input ``x``, fp64."""
+        c = self.conv
+        if self.few:
+            return few_tap_conv_backward(g, x, c.weight, c.stride, c.padding, (False, True))[1].double()
+        return conv_weight_grad(g, x, c.weight, conv_args(c)).double()
 
-
-def _weight_grad(conv: nn.Conv2d, g: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
-    """``∂L/∂weight`` of the bias-free convolution for output gradient ``g`` and input ``x``, fp64."""
-    return conv_weight_grad(g, x, conv.weight, conv_args(conv)).double()
+    def input_grad(self, g: torch.Tensor, shape) -> torch.Tensor:
+        """``∂L/∂x`` of the convolution for output gradient ``g``, ``x`` of ``shape``."""
+        c = self.conv
+        if self.few:
+            like = c.weight.new_empty(1).expand(shape)
+            return few_tap_conv_backward(g, like.contiguous(), c.weight, c.stride, c.padding, (True, False))[0]
+        return conv_input_grad(g, shape, c.weight, conv_args(c))
 
 
 def _per_channel(v: torch.Tensor) -> torch.Tensor:
+    """A ``[O]`` vector against a weight ``[O, C, k, k]``."""
     return v.view(-1, 1, 1, 1)
+
+
+def _channel(v: torch.Tensor) -> torch.Tensor:
+    """A ``[C]`` vector against an activation ``[n, B, C, H, W]``."""
+    return v.view(-1, 1, 1)
 
 
 class _ChunkedFunction(torch.autograd.Function):
@@ -93,163 +104,165 @@ class _ChunkedFunction(torch.autograd.Function):
     neuron, BatchNorm's backward is ``∂y = γ r (∂z - mean(∂z) - x̂ · mean(∂z x̂))`` per channel, and
     the two means are over all chunks.  The weight's gradient is linear in ``∂y``, and the
     convolution's weight gradient ``W(g, x)`` of output channel ``o`` reads only ``g[:, o]``, so each
-    chunk ``c`` contributes ``W(∂z_c - m_c - x̂_c k_c, x_c)`` with its own means ``m_c = mean(∂z_c)``
-    and ``k_c = mean(∂z_c x̂_c)``, and the difference to the global means is added at the end through
-    ``B_c = W(1, x_c)`` and ``C_c = W(x̂_c, x_c)`` (small, ``[O, C, k, k]``).  So backward replays each
-    chunk once; a second replay runs only when the block's input needs a gradient.
+    chunk ``c`` contributes ``W(γ r (∂z_c - m_c - x̂_c k_c), x_c)`` with its own means ``m_c = mean(∂z_c)``
+    and ``k_c = mean(∂z_c x̂_c)`` (the fused block's ``bn_input_grad`` on the chunk), and the difference
+    to the global means is added at the end through ``B_c = W(1, x_c)`` and ``C_c = W(x̂_c, x_c)``
+    (small, ``[O, C, k, k]``).  So backward replays each chunk once; a second replay runs only when
+    the block's input needs a gradient.  Inputs ``(x, block, c, weight, γ, β, k)``.
     """
 
     @staticmethod
-    def forward(ctx, x, block, c, *params):
+    def forward(ctx, x, block, c, weight, gamma, beta, k):
         T, B = x.shape[:2]
-        bn, chunks = block.bn, _chunks(T, c)
+        bn, chunks, kernels = block.bn, _chunks(T, c), block.kernels
         # pass 1: the batch statistics over all T·B samples (chunks combined in fp64)
         count, mean64, m2 = 0, None, None
         for t0, t1 in chunks:
-            y = block.conv_out(x[t0:t1].flatten(0, 1))
-            var_c, mean_c = torch.var_mean(y, dim=(0, 2, 3), correction=0)
-            n = y.numel() // y.shape[1]
+            y = block.conv_out(x[t0:t1])
+            mean_c, var_c = kernels.stats(y)
+            n = y.numel() // y.shape[2]
             del y
             if mean64 is None:
-                mean64, m2 = mean_c.double(), var_c.double() * n
+                mean64, m2 = mean_c, var_c * n
             else:
-                delta = mean_c.double() - mean64
+                delta = mean_c - mean64
                 mean64 = mean64 + delta * (n / (count + n))
-                m2 = m2 + var_c.double() * n + delta.square() * (count * n / (count + n))
+                m2 = m2 + var_c * n + delta.square() * (count * n / (count + n))
             count += n
         var64 = m2 / count
         mean, invstd = mean64.to(x.dtype), (var64 + bn.eps).rsqrt().to(x.dtype)
         m = bn.momentum
         bn.running_mean.mul_(1 - m).add_(mean64.to(bn.running_mean.dtype), alpha=m)
         bn.running_var.mul_(1 - m).add_((m2 / max(count - 1, 1)).to(bn.running_var.dtype), alpha=m)
-        # pass 2: the block, chunk after chunk; the neuron's state at each chunk's start is kept
-        scale, shift = _affine(bn, mean, invstd)
-        out, starts, v = None, [], None
+        # pass 2: the fused block, chunk after chunk; the neuron's state at each chunk's start is kept
+        scale, shift = _affine(gamma, beta, mean, invstd)
+        out = place = None
+        starts, v = [], None
         for t0, t1 in chunks:
-            z = block.conv_out(x[t0:t1].flatten(0, 1)).mul_(scale).add_(shift)
+            y = block.conv_out(x[t0:t1])
             starts.append(v)
-            s, v = block.neuron(z.unflatten(0, (t1 - t0, B)), v0=v, return_state=True)
-            o = block.spikes_out(s)
+            o, pl, v = kernels.forward(y, scale, shift, k, v, block.cfg, block.pool, True)
+            del y
             if out is None:
                 out = o.new_empty((T, *o.shape[1:]))
+                place = pl.new_empty((T, *pl.shape[1:])) if block.pool else pl
             out[t0:t1] = o
-        ctx.save_for_backward(x, mean, invstd)
-        ctx.block, ctx.c, ctx.starts = block, c, starts
-        return out
+            if block.pool:
+                place[t0:t1] = pl
+        ctx.save_for_backward(x, weight, gamma, mean, invstd, scale, shift, k, place)
+        ctx.block, ctx.c, ctx.starts, ctx.beta_dtype = block, c, starts, None if beta is None else beta.dtype
+        ctx.mark_non_differentiable(place)
+        return out, place
 
     @staticmethod
-    def backward(ctx, g_out):
-        x, mean, invstd = ctx.saved_tensors
+    def backward(ctx, g_out, _g_place):
+        x, weight, gamma, mean, invstd, scale, shift, k, place = ctx.saved_tensors
         block, c, starts = ctx.block, ctx.c, ctx.starts
         need = ctx.needs_input_grad
-        n_in = len(need)
         if g_out is None:
-            return (None,) * n_in
+            return (None,) * len(need)
         g_out = g_out.contiguous()
-        bn, conv = block.bn, block.conv
-        nparams = list(block.neuron.parameters())
-        trained = [p for p, want in zip(nparams, need[n_in - len(nparams):]) if want]
-        scale, shift = (t.detach() for t in _affine(bn, mean, invstd))
-        # the one replay: Σ∂z, Σ∂z·x̂, the chunks' terms of the weight's gradient, the neuron's parameter gradients
-        sum_g = sum_gx = 0
-        count, a_w, terms = 0, 0, []
-        g_np = [None] * len(trained)
-        for t0, t1, g_z, g_p in _replay(block, x, starts, c, g_out, scale, shift, trained):
+        kernels, conv = block.kernels, block.conv
+        need_k = bool(need[6] and block.cfg.leak)
+        # the one replay: Σ∂z, Σ∂z·(y - μ), ∂k, and the chunks' terms of the weight's gradient.  Where the
+        # kernels write ∂y over y, the chunk's own ∂y (its means, the local term) replaces y, and
+        # C_c = W(x̂_c, x_c) = r·(W(y_c, x_c) − μ·B_c) is taken from y just before
+        into = bool(need[3]) and kernels.backward_into is not None
+        taps: dict = {}
+
+        def before(t0, t1, y):
             xc = x[t0:t1].flatten(0, 1)
-            xhat = block.xhat(xc, mean, invstd)
-            n = g_z.numel() // g_z.shape[1]
-            # fp32 sums of one chunk (dtype=float64 would convert the whole chunk first), fp64 across chunks
-            m_c = g_z.sum((0, 2, 3)).double()
-            k_c = (g_z * xhat).sum((0, 2, 3)).double()
-            sum_g, sum_gx, count = sum_g + m_c, sum_gx + k_c, count + n
-            m_c, k_c = m_c / n, k_c / n
+            taps["b"] = b_c = _tap_sums(block, xc)
+            taps["c"] = _per_channel(invstd.double()) * (block.weight_grad(y.flatten(0, 1), xc)
+                                                         - _per_channel(mean.double()) * b_c)
+
+        sum_g = sum_gc = g_k = 0
+        count, a_w, terms = 0, 0, []
+        for t0, t1, y, g_z, sums in _replay(block, x, starts, c, g_out, place, scale, shift, mean, k, need_k,
+                                            invstd if into else None, before if into else None):
+            xc = x[t0:t1].flatten(0, 1)
+            n = y.numel() // y.shape[2]
+            s_g, s_gc, s_k = sums
+            sum_g, sum_gc, g_k, count = sum_g + s_g.double(), sum_gc + s_gc.double(), g_k + s_k.double(), count + n
             if need[3]:
-                c_c = _weight_grad(conv, xhat, xc)
-                centred = g_z.sub_(m_c.to(g_z.dtype).view(-1, 1, 1)).sub_(xhat.mul_(k_c.to(g_z.dtype).view(-1, 1, 1)))
-                a_w = a_w + _weight_grad(conv, centred, xc)
-                terms.append((m_c, k_c, _tap_sums(conv, xc), c_c))
-                del centred
-            g_np = [b if a is None else (a if b is None else a + b) for a, b in zip(g_np, g_p)]
-            del g_z, xhat
-        mean_g, mean_gx = sum_g / count, sum_gx / count
+                m_c, k_c = s_g.double() / n, invstd.double() * s_gc.double() / n
+                if into:
+                    a_w = a_w + block.weight_grad(y.flatten(0, 1), xc)  # y holds the chunk's ∂y now
+                    terms.append((m_c, k_c, taps.pop("b"), taps.pop("c")))
+                else:
+                    local = (kernels.input_grad_into or kernels.input_grad)(g_z, y, mean, invstd, scale, s_g, s_gc,
+                                                                             True)
+                    a_w = a_w + block.weight_grad(local.flatten(0, 1), xc)
+                    del local, g_z
+                    xhat = y.sub_(_channel(mean)).mul_(_channel(invstd))  # y is not needed any more
+                    terms.append((m_c, k_c, _tap_sums(block, xc), block.weight_grad(xhat.flatten(0, 1), xc)))
+                    del xhat
+            del y
+        mean_g, mean_gx = sum_g / count, invstd.double() * sum_gc / count
         g_w = None
         if need[3]:
             for m_c, k_c, b_c, c_c in terms:
-                a_w = a_w + _per_channel(m_c - mean_g) * b_c + _per_channel(k_c - mean_gx) * c_c
-            g_w = (_per_channel(scale.view(-1).double()) * a_w).to(conv.weight.dtype)  # γ r (...)
+                a_w = a_w + _per_channel(scale.double()) * (_per_channel(m_c - mean_g) * b_c
+                                                            + _per_channel(k_c - mean_gx) * c_c)
+            g_w = a_w.to(conv.weight.dtype)
         g_x = None
         if need[0]:  # a second replay for ∂y itself, chunk by chunk, into the convolution's input gradient
             g_x = torch.empty_like(x)
-            mg, mgx = (v.to(x.dtype).view(-1, 1, 1) for v in (mean_g, mean_gx))
-            for t0, t1, g_z, _ in _replay(block, x, starts, c, g_out, scale, shift, []):
+            mg, mgx = (_channel(v.to(x.dtype)) for v in (mean_g, mean_gx))
+            for t0, t1, y, g_z, _ in _replay(block, x, starts, c, g_out, place, scale, shift, mean, k, False):
+                xhat = y.sub_(_channel(mean)).mul_(_channel(invstd))
+                g_y = g_z.sub_(mg).sub_(xhat.mul_(mgx)).mul_(_channel(scale))
+                del g_z, xhat, y
                 xc = x[t0:t1].flatten(0, 1)
-                xhat = block.xhat(xc, mean, invstd)
-                g_y = g_z.sub_(mg).sub_(xhat.mul_(mgx)).mul_(scale)
-                del g_z, xhat
-                g_x[t0:t1] = conv_input_grad(g_y, xc.shape, conv.weight, conv_args(conv)).unflatten(
+                g_x[t0:t1] = block.input_grad(g_y.flatten(0, 1), xc.shape).unflatten(
                     0, (t1 - t0, x.shape[1]))
                 del g_y
-        grads = [g_x, None, None, g_w]
-        if bn.weight is not None:
-            grads.append(sum_gx.to(bn.weight.dtype) if need[len(grads)] else None)
-        if bn.bias is not None:
-            grads.append(sum_g.to(bn.bias.dtype) if need[len(grads)] else None)
-        got = iter(g_np)
-        grads += [next(got) if want else None for want in need[len(grads):]]
-        return tuple(grads)
+        g_gamma = (invstd.double() * sum_gc).to(gamma.dtype) if need[4] else None
+        g_beta = sum_g.to(ctx.beta_dtype) if need[5] else None
+        g_k = g_k.to(k.dtype).reshape(k.shape) if need_k else None
+        return g_x, None, None, g_w, g_gamma, g_beta, g_k
 
 
-def _tap_sums(conv: nn.Conv2d, x: torch.Tensor) -> torch.Tensor:
+def _tap_sums(block: _Block, x: torch.Tensor) -> torch.Tensor:
     """``W(1, x)`` for ``x [N, C, H, W]``: the weight gradient for an output gradient of ones, which
     is linear in the input, so one call on the input summed over its ``N`` samples; fp64."""
+    conv = block.conv
     xs = x.sum(0, keepdim=True)
     size = [(n + 2 * p - d * (k - 1) - 1) // s + 1 for n, p, d, k, s in
             zip(xs.shape[-2:], conv.padding, conv.dilation, conv.kernel_size, conv.stride)]
-    return _weight_grad(conv, xs.new_ones((1, conv.out_channels, *size)), xs)
+    return block.weight_grad(xs.new_ones((1, conv.out_channels, *size)), xs)
 
 
-def _replay(block, x, starts, c, g_out, scale, shift, trained):
-    """Backward through the neuron and the pool, chunk by chunk, last chunk first: yields
-    ``(t0, t1, ∂L/∂z [n·B, C, H, W], parameter gradients)``.  Each chunk's forward is run again
-    from the neuron's state at its start, so its spikes are those of the forward pass."""
-    T, B = x.shape[:2]
+def _replay(block, x, starts, c, g_out, place, scale, shift, mean, k, need_k, invstd=None, before=None):
+    """Backward through the fused neuron and pool, chunk by chunk, last chunk first: yields
+    ``(t0, t1, y, ∂L/∂z, (Σ∂z, Σ∂z(y - μ), ∂k))`` for each chunk, ``y`` (the convolution's output,
+    recomputed) and ``∂z`` ``[n, B, C, H, W]``.  With ``invstd`` the kernels write the chunk's own
+    BatchNorm input gradient (its means, not the global ones) over ``y`` and ``∂z`` is None;
+    ``before(t0, t1, y)`` sees ``y`` first.  The neuron's state at each chunk's start gives the
+    chunk's forward again, so its spikes are those of the forward pass; ``∂V`` at a chunk's start is
+    carried to the chunk before it."""
+    T = x.shape[0]
     chunks = _chunks(T, c)
     g_v = None
     for i in reversed(range(len(chunks))):
         t0, t1 = chunks[i]
-        xc = x[t0:t1].flatten(0, 1)
-        with torch.no_grad():
-            y = block.conv_out(xc).mul_(scale)
-        # z = y·scale + shift as forward computed it, but made from a [C, 1, 1] leaf so that z is not
-        # a leaf: nothing keeps it once the neuron (which saves only H) has read it; ∂L/∂z is
-        # caught by a hook on its way to the leaf
-        shift_leaf = shift.detach().requires_grad_(True)
-        caught = []
-        v0 = None if starts[i] is None else starts[i].detach().requires_grad_(True)
-        with torch.enable_grad():
-            z = y.add(shift_leaf)
-            del y
-            z.register_hook(caught.append)
-            s, v_last = block.neuron(z.unflatten(0, (t1 - t0, B)), v0=v0, return_state=True)
-            del z
-            o = block.spikes_out(s)
-        del s
-        outs, grads = [o], [g_out[t0:t1]]
-        if g_v is not None:
-            outs.append(v_last)
-            grads.append(g_v)
-        inputs = [shift_leaf] + ([v0] if v0 is not None else []) + list(trained)
-        got = torch.autograd.grad(outs, inputs, grads, allow_unused=True)
-        del outs, grads, o, v_last, inputs
-        g_z = caught.pop()
-        g_v = got[1] if v0 is not None else None
-        yield t0, t1, g_z, got[len(got) - len(trained):]
-        del got, g_z  # before the next chunk is replayed
+        y = block.conv_out(x[t0:t1])
+        pl = place[t0:t1] if block.pool else place
+        args = (scale, shift, mean, k, starts[i], block.cfg, block.pool, pl, g_out[t0:t1], g_v, need_k)
+        if invstd is not None:
+            before(t0, t1, y)
+            y, g_v, g_k, s_g, s_gc = block.kernels.backward_into(y, *args, invstd, True)
+            g_z = None
+        else:
+            g_z, g_v, g_k, s_g, s_gc = block.kernels.backward(y, *args)
+        yield t0, t1, y, g_z, (s_g, s_gc, g_k)
+        del y, g_z  # before the next chunk is replayed
 
 
 class TimeChunkedBlock:
-    """Run ``layers`` (conv, BatchNorm2d, neuron and an optional max-pool, all over ``[T, B, ...]``)
-    in chunks of time-steps in training; ``fallback(x, start)`` runs them otherwise.
+    """Run ``layers`` (conv, BatchNorm2d, IF/LIF/PLIF and an optional 2×2 max-pool, all over
+    ``[T, B, ...]``) in chunks of time-steps in training, each chunk through the fused block's
+    kernels (:mod:`plif.layers.fused_block`); ``fallback(x, start)`` runs them otherwise.
 
     Not an ``nn.Module``: it holds layers the network already owns (same state dict, same
     ``.train()/.to()``), as the other steps of a memory plan do."""
@@ -257,18 +270,23 @@ class TimeChunkedBlock:
     def __init__(self, layers: list[nn.Module], fallback):
         conv, bn, neuron = layers[0].layer, layers[1].layer, layers[2]
         self.layers, self._plain = layers, fallback
-        self.block = _Block(conv, bn, neuron, layers[3] if len(layers) > 3 else None)
+        self.block = _Block(conv, bn, neuron, len(layers) > 3)
+        load_kernels()  # now, never inside a torch.compile trace
 
     def __call__(self, x: torch.Tensor, start: int = 0) -> torch.Tensor:
         b = self.block
-        if (start != 0 or not (b.bn.training and b.conv.training) or not torch.is_grad_enabled()
+        kernels = block_kernels(b.neuron, x.device)
+        hooked = any(m._forward_hooks or m._forward_pre_hooks for m in self.layers[1:])
+        if (start != 0 or kernels is None or hooked or b.bn.momentum is None
+                or not (b.bn.training and b.conv.training) or not torch.is_grad_enabled()
                 or torch.compiler.is_compiling() or torch.is_autocast_enabled(x.device.type)
                 or x.dtype not in (torch.float32, torch.float64)):
             return self._plain(x, start)
+        b.kernels, b.few = kernels, few_taps(b.conv, x)
         b.bn.num_batches_tracked.add_(1)
-        params = [b.conv.weight, *(p for p in (b.bn.weight, b.bn.bias) if p is not None),
-                  *b.neuron.parameters()]
-        return _ChunkedFunction.apply(x, b, chunk_length(x.shape[0]), *params)
+        # k as the neuron makes it (sigmoid(w) for PLIF), from an empty tensor with the block's channels
+        k = b.neuron.k(x.new_empty((0, 0, b.conv.out_channels, 0, 0))).reshape(-1)
+        return _ChunkedFunction.apply(x, b, chunk_length(x.shape[0]), b.conv.weight, b.bn.weight, b.bn.bias, k)[0]
 
     def __repr__(self) -> str:
         return f"TimeChunkedBlock({', '.join(type(m).__name__ for m in self.layers)})"

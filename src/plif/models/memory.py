@@ -3,17 +3,25 @@
 The network's layer list (and so its state dict, layer table and exporters) never changes; a
 *plan* of steps over it does.  Each option saves activations kept for backward:
 
+fused_block       every run conv (no bias) → BatchNorm2d (over T·B, running statistics, a
+                  momentum) → IF/LIF/PLIF [→ 2×2 max-pool] is one fused step after the conv
+                  (:mod:`plif.layers.fused_block`): it keeps the conv's output and a byte per
+                  pooled output, nothing else of the block.  Spikes equal to the composed layers'
+                  unless a potential lies within rounding of the threshold; gradients to rounding.
+                  With ``recompute_bn`` the conv's output is recomputed in backward instead.
+                  The default of training (preset ``fused``).
 spike_storage     layers whose input is spikes keep it as one byte (conv, linear, the linear after
                   time-invariant dropout), and max-pooling keeps a two-byte window offset
                   instead of int64 indices (on the CPU plif's pooling kernel, which keeps one
                   byte, runs instead).  Exact.
 recompute_bn      a conv followed by BatchNorm does not keep the conv's output (BN's input):
                   backward recomputes it from the conv's input (one-byte spikes, or the network's
-                  input for the first conv).  Exact.  Needs ``spike_storage``.
+                  input for the first conv).  Exact (against the same plan without it).  Needs
+                  ``spike_storage``.
 h_bf16            neurons keep ``H`` in bf16.  Not exact (see :mod:`plif.layers.saved_dtype`).
 chunk_first_block the network's first block (conv, BatchNorm, neuron, max-pool) on ``[T, B, ...]``
-                  input runs a few time-steps at a time and keeps only its input and the neuron's
-                  state between chunks; backward replays the chunks
+                  input runs a few time-steps at a time through the fused block and keeps only its
+                  input and the neuron's state between chunks; backward replays the chunks
                   (:mod:`plif.layers.time_chunked`).  Not bit-identical: BatchNorm's statistics
                   and gradient sums and the conv's weight gradient add up chunk by chunk.
 checkpoint_blocks each convolutional block (the layers up to and including a spatial pooling)
@@ -36,14 +44,15 @@ from torch import nn
 from torch.utils.checkpoint import checkpoint
 
 from ..layers import PerStepBatchNorm, TimeFolded, TimeInvariantDropout, unwrap
+from ..layers.fused_block import FusedBlock, fusable_pool
 from ..layers.saved_dtype import BF16SavedPotential
 from ..layers.spike_input import SpikeConv2d, SpikeConvBN, SpikeLinear
 from ..layers.spike_pool import SpikeMaxPool2d
 from ..layers.time_chunked import TimeChunkedBlock
-from ..neurons import SpikingNeuron
+from ..neurons import IF, LIF, PLIF, SpikingNeuron
 from .structure import spike_inputs
 
-__all__ = ["MemoryOptions", "make_plan", "run_plan", "MEMORY_PRESETS"]
+__all__ = ["MemoryOptions", "make_plan", "run_plan", "MEMORY_PRESETS", "DEFAULT_MEMORY", "fused_run"]
 
 
 @dataclass(frozen=True)
@@ -60,6 +69,9 @@ class MemoryOptions:
     """Each convolutional block keeps only its input and runs again in backward.  Exact."""
     chunk_first_block: bool = False
     """The first block runs a few time-steps at a time.  Not bit-identical (sums add up per chunk)."""
+    fused_block: bool = False
+    """Each conv → BatchNorm → neuron [→ 2×2 max-pool] runs BatchNorm, the neuron and the pool as one
+    fused step.  Gradients equal to rounding."""
 
     def __post_init__(self):
         for f in fields(self):
@@ -74,17 +86,23 @@ class MemoryOptions:
 
 
 MEMORY_PRESETS: dict[str, MemoryOptions] = {
+    "fused": MemoryOptions(spike_storage=True, fused_block=True),
     "none": MemoryOptions(),
     "spikes": MemoryOptions(spike_storage=True),
-    "exact": MemoryOptions(spike_storage=True, recompute_bn=True),
-    "low": MemoryOptions(spike_storage=True, recompute_bn=True, chunk_first_block=True),
+    "exact": MemoryOptions(spike_storage=True, recompute_bn=True, fused_block=True),
+    "low": MemoryOptions(spike_storage=True, recompute_bn=True, chunk_first_block=True, fused_block=True),
     "checkpoint": MemoryOptions(checkpoint_blocks=True),
-    "all": MemoryOptions(spike_storage=True, recompute_bn=True, h_bf16=True, chunk_first_block=True),
+    "all": MemoryOptions(spike_storage=True, recompute_bn=True, h_bf16=True, chunk_first_block=True, fused_block=True),
     "all+checkpoint": MemoryOptions(spike_storage=True, recompute_bn=True, h_bf16=True, checkpoint_blocks=True,
-                                    chunk_first_block=True),
+                                    chunk_first_block=True, fused_block=True),
 }
-"""Named :class:`MemoryOptions` (``plif train --memory`` picks one): ``none`` is plain PyTorch, ``spikes``,
-``exact`` and ``checkpoint`` give the same results, ``low`` and ``all`` add the inexact savings."""
+"""Named :class:`MemoryOptions` (``plif train --memory`` picks one): ``fused`` (the default) runs each
+conv block's BatchNorm, neuron and pool as one fused step; ``none`` is the composed PyTorch layers;
+``exact`` gives the same results as ``fused`` with the conv outputs recomputed in backward, and
+``spikes`` and ``checkpoint`` the same results as ``none``; ``low`` and ``all`` add the inexact savings."""
+
+DEFAULT_MEMORY = "fused"
+"""The preset networks train with unless told otherwise (``plif train --memory``, :func:`build_network`)."""
 
 
 def _is(m: nn.Module, cls) -> bool:
@@ -151,17 +169,17 @@ class _CheckpointedBlock:
         return checkpoint(self._run, x, start, calls, use_reentrant=False)
 
 
-def _first_block(layers: list[nn.Module]) -> int:
-    """How many layers the time-chunked first block takes: conv (no bias), exactly BatchNorm2d with
-    running statistics and a momentum, a neuron, and a max-pool if one follows; 0 if the network
-    does not start that way."""
-    if len(layers) < 3 or not (_is(layers[0], nn.Conv2d) and layers[0].layer.bias is None):
+def fused_run(layers: list[nn.Module], i: int) -> int:
+    """How many layers from ``i`` the fused block takes: conv (no bias), exactly ``BatchNorm2d`` over
+    ``T·B`` with running statistics and a momentum, an IF, LIF or PLIF layer, and a 2×2 stride-2
+    max-pool if one follows; 0 where the layers are not such a run."""
+    if i + 3 > len(layers) or not (_is(layers[i], nn.Conv2d) and layers[i].layer.bias is None):
         return 0
-    bn = layers[1]
+    bn = layers[i + 1]
     if not (_is(bn, nn.BatchNorm2d) and type(bn.layer) is nn.BatchNorm2d and bn.layer.track_running_stats
-            and bn.layer.momentum is not None and isinstance(layers[2], SpikingNeuron)):
+            and bn.layer.momentum is not None and type(layers[i + 2]) in (IF, LIF, PLIF)):
         return 0
-    if len(layers) > 3 and _is(layers[3], nn.MaxPool2d):
+    if i + 3 < len(layers) and _is(layers[i + 3], nn.MaxPool2d) and fusable_pool(layers[i + 3].layer):
         return 4
     return 3
 
@@ -172,15 +190,23 @@ def make_plan(layers: list[nn.Module], opts: MemoryOptions) -> list[tuple[int, i
     steps: list[tuple[int, int, object]] = []
     fed = spike_inputs(layers, training=True)  # the network's input is not assumed to be spikes
     i, n = 0, len(layers)
-    used = _first_block(layers) if opts.chunk_first_block else 0
+    # what runs where the fused block cannot (a device without its kernels, an exotic surrogate)
+    composed = make_plan(layers, replace(opts, fused_block=False, chunk_first_block=False,
+                                         checkpoint_blocks=False)) if opts.fused_block else None
+    used = fused_run(layers, 0) if opts.chunk_first_block else 0
     if used:
-        plain = make_plan(layers[:used], replace(opts, chunk_first_block=False, checkpoint_blocks=False))
-        steps.append((0, used, TimeChunkedBlock(list(layers[:used]), lambda x, start: run_plan(plain, x, start))))
+        first = make_plan(layers[:used], replace(opts, chunk_first_block=False, checkpoint_blocks=False))
+        steps.append((0, used, TimeChunkedBlock(list(layers[:used]), _runner(first, 0))))
         i = used
     while i < n:
         m, step, used, binary = layers[i], layers[i], 1, fed[i]
         nxt = layers[i + 1] if i + 1 < n else None
-        if isinstance(m, SpikingNeuron):
+        run = fused_run(layers, i) if opts.fused_block else 0
+        if run:
+            conv_step = SpikeConv2d(m.layer) if binary and opts.spike_storage else m
+            step, used = FusedBlock(list(layers[i:i + run]), conv_step, _runner(_within(composed, i, i + run), i),
+                                    opts.recompute_bn, binary), run
+        elif isinstance(m, SpikingNeuron):
             step = BF16SavedPotential(m) if opts.h_bf16 else m
         elif _is(m, nn.MaxPool2d):
             step = SpikeMaxPool2d(m.layer) if opts.spike_storage else m
@@ -201,6 +227,16 @@ def make_plan(layers: list[nn.Module], opts: MemoryOptions) -> list[tuple[int, i
         steps.append((i, i + used, step))
         i += used
     return _checkpoint_blocks(steps, layers) if opts.checkpoint_blocks else steps
+
+
+def _within(steps, lo: int, hi: int) -> list:
+    """The steps of a plan that run the layers ``lo .. hi-1`` (which a step never straddles)."""
+    return [s for s in steps if lo <= s[0] and s[1] <= hi]
+
+
+def _runner(steps, offset: int):
+    """``(x, start) ->`` the ``steps`` on ``x``, ``start`` counted from layer ``offset``."""
+    return lambda x, start=0: run_plan(steps, x, offset + start)
 
 
 def run_plan(steps: list[tuple[int, int, object]], x: torch.Tensor, start: int = 0) -> torch.Tensor:

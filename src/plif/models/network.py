@@ -19,7 +19,7 @@ from torch import nn
 from ..kernels.gpu_switches import current
 from ..layers import TimeInvariantDropout, unwrap
 from ..neurons import SpikingNeuron
-from .memory import MemoryOptions, make_plan, run_plan
+from .memory import DEFAULT_MEMORY, MEMORY_PRESETS, MemoryOptions, make_plan, run_plan
 from .builders import BUILDERS, BuildError, BuildOptions
 from .inputs import check_state, check_tensor, reference_tensor, to_time_first
 from .notation import MAX_INT, NotationError, parse
@@ -58,7 +58,7 @@ class SpikingNetwork(nn.Module):
         self.info = info
         self.input_shape = tuple(input_shape)
         self.T = int(T)
-        self.set_memory(memory or MemoryOptions())
+        self.set_memory(memory or MEMORY_PRESETS[DEFAULT_MEMORY])
 
     def set_memory(self, memory: MemoryOptions) -> "SpikingNetwork":
         """Choose the activation savings used in training (:mod:`plif.models.memory`); the layers,
@@ -225,7 +225,8 @@ def build_network(spec: str, input_shape, T: int = 8, *, neuron: str | None = No
     - bn_per_step: BatchNorm statistics per time-step (authors' code) instead of over ``T*B``.
     - per_channel_tau: one learnable τ per channel (or per feature after FC) instead of per layer.
     - dropout_p: override the probability of every ``DP``.
-    - memory: activation savings for training (:class:`plif.models.memory.MemoryOptions`).
+    - memory: how training runs the layers (:class:`plif.models.memory.MemoryOptions`; default the
+      ``fused`` preset, ``MemoryOptions()`` the composed layers).
     - neuron_kwargs: passed to every neuron (``v_threshold``, ``v_reset``, ``surrogate``, ...).
 
     Build under ``with torch.device("meta"):`` to get shapes and parameter counts without

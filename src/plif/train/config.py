@@ -20,7 +20,7 @@ from .fields import field_kind, is_int, value_fits
 
 __all__ = ["TrainConfig", "PRESETS", "resolve_config", "check_stored", "MEMORY_CHOICES"]
 
-MEMORY_CHOICES = ("none", "exact", "low", "all")  # --memory: presets of plif.models.MEMORY_PRESETS
+MEMORY_CHOICES = ("fused", "none", "exact", "low", "all")  # --memory: presets of plif.models.MEMORY_PRESETS
 
 
 @dataclass(frozen=True)
@@ -95,11 +95,12 @@ class TrainConfig:
         "help": "mixed precision: bf16 autocast with fp32 weights, BatchNorm statistics, neuron state and loss "
                 "(CUDA or CPU; on the CPU it pays where oneDNN has native bf16, e.g. AVX512-BF16: docs/speed.md)",
         "choices": ("bf16",)})
-    memory: str = field(default="none", metadata={
-        "help": "activation savings in training: none; exact (one-byte spikes, two-byte max-pool offsets, "
-                "BN recomputed; bit-identical gradients); low (exact + the first conv block of event input "
-                "run a few time-steps at a time and replayed in backward; gradients equal to rounding, about "
-                "1/3 of the naive peak at T=20); all (low + bf16 potentials)",
+    memory: str = field(default="fused", metadata={
+        "help": "how training runs the layers: fused (each conv's BN, neuron and 2x2 max-pool as one fused step that "
+                "keeps only the conv's output; gradients equal to the composed layers' to rounding); none (the "
+                "composed PyTorch layers); exact (fused, the conv outputs recomputed from one-byte spikes in "
+                "backward: the same results as fused); low (exact + the first conv block of event input run a few "
+                "time-steps at a time and replayed in backward); all (low + bf16 potentials of the other neurons)",
         "choices": MEMORY_CHOICES})
     checkpoint_blocks: bool = field(default=False, metadata={
         "help": "keep only each convolutional block's input for backward and recompute the block (exact)"})

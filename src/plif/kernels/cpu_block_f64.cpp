@@ -1,0 +1,4 @@
+// The exported f64 entry points of the templates in cpu_block.h.
+#include "cpu_block.h"
+
+PLIF_BLOCK_ENTRY_POINTS(f64, double, double, double)

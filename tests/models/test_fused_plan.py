@@ -1,0 +1,103 @@
+"""The fused conv blocks in a network's plan (the training default, ``--memory fused``) against the
+composed layers (``--memory none``), on narrow versions of the zoo's networks."""
+import copy
+
+import pytest
+import torch
+
+from plif.layers.fused_block import FusedBlock
+from plif.layers.time_chunked import TimeChunkedBlock
+from plif.data.catalog import DATASETS
+from plif.models import build_network
+from plif.models.memory import DEFAULT_MEMORY, MEMORY_PRESETS, fused_run
+from plif.train.config import MEMORY_CHOICES, TrainConfig
+from plif.train.loop import train_step
+from plif.train.optim import adam
+from plif_testing import narrow_zoo
+
+FORMS = [n for n in DATASETS if n != "ncaltech101"]
+THRESHOLD = 0.2  # every layer of the narrow networks fires within T = 3
+
+
+def _inputs(name, shape, T=3, B=3):
+    g = torch.Generator().manual_seed(2)
+    x = torch.rand(B, *shape, generator=g) if not DATASETS[name].is_event else (
+        torch.rand(T, B, *shape, generator=g) > 0.7).float()
+    return x, torch.randint(0, 32, (B,), generator=g)
+
+
+def _pair(name):
+    spec, shape = narrow_zoo(name)
+    torch.manual_seed(0)
+    fused = build_network(spec, shape, 3, v_threshold=THRESHOLD)
+    composed = copy.deepcopy(fused).set_memory(MEMORY_PRESETS["none"])
+    return fused, composed, shape
+
+
+@pytest.mark.parametrize("name", FORMS)
+def test_one_training_step_equals_the_composed_layers(name):
+    """``plif train``'s step (Adam included) once each way: the same loss and spikes, every gradient
+    within 1e-4 of its largest value (measured at most 6e-6), running statistics within 1e-6."""
+    fused, composed, shape = _pair(name)
+    x, y = _inputs(name, shape)
+    assert sum(isinstance(s, FusedBlock) for _, _, s in fused.plan()) == sum(
+        bool(fused_run(list(fused.layers), i)) for i in range(len(fused.layers))) > 0
+    out = {}
+    for key, net in (("fused", fused), ("none", composed)):
+        opt = adam(net.parameters(), 1e-3)
+        spikes = []
+        hook = net.layers[-1].register_forward_hook(lambda m, i, o: spikes.append(o.detach()))
+        torch.manual_seed(7)  # the same dropout masks
+        loss, correct, ok = train_step(net, opt, x, y, 32)
+        hook.remove()
+        out[key] = (loss, spikes[0], {n: p.grad.clone() for n, p in net.named_parameters()},
+                    {n: p.detach().clone() for n, p in net.named_parameters()},
+                    {n: b.clone() for n, b in net.named_buffers()}, bool(ok))
+    (l1, s1, g1, p1, b1, ok1), (l0, s0, g0, p0, b0, ok0) = out["fused"], out["none"]
+    assert ok0 and ok1 and torch.equal(l1, l0) and torch.equal(s1, s0) and s0.sum() > 0
+    for n in g0:
+        assert (g1[n] - g0[n]).abs().max() <= 1e-4 * g0[n].abs().max().clamp_min(1e-12), n
+        torch.testing.assert_close(p1[n], p0[n], rtol=1e-4, atol=1e-6)
+    for n in b0:
+        torch.testing.assert_close(b1[n].double(), b0[n].double(), rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("name", ["cifar10", "dvs128-gesture"])
+def test_evaluation_runs_the_composed_layers_bit_for_bit(name):
+    fused, composed, shape = _pair(name)
+    x, _ = _inputs(name, shape)
+    fused.train()(x if x.dim() == 5 else x)  # running statistics away from their start
+    composed.load_state_dict(fused.state_dict())
+    fused.eval(), composed.eval()
+    with torch.no_grad():
+        assert torch.equal(fused(x), composed(x))
+
+
+def test_compiles_fullgraph_with_fused_blocks_and_changing_batch():
+    """``torch.compile(fullgraph=True)`` traces the fused blocks (custom operators inside an
+    ``autograd.Function``) with a symbolic batch: the same spikes and gradients as eager."""
+    fused, _, shape = _pair("cifar10-dvs")
+    assert any(isinstance(s, FusedBlock) for _, _, s in fused.plan())
+    torch._dynamo.reset()
+    compiled = torch.compile(fused, fullgraph=True, backend="aot_eager")
+    for B in (3, 2):
+        x, _ = _inputs("cifar10-dvs", shape, B=B)
+        res = []
+        for f in (fused, compiled):
+            fused.zero_grad(set_to_none=True)
+            torch.manual_seed(3)
+            o = f(x)
+            (o.mean(0) ** 2).sum().backward()
+            res.append((o.detach(), [p.grad.clone() for p in fused.parameters()]))
+        assert torch.equal(res[0][0], res[1][0])
+        for a, b in zip(res[0][1], res[1][1]):
+            torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_training_defaults_to_the_fused_preset():
+    assert TrainConfig().memory == DEFAULT_MEMORY == "fused" and set(MEMORY_CHOICES) <= set(MEMORY_PRESETS)
+    assert TrainConfig().memory_options() == MEMORY_PRESETS["fused"]
+    net = build_network("c8k3s1-BN-PLIF-MPk2s2-FC10-PLIF", (2, 8, 8), 2)
+    assert isinstance(net.plan()[0][2], FusedBlock) and net.memory == MEMORY_PRESETS[DEFAULT_MEMORY]
+    low = build_network("c8k3s1-BN-PLIF-MPk2s2-FC10-PLIF", (2, 8, 8), 2, memory=MEMORY_PRESETS["low"])
+    assert isinstance(low.plan()[0][2], TimeChunkedBlock)
