@@ -51,5 +51,5 @@ def test_bench_rows_carry_the_counts_and_no_bound_without_a_gpu():
     from plif.bench.train import bench_train
 
     (row,) = bench_train("fashion-mnist", (2,), "cpu", ["auto"], warmup=0, iters=1, T=1, network=SPEC)
-    assert row.gflop > 0 and row.activation_gb > 0 and row.precision == "fp32" and row.memory == "none"
+    assert row.gflop > 0 and row.activation_gb > 0 and row.precision == "fp32" and row.memory == "fused"
     assert row.bound_ms is None and row.pct_of_bound is None

@@ -76,8 +76,8 @@ def test_dry_run_runs_every_stage_and_packs_them(tiny_fashion, tmp_path):
         assert all(r["bound_ms"] is None for r in measured)  # no GPU, no peaks
     for net, text in NETS.items():  # the product's --memory and --memory none beside it, SpikingJelly's AMP
         res = recs[net]["result"]
-        assert res["input"].startswith(text) and res["memory_default"] == "none"
-        assert [(r["variant"], r["memory"]) for r in res["rows"]][:2] == [("auto", "none"), ("auto", "none")]
+        assert res["input"].startswith(text) and res["memory_default"] == "fused"
+        assert [(r["variant"], r["memory"]) for r in res["rows"]][:2] == [("auto", "fused"), ("auto", "none")]
         assert [r["variant"] for r in res["rows"]][2:] == ["spikingjelly", "spikingjelly+bf16"]
         assert res["network"] == get_dataset(net).network_string(cpu=True)
     memory = recs["memory"]["result"]
@@ -86,7 +86,7 @@ def test_dry_run_runs_every_stage_and_packs_them(tiny_fashion, tmp_path):
     assert all(r["peak_mb"] > 100 and r["error"] is None for r in memory["rows"])
     # plif train's defaults, resolved for the CPU, as config.json recorded them
     assert recs["protocol"]["result"]["ran"] == {"cuda_graph": False, "compile": False, "tf32": True, "amp": None,
-                                                 "memory": "none"}
+                                                 "memory": "fused"}
     epochs = recs["protocol"]["result"]["epochs"]
     run_rows = [json.loads(line) for line in files["protocol-run/metrics.jsonl"].decode().splitlines()]
     assert epochs == [{k: m[k] for k in epochs[0]} for m in run_rows]  # what the run wrote, epoch by epoch

@@ -111,3 +111,15 @@ def test_the_tf32_flag_says_it_does_nothing_on_the_cpu(capsys):
     text = " ".join(capsys.readouterr().out.split())
     assert "--tf32, --no-tf32" in text and "no effect on the CPU [yes]" in text
     assert "--cuda-graph, --no-cuda-graph" in text and "[auto: on CUDA in a single process" in text
+
+
+def test_memory_left_to_plif_is_the_composed_layers_only_where_they_are_compiled_inside_the_graph():
+    """``--memory`` auto: ``none`` where the measured compile-inside-the-graph step runs (Inductor fuses the
+    composed layers around the neuron kernels), the fused conv blocks everywhere else; a value given stays."""
+    assert resolve_speed(_cfg(), "cuda")[0].memory == "none"  # the Fashion-MNIST paper step, compiled in the graph
+    assert resolve_speed(_cfg(), "cpu")[0].memory == "fused"
+    assert resolve_speed(_cfg(dataset="dvs128-gesture"), "cuda")[0].memory == "fused"
+    assert resolve_speed(_cfg(compile=False), "cuda")[0].memory == "fused"
+    assert resolve_speed(_cfg(cuda_graph=False), "cuda")[0].memory == "fused"
+    assert resolve_speed(_cfg(memory="exact"), "cuda")[0].memory == "exact"
+    assert resolve_speed(_cfg(memory="fused"), "cuda")[0].compile is False  # fused blocks were measured eagerly only

@@ -125,11 +125,20 @@ def _inputs(entry, T: int, b: int, dev):
     return x, x.unsqueeze(0).repeat(T, *([1] * x.dim())), y
 
 
-def memory_choice(memory: str | None) -> tuple[str, object]:
-    """``(name, MemoryOptions)`` of ``--memory memory``; None: ``plif train``'s default."""
-    from ..train.config import TrainConfig
+def memory_choice(memory: str | None, v: str = "auto", entry=None, network: str | None = None,
+                  T: int | None = None) -> tuple[str, object]:
+    """``(name, MemoryOptions)`` of ``--memory memory``; None: what ``plif train`` picks for a step run as
+    variant ``v`` (compiled inside the graph or not) of ``network`` at ``T`` on ``entry``'s dataset
+    (:func:`plif.train.speed.auto_memory`)."""
+    import dataclasses
 
-    cfg = TrainConfig() if memory is None else TrainConfig(memory=memory)
+    from ..train.config import TrainConfig
+    from ..train.speed import auto_memory
+
+    cfg = TrainConfig(memory=memory)
+    if entry is not None:
+        cfg = TrainConfig(dataset=entry.name, network=network or entry.network, T=T or entry.T, memory=memory)
+    cfg = dataclasses.replace(cfg, memory=auto_memory(cfg, "graph" in v, v.startswith("compile")))
     return cfg.memory, cfg.memory_options()
 
 
@@ -147,7 +156,7 @@ def _build_step(v: str, entry, T: int, x, xs, y, dev, network: str | None = None
     with switched(channels_last=v.endswith("+channels-last")):  # read when the network is built
         net = build_network(network, entry.input_shape, T, backend=backend)
     # a plain PyTorch SNN keeps every activation; bptt and auto+none: the composed layers of --memory none
-    net.set_memory(MemoryOptions() if v in COMPOSED else memory_choice(memory)[1])
+    net.set_memory(MemoryOptions() if v in COMPOSED else memory_choice(memory, v, entry, network, T)[1])
     net = net.to(dev)
     if v.startswith(("cuda-graph", "compile+graph")):  # plif train's captured step, compiled inside or not
         trainer = GraphTrainer(net, graph_adam(net.parameters(), 1e-3, dev), entry.num_classes, dev, amp=amp,
@@ -165,7 +174,7 @@ def _bound(r: TrainBenchResult, entry, T: int, network: str, dev, tf32: bool, me
     with torch.device("meta"):
         net = build_network(network, entry.input_shape, T)
     r.memory = ("" if r.variant.startswith("spikingjelly") or r.variant == "naive"
-                else "none" if r.variant in COMPOSED else memory_choice(memory)[0])
+                else "none" if r.variant in COMPOSED else memory_choice(memory, r.variant, entry, network, T)[0])
     r.precision = "bf16" if "+bf16" in r.variant else ("tf32" if tf32 and dev.type == "cuda" else "fp32")
     flops = step_flops(net, r.batch, static_input=not entry.is_event)
     nbytes = activation_bytes(net, r.batch, 2 if r.precision == "bf16" else 4)

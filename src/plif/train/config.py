@@ -18,9 +18,10 @@ from ..surrogate import PAPER_SURROGATE, SURROGATES, surrogate_spec
 from .checks import NEURON_NAMES, check_names, check_values, meta_network
 from .fields import field_kind, is_int, value_fits
 
-__all__ = ["TrainConfig", "PRESETS", "resolve_config", "check_stored", "MEMORY_CHOICES"]
+__all__ = ["TrainConfig", "PRESETS", "resolve_config", "check_stored", "MEMORY_CHOICES", "DEFAULT_MEMORY"]
 
 MEMORY_CHOICES = ("fused", "none", "exact", "low", "all")  # --memory: presets of plif.models.MEMORY_PRESETS
+DEFAULT_MEMORY = "fused"  # --memory left to plif, except where plif.train.speed compiles the composed layers
 
 
 @dataclass(frozen=True)
@@ -95,8 +96,10 @@ class TrainConfig:
         "help": "mixed precision: bf16 autocast with fp32 weights, BatchNorm statistics, neuron state and loss "
                 "(CUDA or CPU; on the CPU it pays where oneDNN has native bf16, e.g. AVX512-BF16: docs/speed.md)",
         "choices": ("bf16",)})
-    memory: str = field(default="fused", metadata={
-        "help": "how training runs the layers: fused (each conv's BN, neuron and 2x2 max-pool as one fused step that "
+    memory: str | None = field(default=None, metadata={
+        "help": "how training runs the layers [auto: fused, except none where the network is compiled inside the "
+                "CUDA graph as measured faster (plif.train.speed)]: fused (each conv's BN, neuron and 2x2 max-pool as "
+                "one fused step that "
                 "keeps only the conv's output; gradients equal to the composed layers' to rounding); none (the "
                 "composed PyTorch layers); exact (fused, the conv outputs recomputed from one-byte spikes in "
                 "backward: the same results as fused); low (exact + the first conv block of event input run a few "
@@ -138,9 +141,10 @@ class TrainConfig:
         """The :class:`plif.models.MemoryOptions` of ``memory`` and ``checkpoint_blocks``."""
         from ..models import MEMORY_PRESETS
 
-        if self.memory not in MEMORY_CHOICES:
-            raise ValueError(f"unknown --memory {self.memory!r}; valid: {', '.join(MEMORY_CHOICES)}")
-        return dataclasses.replace(MEMORY_PRESETS[self.memory], checkpoint_blocks=bool(self.checkpoint_blocks))
+        memory = DEFAULT_MEMORY if self.memory is None else self.memory  # auto, before plif.train.speed decides it
+        if memory not in MEMORY_CHOICES:
+            raise ValueError(f"unknown --memory {memory!r}; valid: {', '.join(MEMORY_CHOICES)}")
+        return dataclasses.replace(MEMORY_PRESETS[memory], checkpoint_blocks=bool(self.checkpoint_blocks))
 
     def to_dict(self) -> dict:
         """Every field as JSON-ready values plus the network's keyword arguments (a run's ``config.json``)."""

@@ -12,6 +12,10 @@ from there instead of deciding again (``plif eval`` evaluates eagerly, with the 
   (:data:`COMPILE_MEASURED`: 1.19 / 5.59 ms against 1.55 / 8.48), off elsewhere (one line on
   CUDA says so; ``--compile`` compiles anyway).  Inductor's compile takes tens of seconds once,
   in the first epoch.
+- ``memory`` auto: ``none`` (the composed layers, which Inductor fuses around the neuron kernels:
+  what was measured) where the network is compiled inside the graph, ``fused`` (each conv block's
+  BatchNorm, neuron and max-pool as one fused step) everywhere else, the CPU included.  The GPU
+  script's second plan measures the fused blocks against ``none`` on the conv-heavy networks.
 
 On the CPU both stay off and nothing is said: a CUDA graph needs CUDA, and compiling on the CPU
 stays opt-in (``--compile``).
@@ -20,9 +24,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from .config import TrainConfig
+from .config import DEFAULT_MEMORY, TrainConfig
 
-__all__ = ["resolve_speed", "graph_obstacle", "COMPILE_MEASURED"]
+__all__ = ["resolve_speed", "graph_obstacle", "auto_memory", "COMPILE_MEASURED"]
 
 COMPILE_MEASURED = {
     "fashion-mnist": "H200: 1.19 / 5.59 ms a step at batch 16 / 128 compiled in the graph, 1.55 / 8.48 ms not",
@@ -48,9 +52,11 @@ def graph_obstacle(cfg: TrainConfig, world: int) -> str | None:
 
 
 def _compile_obstacle(cfg: TrainConfig) -> str | None:
+    """Why auto does not compile ``cfg``'s network inside the graph, or None (``memory`` left to
+    plif counts as ``none``: :func:`auto_memory` picks it where this says None)."""
     from ..data.catalog import get_dataset
 
-    if cfg.memory != "none" or cfg.checkpoint_blocks:
+    if cfg.memory not in (None, "none") or cfg.checkpoint_blocks:
         return f"--memory {cfg.memory}{' --checkpoint-blocks' if cfg.checkpoint_blocks else ''} was measured eagerly only"
     entry = get_dataset(cfg.dataset)
     if cfg.dataset not in COMPILE_MEASURED or cfg.network != entry.network or cfg.T != entry.T:
@@ -59,8 +65,17 @@ def _compile_obstacle(cfg: TrainConfig) -> str | None:
     return None
 
 
+def auto_memory(cfg: TrainConfig, graph: bool, compiled: bool) -> str:
+    """``--memory`` left to plif (``None``): ``none`` where the network runs compiled inside the CUDA
+    graph as measured, the fused conv blocks (:data:`~plif.train.config.DEFAULT_MEMORY`) elsewhere;
+    a value given is kept."""
+    if cfg.memory is not None:
+        return cfg.memory
+    return "none" if graph and compiled and _compile_obstacle(cfg) is None else DEFAULT_MEMORY
+
+
 def resolve_speed(cfg: TrainConfig, device_type: str, world: int = 1) -> tuple[TrainConfig, list[str]]:
-    """``cfg`` with ``cuda_graph`` and ``compile`` decided where they were left to plif (``None``),
+    """``cfg`` with ``cuda_graph``, ``compile`` and ``memory`` decided where they were left to plif (``None``),
     and the lines that say what auto turned off on CUDA (none on the CPU).  ``cfg`` must be
     resolved (:func:`plif.train.config.resolve_config`); a value given explicitly is kept, and
     :func:`plif.train.graph.check_graph_options` refuses it where it cannot run."""
@@ -77,4 +92,4 @@ def resolve_speed(cfg: TrainConfig, device_type: str, world: int = 1) -> tuple[T
         compiled = why is None
         if why and graph:
             notes.append(f"torch.compile: off, {why} (--compile / --no-compile decide it)")
-    return dataclasses.replace(cfg, cuda_graph=graph, compile=compiled), notes
+    return dataclasses.replace(cfg, cuda_graph=graph, compile=compiled, memory=auto_memory(cfg, graph, compiled)), notes
