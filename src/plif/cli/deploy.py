@@ -12,8 +12,8 @@ def run_stats(args) -> int:
     from ..runs import read_run_config
     from ..train.config import check_stored
 
-    config = read_run_config(args.run, check_stored)  # a value plif train refuses: names config.json and the field
-    net, _ = load_run(args.run, which=args.which, config=config)
+    config = read_run_config(args.run, check_stored, trust_modules=args.trust_module)  # a value plif train
+    net, _ = load_run(args.run, which=args.which, config=config)  # refuses: names config.json and the field
     if args.random:
         batches = random_batches(net.input_shape, args.samples, args.batch_size, seed=args.seed)
     else:
@@ -59,8 +59,8 @@ def run_export(args) -> int:
         raise ValueError("--dt does not go with --for all: each importer's file takes the dt that importer steps "
                          "with (export --for norse or generic --dt DT for one file at yours)")
     dt = None if args.target == ALL_TARGETS else target_dt(args.target, args.dt)  # refused before loading
-    config = read_run_config(args.run, check_stored)  # a value plif train refuses: names config.json and the field
-    net, _ = load_run(args.run, which=args.which, config=config)
+    config = read_run_config(args.run, check_stored, trust_modules=args.trust_module)  # a value plif train
+    net, _ = load_run(args.run, which=args.which, config=config)  # refuses: names config.json and the field
     with warnings.catch_warnings(record=True) as notes:
         warnings.simplefilter("always", InexactLeakWarning)
         warnings.simplefilter("always", InexactExportWarning)
@@ -105,6 +105,8 @@ def _check(args) -> int:
     """``plif export --check FILE``: which importers run the file exactly, from its nodes and metadata."""
     if args.run or args.nir:
         raise ValueError("--check FILE takes no run folder and no --nir")
+    if args.trust_module:
+        raise ValueError("--check FILE reads no run folder: --trust-module is for plif export RUN")
     from ..deploy.nir_import import read_graph
     from ..deploy.nir_targets import describe
 
@@ -115,7 +117,7 @@ def _check(args) -> int:
 
 def register(sub) -> None:
     from ..deploy.nir_targets import ALL_TARGETS, BN_MODES, DEFAULT_TARGET, TARGETS
-    from .checks import MAX_INT, MAX_SEED, existing_folder, int_in
+    from .checks import MAX_INT, MAX_SEED, add_trust_flag, existing_folder, int_in
 
     p = sub.add_parser("stats", help="per-layer firing rates, synaptic operations and energy estimate of a trained run")
     p.add_argument("run", help="run folder (config.json + checkpoints/)")
@@ -127,6 +129,7 @@ def register(sub) -> None:
     p.add_argument("--random", action="store_true", help="use random normal input instead of the test set")
     p.add_argument("--seed", type=int_in(0, MAX_SEED), default=0, help="seed of --random input (0 to 2^32-1) [0]")
     p.add_argument("--json", help="also write the statistics as JSON to this file")
+    add_trust_flag(p)
     p.set_defaults(func=run_stats)
 
     e = sub.add_parser("export", help="export a trained run to NIR (Neuromorphic Intermediate Representation), "
@@ -155,4 +158,5 @@ def register(sub) -> None:
                    help="exact: BatchNorm as its own node, computing what the trained network computes; fold: "
                         "merged into the conv before it (smaller, rounds differently: the check says how many "
                         "outputs change) [%(default)s]")
+    add_trust_flag(e)
     e.set_defaults(func=run_export)

@@ -60,6 +60,8 @@ def run_plot(args) -> int:
     if args.what == "neuron":
         if args.run:
             raise ValueError(f"plot neuron takes no run folder (got {args.run!r})")
+        if args.trust_module:
+            raise ValueError("plot neuron reads no run folder: --trust-module is for plot encoder RUN")
         from ..experiments import plot_neuron_figures
 
         paths = plot_neuron_figures(args.out, steps=args.steps, output=output)
@@ -70,7 +72,7 @@ def run_plot(args) -> int:
             raise ValueError("plot encoder needs a run folder: plif plot encoder RUN --out DIR")
         paths = plot_encoder_figures(args.run, args.out, channels=args.channels, samples=args.samples,
                                      layer=args.layer, event_file=args.event, data_dir=args.data_dir,
-                                     which=args.checkpoint, output=output)
+                                     which=args.checkpoint, output=output, trust_modules=args.trust_module)
     for p in paths:
         print(p)
     return 0
@@ -108,5 +110,8 @@ def register(sub) -> None:
     p.add_argument("--data-dir", help="encoder: dataset folder if not the run's")
     p.add_argument("--checkpoint", default="best", help="encoder: best, best_test, best_val or last [best]")
     p.add_argument("--debug", action="store_true")
+    from .checks import add_trust_flag
+
+    add_trust_flag(p)
     _add_figure_flags(p)
     p.set_defaults(func=run_plot)
