@@ -24,7 +24,7 @@ def run_train(args) -> int:
 
         cfg = TrainConfig(**given)
         if args.download:
-            _download(cfg)
+            _download(cfg, asked=True)
         return train(cfg, restart=args.restart)
     if args.restart:
         raise ValueError("--restart deletes the run in --out and --resume continues it: give one of them")
@@ -37,11 +37,11 @@ def run_train(args) -> int:
     stored = _stored_config(run, [*args.trust_module, *([typed.partition(":")[0]] if ":" in typed else [])])
     cfg = dataclasses.replace(stored, **{**given, "out": str(run)})
     if args.download:
-        _download(cfg)
+        _download(cfg, asked=False)
     return train(cfg, resume=True)
 
 
-def _download(cfg) -> None:
+def _download(cfg, asked: bool) -> None:
     """``--download``: fetch an event dataset into --data-dir (or the default folder) once every other
     value checked out; static datasets are downloaded by their loader anyway."""
     from ..data.event_download import download_event_dataset
@@ -51,7 +51,7 @@ def _download(cfg) -> None:
         return
     if cfg.data_dir is not None:
         Path(cfg.data_dir).expanduser().mkdir(parents=True, exist_ok=True)
-    resolve_config(cfg)  # a bad option fails now, not after a long download
+    resolve_config(cfg, asked)  # a bad option fails now, not after a long download
     download_event_dataset(cfg.dataset_spec, cfg.data_dir)
 
 
