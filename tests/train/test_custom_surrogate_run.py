@@ -150,8 +150,10 @@ def test_reports_read_the_run_without_importing(run, code, tmp_path):
 
 def test_trust_module_is_refused_where_no_run_folder_is_read(tiny_fashion, tmp_path, capsys):
     for argv, why in ((tiny_train_argv(tiny_fashion, tmp_path / "r", "--trust-module", "x"), "is for --resume"),
-                      (["export", "--check", str(tmp_path / "f.nir"), "--trust-module", "x"], "reads no run folder"),
-                      (["plot", "neuron", "--out", str(tmp_path / "p"), "--trust-module", "x"], "reads no run folder")):
+                      (["export", "--check", str(tmp_path / "f.nir"), "--trust-module", "x"],
+                       "--check FILE only reads the file: --trust-module is for plif export RUN"),
+                      (["plot", "neuron", "--out", str(tmp_path / "p"), "--trust-module", "x"],
+                       "--trust-module: no effect on plot neuron")):
         capsys.readouterr()
         assert main(argv) == 2
         assert why in capsys.readouterr().err
