@@ -164,7 +164,7 @@ def test_resume_of_a_run_with_no_finished_epoch_starts_it(tiny_fashion, tmp_path
     # issue 39.4: rates float32 cannot hold, and options that would have no effect, with the reason
     (dict(lr=1e-320), r"--lr 1e-320: must be a normal float32 number, 2\^-126 \(1.2e-38\) to 3.4e38: Adam's step"),
     (dict(lr=5e-324), r"--lr 5e-324: must be a normal float32 number"), (dict(lr=1e-39), "subnormal or 0"),
-    (dict(lr=3.5e38), r"--lr 3.5e\+38: must be a normal float32 number.*a larger one infinite"),
+    (dict(lr=3.5e38), r"--lr 3.5e\+38: must be a normal float32 number.*a larger one is infinite"),
     (dict(neuron="lif", per_channel_tau=True), "--per-channel-tau has no effect with --neuron lif: only PLIF learns"),
     (dict(neuron="if", per_channel_tau=True), r"--per-channel-tau has no effect with --neuron if: .*\(IF has no tau\)"),
     (dict(neuron="if", tau0=3.0), "--tau0 3 has no effect with --neuron if: IF integrates without a leak"),

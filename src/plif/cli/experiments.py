@@ -90,6 +90,7 @@ def run_plot(args) -> int:
 def register(sub) -> None:
     from ..experiments.ablation import ABLATIONS
 
+    from .checks import add_trust_flag
     from .config_flags import add_config_flags
 
     a = sub.add_parser("ablate", help="the paper's ablations (Tables 4, 5) as one resumable sweep of run folders")
@@ -119,8 +120,6 @@ def register(sub) -> None:
     p.add_argument("--data-dir", help="encoder: dataset folder if not the run's")
     p.add_argument("--checkpoint", help="encoder: best, best_test, best_val or last [best]")
     p.add_argument("--debug", action="store_true")
-    from .checks import add_trust_flag
-
     add_trust_flag(p)
     _add_figure_flags(p)
     p.set_defaults(func=run_plot)

@@ -25,9 +25,10 @@ __all__ = ["NEURON_NAMES", "MAX_SEED", "LR_RANGE", "check_names", "check_values"
 NEURON_NAMES = tuple(name.lower() for name in NEURONS)
 MAX_SEED = 2**32 - 1  # every generator seeded from it stays inside torch's 64-bit seeds
 LR_RANGE = (2.0**-126, (2 - 2.0**-23) * 2.0**127)
-"""The learning rates that mean something: the normal float32 numbers.  Adam's step ``lr·m/√v`` is
-computed in float32 (the captured step's rate is a float32 tensor): a smaller rate is subnormal
-there, or 0 (``1e-320``), and moves no weight; a larger one is infinite."""
+"""The learning rates that mean something: the normal float32 numbers.  Adam's step ``lr·m/√v``
+(``|m/√v|`` about 1, at most ~3) is computed in float32 (the captured step's rate is a float32
+tensor): a smaller rate is subnormal there, or 0 (``1e-320``), and changes no weight but one within
+~1e-31 of 0 (a step below half a float32 ulp rounds away); a larger one is infinite."""
 
 
 def check_names(cfg, presets) -> None:
@@ -77,8 +78,8 @@ def check_values(cfg) -> None:
         raise ValueError(f"--lr must be positive, got {cfg.lr:g}")
     if not LR_RANGE[0] <= cfg.lr <= LR_RANGE[1]:
         raise ValueError(f"--lr {cfg.lr!r}: must be a normal float32 number, 2^-126 (1.2e-38) to 3.4e38: Adam's step "
-                         "lr*m/sqrt(v) is computed in float32, where a smaller rate is subnormal or 0 and moves no "
-                         "weight, a larger one infinite")
+                         "lr*m/sqrt(v) is computed in float32, where a smaller rate is subnormal or 0 and changes no "
+                         "weight but one within ~1e-31 of 0, a larger one is infinite")
     if cfg.neuron.lower() != "if":  # also every neuron token of the network string
         check_tau(cfg.tau0, "--tau0")
     if not 0.0 <= cfg.val_split < 1.0:
