@@ -2,10 +2,10 @@
 
 torchrun's agent raises ``ChildFailedError`` for every worker that exits non-zero and prints its
 traceback: that traceback is torchrun's own (docs/distributed.md), not plif's.  The scenario checks
-that plif's one line comes first and is the report's root cause (``traceback : plif train: error:
-...``); only then is the agent's report left out of what the sweep judges, so any other traceback,
-or a report without plif's line, is still judged a traceback.  Every worker that reaches the check
-prints the same line (docs/distributed.md shows it): the copies of the first are judged as one.
+that plif's line is printed before the report and is its root cause (``traceback : plif train:
+error: ...``); only then is the agent's report left out of what the sweep judges, so any other
+traceback, or a report without plif's line, is still judged a traceback.  Every worker that reaches
+the check prints the same line (docs/distributed.md shows it): the copies are judged as one.
 """
 from __future__ import annotations
 
@@ -29,12 +29,14 @@ def _torchrun(argv):
         t0 = time.perf_counter()
         p = subprocess.run(cmd, cwd=env.tmp, env=plif_env(), capture_output=True, text=True, timeout=240)
         err = p.stderr
-        lines = [ln for ln in err.splitlines() if "error:" in ln]
         report = REPORT.search(err)
-        if lines and report and f"traceback : {lines[0]}" in report.group(0):
-            err = err[:report.start()] + err[report.end():]  # torchrun's agent, naming plif's line as root cause
-            first = err.index(lines[0]) + len(lines[0])  # each worker refuses with the same line: judged once
-            err = err[:first] + err[first:].replace(lines[0] + "\n", "")
+        causes = re.findall(r"traceback : (plif[^\n]*error: [^\n]*)", report.group(0)) if report else []
+        before = err[:report.start()] if report else ""
+        if causes and causes[0] in before:
+            # torchrun's agent, naming plif's line as a root cause; each worker printed that line (two
+            # workers writing one stderr may interleave them): judged once, where it first appears
+            i = before.index(causes[0]) + len(causes[0])
+            err = before[:i] + "\n" + before[i:].replace(causes[0], "") + err[report.end():]
         return Result(p.returncode, p.stdout, err, time.perf_counter() - t0)
     return run
 
