@@ -22,12 +22,17 @@ the fused kernels; any other runs on the ``bptt`` path, and ``backend='auto'`` s
 Outside the process that registered it (``plif train``, a resumed run, ``plif eval``) a custom
 surrogate is named ``MODULE:NAME``: :func:`get_surrogate` imports ``MODULE`` (which registers
 ``NAME`` when imported) the first time the name is asked for, so a run folder's config names a
-surrogate that every later command can find again (:attr:`Surrogate.spec`).
+surrogate that every later command can find again (:attr:`Surrogate.spec`).  ``MODULE`` is looked
+for where installed modules are and on ``PYTHONPATH``, never in the working directory that
+``python -m`` and ``python -c`` put first on ``sys.path`` (a ``MODULE.py`` lying there would
+otherwise run), unless ``PYTHONPATH`` names that folder.  A module named by a run folder is imported
+only when the user trusts it (:func:`plif.runs.stored_surrogate`).
 """
 from __future__ import annotations
 
 import importlib
 import math
+import os
 import sys
 import warnings
 from dataclasses import dataclass
@@ -257,17 +262,41 @@ def get_surrogate(name: str, option: str = "surrogate") -> Surrogate:
     module, _, short = name.partition(":")
     if not module or not short:
         raise ValueError(f"{option} {name!r}: write MODULE:NAME, e.g. mypackage.surrogates:superspike")
+    if not is_module_name(module):
+        raise ValueError(f"{option} {name!r}: {module!r} is not a module name (dotted Python identifiers)")
     if module not in sys.modules:
         try:
-            importlib.import_module(module)
+            import_outside_cwd(module)
         except Exception as e:  # noqa: BLE001  (user code: any error it raises while importing is the reason)
             raise ValueError(f"{option} {name!r}: cannot import module {module!r} ({type(e).__name__}: {e}); "
-                             "it must be installed or on PYTHONPATH") from None
+                             "it must be installed or on PYTHONPATH (the working directory is not searched: "
+                             "import it first, or name its folder in PYTHONPATH)") from None
     entry = SURROGATES.get(short) or CUSTOM_SURROGATES.get(short)
     if entry is None:
         raise ValueError(f"{option} {name!r}: module {module!r} registers no surrogate {short!r}; registered: "
                          f"{', '.join(CUSTOM_SURROGATES) or 'none'}")
     return entry
+
+
+def is_module_name(text: str) -> bool:
+    """Whether ``text`` is an absolute module name: dotted Python identifiers (``pkg.surrogates``)."""
+    return isinstance(text, str) and all(part.isidentifier() for part in text.split("."))
+
+
+def import_outside_cwd(module: str):
+    """``importlib.import_module(module)`` with the working directory left off ``sys.path`` (``''``,
+    and the folder itself, which ``python -m`` puts first), unless ``PYTHONPATH`` names it: a
+    ``module.py`` lying in the folder the user happens to be in is never what they chose."""
+    cwd = os.path.realpath(os.getcwd())
+    named = {os.path.realpath(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p}
+    if cwd in named:
+        return importlib.import_module(module)
+    saved = list(sys.path)
+    sys.path[:] = [p for p in saved if os.path.realpath(p or os.curdir) != cwd]
+    try:
+        return importlib.import_module(module)
+    finally:  # what the module itself added stays
+        sys.path[:] = saved + [p for p in sys.path if p not in saved]
 
 
 _UNFINDABLE: set[str] = set()

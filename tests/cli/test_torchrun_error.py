@@ -43,3 +43,21 @@ def test_outside_torchrun_nothing_is_written(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert main(["train", "--lr", "0", "--out", str(tmp_path / "run")]) == 2
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_refusal_is_one_write(tmp_path, monkeypatch):
+    """Under torchrun every worker prints its refusal to the same stderr; unbuffered
+    (PYTHONUNBUFFERED=1), print's two writes (the line, then its newline) of two workers interleaved
+    into one garbled line."""
+    import io
+
+    writes = []
+
+    class Recording(io.StringIO):
+        def write(self, text):
+            writes.append(text)
+            return len(text)
+
+    monkeypatch.setattr("sys.stderr", Recording())
+    assert main(["train", "--lr", "0", "--out", str(tmp_path / "run")]) == 2
+    assert writes == ["plif train: error: --lr must be positive, got 0\n"]

@@ -387,3 +387,26 @@ def test_a_build_error_names_the_recording_once(tmp_path, capsys):
                  "--cache-dir", str(tmp_path / "cache"), "--workers", "0", "--quiet"]) == 2
     err = capsys.readouterr().err
     assert f"{bad}: EventFormatError: byte offset 0: truncated event: 4 of 5 bytes" in err and err.count(str(bad)) == 1
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["prepare", "fashion-mnist", "--T", "4", "--split", "time"], "--T, --split: no effect on fashion-mnist, a static "
+                                                                  "dataset (images, no frames and no frame cache)"),
+    (["prepare", "mnist", "--cache-dir", "c", "--workers", "0", "--no-flip-x", "--allow-empty", "--verify"],
+     "--cache-dir, --workers, --no-flip-x, --allow-empty, --verify: no effect on mnist"),
+    (["prepare", "nmnist", "--no-download"], "--no-download: no effect on nmnist, an event dataset: prepare never"),
+    (["prepare", "nmnist", "--no-flip-x"], "--no-flip-x: no effect on nmnist, whose recordings are not jAER's AEDAT "
+                                           "2.0 (it is for cifar10-dvs)"),
+    (["download", "fashion-mnist", "--keep-archives"], "--keep-archives: no effect on fashion-mnist"),
+    (["verify", "c", "--cache-dir", "."], "--cache-dir has no effect when cache folders are named"),
+    (["clean", "--cache-dir", ".", "--dataset", "mnist"], "--dataset mnist: a static dataset, which has no frame caches"),
+    (["clean", "--cache-dir", ".", "--dataset", "nope"], "unknown dataset 'nope'; valid: mnist"),
+])
+def test_options_that_would_do_nothing_are_refused(argv, message, tmp_path, capsys, monkeypatch):
+    """Issue 39.4: each refused before any work, with the reason (--no-flip-x on N-MNIST was a TypeError)."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["data", *argv, "--data-dir", str(tmp_path / "none")] if argv[0] in ("prepare", "download")
+                else ["data", *argv]) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == []

@@ -144,3 +144,23 @@ def test_export_for_all_writes_one_file_per_importer_named_after_it(run_dir, tmp
     assert "--dt does not go with --for all" in capsys.readouterr().err
     assert not list(tmp_path.glob("x*"))
 
+
+
+@pytest.mark.parametrize("extra,message", [
+    (["--which", "last"], "--check FILE only reads the file: --which is for plif export RUN --nir FILE"),
+    (["--for", "norse", "--bn", "fold"], "--check FILE only reads the file: --for, --bn are for plif export RUN"),
+    (["--dt", "1", "--no-verify", "--allow-inexact-dt"], "--dt, --no-verify, --allow-inexact-dt are for plif export"),
+])
+def test_export_check_refuses_the_options_of_an_export(extra, message, tmp_path, capsys):
+    """Options that would have no effect (issue 39.4): --check FILE exports nothing."""
+    assert main(["export", "--check", str(tmp_path / "x.nir"), *extra]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_stats_refuses_the_seed_of_input_it_does_not_draw_and_a_dataset_it_does_not_read(run_dir, tmp_path, capsys):
+    run, _ = run_dir
+    assert main(["stats", str(run), "--seed", "3"]) == 2
+    assert "--seed has no effect without --random: it seeds the random input" in capsys.readouterr().err
+    assert main(["stats", str(run), "--random", "--data-dir", str(tmp_path)]) == 2
+    assert "--data-dir has no effect with --random" in capsys.readouterr().err
+    assert main(["stats", str(run), "--random", "--seed", "3", "--samples", "4"]) == 0

@@ -110,3 +110,15 @@ def test_ablate_and_report_read_one_sweep_format(tiny_fashion, tmp_path, capsys)
         assert main(argv) == 2
         err = capsys.readouterr().err
         assert f"{out / 'sweep.json'}: not a plif sweep file" in err and "Traceback" not in err
+
+
+def test_per_channel_tau_goes_to_the_plif_entries_only(tiny_fashion, tmp_path, monkeypatch):
+    """LIF's tau is fixed, so --per-channel-tau, meaningless for it (issue 39.4), is PLIF's alone."""
+    import plif.train.run as run_mod
+
+    ran = {}
+    monkeypatch.setattr(run_mod, "train_status", lambda cfg, resume, log: (ran.setdefault(cfg.neuron + str(cfg.tau0), cfg),
+                                                                           False))
+    assert main(_argv(tiny_fashion, tmp_path / "sweep", "--per-channel-tau")) == 0
+    assert {name: cfg.per_channel_tau for name, cfg in ran.items()} == {
+        "plif2.0": True, "lif2.0": False, "plif16.0": True, "lif16.0": False}

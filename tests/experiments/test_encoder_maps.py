@@ -121,3 +121,12 @@ def test_spike_snapshot_uses_two_flat_colours_and_rates_a_continuous_map():
     assert [t.get_text() for t in bar.get_yticklabels()] == ["no spike (0)", "spike (1)"]
     rates = _grid_figure(spikes * 0.5, "rates", 1.0, "rate")
     assert all(im.cmap.N == 256 for ax in rates.axes for im in ax.images)
+
+
+def test_options_of_the_other_plot_are_refused(tmp_path, capsys):
+    """Issue 39.4: plot neuron has no run, samples or checkpoint; plot encoder no --steps."""
+    assert main(["plot", "neuron", "--out", str(tmp_path / "o"), "--samples", "2", "--checkpoint", "last"]) == 2
+    assert "--samples, --checkpoint: no effect on plot neuron (options of plot encoder RUN)" in capsys.readouterr().err
+    assert main(["plot", "encoder", str(tmp_path), "--out", str(tmp_path / "o"), "--steps", "50"]) == 2
+    assert "--steps: no effect on plot encoder" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()

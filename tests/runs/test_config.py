@@ -2,6 +2,7 @@
 the surrogate it names, and the copy in last.pt when config.json is damaged."""
 import ast
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -73,11 +74,14 @@ def test_the_copy_in_last_pt_stands_in_for_a_damaged_config_json_only_when_asked
 def test_every_surrogate_a_run_names_is_made_usable_by_one_function(run_dir, monkeypatch):
     run, _ = run_dir
     _rewrite(run, surrogate="plif_no_such_module:x", network_kwargs={"surrogate": "plif_no_such_module:x"})
+    with pytest.raises(ValueError, match=r"config.json: surrogate 'plif_no_such_module:x' names module "
+                                         r"'plif_no_such_module', which plif imports \(running its code\) only when"):
+        read_run_config(run)  # untrusted: never imported
     with pytest.raises(ValueError, match=r"config.json: surrogate 'plif_no_such_module:x': cannot import module "
                                          r"'plif_no_such_module'"):
-        read_run_config(run)
+        read_run_config(run, trust_modules=["plif_no_such_module"])
     made = []
-    monkeypatch.setattr(stored, "stored_surrogate", lambda spec, source: made.append((spec, Path(source).name)))
+    monkeypatch.setattr(stored, "stored_surrogate", lambda spec, source, trust: made.append((spec, Path(source).name)))
     _rewrite(run, surrogate="sigmoid", network_kwargs={"surrogate": "atan"})
     read_run_config(run)
     assert made == [("sigmoid", "config.json"), ("atan", "config.json")]
@@ -93,3 +97,21 @@ def test_only_plif_runs_config_reads_a_run_config():
             if name == "read_json_file" and node.args and ast.unparse(node.args[0]).endswith(".config"):
                 readers.append(path.relative_to(src).as_posix())
     assert readers == ["runs/config.py"]
+
+
+@pytest.mark.parametrize("spec", ["this:x", "antigravity:x", "json.tool:x"])
+def test_a_module_a_run_names_is_not_imported_unless_trusted(run_dir, spec, capsys, monkeypatch):
+    """``this`` prints the Zen of Python and ``antigravity`` opens a browser when imported."""
+    run, _ = run_dir
+    module = spec.partition(":")[0]
+    monkeypatch.delenv("PLIF_TRUST_MODULES", raising=False)
+    monkeypatch.delitem(sys.modules, module, raising=False)
+    _rewrite(run, surrogate=spec)
+    for trust in ((), ["thisx", "antigravity.sub", "jsonx"]):  # a name that only starts alike trusts nothing
+        with pytest.raises(ValueError, match=f"names module '{module}', which plif imports .* --trust-module {module},"):
+            read_run_config(run, trust_modules=trust)
+    assert module not in sys.modules and capsys.readouterr() == ("", "")
+    if module == "json.tool":  # trusting a package trusts its submodules
+        with pytest.raises(ValueError, match="module 'json.tool' registers no surrogate 'x'"):
+            read_run_config(run, trust_modules=["json"])
+        assert module in sys.modules

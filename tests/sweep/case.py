@@ -1,6 +1,7 @@
 """One bad input, fault or attack tried as a user would, and how its outcome is judged.
 
-A case either runs ``plif ARGV...`` (``argv``) or its own scenario (``run``: start, kill, resume ...).
+A case either runs ``plif ARGV...`` (``argv``) or its own scenario (``run``: start, kill, resume ...,
+or Python code as a user of the library writes it, :attr:`Env.python`).
 Strings in ``argv`` may name ``{tmp}`` (the case's own empty folder), ``{shared}`` (the project's
 real sample data, ``../shared/data``) and ``{fmnist}`` (a folder with the four official
 Fashion-MNIST files, or a tiny stand-in in the same format).  ``setup(tmp)`` writes what the case
@@ -55,11 +56,13 @@ class Case:
 
 @dataclasses.dataclass
 class Env:
-    """What a scenario gets: its folder, the substitutions and a way to run ``plif``."""
+    """What a scenario gets: its folder, the substitutions and a way to run ``plif`` and Python."""
 
     tmp: Path
     subst: dict
     plif: Callable[..., Result]  # plif(*argv, timeout=..., wait=True) -> Result; wait=False -> Popen
+    # python(code, timeout=..., env=None) -> Result: ``python -c code`` in the case's folder, as plif runs
+    python: Callable[..., Result] | None = None
 
     def fill(self, text: str) -> str:
         return fill(text, self.subst)

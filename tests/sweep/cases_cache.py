@@ -277,3 +277,89 @@ for name, kw in G_LAYOUTS.items():
 CASES.append(Case("gesture-good-layout", AREA, _PREP_G, expect="ok", setup=_gesture(), timeout=120))
 CASES.append(Case("gesture-labels-with-bom-ok", AREA, _PREP_G, expect="ok", setup=_gesture(labels="\ufeff" + LABELS),
                   timeout=120))
+
+
+# --- issue 39.5: a recording edited with its mtime put back, and a copy across splits -------------------
+_PREP_BOTH = ["data", "prepare", "nmnist", "--root", "{tmp}/nm", "--T", "3", "--cache-dir", "{tmp}/cache", "--workers",
+              "0", "--quiet"]
+_TRAIN_NM = ["train", "--dataset", "nmnist", "--data-dir", "{tmp}/nm", "--network", "FC10-PLIF", "--T", "3", "--epochs",
+             "1", "--batch-size", "8", "--device", "cpu"]
+_ROOT = {"PLIF_DATA_ROOT": "{tmp}/root"}  # plif train's caches go under the case's folder
+
+
+def _then(env, argv, **kw):
+    return env.plif(*[env.fill(a) for a in argv], extra_env={k: env.fill(v) for k, v in _ROOT.items()}, **kw)
+
+
+def _edited_after(first: list[str], edit, again: list[str]):
+    """``first`` builds the caches, ``edit(tmp)`` changes a recording keeping size, inode and mtime, ``again``."""
+    def run(env: Env):
+        nmnist_tree(env.tmp / "nm", per_class=2)
+        r = _then(env, first, timeout=300)
+        if r.returncode != 0:
+            raise RuntimeError(f"the first build failed: {r.stderr.strip()[-300:]}")
+        edit(env.tmp)
+        return _then(env, again, timeout=300)
+    return run
+
+
+def _said_changed(tmp, r):
+    return None if "recording changed" in r.stderr else "the edited recording was reused without a word"
+
+
+def _big_recording(tmp):
+    """A 150 KB recording (more than the two 64 KiB ends a training load hashes), edited in the middle."""
+    from .damage import nmnist_event
+
+    events = b"".join(nmnist_event(i % 34, (i // 34) % 34, i % 2, 10 * i) for i in range(30000))
+    write(tmp / "nm" / "Test" / "3" / "00001.bin", events)
+
+
+def _edit_middle(tmp):
+    p = tmp / "nm" / "Test" / "3" / "00001.bin"
+    st = p.stat()
+    raw = bytearray(p.read_bytes())
+    raw[5 * 15000] = (raw[5 * 15000] + 1) % 34  # the x of the middle event: still a valid recording
+    with open(p, "r+b") as f:
+        f.write(bytes(raw))
+    os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+
+def _big_then_edit(env: Env):
+    nmnist_tree(env.tmp / "nm", per_class=2)
+    _big_recording(env.tmp)
+    r = _then(env, _PREP_BOTH, timeout=300)
+    if r.returncode != 0:
+        raise RuntimeError(f"the first build failed: {r.stderr.strip()[-300:]}")
+    _edit_middle(env.tmp)
+    return _then(env, _PREP_BOTH, timeout=300)
+
+
+CASES += [
+    Case("touched-back-recording-prepare", AREA, expect="ok", check=_said_changed, timeout=600, run=_edited_after(
+        _PREP_BOTH, lambda t: nudge_event(t / "nm" / "Test" / "4" / "00001.bin", keep_stat=True), _PREP_BOTH)),
+    Case("touched-back-recording-train", AREA, expect="ok", check=_said_changed, timeout=600, run=_edited_after(
+        [*_TRAIN_NM, "--out", "{tmp}/run"], lambda t: nudge_event(t / "nm" / "Train" / "4" / "00001.bin", keep_stat=True),
+        [*_TRAIN_NM, "--out", "{tmp}/run2"])),
+    Case("touched-back-big-recording-prepare", AREA, expect="ok", check=_said_changed, timeout=600, run=_big_then_edit),
+]
+
+
+def _copied_across(argv):
+    def run(env: Env):
+        nmnist_tree(env.tmp / "nm", per_class=2)
+        shutil.copyfile(env.tmp / "nm" / "Test" / "5" / "00001.bin", env.tmp / "nm" / "Train" / "5" / "00099.bin")
+        return _then(env, argv, timeout=300)
+
+    def check(tmp, r):
+        caches = [p for d in (tmp / "cache", tmp / "root" / "frames") if d.is_dir() for p in d.iterdir()]
+        if caches:
+            return f"a frame cache was built before the refusal: {caches[0]}"
+        return None if "holds the same bytes as" in r.stderr and "leak" in r.stderr else "the refusal names no leak"
+    return run, check
+
+
+for name, argv in {"prepare": _PREP_BOTH, "prepare-train-only": [*_PREP_BOTH, "--train-only"],
+                   "prepare-test-only": [*_PREP_BOTH, "--test-only"], "train": [*_TRAIN_NM, "--out", "{tmp}/run"]}.items():
+    run, check = _copied_across(argv)
+    CASES.append(Case(f"test-recording-copied-into-train-{name}", AREA, run=run, check=check, timeout=600))

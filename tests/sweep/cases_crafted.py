@@ -8,7 +8,7 @@ import struct
 from .case import Case
 from .damage import (AEDAT31_HEADER, FM_FILES, aedat31, aedat31_packet, aedat4_described, aedat4_parts, aedat4_sample,
                     aedat4_with_header, fashion_copy, flatbuffer_field, gz_bomb, io_header_with_description,
-                    nmnist_event, nmnist_sample, raw_idx, write)
+                    nmnist_event, nmnist_sample, nmnist_tree, raw_idx, write)
 
 AREA = "crafted"
 CASES: list[Case] = []
@@ -55,7 +55,7 @@ CASES += [
     Case("frames-time-split-T-1e9", AREA, _F + ["--T", "1000000000", "--split", "time"], setup=_nm),
     Case("prepare-T-1e9", AREA, ["data", "prepare", "nmnist", "--root", "{tmp}/nm", "--T", "1000000000", "--test-only",
                                  "--cache-dir", "{tmp}/c", "--workers", "0", "--quiet"],
-         setup=lambda tmp: __import__("damage").nmnist_tree(tmp / "nm", 1, ("Test",))),
+         setup=lambda tmp: nmnist_tree(tmp / "nm", 1, ("Test",))),
 ]
 
 

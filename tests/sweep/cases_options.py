@@ -117,3 +117,55 @@ CASES += [
     Case("train-good", "options", TRAIN, expect="ok"),
     Case("stats-good", "options", expect="ok", **_with_run(["stats", "{tmp}/run", "--random", "--samples", "8"])),
 ]
+
+# --- issue 39.4: options that would have no effect in the combination given, refused with the reason ----
+CASES += [Case(f"train--lr={v!r}#f32", "options", [*TRAIN, "--lr", v], check=no_stub)
+          for v in ("1e-320", "5e-324", "1e-39", "3.5e38")]
+_NO_EFFECT = {
+    "lif-per-channel-tau": ["--neuron", "lif", "--per-channel-tau"],
+    "if-per-channel-tau": ["--neuron", "if", "--per-channel-tau"],
+    "if-tau0": ["--neuron", "if", "--tau0", "3"],
+    "max-val-samples-without-val-split": ["--max-val-samples", "10"],
+    "authors-code-with-network": ["--authors-code"],
+    "bn-per-step-without-bn": ["--bn-per-step"],
+    "checkpoint-blocks-without-blocks": ["--checkpoint-blocks"],
+    "trust-module-without-resume": ["--trust-module", "json"],
+}
+CASES += [Case(f"train-no-effect-{name}", "options", [*TRAIN, *extra], check=no_stub) for name, extra in _NO_EFFECT.items()]
+CASES += [
+    Case("train-val-split-with-max-val-samples", "options", [*TRAIN, "--val-split", "0.25", "--max-val-samples", "10"],
+         expect="ok"),
+    Case("ablate-no-effect-max-val-samples", "options", ["ablate", *TRAIN[1:], "--max-val-samples", "10"], check=no_stub),
+    Case("ablate-no-effect-authors-code", "options", ["ablate", *TRAIN[1:], "--authors-code"], check=no_stub),
+    Case("stats-no-effect-seed-without-random", "options", ["stats", "{tmp}/run", "--seed", "3", "--samples", "8"],
+         setup=_with_run([])["setup"]),
+    Case("stats-no-effect-data-dir-with-random", "options", ["stats", "{tmp}/run", "--random", "--data-dir", "{tmp}"],
+         setup=_with_run([])["setup"]),
+    Case("plot-encoder-no-effect-steps", "options", ["plot", "encoder", "{tmp}/run", "--out", "{tmp}/o", "--steps", "9"],
+         setup=_with_run([])["setup"]),
+    Case("eval-trust-module-not-a-module", "options", ["eval", "{tmp}/run", "--trust-module", "../evil"],
+         setup=_with_run([])["setup"]),
+]
+for flags in (["--which", "last"], ["--for", "norse"], ["--bn", "fold"], ["--dt", "1"], ["--no-verify"],
+              ["--allow-inexact-dt"], ["--trust-module", "json"]):
+    CASES.append(Case(f"export-check-no-effect{flags[0]}", "options", ["export", "--check", "{tmp}/x.nir", *flags]))
+for flags in (["--samples", "2"], ["--checkpoint", "last"], ["--layer", "1"], ["--event", "{tmp}/x.bin"],
+              ["--channels", "0"], ["--data-dir", "{tmp}"], ["--trust-module", "json"]):
+    CASES.append(Case(f"plot-neuron-no-effect{flags[0]}", "options", ["plot", "neuron", "--out", "{tmp}/o", *flags]))
+_DATA_NO_EFFECT = {
+    "prepare-static-T": ["prepare", "fashion-mnist", "--root", "{fmnist}", "--T", "4"],
+    "prepare-static-split": ["prepare", "fashion-mnist", "--root", "{fmnist}", "--split", "time"],
+    "prepare-static-cache-dir": ["prepare", "fashion-mnist", "--root", "{fmnist}", "--cache-dir", "{tmp}/c"],
+    "prepare-static-workers": ["prepare", "fashion-mnist", "--root", "{fmnist}", "--workers", "0"],
+    "prepare-static-no-flip-x": ["prepare", "mnist", "--root", "{tmp}", "--no-flip-x"],
+    "prepare-static-allow-empty": ["prepare", "mnist", "--root", "{tmp}", "--allow-empty"],
+    "prepare-static-verify": ["prepare", "mnist", "--root", "{tmp}", "--verify"],
+    "prepare-event-no-download": ["prepare", "nmnist", "--root", "{tmp}", "--no-download"],
+    "prepare-nmnist-no-flip-x": ["prepare", "nmnist", "--root", "{tmp}", "--no-flip-x"],
+    "prepare-gesture-no-flip-x": ["prepare", "dvs128-gesture", "--root", "{tmp}", "--no-flip-x"],
+    "download-static-keep-archives": ["download", "fashion-mnist", "--root", "{tmp}", "--keep-archives"],
+    "verify-folder-and-cache-dir": ["verify", "{tmp}", "--cache-dir", "{tmp}"],
+    "clean-static-dataset": ["clean", "--cache-dir", "{tmp}", "--dataset", "mnist"],
+    "clean-unknown-dataset": ["clean", "--cache-dir", "{tmp}", "--dataset", "nope"],
+}
+CASES += [Case(f"data-no-effect-{name}", "options", ["data", *argv]) for name, argv in _DATA_NO_EFFECT.items()]

@@ -60,14 +60,15 @@ def plif_env() -> dict:
 
 
 def make_runner(tmp: Path, env: dict):
-    def plif(*argv, timeout: float = 120.0, wait: bool = True, stdin=subprocess.DEVNULL):
-        cmd = [sys.executable, "-m", "plif", *map(str, argv)]
+    def plif(*argv, timeout: float = 120.0, wait: bool = True, stdin=subprocess.DEVNULL, python=None, extra_env=None):
+        cmd = [sys.executable, *(["-c", python] if python is not None else ["-m", "plif"]), *map(str, argv)]
+        run_env = env if extra_env is None else {**env, **extra_env}
         if not wait:
-            return subprocess.Popen(cmd, cwd=tmp, env=env, stdin=stdin, stdout=subprocess.PIPE,
+            return subprocess.Popen(cmd, cwd=tmp, env=run_env, stdin=stdin, stdout=subprocess.PIPE,
                                     stderr=subprocess.PIPE, text=True, start_new_session=True)
         t0 = time.perf_counter()
         try:
-            p = subprocess.run(cmd, cwd=tmp, env=env, stdin=stdin, capture_output=True, text=True, timeout=timeout)
+            p = subprocess.run(cmd, cwd=tmp, env=run_env, stdin=stdin, capture_output=True, text=True, timeout=timeout)
             return Result(p.returncode, p.stdout, p.stderr, time.perf_counter() - t0)
         except subprocess.TimeoutExpired as e:
             out = e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
@@ -100,11 +101,15 @@ def run_case(case: Case, shared: Path, base_env: dict) -> dict:
         tmp = Path(d)
         subst = {"tmp": str(tmp), "shared": str(shared), "fmnist": str(FMNIST)}
         plif = make_runner(tmp, base_env)
+
+        def python(code: str, timeout: float = 120.0, env: dict | None = None) -> Result:
+            return plif(timeout=timeout, python=code, extra_env=env)
+
         try:
             if case.setup:
                 case.setup(tmp)
             if case.run:
-                r = case.run(Env(tmp, subst, plif))
+                r = case.run(Env(tmp, subst, plif, python))
             else:
                 r = plif(*[fill(a, subst) for a in case.argv], timeout=case.timeout)
             problem = case.check(tmp, r) if case.check else None

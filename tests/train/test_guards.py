@@ -31,17 +31,17 @@ def test_huge_lr_stops_naming_the_epoch_and_keeps_the_good_checkpoints(tiny_fash
     # the same run continued with an absurd learning rate: the weights go NaN while the loss of
     # spike rates stays finite, so only the parameter check can see it
     cfg = json.loads((out / "config.json").read_text())
-    cfg["lr"] = 1e39
+    cfg["lr"] = 1e38
     (out / "config.json").write_text(json.dumps(cfg))
     state = torch.load(out / "checkpoints" / "last.pt", weights_only=True)
-    state["config"]["lr"] = 1e39
+    state["config"]["lr"] = 1e38
     for g in state["optimizer"]["param_groups"]:
-        g["lr"] = 1e39
-    state["scheduler"]["base_lrs"] = [1e39]
-    state["scheduler"]["_last_lr"] = [1e39]
+        g["lr"] = 1e38
+    state["scheduler"]["base_lrs"] = [1e38]
+    state["scheduler"]["_last_lr"] = [1e38]
     torch.save(state, out / "checkpoints" / "last.pt")
     with pytest.raises(FloatingPointError, match="diverged in epoch 2"):
-        train(_cfg(tiny_fashion, out, epochs=2, lr=1e39), resume=True, log=_quiet)
+        train(_cfg(tiny_fashion, out, epochs=2, lr=1e38), resume=True, log=_quiet)
     for name in ("last.pt", "best_test.pt"):
         assert _finite(out / "checkpoints" / name)
     after = torch.load(out / "checkpoints" / "last.pt", weights_only=True)
@@ -52,7 +52,7 @@ def test_huge_lr_stops_naming_the_epoch_and_keeps_the_good_checkpoints(tiny_fash
 
 def test_divergence_in_the_first_epoch_writes_no_weights(tiny_fashion, tmp_path):
     with pytest.raises(FloatingPointError, match="no epoch finished"):
-        train(_cfg(tiny_fashion, tmp_path / "r", lr=1e39), log=_quiet)
+        train(_cfg(tiny_fashion, tmp_path / "r", lr=1e38), log=_quiet)
     assert not (tmp_path / "r" / "checkpoints" / "last.pt").exists()
     assert not (tmp_path / "r" / "checkpoints" / "best_test.pt").exists()
 
@@ -60,7 +60,7 @@ def test_divergence_in_the_first_epoch_writes_no_weights(tiny_fashion, tmp_path)
 def test_divergence_from_the_cli_is_one_line_and_non_zero(tiny_fashion, tmp_path, capsys):
     from plif.cli.main import main
 
-    rc = main(tiny_train_argv(tiny_fashion, tmp_path / "r", epochs=1, batch_size=40, lr=1e39))
+    rc = main(tiny_train_argv(tiny_fashion, tmp_path / "r", epochs=1, batch_size=40, lr=1e38))
     err = capsys.readouterr().err.strip()
     assert rc == 2 and "\n" not in err and "training diverged in epoch 1" in err
 
@@ -161,6 +161,21 @@ def test_resume_of_a_run_with_no_finished_epoch_starts_it(tiny_fashion, tmp_path
     (dict(data_dir="/nonexistent/plif-data"), "--data-dir /nonexistent/plif-data: no such folder"),
     (dict(network="c4k3s1-BN-PLIF-MPk4s4-FC1-PLIF"), r"gives outputs of shape \(1,\) per sample, but fashion-mnist "
                                                       "has 10 classes"),
+    # issue 39.4: rates float32 cannot hold, and options that would have no effect, with the reason
+    (dict(lr=1e-320), r"--lr 1e-320: must be a normal float32 number, 2\^-126 \(1.2e-38\) to 3.4e38: Adam's step"),
+    (dict(lr=5e-324), r"--lr 5e-324: must be a normal float32 number"), (dict(lr=1e-39), "subnormal or 0"),
+    (dict(lr=3.5e38), r"--lr 3.5e\+38: must be a normal float32 number.*a larger one is infinite"),
+    (dict(neuron="lif", per_channel_tau=True), "--per-channel-tau has no effect with --neuron lif: only PLIF learns"),
+    (dict(neuron="if", per_channel_tau=True), r"--per-channel-tau has no effect with --neuron if: .*\(IF has no tau\)"),
+    (dict(neuron="if", tau0=3.0), "--tau0 3 has no effect with --neuron if: IF integrates without a leak"),
+    (dict(max_val_samples=10), r"--max-val-samples 10 has no effect without --val-split: no validation split"),
+    (dict(authors_code=True), "--authors-code has no effect here: .* the dataset's paper network is the authors'"),
+    (dict(authors_code=True, dataset="cifar10"), "--authors-code has no effect here: .* --preset cpu trains the"),
+    (dict(network="c4k3s1-PLIF-MPk4s4-FC100-PLIF-APk10s10", bn_per_step=True),
+     "--bn-per-step has no effect: the network 'c4k3s1-PLIF-MPk4s4-FC100-PLIF-APk10s10' has no BatchNorm"),
+    (dict(network="FC100-PLIF-APk10s10", checkpoint_blocks=True), "--checkpoint-blocks has no effect: the network "
+                                                                  "'FC100-PLIF-APk10s10' has no convolutional block"),
+    (dict(network="c4k3s1-BN-PLIF-FC100-PLIF-APk10s10", checkpoint_blocks=True), "--checkpoint-blocks has no effect"),
 ])
 def test_bad_values_are_refused_before_any_work(kw, message, tiny_fashion, tmp_path, monkeypatch):
     monkeypatch.setattr(session_mod, "load_train_data", lambda *a: pytest.fail("data loaded before validation"))
@@ -299,3 +314,15 @@ def test_the_folder_state_is_read_under_the_lock(tiny_fashion, tmp_path, monkeyp
     with pytest.raises(ValueError, match="already holds a run"):
         train(_cfg(tiny_fashion, out), log=_quiet)
     assert [m["epoch"] for m in read_metrics(out)] == [1] and (out / "checkpoints" / "last.pt").is_file()
+
+
+def test_a_stored_config_is_read_with_what_it_ran_with(tiny_fashion):
+    """Options refused for having no effect (issue 39.4) are refused when asked for, not in a run made
+    before: plif eval, stats, export and --resume read such a run's config as it is."""
+    from plif.train.config import check_stored, resolve_config
+
+    stored = resolve_config(TrainConfig(neuron="lif", per_channel_tau=True, max_val_samples=5, device="cpu",
+                                        data_dir=str(tiny_fashion)), asked=False)
+    check_stored(stored.to_dict(), "config.json")
+    with pytest.raises(ValueError, match="--per-channel-tau has no effect with --neuron lif"):
+        resolve_config(stored)

@@ -12,7 +12,7 @@ import os
 from ..models.notation import MAX_INT  # torch's sizes and the notation's numbers
 from ..train.checks import MAX_SEED
 
-__all__ = ["int_in", "existing_folder", "MAX_INT", "MAX_SEED"]
+__all__ = ["int_in", "existing_folder", "add_trust_flag", "MAX_INT", "MAX_SEED"]
 
 
 def int_in(lo: int, hi: int):
@@ -30,6 +30,23 @@ def int_in(lo: int, hi: int):
 
     parse.__name__ = "int"  # argparse names the type in its messages
     return parse
+
+
+def module_name(text: str) -> str:
+    """An argparse ``type``: an absolute module name (dotted Python identifiers)."""
+    from ..surrogate import is_module_name
+
+    if not is_module_name(text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a module name (dotted Python identifiers, e.g. "
+                                         "mypackage.surrogates)")
+    return text
+
+
+def add_trust_flag(p) -> None:
+    """``--trust-module MODULE`` (repeatable): a module the run folder may make plif import."""
+    p.add_argument("--trust-module", action="append", default=[], type=module_name, metavar="MODULE",
+                   help="import MODULE where the run's config names a surrogate MODULE:NAME (importing runs its "
+                        "code: without this, or $PLIF_TRUST_MODULES=mod1,mod2, such a run is refused); repeatable")
 
 
 def existing_folder(text: str) -> str:

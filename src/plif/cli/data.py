@@ -33,6 +33,25 @@ def _warner(action: str, path: str):
     return lambda text: print(f"plif data {action}: warning: {path}: {text}", file=sys.stderr)
 
 
+def _no_effect(spec, args) -> None:
+    """Options of ``plif data prepare`` that would do nothing for the dataset ``spec``, refused."""
+    if not spec.is_event:
+        given = [flag for flag, on in (("--T", args.T is not None), ("--split", args.split is not None),
+                                       ("--cache-dir", args.cache_dir is not None), ("--workers", args.workers is not None),
+                                       ("--no-flip-x", not args.flip_x), ("--allow-empty", args.allow_empty),
+                                       ("--verify", args.verify)) if on]
+        if given:
+            raise ValueError(f"{', '.join(given)}: no effect on {spec.name}, a static dataset (images, no frames and no "
+                             "frame cache); these are for event datasets")
+        return
+    if args.no_download:
+        raise ValueError(f"--no-download: no effect on {spec.name}, an event dataset: prepare never downloads one "
+                         "(plif data download does)")
+    if not args.flip_x and "flip_x" not in spec.reader_options:
+        raise ValueError(f"--no-flip-x: no effect on {spec.name}, whose recordings are not jAER's AEDAT 2.0 "
+                         "(it is for cifar10-dvs)")
+
+
 def run_prepare(args) -> int:
     """Load each split the way training does (:func:`plif.data.pipeline.data_source`, the same default
     folder), so a prepared dataset is exactly what a run then reads."""
@@ -40,11 +59,12 @@ def run_prepare(args) -> int:
     from ..data.pipeline import LoadOptions, data_source
 
     spec = get_dataset(args.dataset)
+    _no_effect(spec, args)
     if args.T is not None and args.T < 1:
         raise ValueError(f"--T must be >= 1, got {args.T}")
     if args.workers is not None and args.workers < 0:
         raise ValueError(f"--workers must be >= 0 (0: build in this process), got {args.workers}")
-    options = LoadOptions(download=not args.no_download, slicing=args.split, cache_dir=args.cache_dir,
+    options = LoadOptions(download=not args.no_download, slicing=args.split or "count", cache_dir=args.cache_dir,
                           workers=args.workers, progress=not args.quiet, allow_empty=args.allow_empty, verify=args.verify,
                           hash_sources=True,
                           reader={} if args.flip_x else {"flip_x": False})
@@ -63,6 +83,10 @@ def run_download(args) -> int:
     spec = get_dataset(args.dataset)
     if not spec.is_event:
         from ..data.static import load_static
+
+        if args.keep_archives:
+            raise ValueError(f"--keep-archives: no effect on {args.dataset}, whose files are kept as downloaded "
+                             "(there is no archive to unpack)")
 
         for train in (True, False):
             x, _ = load_static(spec, args.data_dir, train=train, download=True)
@@ -148,6 +172,9 @@ def run_verify(args) -> int:
     from ..data.catalog import default_root
 
     folders = [Path(f) for f in args.folders]
+    if folders and args.cache_dir:
+        raise ValueError("--cache-dir has no effect when cache folders are named: it says where every cache is "
+                         "(give one or the other)")
     if not folders:
         base = Path(args.cache_dir) if args.cache_dir else default_root() / "frames"
         folders = cache_like_folders(base)  # finished or not: a cache without meta.json is reported
@@ -175,6 +202,11 @@ def run_clean(args) -> int:
     base = Path(args.cache_dir) if args.cache_dir else default_root() / "frames"
     if not base.is_dir():
         raise FileNotFoundError(f"{base}: no such cache folder (--cache-dir)")
+    if args.dataset:
+        from ..data.catalog import get_dataset
+
+        if not get_dataset(args.dataset).is_event:  # an unknown name: the valid ones
+            raise ValueError(f"--dataset {args.dataset}: a static dataset, which has no frame caches")
     chosen = cache_folders(base) if args.all else older_caches(base)
     if args.dataset:
         chosen = [c for c in chosen if c.group[0] == args.dataset]
@@ -220,7 +252,7 @@ def register(sub) -> None:
                    help="folder holding the raw files, as for plif train [$PLIF_DATA_ROOT; event datasets: "
                         "$PLIF_DATA_ROOT/<dataset>]")
     p.add_argument("--T", type=int, help="frames per sample (default: the paper's T of the dataset)")
-    p.add_argument("--split", choices=["count", "time"], default="count", help="how events are sliced [count]")
+    p.add_argument("--split", choices=["count", "time"], help="how events are sliced [count]")
     p.add_argument("--cache-dir", help="where frame caches go [$PLIF_DATA_ROOT/frames]")
     p.add_argument("--workers", type=int, help="processes for the cache build (0: none) [all CPUs]")
     p.add_argument("--no-flip-x", dest="flip_x", action="store_false", help="CIFAR10-DVS: keep jAER's raw x")

@@ -12,10 +12,15 @@ def run_stats(args) -> int:
     from ..runs import read_run_config
     from ..train.config import check_stored
 
-    config = read_run_config(args.run, check_stored)  # a value plif train refuses: names config.json and the field
-    net, _ = load_run(args.run, which=args.which, config=config)
+    if args.random and args.data_dir is not None:
+        raise ValueError("--data-dir has no effect with --random (the input is random, no dataset is read)")
+    if not args.random and args.seed is not None:
+        raise ValueError("--seed has no effect without --random: it seeds the random input; the test split is "
+                         "read in order")
+    config = read_run_config(args.run, check_stored, trust_modules=args.trust_module)  # a value plif train
+    net, _ = load_run(args.run, which=args.which, config=config)  # refuses: names config.json and the field
     if args.random:
-        batches = random_batches(net.input_shape, args.samples, args.batch_size, seed=args.seed)
+        batches = random_batches(net.input_shape, args.samples, args.batch_size, seed=args.seed or 0)
     else:
         batches = _test_batches(config, args.data_dir, args.samples, args.batch_size)
     from ..progress import sample_bar
@@ -51,16 +56,19 @@ def run_export(args) -> int:
         raise ValueError("plif export needs a run folder and --nir FILE (or --check FILE alone)")
     from ..deploy import load_run
     from ..deploy.nir_export import InexactExportWarning, InexactLeakWarning, export_nir, export_nir_all
-    from ..deploy.nir_targets import ALL_TARGETS, TARGETS, target_dt, target_path
+    from ..deploy.nir_targets import ALL_TARGETS, DEFAULT_TARGET, TARGETS, target_dt, target_path
     from ..runs import read_run_config
     from ..train.config import check_stored
+
+    # left out: the defaults (None until here, so that --check can tell what was given)
+    args.which, args.target, args.bn = args.which or "best", args.target or DEFAULT_TARGET, args.bn or "exact"
 
     if args.target == ALL_TARGETS and args.dt is not None:
         raise ValueError("--dt does not go with --for all: each importer's file takes the dt that importer steps "
                          "with (export --for norse or generic --dt DT for one file at yours)")
     dt = None if args.target == ALL_TARGETS else target_dt(args.target, args.dt)  # refused before loading
-    config = read_run_config(args.run, check_stored)  # a value plif train refuses: names config.json and the field
-    net, _ = load_run(args.run, which=args.which, config=config)
+    config = read_run_config(args.run, check_stored, trust_modules=args.trust_module)  # a value plif train
+    net, _ = load_run(args.run, which=args.which, config=config)  # refuses: names config.json and the field
     with warnings.catch_warnings(record=True) as notes:
         warnings.simplefilter("always", InexactLeakWarning)
         warnings.simplefilter("always", InexactExportWarning)
@@ -106,6 +114,13 @@ def _check(args) -> int:
     (for Norse, its BatchNorm nodes measured on this machine)."""
     if args.run or args.nir:
         raise ValueError("--check FILE takes no run folder and no --nir")
+    given = [flag for flag, value in (("--which", args.which), ("--for", args.target), ("--dt", args.dt),
+                                       ("--bn", args.bn), ("--no-verify", args.no_verify or None),
+                                       ("--allow-inexact-dt", args.allow_inexact_dt or None),
+                                       ("--trust-module", args.trust_module or None)) if value is not None]
+    if given:
+        raise ValueError(f"--check FILE only reads the file: {', '.join(given)} {'is' if len(given) == 1 else 'are'} "
+                         "for plif export RUN --nir FILE")
     from ..deploy.nir_import import read_graph
     from ..deploy.nir_targets import describe
 
@@ -116,7 +131,7 @@ def _check(args) -> int:
 
 def register(sub) -> None:
     from ..deploy.nir_targets import ALL_TARGETS, BN_MODES, DEFAULT_TARGET, TARGETS
-    from .checks import MAX_INT, MAX_SEED, existing_folder, int_in
+    from .checks import MAX_INT, MAX_SEED, add_trust_flag, existing_folder, int_in
 
     p = sub.add_parser("stats", help="per-layer firing rates, synaptic operations and energy estimate of a trained run")
     p.add_argument("run", help="run folder (config.json + checkpoints/)")
@@ -126,8 +141,9 @@ def register(sub) -> None:
     p.add_argument("--data-dir", type=existing_folder,
                    help="dataset root (default: the data package's default location)")
     p.add_argument("--random", action="store_true", help="use random normal input instead of the test set")
-    p.add_argument("--seed", type=int_in(0, MAX_SEED), default=0, help="seed of --random input (0 to 2^32-1) [0]")
+    p.add_argument("--seed", type=int_in(0, MAX_SEED), help="seed of --random input (0 to 2^32-1) [0]")
     p.add_argument("--json", help="also write the statistics as JSON to this file")
+    add_trust_flag(p)
     p.set_defaults(func=run_stats)
 
     e = sub.add_parser("export", help="export a trained run to NIR (Neuromorphic Intermediate Representation), "
@@ -136,15 +152,15 @@ def register(sub) -> None:
     e.add_argument("--nir", help="output .nir file (HDF5), written atomically")
     e.add_argument("--check", metavar="FILE", help="read a .nir file and say which importers (plif, Norse, snnTorch, "
                                                    "Sinabs) run it exactly, close, or not at all; exports nothing")
-    e.add_argument("--which", default="best", help="checkpoint name under checkpoints/ or a .pt path [best]")
+    e.add_argument("--which", help="checkpoint name under checkpoints/ or a .pt path [best]")
     e.add_argument("--no-verify", action="store_true",
                    help="skip re-importing the graph and comparing its outputs with the network as trained")
-    e.add_argument("--for", dest="target", choices=[*TARGETS, ALL_TARGETS], default=DEFAULT_TARGET,
+    e.add_argument("--for", dest="target", choices=[*TARGETS, ALL_TARGETS],
                    help="importer the file is for: sets dt to the one it takes (Norse 2**-10, exact, pass it to "
                         "from_nir; snnTorch 1e-4 fixed; Sinabs and generic 1), written to metadata['dt'] with the "
                         "target, and refuses layers it would run differently from plif; no file runs in all of "
                         "them: 'all' writes one per importer, named after it (net.nir -> net.norse.nir, "
-                        "net.snntorch.nir, net.sinabs.nir, net.generic.nir) [%(default)s]")
+                        f"net.snntorch.nir, net.sinabs.nir, net.generic.nir) [{DEFAULT_TARGET}]")
     e.add_argument("--dt", type=float, default=None,
                    help="time-step the file assumes, instead of the target's; tau and the IF input gain are "
                         "scaled so an importer stepping with this dt reproduces plif (not with --for snntorch); "
@@ -152,8 +168,9 @@ def register(sub) -> None:
     e.add_argument("--allow-inexact-dt", action="store_true",
                    help="export even where a trained k has no float32 tau at dt (a potential within ~1e-7 of "
                         "the threshold can then fire differently); the check says how many outputs change")
-    e.add_argument("--bn", choices=BN_MODES, default="exact",
+    e.add_argument("--bn", choices=BN_MODES,
                    help="exact: BatchNorm as its own node, computing what the trained network computes; fold: "
                         "merged into the conv before it (smaller, rounds differently: the check says how many "
-                        "outputs change) [%(default)s]")
+                        "outputs change) [exact]")
+    add_trust_flag(e)
     e.set_defaults(func=run_export)

@@ -55,22 +55,33 @@ def _add_figure_flags(p) -> None:
     p.add_argument("--dpi", type=int, help="resolution of PNG (and of images inside a PDF) [300]")
 
 
+# plot encoder's options, and what each is when left out (None: absent)
+ENCODER_OPTIONS = {"channels": None, "samples": 4, "layer": 0, "event": None, "data_dir": None, "checkpoint": "best",
+                   "trust_module": []}
+
+
 def run_plot(args) -> int:
     output = _figure_output(args)
+    encoder_given = [f"--{k.replace('_', '-')}" for k in ENCODER_OPTIONS if getattr(args, k) not in (None, [])]
     if args.what == "neuron":
         if args.run:
             raise ValueError(f"plot neuron takes no run folder (got {args.run!r})")
+        if encoder_given:
+            raise ValueError(f"{', '.join(encoder_given)}: no effect on plot neuron (options of plot encoder RUN)")
         from ..experiments import plot_neuron_figures
 
-        paths = plot_neuron_figures(args.out, steps=args.steps, output=output)
+        paths = plot_neuron_figures(args.out, steps=200 if args.steps is None else args.steps, output=output)
     else:
         from ..experiments import plot_encoder_figures
 
         if not args.run:
             raise ValueError("plot encoder needs a run folder: plif plot encoder RUN --out DIR")
-        paths = plot_encoder_figures(args.run, args.out, channels=args.channels, samples=args.samples,
-                                     layer=args.layer, event_file=args.event, data_dir=args.data_dir,
-                                     which=args.checkpoint, output=output)
+        if args.steps is not None:
+            raise ValueError("--steps: no effect on plot encoder (the run's T sets the steps; --steps is plot neuron's)")
+        kw = {k: v if v is not None else ENCODER_OPTIONS[k] for k, v in vars(args).items() if k in ENCODER_OPTIONS}
+        paths = plot_encoder_figures(args.run, args.out, channels=kw["channels"], samples=kw["samples"],
+                                     layer=kw["layer"], event_file=kw["event"], data_dir=kw["data_dir"],
+                                     which=kw["checkpoint"], output=output, trust_modules=kw["trust_module"])
     for p in paths:
         print(p)
     return 0
@@ -79,6 +90,7 @@ def run_plot(args) -> int:
 def register(sub) -> None:
     from ..experiments.ablation import ABLATIONS
 
+    from .checks import add_trust_flag
     from .config_flags import add_config_flags
 
     a = sub.add_parser("ablate", help="the paper's ablations (Tables 4, 5) as one resumable sweep of run folders")
@@ -100,13 +112,14 @@ def register(sub) -> None:
     p.add_argument("what", choices=("neuron", "encoder"))
     p.add_argument("run", nargs="?", help="run folder (encoder)")
     p.add_argument("--out", required=True)
-    p.add_argument("--steps", type=int, default=200, help="neuron: ms simulated (dt = 1 ms) [200]")
+    p.add_argument("--steps", type=int, help="neuron: ms simulated (dt = 1 ms) [200]")
     p.add_argument("--channels", help="encoder: comma-separated channels of the spiking layer [0,1,2,3]")
-    p.add_argument("--samples", type=int, default=4, help="encoder: test samples (0: only --event) [4]")
-    p.add_argument("--layer", type=int, default=0, help="encoder: spiking layer, 0 = the encoder's [0]")
+    p.add_argument("--samples", type=int, help="encoder: test samples (0: only --event) [4]")
+    p.add_argument("--layer", type=int, help="encoder: spiking layer, 0 = the encoder's [0]")
     p.add_argument("--event", help="encoder: an event file (N-MNIST .bin, AEDAT) to show as well")
     p.add_argument("--data-dir", help="encoder: dataset folder if not the run's")
-    p.add_argument("--checkpoint", default="best", help="encoder: best, best_test, best_val or last [best]")
+    p.add_argument("--checkpoint", help="encoder: best, best_test, best_val or last [best]")
     p.add_argument("--debug", action="store_true")
+    add_trust_flag(p)
     _add_figure_flags(p)
     p.set_defaults(func=run_plot)

@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
         if getattr(args, "debug", False):
             raise
         line = f"plif {args.command}: error: {user_message(e)}"
-        print(line, file=sys.stderr)
+        sys.stderr.write(line + "\n")  # one write: under torchrun with PYTHONUNBUFFERED, print's two interleave
         record_refusal(line)
         return 2
 

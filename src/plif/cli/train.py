@@ -17,9 +17,14 @@ def run_train(args) -> int:
     if not args.resume:
         from ..train import TrainConfig
 
+        if args.trust_module:  # the --surrogate typed here is imported as asked
+            raise ValueError("--trust-module is for --resume, eval, stats, export and plot encoder: the modules a "
+                             "run folder's config may make plif import (a --surrogate MODULE:NAME you give is "
+                             "imported as given)")
+
         cfg = TrainConfig(**given)
         if args.download:
-            _download(cfg)
+            _download(cfg, asked=True)
         return train(cfg, restart=args.restart)
     if args.restart:
         raise ValueError("--restart deletes the run in --out and --resume continues it: give one of them")
@@ -28,14 +33,15 @@ def run_train(args) -> int:
         raise ValueError("--resume needs a run folder (--resume RUN or --out RUN)")
     # Continue with the run's own settings; anything given explicitly must agree with them
     # (train() refuses and lists the differences), except what a resume may change (--epochs, --device).
-    stored = _stored_config(run)
+    typed = given.get("surrogate", "")  # a MODULE:NAME typed again is the user's choice of MODULE
+    stored = _stored_config(run, [*args.trust_module, *([typed.partition(":")[0]] if ":" in typed else [])])
     cfg = dataclasses.replace(stored, **{**given, "out": str(run)})
     if args.download:
-        _download(cfg)
+        _download(cfg, asked=False)
     return train(cfg, resume=True)
 
 
-def _download(cfg) -> None:
+def _download(cfg, asked: bool) -> None:
     """``--download``: fetch an event dataset into --data-dir (or the default folder) once every other
     value checked out; static datasets are downloaded by their loader anyway."""
     from ..data.event_download import download_event_dataset
@@ -45,17 +51,17 @@ def _download(cfg) -> None:
         return
     if cfg.data_dir is not None:
         Path(cfg.data_dir).expanduser().mkdir(parents=True, exist_ok=True)
-    resolve_config(cfg)  # a bad option fails now, not after a long download
+    resolve_config(cfg, asked)  # a bad option fails now, not after a long download
     download_event_dataset(cfg.dataset_spec, cfg.data_dir)
 
 
-def _stored_config(run):
+def _stored_config(run, trust_modules):
     """The run's config: ``config.json``, or when that is missing or damaged the copy in ``last.pt``
     (the resume rewrites config.json); the config.json error when neither can be had."""
     from ..runs import read_run_config
     from ..train.config import TrainConfig, check_stored
 
-    return TrainConfig.from_dict(read_run_config(run, check_stored, fallback=True,
+    return TrainConfig.from_dict(read_run_config(run, check_stored, fallback=True, trust_modules=trust_modules,
                                                  log=lambda line: print(line, flush=True)))
 
 
@@ -72,7 +78,7 @@ def run_eval(args) -> int:
     from ..train.loop import evaluate
 
     folder = RunFolder(args.run)
-    config = read_run_config(folder, check_stored)
+    config = read_run_config(folder, check_stored, trust_modules=args.trust_module)
     cfg = TrainConfig.from_dict(config)
     device = pick_device(args.device)
     set_tf32(cfg.tf32)
@@ -121,13 +127,15 @@ def register(sub) -> None:
                    help="delete the run already in --out (config, metrics, summary, checkpoints, TensorBoard logs) "
                         "and train from scratch; without it plif never deletes a finished epoch")
     p.add_argument("--debug", action="store_true", help="show tracebacks")
-    p.set_defaults(func=run_train)
+    from .checks import add_trust_flag, existing_folder
 
-    from .checks import existing_folder
+    add_trust_flag(p)
+    p.set_defaults(func=run_train)
 
     e = sub.add_parser("eval", help="re-evaluate a run's best checkpoints on the test set (accuracy A and B)")
     e.add_argument("run", help="run folder")
     e.add_argument("--data-dir", type=existing_folder, help="dataset folder if not the run's")
     e.add_argument("--device", default="auto", help="auto (cuda if available), cpu, cuda, ... [auto]")
     e.add_argument("--debug", action="store_true", help="show tracebacks")
+    add_trust_flag(e)
     e.set_defaults(func=run_eval)

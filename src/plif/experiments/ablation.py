@@ -80,7 +80,11 @@ def run_sweep(base, out: str | Path, only=None, command: str = "", log=print) ->
                              "choose another --out")
         previous = {e["label"]: e for e in old.get("runs", [])}
 
-    configs = {a: resolve_config(dataclasses.replace(base, **a.overrides(), out=str(out / a.name()))) for a in chosen}
+    def config(a: Setting):  # --per-channel-tau is PLIF's (LIF's tau is fixed): the LIF entries run without it
+        lif = {"per_channel_tau": False} if a.neuron != "plif" else {}
+        return resolve_config(dataclasses.replace(base, **a.overrides(), **lif, out=str(out / a.name())))
+
+    configs = {a: config(a) for a in chosen}
     entries = dict(previous)
 
     def write(status_of: dict):

@@ -163,14 +163,15 @@ def _spatial_check(spikes: torch.Tensor, layer: int) -> None:
 
 def plot_encoder_figures(run_dir: str | Path, out: str | Path, channels: str | None = None, samples: int = 4,
                          layer: int = 0, event_file: str | Path | None = None, data_dir: str | None = None,
-                         which: str = "best", output=None) -> list[Path]:
+                         which: str = "best", output=None, trust_modules=()) -> list[Path]:
     """Firing-rate figures of spiking layer ``layer`` of a trained run; returns the figure files
     (each figure in every format of ``output``, a :class:`~plif.experiments.figures.FigureOutput`).
 
     Writes ``encoder_rates`` (chosen channels x the first ``samples`` test samples),
     ``encoder_spikes_t0`` (all channels of sample 0 at t = 0) and ``encoder_rate_grid`` (all
     channels of sample 0, rate over T); with ``event_file`` the same three as ``event_*`` for that
-    file's frames.  Each figure has a JSON of its data beside it.
+    file's frames.  Each figure has a JSON of its data beside it.  ``trust_modules``: as
+    :func:`plif.runs.load_run`'s.
     """
     from ..runs import load_run
     from .figures import FigureOutput, save_figure, save_json
@@ -179,7 +180,7 @@ def plot_encoder_figures(run_dir: str | Path, out: str | Path, channels: str | N
         raise ValueError(f"--samples must be 0 or more, got {samples}")
     if samples == 0 and event_file is None:
         raise ValueError("nothing to plot: --samples 0 and no --event file")
-    net, config = load_run(run_dir, which)
+    net, config = load_run(run_dir, which, trust_modules=trust_modules)
     out, output = Path(out), output or FigureOutput()
     written = []
     sources = []

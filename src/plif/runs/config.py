@@ -6,17 +6,29 @@ among the network's keywords, from before it left the network: dropped here, onc
 surrogate the run names, made usable in this process by :func:`stored_surrogate` alone.  Whether
 every value is one ``plif train`` accepts is training's to say: the CLI passes that check in
 (``plif.train.config.check_stored``); this package knows nothing of training.
+
+A run folder may come from someone else: the ``MODULE`` of a ``MODULE:NAME`` surrogate it names is
+imported only when the user trusts it (``trust_modules``, the command line's ``--trust-module``, or
+the environment's ``PLIF_TRUST_MODULES=mod1,mod2``), or when it is imported in this process already,
+as ``torch.load(weights_only=True)`` runs no pickled code and Hugging Face's ``trust_remote_code``
+is off by default.  Trusting a package trusts its submodules.
 """
 from __future__ import annotations
 
+import os
+import sys
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterable
 
-from ..surrogate import Surrogate, get_surrogate
+from ..surrogate import Surrogate, get_surrogate, is_module_name
 from .checkpoint import load_checkpoint
 from .folder import RunFolder, read_json_file
 
-__all__ = ["read_run_config", "read_config_json", "stored_surrogate", "NETWORK_KEYS"]
+__all__ = ["read_run_config", "read_config_json", "stored_surrogate", "trusted_modules", "NETWORK_KEYS",
+           "TRUST_ENV"]
+
+TRUST_ENV = "PLIF_TRUST_MODULES"
+"""The environment variable naming the modules (comma-separated) a run folder may make plif import."""
 
 NETWORK_KEYS = ("network", "input_shape", "T")
 """What a stored config must hold to rebuild its network."""
@@ -34,7 +46,7 @@ def read_config_json(run) -> dict:
 
 
 def read_run_config(run, check: Callable[[dict, str], object] | None = None, fallback: bool = False,
-                    log: Callable[[str], None] | None = None) -> dict:
+                    log: Callable[[str], None] | None = None, trust_modules: Iterable[str] = ()) -> dict:
     """The config of run folder ``run``, ready to rebuild its network; every error names the file.
 
     check: ``check(config, source)`` raising ``ValueError`` for a value the caller refuses (the CLI
@@ -42,17 +54,18 @@ def read_run_config(run, check: Callable[[dict, str], object] | None = None, fal
     fallback: when ``config.json`` is missing or refused, the copy in ``checkpoints/last.pt`` (a
     resume rewrites config.json), if that copy passes the same; ``log`` then says so.  Otherwise, and
     when neither can be had, config.json's error stands.
+    trust_modules: modules the run may name a surrogate from (:func:`stored_surrogate`).
     """
     folder = run if isinstance(run, RunFolder) else RunFolder(run)
     try:
-        return _ready(read_config_json(folder), folder.config, check)
+        return _ready(read_config_json(folder), folder.config, check, trust_modules)
     except (OSError, ValueError) as e:
         last = folder.checkpoint("last")
         if not fallback or not folder.path.is_dir() or not last.is_file():
             raise
         try:  # the copy passes the same checks, or config.json's error stands (e.g. a surrogate's
             # module that cannot be imported here fails both: no "using the copy" before it)
-            config = _ready(load_checkpoint(last)["config"], last, check)
+            config = _ready(load_checkpoint(last)["config"], last, check, trust_modules)
         except (OSError, ValueError):
             raise e from None
         if log is not None:
@@ -60,17 +73,42 @@ def read_run_config(run, check: Callable[[dict, str], object] | None = None, fal
         return config
 
 
-def stored_surrogate(spec: str, source) -> Surrogate:
+def stored_surrogate(spec: str, source, trust_modules: Iterable[str] = ()) -> Surrogate:
     """The surrogate a stored config names, made usable in this process: a ``MODULE:NAME`` imports
-    ``MODULE`` (which registers ``NAME``).  The one place a run folder makes plif import code;
-    errors name ``source``."""
+    ``MODULE`` (which registers ``NAME``) when the user trusts it (``trust_modules`` or
+    ``$PLIF_TRUST_MODULES``, :func:`trusted_modules`) and it is not imported already; otherwise it is
+    refused, in one line naming the module and how to trust it.  The one place a run folder makes
+    plif import code; errors name ``source``."""
+    module, colon, _ = spec.partition(":") if isinstance(spec, str) else ("", "", "")
+    if colon and is_module_name(module) and module not in sys.modules and not _trusted(module, trust_modules):
+        raise ValueError(f"{source}: surrogate {spec!r} names module {module!r}, which plif imports (running its "
+                         f"code) only when you trust it: --trust-module {module}, or {TRUST_ENV}={module} "
+                         f"(Python: trust_modules=[{module!r}])")
     try:
         return get_surrogate(spec, option="surrogate")
     except ValueError as e:
         raise ValueError(f"{source}: {e}") from None
 
 
-def _ready(d, source: Path, check) -> dict:
+def trusted_modules(trust_modules: Iterable[str] = ()) -> list[str]:
+    """The modules a run folder may make plif import: ``trust_modules`` and those ``$PLIF_TRUST_MODULES``
+    names (comma-separated); a name that is not a module name is refused, naming where it came from."""
+    if isinstance(trust_modules, str):
+        trust_modules = [trust_modules]
+    given = [(name, "trust_modules") for name in trust_modules]
+    given += [(name.strip(), TRUST_ENV) for name in os.environ.get(TRUST_ENV, "").split(",") if name.strip()]
+    for name, where in given:
+        if not is_module_name(name):
+            raise ValueError(f"{where}: {name!r} is not a module name (dotted Python identifiers, e.g. "
+                             "mypackage.surrogates)")
+    return [name for name, _ in given]
+
+
+def _trusted(module: str, trust_modules: Iterable[str]) -> bool:
+    return any(module == t or module.startswith(t + ".") for t in trusted_modules(trust_modules))
+
+
+def _ready(d, source: Path, check, trust_modules: Iterable[str] = ()) -> dict:
     """A stored config dict brought up to date and checked: the network's keys are there, its
     keywords an object without the legacy ``backend``, its surrogates usable, then ``check``."""
     if not isinstance(d, dict):
@@ -85,7 +123,7 @@ def _ready(d, source: Path, check) -> dict:
         d = {**d, "network_kwargs": {k: v for k, v in kwargs.items() if k != "backend"}}
     for spec in dict.fromkeys((d.get("surrogate"), kwargs.get("surrogate"))):
         if isinstance(spec, str):  # another type: the check names it
-            stored_surrogate(spec, source)
+            stored_surrogate(spec, source, trust_modules)
     if check is not None:
         check(d, str(source))
     return d

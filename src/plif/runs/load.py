@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Iterable
 
 from .checkpoint import check_finite, load_checkpoint
 from .config import read_run_config
@@ -11,7 +12,7 @@ __all__ = ["load_run"]
 
 
 def load_run(run_dir: str | Path, which: str = "best", map_location="cpu", backend: str = "auto",
-             config: dict | None = None):
+             config: dict | None = None, trust_modules: Iterable[str] = ()):
     """Rebuild the network of a run and load its weights: ``(SpikingNetwork in eval mode, config dict)``.
 
     - which: ``best`` (the validation-selected checkpoint of protocol B if the run has one, else the
@@ -21,6 +22,9 @@ def load_run(run_dir: str | Path, which: str = "best", map_location="cpu", backe
       trained with ``triton`` on a GPU loads on a CPU-only machine).
     - config: the run's config as :func:`plif.runs.read_run_config` gave it (a caller that read it
       already); read from the folder when None.
+    - trust_modules: modules the run's config may name a surrogate from (``MODULE:NAME``); one it
+      names that is neither among them (or ``$PLIF_TRUST_MODULES``) nor imported already is refused,
+      not imported: a run folder from someone else runs no code (:func:`plif.runs.stored_surrogate`).
 
     A folder that is not a run, a malformed ``config.json``, a corrupted checkpoint, one whose
     tensors do not match the network and one with non-finite weights raise errors naming the file.
@@ -45,7 +49,7 @@ def load_run(run_dir: str | Path, which: str = "best", map_location="cpu", backe
 
     folder = RunFolder(run_dir)
     if config is None:
-        config = read_run_config(folder)
+        config = read_run_config(folder, trust_modules=trust_modules)
     if which == "best":
         which = "best_val" if folder.checkpoint("best_val").is_file() else "best_test"
     if str(which).endswith(".pt"):

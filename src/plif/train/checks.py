@@ -2,7 +2,10 @@
 network built on the meta device (its output width), and its weights and one batch against the
 memory of the machine or device.
 
-Errors are ``ValueError`` naming the option (``--lr``) and what it must be.
+Errors are ``ValueError`` naming the option (``--lr``) and what it must be.  Options that would have
+no effect in the combination asked for (``--per-channel-tau`` with LIF, ``--tau0`` with IF,
+``--max-val-samples`` without ``--val-split``, ...) are refused with the reason, not ignored
+(:func:`check_effects`).
 """
 from __future__ import annotations
 
@@ -16,11 +19,16 @@ from ..neurons import NEURONS, check_tau
 from ..surrogate import get_surrogate
 from .fields import field_kind, flag_name, value_fits
 
-__all__ = ["NEURON_NAMES", "MAX_SEED", "check_names", "check_values", "check_outputs", "meta_network",
-           "check_network"]
+__all__ = ["NEURON_NAMES", "MAX_SEED", "LR_RANGE", "check_names", "check_values", "check_effects", "check_outputs",
+           "meta_network", "check_network"]
 
 NEURON_NAMES = tuple(name.lower() for name in NEURONS)
 MAX_SEED = 2**32 - 1  # every generator seeded from it stays inside torch's 64-bit seeds
+LR_RANGE = (2.0**-126, (2 - 2.0**-23) * 2.0**127)
+"""The learning rates that mean something: the normal float32 numbers.  Adam's step ``lr·m/√v``
+(``|m/√v|`` about 1, at most ~3) is computed in float32 (the captured step's rate is a float32
+tensor): a smaller rate is subnormal there, or 0 (``1e-320``), and changes no weight but one within
+~1e-31 of 0 (a step below half a float32 ulp rounds away); a larger one is infinite."""
 
 
 def check_names(cfg, presets) -> None:
@@ -68,6 +76,10 @@ def check_values(cfg) -> None:
         parse_duration(cfg.time_limit)
     if cfg.lr <= 0:
         raise ValueError(f"--lr must be positive, got {cfg.lr:g}")
+    if not LR_RANGE[0] <= cfg.lr <= LR_RANGE[1]:
+        raise ValueError(f"--lr {cfg.lr!r}: must be a normal float32 number, 2^-126 (1.2e-38) to 3.4e38: Adam's step "
+                         "lr*m/sqrt(v) is computed in float32, where a smaller rate is subnormal or 0 and changes no "
+                         "weight but one within ~1e-31 of 0, a larger one is infinite")
     if cfg.neuron.lower() != "if":  # also every neuron token of the network string
         check_tau(cfg.tau0, "--tau0")
     if not 0.0 <= cfg.val_split < 1.0:
@@ -84,6 +96,39 @@ def check_values(cfg) -> None:
     from ..neurons.dispatch import check_backend
 
     check_backend(cfg.backend, pick_device(cfg.device, check=False), cfg.surrogate, option="--backend")
+
+
+def check_effects(cfg, authors_network: str | None) -> None:
+    """Options that would have no effect in the resolved config ``cfg``, refused with the reason (each
+    is the default's value otherwise); ``authors_network``: the dataset's authors'-code network, if any.
+    Only for what is asked now: a stored run's config keeps what it ran with."""
+    neuron = cfg.neuron.lower()
+    if cfg.per_channel_tau and neuron != "plif":
+        raise ValueError(f"--per-channel-tau has no effect with --neuron {neuron}: only PLIF learns its tau, so only "
+                         "PLIF can learn one per channel" + (" (IF has no tau)" if neuron == "if" else ""))
+    default_tau0 = next(f.default for f in dataclasses.fields(cfg) if f.name == "tau0")
+    if neuron == "if" and cfg.tau0 != default_tau0:
+        raise ValueError(f"--tau0 {cfg.tau0:g} has no effect with --neuron if: IF integrates without a leak, it has "
+                         "no time constant (--neuron lif or plif have one)")
+    if cfg.max_val_samples is not None and not cfg.val_split:
+        raise ValueError(f"--max-val-samples {cfg.max_val_samples} has no effect without --val-split: no validation "
+                         "split is held out (protocol B: e.g. --val-split 0.15)")
+    if cfg.authors_code and cfg.network != authors_network:
+        why = ("the dataset's paper network is the authors' code's" if authors_network is None else
+               "--preset cpu trains the dataset's CPU network" if cfg.preset == "cpu" else "--network gives the network")
+        raise ValueError(f"--authors-code has no effect here: it picks the authors' code's network for --preset paper, "
+                         f"and {why}")
+
+
+def check_network_effects(model, cfg) -> None:
+    """Options that would have no effect on the network ``model`` (built from ``cfg``)."""
+    kinds = [(i.kind, len(i.out_shape)) for i in model.info]
+    if cfg.bn_per_step and not any(kind == "bn" for kind, _ in kinds):
+        raise ValueError(f"--bn-per-step has no effect: the network {cfg.network!r} has no BatchNorm (BN)")
+    head = next((k for k, (kind, _) in enumerate(kinds) if kind in ("flatten", "fc")), len(kinds))
+    if cfg.checkpoint_blocks and not any(kind == "pool" and dims == 3 for kind, dims in kinds[:head]):
+        raise ValueError(f"--checkpoint-blocks has no effect: the network {cfg.network!r} has no convolutional block "
+                         "to recompute (a block ends with a spatial pooling before the first FC layer)")
 
 
 def check_outputs(model, cfg) -> None:
@@ -108,11 +153,14 @@ def meta_network(cfg, outputs: bool = True):
     return model
 
 
-def check_network(cfg) -> None:
+def check_network(cfg, asked: bool = True) -> None:
     """Build ``cfg``'s network on the meta device (shapes, no storage) and refuse, before anything is
     written, a network that cannot be built, has the wrong output width, or whose weights with
-    Adam's state, or one batch of input, alone exceed the memory of the machine or device."""
+    Adam's state, or one batch of input, alone exceed the memory of the machine or device; and
+    (``asked``: not a stored run's config) options that would have no effect on it."""
     model = meta_network(cfg)
+    if asked:
+        check_network_effects(model, cfg)
     limit, where = _memory_size(cfg.device)
     if not limit:
         return

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from ..data.catalog import DATASETS, DatasetSpec, get_dataset
 from ..surrogate import PAPER_SURROGATE, SURROGATES, surrogate_spec
-from .checks import NEURON_NAMES, check_names, check_values, meta_network
+from .checks import NEURON_NAMES, check_effects, check_names, check_values, meta_network
 from .fields import field_kind, is_int, value_fits
 
 __all__ = ["TrainConfig", "PRESETS", "resolve_config", "check_stored", "MEMORY_CHOICES", "DEFAULT_MEMORY"]
@@ -193,11 +193,13 @@ PRESETS: dict[str, dict] = {
 """The values each ``preset`` gives the fields left ``None`` (see the module docstring)."""
 
 
-def resolve_config(cfg: TrainConfig) -> TrainConfig:
+def resolve_config(cfg: TrainConfig, asked: bool = True) -> TrainConfig:
     """Validate every value and fill every ``None`` from the preset and the dataset's zoo entry.
 
     Errors are ``ValueError`` naming the option (``--lr``) and what it must be, raised before any
     work starts.  The ``cpu`` preset's cosine period follows ``epochs`` unless ``t_max`` is given.
+    asked: ``cfg`` is what is asked for now, not a stored run's config (a resume, ``plif eval``):
+    options that would have no effect in it are refused too (:func:`plif.train.checks.check_effects`).
     """
     entry = cfg.dataset_spec  # an unknown name: the error lists the valid ones
     check_names(cfg, PRESETS)
@@ -214,6 +216,8 @@ def resolve_config(cfg: TrainConfig) -> TrainConfig:
     if resolved.T is None:
         resolved = dataclasses.replace(resolved, T=entry.T)
     check_values(resolved)
+    if asked:
+        check_effects(resolved, entry.authors_network)
     return dataclasses.replace(resolved, neuron=cfg.neuron.lower(), input_shape=tuple(entry.input_shape),
                                num_classes=entry.num_classes, surrogate=surrogate_spec(cfg.surrogate, "--surrogate"))
 
@@ -226,7 +230,7 @@ def check_stored(d: dict, source: str) -> None:
     The data folder is not checked: a run may be evaluated elsewhere (``--data-dir``)."""
     cfg = TrainConfig.from_dict(d, source=source)
     try:
-        resolved = resolve_config(dataclasses.replace(cfg, data_dir=None, backend="auto"))  # how it ran there
+        resolved = resolve_config(dataclasses.replace(cfg, data_dir=None, backend="auto"), asked=False)  # as it ran
         if "num_classes" in d and cfg.num_classes != resolved.num_classes:  # the input shape build_network checks
             raise ValueError(f"num_classes is {cfg.num_classes!r} but {cfg.dataset} has {resolved.num_classes}")
         unknown = sorted(set(d.get("network_kwargs", {})) - set(resolved.network_kwargs()))

@@ -157,8 +157,8 @@ def open_session(cfg: TrainConfig, resume, log, restart: bool = False) -> Sessio
     """Every set-up step in order, returning the session with its run folder locked (rank 0).
 
     On any error the lock is released, and a fresh run's folder is left as it was found."""
-    cfg = resolve_config(cfg)
-    check_network(cfg)  # built on the meta device: a bad network is refused before the folder is touched
+    cfg = resolve_config(cfg, asked=not resume)  # a resume's settings are the run's own
+    check_network(cfg, asked=not resume)  # built on the meta device: a bad network is refused before the folder is touched
     device = pick_device(cfg.device)
     dist = init_distributed(device.type)
     restarted = any(all_gather_object(restart_count() > 0, dist.world))  # one machine's agent may not count it
