@@ -339,10 +339,13 @@ def test_export_nir_and_to_nir_share_the_clis_defaults():
     (all zeros in Norse): one default everywhere."""
     import inspect
 
+    from plif.cli.deploy import export_defaults
     from plif.cli.main import build_parser
     from plif.deploy.nir_targets import DEFAULT_TARGET
 
     args = build_parser("export").parse_args(["export", "RUN", "--nir", "x.nir"])
+    assert args.target is None and args.bn is None  # left out, so that --check can tell what was given
+    export_defaults(args)
     for fn in (to_nir, export_nir):
         params = inspect.signature(fn).parameters
         assert params["target"].default == args.target == DEFAULT_TARGET

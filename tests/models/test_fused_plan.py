@@ -95,7 +95,8 @@ def test_compiles_fullgraph_with_fused_blocks_and_changing_batch():
 
 
 def test_training_defaults_to_the_fused_preset():
-    assert TrainConfig().memory == DEFAULT_MEMORY == "fused" and set(MEMORY_CHOICES) <= set(MEMORY_PRESETS)
+    # left to plif: fused, except where plif.train.speed compiles the composed layers inside the CUDA graph
+    assert TrainConfig().memory is None and DEFAULT_MEMORY == "fused" and set(MEMORY_CHOICES) <= set(MEMORY_PRESETS)
     assert TrainConfig().memory_options() == MEMORY_PRESETS["fused"]
     net = build_network("c8k3s1-BN-PLIF-MPk2s2-FC10-PLIF", (2, 8, 8), 2)
     assert isinstance(net.plan()[0][2], FusedBlock) and net.memory == MEMORY_PRESETS[DEFAULT_MEMORY]

@@ -49,6 +49,14 @@ def _test_batches(config: dict, data_dir, samples: int, batch_size: int):
     return eval_batches(split, prepare, batch_size)
 
 
+def export_defaults(args) -> None:
+    """Fill what ``plif export`` left out with the exporters' defaults: None until here, so that
+    ``--check`` can tell which export options were given."""
+    from ..deploy.nir_targets import DEFAULT_BN, DEFAULT_TARGET
+
+    args.which, args.target, args.bn = args.which or "best", args.target or DEFAULT_TARGET, args.bn or DEFAULT_BN
+
+
 def run_export(args) -> int:
     if args.check:
         return _check(args)
@@ -56,12 +64,11 @@ def run_export(args) -> int:
         raise ValueError("plif export needs a run folder and --nir FILE (or --check FILE alone)")
     from ..deploy import load_run
     from ..deploy.nir_export import InexactExportWarning, InexactLeakWarning, export_nir, export_nir_all
-    from ..deploy.nir_targets import ALL_TARGETS, DEFAULT_TARGET, TARGETS, target_dt, target_path
+    from ..deploy.nir_targets import ALL_TARGETS, TARGETS, target_dt, target_path
     from ..runs import read_run_config
     from ..train.config import check_stored
 
-    # left out: the defaults (None until here, so that --check can tell what was given)
-    args.which, args.target, args.bn = args.which or "best", args.target or DEFAULT_TARGET, args.bn or "exact"
+    export_defaults(args)
 
     if args.target == ALL_TARGETS and args.dt is not None:
         raise ValueError("--dt does not go with --for all: each importer's file takes the dt that importer steps "

@@ -88,7 +88,7 @@ from ..models.structure import spike_inputs
 from ..neurons import SpikingNeuron
 from .bn_folding import bn_scale_shift, fold_batchnorm, is_batchnorm
 from .nir_import import from_nir, rate_from_tau, threshold_to_nir
-from .nir_targets import (BN_MODES, DEFAULT_TARGET, TARGETS, check_target, graph_meta, importer_summary, target_dt,
+from .nir_targets import (BN_MODES, DEFAULT_BN, DEFAULT_TARGET, TARGETS, check_target, graph_meta, importer_summary, target_dt,
                           target_path)
 
 __all__ = ["to_nir", "write_nir", "verify_nir", "export_nir", "export_nir_all", "tau_for_rate", "as_trained",
@@ -255,7 +255,7 @@ def _check_network(net) -> None:
                     f"{type(net).__name__}{hint}")
 
 
-def to_nir(net: SpikingNetwork, dt: float | None = None, target: str = DEFAULT_TARGET, bn: str = "exact",
+def to_nir(net: SpikingNetwork, dt: float | None = None, target: str = DEFAULT_TARGET, bn: str = DEFAULT_BN,
            allow_inexact_dt: bool = False):
     """The ``nir.NIRGraph`` of ``net`` (eval mode): a chain ``input -> ... -> output``, for
     ``target``'s importer (:data:`~plif.deploy.nir_targets.TARGETS`, Norse by default) stepping it
@@ -397,7 +397,7 @@ def verify_nir(net: SpikingNetwork, graph, samples: int = 4, seed: int = 0) -> t
 
 
 def export_nir(net: SpikingNetwork, path: str | Path, verify: bool = True, dt: float | None = None,
-               target: str = DEFAULT_TARGET, bn: str = "exact", allow_inexact_dt: bool = False) -> Path:
+               target: str = DEFAULT_TARGET, bn: str = DEFAULT_BN, allow_inexact_dt: bool = False) -> Path:
     """Convert for ``target`` and time-step ``dt`` (:func:`to_nir`, the same defaults), check the
     round trip against ``net`` as trained (``verify``) and write; on any error nothing is written.
     A file asked to be inexact (``bn="fold"``, or an inexact ``dt`` allowed) that changes outputs of
@@ -434,7 +434,7 @@ def _verify(net: SpikingNetwork, graph, bn: str) -> None:
                       InexactExportWarning, stacklevel=3)
 
 
-def export_nir_all(net: SpikingNetwork, path: str | Path, verify: bool = True, bn: str = "exact",
+def export_nir_all(net: SpikingNetwork, path: str | Path, verify: bool = True, bn: str = DEFAULT_BN,
                    allow_inexact_dt: bool = False) -> dict[str, Path | str]:
     """One file per importer (:data:`~plif.deploy.nir_targets.TARGETS`, each at its own ``dt``),
     named after it (:func:`~plif.deploy.nir_targets.target_path`: ``model.nir`` ->

@@ -30,10 +30,11 @@ import numpy as np
 
 from .nir_bn import bn_form, conv_channels_off
 
-__all__ = ["Target", "TARGETS", "DEFAULT_TARGET", "ALL_TARGETS", "BN_MODES", "target_dt", "target_path",
+__all__ = ["Target", "TARGETS", "DEFAULT_TARGET", "ALL_TARGETS", "BN_MODES", "DEFAULT_BN", "target_dt", "target_path",
            "check_target", "graph_meta", "importer_report", "importer_summary", "describe", "IMPORTER_OF"]
 
 BN_MODES = ("exact", "fold")
+DEFAULT_BN = "exact"  # BatchNorm as its own node, computing what the trained network computes
 
 
 @dataclass(frozen=True)

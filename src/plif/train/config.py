@@ -14,14 +14,14 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from ..data.catalog import DATASETS, DatasetSpec, get_dataset
+from ..models.memory import DEFAULT_MEMORY  # --memory left to plif, except where plif.train.speed compiles
 from ..surrogate import PAPER_SURROGATE, SURROGATES, surrogate_spec
 from .checks import NEURON_NAMES, check_effects, check_names, check_values, meta_network
 from .fields import field_kind, is_int, value_fits
 
-__all__ = ["TrainConfig", "PRESETS", "resolve_config", "check_stored", "MEMORY_CHOICES", "DEFAULT_MEMORY"]
+__all__ = ["TrainConfig", "PRESETS", "resolve_config", "check_stored", "MEMORY_CHOICES"]
 
 MEMORY_CHOICES = ("fused", "none", "exact", "low", "all")  # --memory: presets of plif.models.MEMORY_PRESETS
-DEFAULT_MEMORY = "fused"  # --memory left to plif, except where plif.train.speed compiles the composed layers
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from .config import DEFAULT_MEMORY, TrainConfig
+from ..models.memory import DEFAULT_MEMORY
+from .config import TrainConfig
 
 __all__ = ["resolve_speed", "graph_obstacle", "auto_memory", "COMPILE_MEASURED"]
 
@@ -67,7 +68,7 @@ def _compile_obstacle(cfg: TrainConfig) -> str | None:
 
 def auto_memory(cfg: TrainConfig, graph: bool, compiled: bool) -> str:
     """``--memory`` left to plif (``None``): ``none`` where the network runs compiled inside the CUDA
-    graph as measured, the fused conv blocks (:data:`~plif.train.config.DEFAULT_MEMORY`) elsewhere;
+    graph as measured, the fused conv blocks (:data:`~plif.models.memory.DEFAULT_MEMORY`) elsewhere;
     a value given is kept."""
     if cfg.memory is not None:
         return cfg.memory
