@@ -128,3 +128,21 @@ def test_inductor_compiles_the_default_path_across_batch_sizes():
                                     {"neuron": "IF", "surrogate": "sigmoid"}], ids=["per-channel-soft", "IF"])
 def test_other_neuron_variants_trace_on_the_default_backend(kwargs):
     _traces_as_one_graph_with_dynamic_batch(*narrow_zoo("mnist"), **kwargs)
+
+
+def test_a_second_compile_traces_the_fused_blocks_backward():
+    """The fused block's backward asked its ∂z for its layout, which Dynamo cannot answer in a backward
+    it speculates; its retry then failed ("lift_tracked_freevar_to_input") once another network had
+    been compiled in the process: the GPU script compiles several variants in one process."""
+    from plif.models.memory import MEMORY_PRESETS
+
+    torch.manual_seed(0)
+    x = torch.rand(2, 1, 12, 12)
+    first = build_network("c4k3s1-BN-IF-MPk2s2-FC10-IF", (1, 12, 12), 2, surrogate="sigmoid")
+    torch._dynamo.reset()
+    torch.compile(first, fullgraph=True, backend="aot_eager")(x).sum().backward()
+    for memory in ("fused", "exact"):  # ∂y written over a fresh ∂z, and over the recomputed conv output
+        net = build_network("c4k3s1-BN-PLIF-c4k3s1-BN-PLIF-MPk2s2-FC10-PLIF", (1, 12, 12), 1)
+        net.set_memory(MEMORY_PRESETS[memory])
+        torch.compile(net, backend="eager")(x).sum().backward()
+        assert all(p.grad is not None and torch.isfinite(p.grad).all() for p in net.parameters())

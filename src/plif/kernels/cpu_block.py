@@ -267,8 +267,10 @@ def bn_input_grad_cpu(g_z: Tensor, y: Tensor, mean: Tensor, invstd: Tensor, scal
 def bn_input_grad_cpu_(g_z: Tensor, y: Tensor, mean: Tensor, invstd: Tensor, scale: Tensor, sum_g: Tensor,
                        sum_gc: Tensor, training: bool) -> Tensor:
     """:func:`bn_input_grad_cpu` written over ``g_z`` (contiguous, ``y``'s dtype), which it returns:
-    the fused block's backward needs no second full-size tensor."""
-    if g_z.dtype != y.dtype or not g_z.is_contiguous():
+    the fused block's backward needs no second full-size tensor.  While traced (torch.compile), the
+    block backward's own output is taken as the contiguous tensor it always is: Dynamo cannot ask a
+    tensor's layout in a backward it speculates (it retries, and a second compile in the process failed)."""
+    if g_z.dtype != y.dtype or not (torch.compiler.is_compiling() or g_z.is_contiguous()):
         return bn_input_grad_cpu(g_z, y, mean, invstd, scale, sum_g, sum_gc, training)
     _bn_input_grad_inplace(g_z, y, mean, invstd, scale, sum_g, sum_gc, bool(training))
     return g_z

@@ -517,7 +517,9 @@ def bn_input_grad_triton(g_z: Tensor, y: Tensor, mean: Tensor, invstd: Tensor, s
     _check_y(y, "bn_input_grad_triton")
     _check_shapes("bn_input_grad_triton", y, channel={"mean": mean, "invstd": invstd, "scale": scale, "sum_g": sum_g,
                                                       "sum_gc": sum_gc}, full={"g_z": g_z})
-    if g_z.dtype == y.dtype and g_z.is_contiguous():
+    # traced (torch.compile): g_z is block_backward's own (contiguous) output; Dynamo cannot ask a
+    # tensor's layout in a backward it speculates (cpu_block.bn_input_grad_cpu_ says more)
+    if g_z.dtype == y.dtype and (torch.compiler.is_compiling() or g_z.is_contiguous()):
         _bn_input_grad_inplace_op(g_z, y, mean, invstd, scale, sum_g, sum_gc, bool(training))
         return g_z
     return _bn_input_grad_op(g_z, y, mean, invstd, scale, sum_g, sum_gc, bool(training))
