@@ -212,8 +212,9 @@ def test_saved_activations_shrink():
 
     plain, fused = saved_bytes(MemoryOptions()), saved_bytes(MEMORY_PRESETS["fused"])
     exact, every = saved_bytes(MEMORY_PRESETS["exact"]), saved_bytes(MEMORY_PRESETS["all"])
-    # the fused blocks keep each conv's output and a byte per pooled output; exact not even the former
-    assert fused < 0.55 * plain and exact < 0.5 * fused and every < exact
+    # the fused blocks keep each conv's output (on the CPU not the first conv's: its few taps make it
+    # again in backward) and a byte per pooled output; exact keeps no conv output
+    assert fused < 0.3 * plain and exact < 0.75 * fused and every < exact
 
 
 def test_option_checks():
