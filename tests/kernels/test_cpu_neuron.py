@@ -126,7 +126,7 @@ def test_operator_refuses_state_in_another_dtype():
         cpu_forward(x, torch.tensor([0.5]), torch.zeros(3, dtype=torch.bfloat16), True, True, 1.0, 0.0, True, 0, 1.0, 1.0)
 
 
-def test_native_build_is_keyed_by_the_cpu_and_falls_back_to_portable(tmp_path, monkeypatch):
+def test_native_build_is_keyed_by_the_cpu_and_falls_back_to_portable(tmp_path, monkeypatch, capsys):
     """The library is built for this CPU (-march=native) under a key naming the CPU, so a cache
     shared by two machines keeps one build each; a compiler that refuses the flag gets the
     portable build."""
@@ -151,6 +151,9 @@ def test_native_build_is_keyed_by_the_cpu_and_falls_back_to_portable(tmp_path, m
     picky.chmod(0o755)
     built = cpu_build._build(str(picky))
     assert built == cpu_build._target(str(picky), portable, "picky 1\n") and built.read_text() == "portable\n"
+    # a first use says it compiles, once; a cached build says nothing
+    assert capsys.readouterr().err.count("plif: compiling the CPU kernels for this machine, once") == 1
+    assert cpu_build._build(str(picky)) == built and capsys.readouterr().err == ""
     calls = (tmp_path / "calls").read_text().splitlines()  # each source compiled, then the link
     assert len(calls) == len(cpu_build.SOURCES) + 1 and not any("-march=native" in c for c in calls)
     assert all(s in " ".join(calls) for s in map(str, cpu_build.SOURCES)) and calls[-1].split()[:len(portable)] == portable

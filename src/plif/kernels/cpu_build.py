@@ -18,6 +18,7 @@ import os
 import platform
 import shutil
 import subprocess
+import sys
 import tempfile
 import threading
 from pathlib import Path
@@ -128,6 +129,10 @@ def _run_all(cxx: str, commands: list[list[str]], what: list) -> None:
 
 def _build(cxx: str) -> Path:
     version = subprocess.run([cxx, "--version"], capture_output=True, text=True, timeout=30).stdout
+    if not any(_target(cxx, flags, version).exists() for flags in (FLAGS + NATIVE, FLAGS)):
+        # the first use on a machine waits for g++ (15-40 s): say so, or the first network built looks hung
+        print(f"plif: compiling the CPU kernels for this machine, once ({len(SOURCES)} files, about 15-40 s; "
+              f"cached in {cache_dir()})", file=sys.stderr, flush=True)
     try:
         return _build_with(cxx, FLAGS + NATIVE, version)
     except RuntimeError:
