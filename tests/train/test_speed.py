@@ -62,13 +62,13 @@ def test_explicit_values_are_kept_and_silent():
     assert (cfg.cuda_graph, cfg.compile, notes) == (True, True, [])
 
 
-def test_a_config_stored_before_tf32_existed_ran_without_it():
+def test_a_config_stored_before_tf32_existed_ran_with_torchs_defaults():
+    """Runs made before the setting ran with torch's defaults (fp32 matmuls, TF32 convolutions): None,
+    which plif.device.set_tf32 sets; TF32, like the rest of how a run executes, may change on a resume."""
     old = dataclasses.asdict(_cfg(cuda_graph=False, compile=False))
     del old["tf32"]
-    assert TrainConfig.from_dict(old).tf32 is False
-    assert config_diff(old, {**old, "tf32": False}) == []
-    assert config_diff(old, {**old, "tf32": True}) == ["  tf32: run has False, now True"]
-    # how the network runs may change on a resume (a GPU run continued on a CPU); TF32's rounding may not
+    assert TrainConfig.from_dict(old).tf32 is None
+    assert config_diff(old, {**old, "tf32": True}) == config_diff(old, {**old, "tf32": False}) == []
     assert config_diff(old, {**old, "tf32": False, "compile": True, "cuda_graph": True}) == []
 
 
@@ -85,7 +85,7 @@ def _flags():
 
 def test_config_json_records_what_ran_and_resume_and_eval_honour_it(tiny_fashion, tmp_path, capsys, tf32_flags):
     """Resolved values, never "auto"; a GPU switch that was on is recorded and a resume without it is
-    refused; the stored tf32 is what a resume and plif eval set (a --no-tf32 run stays fp32)."""
+    refused; the stored tf32 is what a --resume and plif eval set (a --no-tf32 run stays fp32)."""
     out = tmp_path / "run"
     with switched(channels_last=True):
         assert main(tiny_train_argv(tiny_fashion, out, epochs=1, tf32=False)) == 0
@@ -96,8 +96,6 @@ def test_config_json_records_what_ran_and_resume_and_eval_honour_it(tiny_fashion
     assert main(["train", "--resume", str(out), "--epochs", "2"]) == 2
     assert "gpu_switches: run has {'channels_last': True}, now None" in capsys.readouterr().err
     with switched(channels_last=True):
-        assert main(["train", "--resume", str(out), "--epochs", "2", "--tf32"]) == 2
-        assert "tf32: run has False, now True" in capsys.readouterr().err
         torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = True
         assert main(["train", "--resume", str(out), "--epochs", "2"]) == 0
     assert [m["epoch"] for m in read_metrics(out)] == [1, 2] and _flags() == (False, False)
@@ -109,7 +107,7 @@ def test_the_tf32_flag_says_it_does_nothing_on_the_cpu(capsys):
     with pytest.raises(SystemExit):
         main(["train", "--help"])
     text = " ".join(capsys.readouterr().out.split())
-    assert "--tf32, --no-tf32" in text and "no effect on the CPU [yes]" in text
+    assert "--tf32, --no-tf32" in text and "no effect on the CPU;" in text and "a resume may change it [yes]" in text
     assert "--cuda-graph, --no-cuda-graph" in text and "[auto: on CUDA in a single process" in text
 
 
@@ -123,3 +121,33 @@ def test_memory_left_to_plif_is_the_composed_layers_only_where_they_are_compiled
     assert resolve_speed(_cfg(cuda_graph=False), "cuda")[0].memory == "fused"
     assert resolve_speed(_cfg(memory="exact"), "cuda")[0].memory == "exact"
     assert resolve_speed(_cfg(memory="fused"), "cuda")[0].compile is False  # fused blocks were measured eagerly only
+
+
+def _forget_tf32(run):
+    """Make ``run`` look made before the tf32 setting: its config.json and last.pt's copy without the key."""
+    from plif.runs import RunFolder, load_checkpoint, save_checkpoint
+
+    folder = RunFolder(run)
+    config = json.loads(folder.config.read_text())
+    del config["tf32"]
+    folder.write_config(config)
+    state = load_checkpoint(folder.checkpoint("last"))
+    del state["config"]["tf32"]
+    save_checkpoint(folder.checkpoint("last"), state)
+
+
+def test_a_run_made_before_tf32_continues_and_keeps_torchs_defaults(tiny_fashion, tmp_path, tf32_flags):
+    """The same --time-limit command continues a run made before the setting (it was refused: "tf32: run
+    has False, now True"), as plif ablate continues a sweep; a --resume and plif eval of such a run set
+    torch's defaults, which it ran with (fp32 matmuls, TF32 convolutions), not fp32 convolutions."""
+    out = tmp_path / "run"
+    assert main(tiny_train_argv(tiny_fashion, out, epochs=1, time_limit="1h")) == 0
+    _forget_tf32(out)
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
+    assert main(["eval", str(out), "--device", "cpu"]) == 0 and _flags() == (False, True)
+    assert main(["train", "--resume", str(out), "--epochs", "2"]) == 0 and _flags() == (False, True)
+    assert json.loads((out / "config.json").read_text())["tf32"] is None
+    _forget_tf32(out)
+    assert main(tiny_train_argv(tiny_fashion, out, epochs=3, time_limit="1h")) == 0  # TF32 on, as the command says
+    assert [m["epoch"] for m in read_metrics(out)] == [1, 2, 3] and _flags() == (True, True)
+    assert json.loads((out / "config.json").read_text())["tf32"] is True

@@ -89,9 +89,9 @@ class TrainConfig:
         "help": "capture the whole training step (and evaluation) as CUDA graphs and replay them, CUDA only [auto: "
                 "on CUDA in a single process, unless something the graph cannot replay is asked for, which one "
                 "line names; off on the CPU]"})
-    tf32: bool = field(default=True, metadata={
+    tf32: bool | None = field(default=True, metadata={  # None: torch's defaults (plif.device.set_tf32)
         "help": "TF32 tensor cores for fp32 matmuls and convolutions on CUDA (10-bit mantissa products, fp32 sums); "
-                "no effect on the CPU"})
+                "no effect on the CPU; how the run executes, like --backend: a resume may change it"})
     amp: str | None = field(default=None, metadata={
         "help": "mixed precision: bf16 autocast with fp32 weights, BatchNorm statistics, neuron state and loss "
                 "(CUDA or CPU; on the CPU it pays where oneDNN has native bf16, e.g. AVX512-BF16: docs/speed.md)",
@@ -180,8 +180,9 @@ class TrainConfig:
         return cls(**kw)
 
 
-# what a stored config.json without the key ran with: runs made before the field existed (fp32 matmuls)
-ABSENT_MEANS = {"tf32": False}
+# what a stored config.json without the key ran with: runs made before the field existed ran with
+# torch's defaults (fp32 matmuls, TF32 cuDNN convolutions: plif.device.TORCH_TF32)
+ABSENT_MEANS = {"tf32": None}
 
 # preset -> values for the fields left at None
 PRESETS: dict[str, dict] = {

@@ -26,9 +26,11 @@ from .state import Session
 
 __all__ = ["restore", "Restored", "resume_state", "rng_state", "set_rng_state", "config_diff", "RESUMABLE_CHANGES"]
 
-# Settings that may change when a run is resumed without changing what it computes.
+# Settings that may change when a run is resumed: how long it trains, and where and how it runs, logs and is
+# checkpointed; none changes what it computes beyond rounding (another device, backend, compile, memory or
+# TF32 may round differently).
 RESUMABLE_CHANGES = ("epochs", "device", "out", "eval_batch_size", "data_on_device", "log", "cuda_graph", "compile",
-                     "memory", "checkpoint_blocks", "backend", "time_limit", "checkpoint_every")
+                     "memory", "checkpoint_blocks", "backend", "tf32", "time_limit", "checkpoint_every")
 
 
 def config_diff(old: dict, new: dict) -> list[str]:
