@@ -123,17 +123,22 @@ def test_memory_left_to_plif_is_the_composed_layers_only_where_they_are_compiled
     assert resolve_speed(_cfg(memory="fused"), "cuda")[0].compile is False  # fused blocks were measured eagerly only
 
 
-def _forget_tf32(run):
-    """Make ``run`` look made before the tf32 setting: its config.json and last.pt's copy without the key."""
+def _edit_stored(run, edit):
+    """Apply ``edit`` to ``run``'s stored config: config.json and last.pt's copy (what a resume compares)."""
     from plif.runs import RunFolder, load_checkpoint, save_checkpoint
 
     folder = RunFolder(run)
     config = json.loads(folder.config.read_text())
-    del config["tf32"]
+    edit(config)
     folder.write_config(config)
     state = load_checkpoint(folder.checkpoint("last"))
-    del state["config"]["tf32"]
+    edit(state["config"])
     save_checkpoint(folder.checkpoint("last"), state)
+
+
+def _forget_tf32(run):
+    """Make ``run`` look made before the tf32 setting."""
+    _edit_stored(run, lambda config: config.pop("tf32"))
 
 
 def test_a_run_made_before_tf32_continues_and_keeps_torchs_defaults(tiny_fashion, tmp_path, tf32_flags):
@@ -151,3 +156,35 @@ def test_a_run_made_before_tf32_continues_and_keeps_torchs_defaults(tiny_fashion
     assert main(tiny_train_argv(tiny_fashion, out, epochs=3, time_limit="1h")) == 0  # TF32 on, as the command says
     assert [m["epoch"] for m in read_metrics(out)] == [1, 2, 3] and _flags() == (True, True)
     assert json.loads((out / "config.json").read_text())["tf32"] is True
+
+
+def test_what_plif_decided_for_a_cuda_run_is_decided_again_where_it_resumes(tiny_fashion, tmp_path, capsys):
+    """config.json lists the settings plif decided (speed_auto); --resume decides those again for its own
+    device, so a run whose graph, compile and memory were decided on CUDA continues on the CPU (it was
+    refused: "--cuda-graph needs a CUDA device ... leave it out", which the user never gave), and a
+    value given is kept and no longer listed."""
+    out = tmp_path / "run"
+    assert main(tiny_train_argv(tiny_fashion, out, epochs=1, compile=False)) == 0
+    config = json.loads((out / "config.json").read_text())
+    assert config["speed_auto"] == ["cuda_graph", "memory"] and config["compile"] is False
+
+    def as_on_cuda(config):  # what the paper step decided on CUDA records
+        config.update(cuda_graph=True, compile=True, memory="none", speed_auto=["cuda_graph", "compile", "memory"])
+
+    _edit_stored(out, as_on_cuda)
+    assert main(["train", "--resume", str(out), "--epochs", "2", "--device", "cpu"]) == 0, capsys.readouterr().err
+    config = json.loads((out / "config.json").read_text())
+    assert (config["cuda_graph"], config["compile"], config["memory"]) == (False, False, "fused")
+    assert config["speed_auto"] == ["cuda_graph", "compile", "memory"]
+    assert main(["train", "--resume", str(out), "--epochs", "3", "--memory", "exact"]) == 0
+    config = json.loads((out / "config.json").read_text())
+    assert config["memory"] == "exact" and config["speed_auto"] == ["cuda_graph", "compile"]
+    assert [m["epoch"] for m in read_metrics(out)] == [1, 2, 3]
+
+
+def test_a_stored_speed_auto_that_is_not_a_list_of_those_settings_is_refused():
+    from plif.train.config import check_stored
+
+    stored = {**resolve_config(TrainConfig(preset="paper")).to_dict(), "speed_auto": ["lr"]}
+    with pytest.raises(ValueError, match=r"config.json: speed_auto must be a list of cuda_graph, compile, memory, got \['lr'\]"):
+        check_stored(stored, "config.json")

@@ -57,12 +57,13 @@ def _download(cfg, asked: bool) -> None:
 
 def _stored_config(run, trust_modules):
     """The run's config: ``config.json``, or when that is missing or damaged the copy in ``last.pt``
-    (the resume rewrites config.json); the config.json error when neither can be had."""
+    (the resume rewrites config.json); the config.json error when neither can be had.  What plif
+    decided for the run's device is left to it again (``speed_auto``: decided where the resume runs)."""
     from ..runs import read_run_config
-    from ..train.config import TrainConfig, check_stored
+    from ..train.config import TrainConfig, check_stored, left_to_plif
 
-    return TrainConfig.from_dict(read_run_config(run, check_stored, fallback=True, trust_modules=trust_modules,
-                                                 log=lambda line: print(line, flush=True)))
+    return TrainConfig.from_dict(left_to_plif(read_run_config(
+        run, check_stored, fallback=True, trust_modules=trust_modules, log=lambda line: print(line, flush=True))))
 
 
 def run_eval(args) -> int:

@@ -19,7 +19,8 @@ from ..surrogate import PAPER_SURROGATE, SURROGATES, surrogate_spec
 from .checks import NEURON_NAMES, check_effects, check_names, check_values, meta_network
 from .fields import field_kind, is_int, value_fits
 
-__all__ = ["TrainConfig", "PRESETS", "resolve_config", "check_stored", "MEMORY_CHOICES"]
+__all__ = ["TrainConfig", "PRESETS", "resolve_config", "check_stored", "MEMORY_CHOICES", "SPEED_AUTO",
+           "left_to_plif"]
 
 MEMORY_CHOICES = ("fused", "none", "exact", "low", "all")  # --memory: presets of plif.models.MEMORY_PRESETS
 
@@ -184,6 +185,17 @@ class TrainConfig:
 # torch's defaults (fp32 matmuls, TF32 cuDNN convolutions: plif.device.TORCH_TF32)
 ABSENT_MEANS = {"tf32": None}
 
+SPEED_AUTO = ("cuda_graph", "compile", "memory")
+"""The settings :mod:`plif.train.speed` decides for the device and the processes where they are left
+``None``.  A run's ``config.json`` records what was decided and, under ``"speed_auto"``, which were
+decided, so that a ``--resume`` decides those again where it runs (:func:`left_to_plif`)."""
+
+
+def left_to_plif(d: dict) -> dict:
+    """A stored config ``d`` with the settings plif decided for it (its ``"speed_auto"``) back to ``None``."""
+    return {**d, **{name: None for name in d.get("speed_auto", ())}}
+
+
 # preset -> values for the fields left at None
 PRESETS: dict[str, dict] = {
     "paper": {"epochs": 1024, "batch_size": 16, "lr": 1e-3, "t_max": 64},
@@ -230,6 +242,9 @@ def check_stored(d: dict, source: str) -> None:
 
     The data folder is not checked: a run may be evaluated elsewhere (``--data-dir``)."""
     cfg = TrainConfig.from_dict(d, source=source)
+    auto = d.get("speed_auto", [])
+    if not isinstance(auto, list) or not set(auto) <= set(SPEED_AUTO):
+        raise ValueError(f"{source}: speed_auto must be a list of {', '.join(SPEED_AUTO)}, got {auto!r}")
     try:
         resolved = resolve_config(dataclasses.replace(cfg, data_dir=None, backend="auto"), asked=False)  # as it ran
         if "num_classes" in d and cfg.num_classes != resolved.num_classes:  # the input shape build_network checks

@@ -37,7 +37,7 @@ def config_diff(old: dict, new: dict) -> list[str]:
     """Human-readable differences between two resolved configs that forbid a resume."""
     diffs = []
     for key in sorted(set(old) | set(new)):
-        if key in RESUMABLE_CHANGES or key == "network_kwargs":
+        if key in RESUMABLE_CHANGES or key in ("network_kwargs", "speed_auto"):
             continue
         a, b = old.get(key, ABSENT_MEANS.get(key)), new.get(key, ABSENT_MEANS.get(key))
         if json.dumps(a) != json.dumps(b):

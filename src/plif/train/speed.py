@@ -1,8 +1,10 @@
 """How a run executes on its device: the whole step as one CUDA graph, the network compiled inside it.
 
-``cuda_graph`` and ``compile`` left out (``None``, "auto") are decided here for the run's device
-and number of processes; ``config.json`` records what was decided, and a resume reads it back
-from there instead of deciding again (``plif eval`` evaluates eagerly, with the run's TF32 and autocast).  The numbers are the H200 run's
+``cuda_graph``, ``compile`` and ``memory`` left out (``None``, "auto") are decided here for the run's
+device and number of processes; ``config.json`` records what was decided and which were
+(``speed_auto``), and a resume decides those again for its own device and processes (a CUDA run
+continued on the CPU, under torchrun or with ``--checkpoint-every`` trains eagerly; ``plif eval``
+evaluates eagerly, with the run's TF32 and autocast).  The numbers are the H200 run's
 (``docs/gpu/h200-2026-11-27/``; Fashion-MNIST paper step, T = 8, wall ms at batch 16 / 128):
 
 - ``cuda_graph`` auto: on CUDA in a single process.  The eager step is host-bound (8.68 / 9.24 ms,
