@@ -15,8 +15,9 @@ evaluates eagerly, with the run's TF32 and autocast).  The numbers are the H200 
   CUDA says so; ``--compile`` compiles anyway).  Inductor's compile takes tens of seconds once,
   in the first epoch.
 - ``memory`` auto: ``none`` (the composed layers, which Inductor fuses around the neuron kernels:
-  what was measured) where the network is compiled inside the graph, ``fused`` (each conv block's
-  BatchNorm, neuron and max-pool as one fused step) everywhere else, the CPU included.  The GPU
+  what was measured) where a measured network is compiled inside the graph, ``fused`` (each conv
+  block's BatchNorm, neuron and max-pool as one fused step) everywhere else: the CPU, and also
+  another network that ``--compile`` compiles inside the graph.  The GPU
   script's second plan measures the fused blocks against ``none`` on the conv-heavy networks.
 
 On the CPU both stay off and nothing is said: a CUDA graph needs CUDA, and compiling on the CPU
