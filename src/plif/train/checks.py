@@ -76,10 +76,6 @@ def check_values(cfg) -> None:
         parse_duration(cfg.time_limit)
     if cfg.lr <= 0:
         raise ValueError(f"--lr must be positive, got {cfg.lr:g}")
-    if not LR_RANGE[0] <= cfg.lr <= LR_RANGE[1]:
-        raise ValueError(f"--lr {cfg.lr!r}: must be a normal float32 number, 2^-126 (1.2e-38) to 3.4e38: Adam's step "
-                         "lr*m/sqrt(v) is computed in float32, where a smaller rate is subnormal or 0 and changes no "
-                         "weight but one within ~1e-31 of 0, a larger one is infinite")
     if cfg.neuron.lower() != "if":  # also every neuron token of the network string
         check_tau(cfg.tau0, "--tau0")
     if not 0.0 <= cfg.val_split < 1.0:
@@ -100,8 +96,13 @@ def check_values(cfg) -> None:
 
 def check_effects(cfg, authors_network: str | None) -> None:
     """Options that would have no effect in the resolved config ``cfg``, refused with the reason (each
-    is the default's value otherwise); ``authors_network``: the dataset's authors'-code network, if any.
+    is the default's value otherwise), and a ``--lr`` outside :data:`LR_RANGE` (it moves no weight, or
+    every weight to infinity); ``authors_network``: the dataset's authors'-code network, if any.
     Only for what is asked now: a stored run's config keeps what it ran with."""
+    if not LR_RANGE[0] <= cfg.lr <= LR_RANGE[1]:
+        raise ValueError(f"--lr {cfg.lr!r}: must be a normal float32 number, 2^-126 (1.2e-38) to 3.4e38: Adam's step "
+                         "lr*m/sqrt(v) is computed in float32, where a smaller rate is subnormal or 0 and changes no "
+                         "weight but one within ~1e-31 of 0, a larger one is infinite")
     neuron = cfg.neuron.lower()
     if cfg.per_channel_tau and neuron != "plif":
         raise ValueError(f"--per-channel-tau has no effect with --neuron {neuron}: only PLIF learns its tau, so only "
