@@ -13,7 +13,7 @@ from plif.runs import read_metrics
 from plif.train import TrainConfig, resolve_config
 from plif.train.resume import config_diff
 from plif.train.speed import resolve_speed
-from plif_testing import tiny_train_argv
+from plif_testing import edit_stored_config, tiny_train_argv
 
 
 def _cfg(**kw):
@@ -123,22 +123,9 @@ def test_memory_left_to_plif_is_the_composed_layers_only_where_they_are_compiled
     assert resolve_speed(_cfg(memory="fused"), "cuda")[0].compile is False  # fused blocks were measured eagerly only
 
 
-def _edit_stored(run, edit):
-    """Apply ``edit`` to ``run``'s stored config: config.json and last.pt's copy (what a resume compares)."""
-    from plif.runs import RunFolder, load_checkpoint, save_checkpoint
-
-    folder = RunFolder(run)
-    config = json.loads(folder.config.read_text())
-    edit(config)
-    folder.write_config(config)
-    state = load_checkpoint(folder.checkpoint("last"))
-    edit(state["config"])
-    save_checkpoint(folder.checkpoint("last"), state)
-
-
 def _forget_tf32(run):
     """Make ``run`` look made before the tf32 setting."""
-    _edit_stored(run, lambda config: config.pop("tf32"))
+    edit_stored_config(run, lambda config: config.pop("tf32"))
 
 
 def test_a_run_made_before_tf32_continues_and_keeps_torchs_defaults(tiny_fashion, tmp_path, tf32_flags):
@@ -171,7 +158,7 @@ def test_what_plif_decided_for_a_cuda_run_is_decided_again_where_it_resumes(tiny
     def as_on_cuda(config):  # what the paper step decided on CUDA records
         config.update(cuda_graph=True, compile=True, memory="none", speed_auto=["cuda_graph", "compile", "memory"])
 
-    _edit_stored(out, as_on_cuda)
+    edit_stored_config(out, as_on_cuda)
     assert main(["train", "--resume", str(out), "--epochs", "2", "--device", "cpu"]) == 0, capsys.readouterr().err
     config = json.loads((out / "config.json").read_text())
     assert (config["cuda_graph"], config["compile"], config["memory"]) == (False, False, "fused")
