@@ -36,9 +36,19 @@ def run_train(args) -> int:
     typed = given.get("surrogate", "")  # a MODULE:NAME typed again is the user's choice of MODULE
     stored = _stored_config(run, [*args.trust_module, *([typed.partition(":")[0]] if ":" in typed else [])])
     cfg = dataclasses.replace(stored, **{**given, "out": str(run)})
+    _check_given(cfg, set(given))
     if args.download:
         _download(cfg, asked=False)
     return train(cfg, resume=True)
+
+
+def _check_given(cfg, names) -> None:
+    """The options ``names`` given to a ``--resume`` (``cfg``: the run's config with them) are refused
+    where they would have no effect; the run's own options are kept as it ran with them."""
+    from ..train.checks import check_network
+    from ..train.config import resolve_config
+
+    check_network(resolve_config(cfg, asked=names), asked=names)
 
 
 def _download(cfg, asked: bool) -> None:

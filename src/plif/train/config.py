@@ -206,13 +206,14 @@ PRESETS: dict[str, dict] = {
 """The values each ``preset`` gives the fields left ``None`` (see the module docstring)."""
 
 
-def resolve_config(cfg: TrainConfig, asked: bool = True) -> TrainConfig:
+def resolve_config(cfg: TrainConfig, asked=True) -> TrainConfig:
     """Validate every value and fill every ``None`` from the preset and the dataset's zoo entry.
 
     Errors are ``ValueError`` naming the option (``--lr``) and what it must be, raised before any
     work starts.  The ``cpu`` preset's cosine period follows ``epochs`` unless ``t_max`` is given.
     asked: ``cfg`` is what is asked for now, not a stored run's config (a resume, ``plif eval``):
-    options that would have no effect in it are refused too (:func:`plif.train.checks.check_effects`).
+    options that would have no effect in it are refused too (:func:`plif.train.checks.check_effects`);
+    the names of fields (a resume's options given now): only those are.
     """
     entry = cfg.dataset_spec  # an unknown name: the error lists the valid ones
     check_names(cfg, PRESETS)
@@ -230,7 +231,7 @@ def resolve_config(cfg: TrainConfig, asked: bool = True) -> TrainConfig:
         resolved = dataclasses.replace(resolved, T=entry.T)
     check_values(resolved)
     if asked:
-        check_effects(resolved, entry.authors_network)
+        check_effects(resolved, entry.authors_network, None if asked is True else asked)
     return dataclasses.replace(resolved, neuron=cfg.neuron.lower(), input_shape=tuple(entry.input_shape),
                                num_classes=entry.num_classes, surrogate=surrogate_spec(cfg.surrogate, "--surrogate"))
 
