@@ -206,6 +206,7 @@ def open_session(cfg: TrainConfig, resume, log, restart: bool = False) -> Sessio
             s.start_epoch, s.start_step, s.rank_state, s.metrics = r.start_epoch, r.start_step, r.rank_state, r.metrics
             if s.main:
                 folder.write_config(s.cfg_dict)  # what a resume may change (--epochs, --device) is recorded
+        cfg = s.cfg  # a resume's: the cosine period may follow new --epochs
         if s.main and cfg.log == "tensorboard":
             from .tb_log import TensorBoardLog
 
