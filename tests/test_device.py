@@ -31,24 +31,13 @@ def test_the_device_module_is_the_ground_floor():
     assert memory.host_memory_available is device.host_memory_available
 
 
-@pytest.fixture
-def tf32_flags():
-    before = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
-    yield
-    torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = before
-
-
-def _flags():
-    return torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
-
-
 def test_set_tf32_gives_back_both_flags_and_none_is_torchs_defaults(tf32_flags):
     """What set_tf32 returns restores torch's mixed default (fp32 matmuls, TF32 convolutions): plif
     bench train left cuDNN's TF32 off when it was given one bool back."""
     device.set_tf32(None)
-    assert _flags() == device.TORCH_TF32 == (False, True)
+    assert tf32_flags() == device.TORCH_TF32 == (False, True)
     before = device.set_tf32(True)
-    assert _flags() == (True, True)
+    assert tf32_flags() == (True, True)
     device.set_tf32(before)
-    assert _flags() == (False, True)
-    assert device.set_tf32(False) == (False, True) and _flags() == (False, False)
+    assert tf32_flags() == (False, True)
+    assert device.set_tf32(False) == (False, True) and tf32_flags() == (False, False)

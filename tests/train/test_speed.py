@@ -72,17 +72,6 @@ def test_a_config_stored_before_tf32_existed_ran_with_torchs_defaults():
     assert config_diff(old, {**old, "tf32": False, "compile": True, "cuda_graph": True}) == []
 
 
-@pytest.fixture
-def tf32_flags():
-    before = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
-    yield
-    torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = before
-
-
-def _flags():
-    return torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
-
-
 def test_config_json_records_what_ran_and_resume_and_eval_honour_it(tiny_fashion, tmp_path, capsys, tf32_flags):
     """Resolved values, never "auto"; a GPU switch that was on is recorded and a resume without it is
     refused; the stored tf32 is what a --resume and plif eval set (a --no-tf32 run stays fp32)."""
@@ -91,16 +80,16 @@ def test_config_json_records_what_ran_and_resume_and_eval_honour_it(tiny_fashion
         assert main(tiny_train_argv(tiny_fashion, out, epochs=1, tf32=False)) == 0
     config = json.loads((out / "config.json").read_text())
     assert (config["cuda_graph"], config["compile"], config["tf32"]) == (False, False, False)
-    assert config["gpu_switches"] == {"channels_last": True} and _flags() == (False, False)
+    assert config["gpu_switches"] == {"channels_last": True} and tf32_flags() == (False, False)
     capsys.readouterr()
     assert main(["train", "--resume", str(out), "--epochs", "2"]) == 2
     assert "gpu_switches: run has {'channels_last': True}, now None" in capsys.readouterr().err
     with switched(channels_last=True):
         torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = True
         assert main(["train", "--resume", str(out), "--epochs", "2"]) == 0
-    assert [m["epoch"] for m in read_metrics(out)] == [1, 2] and _flags() == (False, False)
+    assert [m["epoch"] for m in read_metrics(out)] == [1, 2] and tf32_flags() == (False, False)
     torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = True
-    assert main(["eval", str(out), "--device", "cpu"]) == 0 and _flags() == (False, False)
+    assert main(["eval", str(out), "--device", "cpu"]) == 0 and tf32_flags() == (False, False)
 
 
 def test_the_tf32_flag_says_it_does_nothing_on_the_cpu(capsys):
@@ -136,12 +125,12 @@ def test_a_run_made_before_tf32_continues_and_keeps_torchs_defaults(tiny_fashion
     assert main(tiny_train_argv(tiny_fashion, out, epochs=1, time_limit="1h")) == 0
     _forget_tf32(out)
     torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
-    assert main(["eval", str(out), "--device", "cpu"]) == 0 and _flags() == (False, True)
-    assert main(["train", "--resume", str(out), "--epochs", "2"]) == 0 and _flags() == (False, True)
+    assert main(["eval", str(out), "--device", "cpu"]) == 0 and tf32_flags() == (False, True)
+    assert main(["train", "--resume", str(out), "--epochs", "2"]) == 0 and tf32_flags() == (False, True)
     assert json.loads((out / "config.json").read_text())["tf32"] is None
     _forget_tf32(out)
     assert main(tiny_train_argv(tiny_fashion, out, epochs=3, time_limit="1h")) == 0  # TF32 on, as the command says
-    assert [m["epoch"] for m in read_metrics(out)] == [1, 2, 3] and _flags() == (True, True)
+    assert [m["epoch"] for m in read_metrics(out)] == [1, 2, 3] and tf32_flags() == (True, True)
     assert json.loads((out / "config.json").read_text())["tf32"] is True
 
 
