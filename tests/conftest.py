@@ -37,6 +37,17 @@ def tiny_fashion(tmp_path_factory):
 
 
 @pytest.fixture
+def tf32_flags():
+    """A function reading torch's two TF32 flags ``(matmul, cuDNN)``; both are put back after the test."""
+    def read():
+        return torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+
+    before = read()
+    yield read
+    torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = before
+
+
+@pytest.fixture
 def make_net():
     """``make_net(spec, input_shape, T, dtype, seed, **kw)``: a small network that fires like a trained one."""
     return small_net

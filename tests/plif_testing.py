@@ -127,6 +127,21 @@ def tiny_train_argv(root, out, *extra, command="train", **kw):
     return argv + [str(e) for e in extra]
 
 
+def edit_stored_config(run, edit) -> None:
+    """Apply ``edit`` (a function changing a dict in place) to run folder ``run``'s stored config:
+    config.json and the copy in last.pt, which a resume compares (e.g. to make a run look made by an
+    older plif)."""
+    from plif.runs import RunFolder, load_checkpoint, save_checkpoint
+
+    folder = RunFolder(run)
+    config = json.loads(folder.config.read_text())
+    edit(config)
+    folder.write_config(config)
+    state = load_checkpoint(folder.checkpoint("last"))
+    edit(state["config"])
+    save_checkpoint(folder.checkpoint("last"), state)
+
+
 def shared_dir() -> Path:
     """``shared/`` beside the checkout (the parent of ``$PLIF_SHARED_DATA`` when that is set)."""
     env = os.environ.get("PLIF_SHARED_DATA")

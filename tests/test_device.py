@@ -29,3 +29,15 @@ def test_the_device_module_is_the_ground_floor():
     imported = [n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
     assert not [m for m in imported if m.startswith("data") or m.startswith("plif.data")]
     assert memory.host_memory_available is device.host_memory_available
+
+
+def test_set_tf32_gives_back_both_flags_and_none_is_torchs_defaults(tf32_flags):
+    """What set_tf32 returns restores torch's mixed default (fp32 matmuls, TF32 convolutions): plif
+    bench train left cuDNN's TF32 off when it was given one bool back."""
+    device.set_tf32(None)
+    assert tf32_flags() == device.TORCH_TF32 == (False, True)
+    before = device.set_tf32(True)
+    assert tf32_flags() == (True, True)
+    device.set_tf32(before)
+    assert tf32_flags() == (False, True)
+    assert device.set_tf32(False) == (False, True) and tf32_flags() == (False, False)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["pick_device", "free_memory", "host_memory_available", "set_tf32"]
+__all__ = ["pick_device", "free_memory", "host_memory_available", "set_tf32", "TORCH_TF32"]
 
 
 def pick_device(name: str | None = "auto", check: bool = True):
@@ -33,18 +33,26 @@ def pick_device(name: str | None = "auto", check: bool = True):
     return dev
 
 
-def set_tf32(enabled: bool) -> bool:
-    """TF32 tensor cores for fp32 matmuls and cuDNN convolutions on CUDA, or neither: the one place
-    plif sets torch's two process-wide flags (``plif train``'s ``tf32`` field, ``plif eval`` and the
-    benchmarks from it).  No effect on the CPU.  Returns whether both were on before.
+TORCH_TF32 = (False, True)
+"""torch's own TF32 flags ``(matmul, cuDNN)``: fp32 matmuls, TF32 convolutions (what runs made
+before ``plif train``'s ``tf32`` setting ran with)."""
+
+
+def set_tf32(enabled: bool | None | tuple[bool, bool]) -> tuple[bool, bool]:
+    """TF32 tensor cores for fp32 matmuls and cuDNN convolutions on CUDA (True), neither (False) or
+    torch's defaults (None: :data:`TORCH_TF32`): the one place plif sets torch's two process-wide
+    flags (``plif train``'s ``tf32`` field, ``plif eval`` and the benchmarks from it).  A pair
+    ``(matmul, cuDNN)`` sets each.  No effect on the CPU.  Returns the pair as it was, which a
+    caller gives back to restore both.
 
     On an H200 the Fashion-MNIST paper step in the CUDA graph took 0.90 / 0.86 of its fp32 time at
     batch 16 / 128, and the paper protocol tracked the fp32 run within noise at each of 46 epochs
     (``docs/gpu/h200-2026-11-27/``)."""
     import torch
 
-    before = torch.backends.cuda.matmul.allow_tf32 and torch.backends.cudnn.allow_tf32
-    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = bool(enabled)
+    before = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    matmul, cudnn = TORCH_TF32 if enabled is None else enabled if isinstance(enabled, tuple) else (enabled, enabled)
+    torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = bool(matmul), bool(cudnn)
     return before
 
 

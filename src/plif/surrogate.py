@@ -41,7 +41,8 @@ from typing import Callable
 import torch
 
 __all__ = ["Surrogate", "ClosedForm", "CLOSED_FORMS", "SURROGATES", "PAPER_SURROGATE", "CUSTOM_SURROGATES",
-           "register_surrogate", "unregister_surrogate", "get_surrogate", "surrogate_spec", "heaviside", "spike_fn"]
+           "register_surrogate", "unregister_surrogate", "get_surrogate", "surrogate_spec", "unless_paper", "heaviside",
+           "spike_fn"]
 
 
 @dataclass(frozen=True)
@@ -156,6 +157,17 @@ SURROGATES: dict[str, Surrogate] = {
 
 PAPER_SURROGATE = "atan"
 """The surrogate of the paper (and the default everywhere): arctan with α = 2."""
+
+
+def unless_paper(spec: str, text: str = ", {} surrogate") -> str:
+    """``text`` naming surrogate ``spec`` (at ``{}``) where it is not the paper's, else ``""``: what
+    describes a run (its log, a sweep's lines, a setting's label, the report's notes) names its
+    surrogate only where it differs.
+
+    >>> unless_paper("sigmoid"), unless_paper("atan")
+    (', sigmoid surrogate', '')
+    """
+    return "" if spec == PAPER_SURROGATE else text.format(spec)
 
 
 CUSTOM_SURROGATES: dict[str, Surrogate] = {}

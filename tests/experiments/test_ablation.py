@@ -5,7 +5,7 @@ import re
 from plif.cli.main import main
 from plif.experiments.ablation import ABLATIONS, sweep_status
 
-from plif_testing import TINY_NET, tiny_train_argv
+from plif_testing import TINY_NET, edit_stored_config, tiny_train_argv
 
 
 def _argv(root, out, *extra):
@@ -122,3 +122,14 @@ def test_per_channel_tau_goes_to_the_plif_entries_only(tiny_fashion, tmp_path, m
     assert main(_argv(tiny_fashion, tmp_path / "sweep", "--per-channel-tau")) == 0
     assert {name: cfg.per_channel_tau for name, cfg in ran.items()} == {
         "plif2.0": True, "lif2.0": False, "plif16.0": True, "lif16.0": False}
+
+
+def test_a_sweep_whose_lif_entries_recorded_per_channel_tau_continues(tiny_fashion, tmp_path, capsys):
+    """Before --per-channel-tau went to the PLIF entries alone, a sweep's LIF runs recorded it; continuing
+    such a sweep was refused ("per_channel_tau: run has True, now False") though LIF has no tau to learn."""
+    out = tmp_path / "sweep"
+    assert main(_argv(tiny_fashion, out, "--only", "lif-tau2")) == 0
+    edit_stored_config(out / "lif-tau2", lambda config: config.update(per_channel_tau=True))
+    assert main(_argv(tiny_fashion, out, "--epochs", "2", "--only", "lif-tau2", "--per-channel-tau")) == 0, \
+        capsys.readouterr().err
+    assert sweep_status(out / "lif-tau2", 2) == "finished"

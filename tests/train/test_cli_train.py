@@ -28,6 +28,19 @@ def test_resume_needs_only_the_run_folder(tiny_fashion, tmp_path, capsys):
     assert "different config" in err and "lr: run has 0.004, now 0.1" in err
 
 
+def test_options_given_to_a_resume_are_refused_where_they_would_do_nothing(tiny_fashion, tmp_path, capsys):
+    """--checkpoint-blocks on a network without a conv block, --per-channel-tau with LIF: given to a resume,
+    refused with the reason as for a new run (they were accepted in silence); the run's own options stay."""
+    out = tmp_path / "run"
+    assert main(_args(tiny_fashion, out, "--epochs", "1", "--network", "FC100-LIF-APk10s10", "--neuron", "lif")) == 0
+    for option, why in (("--checkpoint-blocks", "--checkpoint-blocks has no effect: the network"),
+                        ("--per-channel-tau", "--per-channel-tau has no effect with --neuron lif")):
+        assert main(["train", "--resume", str(out), "--epochs", "2", option]) == 2
+        assert why in capsys.readouterr().err
+    assert [m["epoch"] for m in read_metrics(out)] == [1]
+    assert main(["train", "--resume", str(out), "--epochs", "2", "--no-checkpoint-blocks"]) == 0
+
+
 def test_resume_of_a_folder_without_a_run(tmp_path, capsys):
     assert main(["train", "--resume", str(tmp_path)]) == 2
     assert "config.json" in capsys.readouterr().err

@@ -1,4 +1,5 @@
 """Runs that cannot be corrupted: divergence, the lock, dead ends, validation before work."""
+import dataclasses
 import json
 import os
 
@@ -322,7 +323,9 @@ def test_a_stored_config_is_read_with_what_it_ran_with(tiny_fashion):
     from plif.train.config import check_stored, resolve_config
 
     stored = resolve_config(TrainConfig(neuron="lif", per_channel_tau=True, max_val_samples=5, device="cpu",
-                                        data_dir=str(tiny_fashion)), asked=False)
-    check_stored(stored.to_dict(), "config.json")
-    with pytest.raises(ValueError, match="--per-channel-tau has no effect with --neuron lif"):
+                                        lr=1e-40, data_dir=str(tiny_fashion)), asked=False)
+    check_stored(stored.to_dict(), "config.json")  # a subnormal lr, refused since, too
+    with pytest.raises(ValueError, match="--lr 1e-40: must be a normal float32 number"):
         resolve_config(stored)
+    with pytest.raises(ValueError, match="--per-channel-tau has no effect with --neuron lif"):
+        resolve_config(dataclasses.replace(stored, lr=1e-3))

@@ -2,14 +2,14 @@ import pytest
 import torch
 from torch import nn
 
-from plif.train.precise_bn import needs_precise_bn, precise_bn_note, reestimate_bn, steps_to_forget
+from plif.train.precise_bn import precise_bn_note, reestimate_bn, steps_to_forget
 
 
 def test_an_epoch_too_short_to_forget_the_running_statistics_needs_them_again():
     net = nn.Sequential(nn.Conv2d(1, 3, 3), nn.BatchNorm2d(3))
     assert steps_to_forget(0.1) == 44 and 0.9 ** 44 <= 0.01 < 0.9 ** 43
-    assert needs_precise_bn(net, 8) and needs_precise_bn(net, 43) and not needs_precise_bn(net, 44)
-    assert not needs_precise_bn(nn.Sequential(nn.Linear(2, 2)), 1)  # no BatchNorm
+    assert precise_bn_note(net, 8) and precise_bn_note(net, 43) and precise_bn_note(net, 44) is None
+    assert precise_bn_note(nn.Sequential(nn.Linear(2, 2)), 1) is None  # no BatchNorm
 
 
 def test_the_note_says_the_whole_rule_in_one_sentence():

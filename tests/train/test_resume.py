@@ -75,3 +75,18 @@ def test_restore_returns_what_it_read_and_leaves_the_session_as_it_was(tmp_path)
     assert s.cfg.t_max == 2 and s.cfg_dict["t_max"] == 2
     for a, b in zip(old.model.state_dict().values(), s.model.state_dict().values()):
         assert torch.equal(a, b)  # the weights were loaded in place
+
+
+def test_settings_without_effect_in_a_run_do_not_refuse_its_resume():
+    """config_diff compares what has an effect: --per-channel-tau only with PLIF, --tau0 not with IF,
+    --max-val-samples only with --val-split (a sweep started before plif ablate gave --per-channel-tau to
+    its PLIF entries alone recorded it in its LIF runs)."""
+    from plif.train.resume import config_diff
+
+    lif = {"neuron": "lif", "tau0": 2.0, "per_channel_tau": True, "max_val_samples": 5, "val_split": 0.0}
+    assert config_diff(lif, {**lif, "per_channel_tau": False, "max_val_samples": None}) == []
+    assert config_diff(lif, {**lif, "tau0": 16.0}) == ["  tau0: run has 2.0, now 16.0"]
+    assert config_diff({**lif, "neuron": "if"}, {**lif, "neuron": "if", "tau0": 16.0}) == []
+    plif = {**lif, "neuron": "plif", "val_split": 0.1}
+    assert config_diff(plif, {**plif, "per_channel_tau": False}) == ["  per_channel_tau: run has True, now False"]
+    assert config_diff(plif, {**plif, "max_val_samples": 6}) == ["  max_val_samples: run has 5, now 6"]

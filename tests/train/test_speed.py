@@ -13,7 +13,7 @@ from plif.runs import read_metrics
 from plif.train import TrainConfig, resolve_config
 from plif.train.resume import config_diff
 from plif.train.speed import resolve_speed
-from plif_testing import tiny_train_argv
+from plif_testing import edit_stored_config, tiny_train_argv
 
 
 def _cfg(**kw):
@@ -62,54 +62,41 @@ def test_explicit_values_are_kept_and_silent():
     assert (cfg.cuda_graph, cfg.compile, notes) == (True, True, [])
 
 
-def test_a_config_stored_before_tf32_existed_ran_without_it():
+def test_a_config_stored_before_tf32_existed_ran_with_torchs_defaults():
+    """Runs made before the setting ran with torch's defaults (fp32 matmuls, TF32 convolutions): None,
+    which plif.device.set_tf32 sets; TF32, like the rest of how a run executes, may change on a resume."""
     old = dataclasses.asdict(_cfg(cuda_graph=False, compile=False))
     del old["tf32"]
-    assert TrainConfig.from_dict(old).tf32 is False
-    assert config_diff(old, {**old, "tf32": False}) == []
-    assert config_diff(old, {**old, "tf32": True}) == ["  tf32: run has False, now True"]
-    # how the network runs may change on a resume (a GPU run continued on a CPU); TF32's rounding may not
+    assert TrainConfig.from_dict(old).tf32 is None
+    assert config_diff(old, {**old, "tf32": True}) == config_diff(old, {**old, "tf32": False}) == []
     assert config_diff(old, {**old, "tf32": False, "compile": True, "cuda_graph": True}) == []
-
-
-@pytest.fixture
-def tf32_flags():
-    before = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
-    yield
-    torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = before
-
-
-def _flags():
-    return torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
 
 
 def test_config_json_records_what_ran_and_resume_and_eval_honour_it(tiny_fashion, tmp_path, capsys, tf32_flags):
     """Resolved values, never "auto"; a GPU switch that was on is recorded and a resume without it is
-    refused; the stored tf32 is what a resume and plif eval set (a --no-tf32 run stays fp32)."""
+    refused; the stored tf32 is what a --resume and plif eval set (a --no-tf32 run stays fp32)."""
     out = tmp_path / "run"
     with switched(channels_last=True):
         assert main(tiny_train_argv(tiny_fashion, out, epochs=1, tf32=False)) == 0
     config = json.loads((out / "config.json").read_text())
     assert (config["cuda_graph"], config["compile"], config["tf32"]) == (False, False, False)
-    assert config["gpu_switches"] == {"channels_last": True} and _flags() == (False, False)
+    assert config["gpu_switches"] == {"channels_last": True} and tf32_flags() == (False, False)
     capsys.readouterr()
     assert main(["train", "--resume", str(out), "--epochs", "2"]) == 2
     assert "gpu_switches: run has {'channels_last': True}, now None" in capsys.readouterr().err
     with switched(channels_last=True):
-        assert main(["train", "--resume", str(out), "--epochs", "2", "--tf32"]) == 2
-        assert "tf32: run has False, now True" in capsys.readouterr().err
         torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = True
         assert main(["train", "--resume", str(out), "--epochs", "2"]) == 0
-    assert [m["epoch"] for m in read_metrics(out)] == [1, 2] and _flags() == (False, False)
+    assert [m["epoch"] for m in read_metrics(out)] == [1, 2] and tf32_flags() == (False, False)
     torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = True
-    assert main(["eval", str(out), "--device", "cpu"]) == 0 and _flags() == (False, False)
+    assert main(["eval", str(out), "--device", "cpu"]) == 0 and tf32_flags() == (False, False)
 
 
 def test_the_tf32_flag_says_it_does_nothing_on_the_cpu(capsys):
     with pytest.raises(SystemExit):
         main(["train", "--help"])
     text = " ".join(capsys.readouterr().out.split())
-    assert "--tf32, --no-tf32" in text and "no effect on the CPU [yes]" in text
+    assert "--tf32, --no-tf32" in text and "no effect on the CPU;" in text and "a resume may change it [yes]" in text
     assert "--cuda-graph, --no-cuda-graph" in text and "[auto: on CUDA in a single process" in text
 
 
@@ -123,3 +110,57 @@ def test_memory_left_to_plif_is_the_composed_layers_only_where_they_are_compiled
     assert resolve_speed(_cfg(cuda_graph=False), "cuda")[0].memory == "fused"
     assert resolve_speed(_cfg(memory="exact"), "cuda")[0].memory == "exact"
     assert resolve_speed(_cfg(memory="fused"), "cuda")[0].compile is False  # fused blocks were measured eagerly only
+
+
+def _forget_tf32(run):
+    """Make ``run`` look made before the tf32 setting."""
+    edit_stored_config(run, lambda config: config.pop("tf32"))
+
+
+def test_a_run_made_before_tf32_continues_and_keeps_torchs_defaults(tiny_fashion, tmp_path, tf32_flags):
+    """The same --time-limit command continues a run made before the setting (it was refused: "tf32: run
+    has False, now True"), as plif ablate continues a sweep; a --resume and plif eval of such a run set
+    torch's defaults, which it ran with (fp32 matmuls, TF32 convolutions), not fp32 convolutions."""
+    out = tmp_path / "run"
+    assert main(tiny_train_argv(tiny_fashion, out, epochs=1, time_limit="1h")) == 0
+    _forget_tf32(out)
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
+    assert main(["eval", str(out), "--device", "cpu"]) == 0 and tf32_flags() == (False, True)
+    assert main(["train", "--resume", str(out), "--epochs", "2"]) == 0 and tf32_flags() == (False, True)
+    assert json.loads((out / "config.json").read_text())["tf32"] is None
+    _forget_tf32(out)
+    assert main(tiny_train_argv(tiny_fashion, out, epochs=3, time_limit="1h")) == 0  # TF32 on, as the command says
+    assert [m["epoch"] for m in read_metrics(out)] == [1, 2, 3] and tf32_flags() == (True, True)
+    assert json.loads((out / "config.json").read_text())["tf32"] is True
+
+
+def test_what_plif_decided_for_a_cuda_run_is_decided_again_where_it_resumes(tiny_fashion, tmp_path, capsys):
+    """config.json lists the settings plif decided (speed_auto); --resume decides those again for its own
+    device, so a run whose graph, compile and memory were decided on CUDA continues on the CPU (it was
+    refused: "--cuda-graph needs a CUDA device ... leave it out", which the user never gave), and a
+    value given is kept and no longer listed."""
+    out = tmp_path / "run"
+    assert main(tiny_train_argv(tiny_fashion, out, epochs=1, compile=False)) == 0
+    config = json.loads((out / "config.json").read_text())
+    assert config["speed_auto"] == ["cuda_graph", "memory"] and config["compile"] is False
+
+    def as_on_cuda(config):  # what the paper step decided on CUDA records
+        config.update(cuda_graph=True, compile=True, memory="none", speed_auto=["cuda_graph", "compile", "memory"])
+
+    edit_stored_config(out, as_on_cuda)
+    assert main(["train", "--resume", str(out), "--epochs", "2", "--device", "cpu"]) == 0, capsys.readouterr().err
+    config = json.loads((out / "config.json").read_text())
+    assert (config["cuda_graph"], config["compile"], config["memory"]) == (False, False, "fused")
+    assert config["speed_auto"] == ["cuda_graph", "compile", "memory"]
+    assert main(["train", "--resume", str(out), "--epochs", "3", "--memory", "exact"]) == 0
+    config = json.loads((out / "config.json").read_text())
+    assert config["memory"] == "exact" and config["speed_auto"] == ["cuda_graph", "compile"]
+    assert [m["epoch"] for m in read_metrics(out)] == [1, 2, 3]
+
+
+def test_a_stored_speed_auto_that_is_not_a_list_of_those_settings_is_refused():
+    from plif.train.config import check_stored
+
+    stored = {**resolve_config(TrainConfig(preset="paper")).to_dict(), "speed_auto": ["lr"]}
+    with pytest.raises(ValueError, match=r"config.json: speed_auto must be a list of cuda_graph, compile, memory, got \['lr'\]"):
+        check_stored(stored, "config.json")

@@ -7,18 +7,16 @@ import warnings
 
 
 def run_stats(args) -> int:
-    from ..deploy import collect_stats, load_run, render_stats
+    from ..deploy import collect_stats, render_stats
     from ..deploy.synthetic import random_batches
-    from ..runs import read_run_config
-    from ..train.config import check_stored
+    from .run_folder import load_checked_run
 
     if args.random and args.data_dir is not None:
         raise ValueError("--data-dir has no effect with --random (the input is random, no dataset is read)")
     if not args.random and args.seed is not None:
         raise ValueError("--seed has no effect without --random: it seeds the random input; the test split is "
                          "read in order")
-    config = read_run_config(args.run, check_stored, trust_modules=args.trust_module)  # a value plif train
-    net, _ = load_run(args.run, which=args.which, config=config)  # refuses: names config.json and the field
+    net, config = load_checked_run(args.run, args.which, args.trust_module)
     if args.random:
         batches = random_batches(net.input_shape, args.samples, args.batch_size, seed=args.seed or 0)
     else:
@@ -62,11 +60,9 @@ def run_export(args) -> int:
         return _check(args)
     if not args.run or not args.nir:
         raise ValueError("plif export needs a run folder and --nir FILE (or --check FILE alone)")
-    from ..deploy import load_run
     from ..deploy.nir_export import InexactExportWarning, InexactLeakWarning, export_nir, export_nir_all
     from ..deploy.nir_targets import ALL_TARGETS, TARGETS, target_dt, target_path
-    from ..runs import read_run_config
-    from ..train.config import check_stored
+    from .run_folder import load_checked_run
 
     export_defaults(args)
 
@@ -74,8 +70,7 @@ def run_export(args) -> int:
         raise ValueError("--dt does not go with --for all: each importer's file takes the dt that importer steps "
                          "with (export --for norse or generic --dt DT for one file at yours)")
     dt = None if args.target == ALL_TARGETS else target_dt(args.target, args.dt)  # refused before loading
-    config = read_run_config(args.run, check_stored, trust_modules=args.trust_module)  # a value plif train
-    net, _ = load_run(args.run, which=args.which, config=config)  # refuses: names config.json and the field
+    net, _ = load_checked_run(args.run, args.which, args.trust_module)
     with warnings.catch_warnings(record=True) as notes:
         warnings.simplefilter("always", InexactLeakWarning)
         warnings.simplefilter("always", InexactExportWarning)

@@ -55,14 +55,15 @@ def _add_figure_flags(p) -> None:
     p.add_argument("--dpi", type=int, help="resolution of PNG (and of images inside a PDF) [300]")
 
 
-# plot encoder's options, and what each is when left out (None: absent)
-ENCODER_OPTIONS = {"channels": None, "samples": 4, "layer": 0, "event": None, "data_dir": None, "checkpoint": "best",
-                   "trust_module": []}
+# plot encoder's options: each flag's dest -> plot_encoder_figures' keyword (its default where left out)
+ENCODER_OPTIONS = {"channels": "channels", "samples": "samples", "layer": "layer", "event": "event_file",
+                   "data_dir": "data_dir", "checkpoint": "which", "trust_module": "trust_modules"}
 
 
 def run_plot(args) -> int:
     output = _figure_output(args)
-    encoder_given = [f"--{k.replace('_', '-')}" for k in ENCODER_OPTIONS if getattr(args, k) not in (None, [])]
+    given = [k for k in ENCODER_OPTIONS if getattr(args, k) not in (None, [])]
+    encoder_given = [f"--{k.replace('_', '-')}" for k in given]
     if args.what == "neuron":
         if args.run:
             raise ValueError(f"plot neuron takes no run folder (got {args.run!r})")
@@ -78,10 +79,8 @@ def run_plot(args) -> int:
             raise ValueError("plot encoder needs a run folder: plif plot encoder RUN --out DIR")
         if args.steps is not None:
             raise ValueError("--steps: no effect on plot encoder (the run's T sets the steps; --steps is plot neuron's)")
-        kw = {k: v if v is not None else ENCODER_OPTIONS[k] for k, v in vars(args).items() if k in ENCODER_OPTIONS}
-        paths = plot_encoder_figures(args.run, args.out, channels=kw["channels"], samples=kw["samples"],
-                                     layer=kw["layer"], event_file=kw["event"], data_dir=kw["data_dir"],
-                                     which=kw["checkpoint"], output=output, trust_modules=kw["trust_module"])
+        paths = plot_encoder_figures(args.run, args.out, output=output,
+                                     **{ENCODER_OPTIONS[k]: getattr(args, k) for k in given})
     for p in paths:
         print(p)
     return 0

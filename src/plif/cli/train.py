@@ -36,9 +36,19 @@ def run_train(args) -> int:
     typed = given.get("surrogate", "")  # a MODULE:NAME typed again is the user's choice of MODULE
     stored = _stored_config(run, [*args.trust_module, *([typed.partition(":")[0]] if ":" in typed else [])])
     cfg = dataclasses.replace(stored, **{**given, "out": str(run)})
+    _check_given(cfg, set(given))
     if args.download:
         _download(cfg, asked=False)
     return train(cfg, resume=True)
+
+
+def _check_given(cfg, names) -> None:
+    """The options ``names`` given to a ``--resume`` (``cfg``: the run's config with them) are refused
+    where they would have no effect; the run's own options are kept as it ran with them."""
+    from ..train.checks import check_network
+    from ..train.config import resolve_config
+
+    check_network(resolve_config(cfg, asked=names), asked=names)
 
 
 def _download(cfg, asked: bool) -> None:
@@ -57,12 +67,12 @@ def _download(cfg, asked: bool) -> None:
 
 def _stored_config(run, trust_modules):
     """The run's config: ``config.json``, or when that is missing or damaged the copy in ``last.pt``
-    (the resume rewrites config.json); the config.json error when neither can be had."""
-    from ..runs import read_run_config
-    from ..train.config import TrainConfig, check_stored
+    (the resume rewrites config.json); the config.json error when neither can be had.  What plif
+    decided for the run's device is left to it again (``speed_auto``: decided where the resume runs)."""
+    from ..train.config import TrainConfig, left_to_plif
+    from .run_folder import run_config
 
-    return TrainConfig.from_dict(read_run_config(run, check_stored, fallback=True, trust_modules=trust_modules,
-                                                 log=lambda line: print(line, flush=True)))
+    return TrainConfig.from_dict(left_to_plif(run_config(run, trust_modules, fallback=True)))
 
 
 def run_eval(args) -> int:
@@ -73,12 +83,13 @@ def run_eval(args) -> int:
     from ..device import pick_device, set_tf32
     from ..train.graph import autocast_context
     from ..data.pipeline import eval_batches, load_test_split
-    from ..runs import RunFolder, load_run, read_run_config
-    from ..train.config import TrainConfig, check_stored
+    from ..runs import RunFolder, load_run
+    from ..train.config import TrainConfig
     from ..train.loop import evaluate
+    from .run_folder import run_config
 
     folder = RunFolder(args.run)
-    config = read_run_config(folder, check_stored, trust_modules=args.trust_module)
+    config = run_config(folder, args.trust_module)
     cfg = TrainConfig.from_dict(config)
     device = pick_device(args.device)
     set_tf32(cfg.tf32)

@@ -13,7 +13,7 @@ import dataclasses
 from pathlib import Path
 
 from ..runs import RunFolder
-from ..surrogate import PAPER_SURROGATE
+from ..surrogate import unless_paper
 from .paper_numbers import ABLATION_RESULTS, Setting
 from .sweep import read_sweep, write_sweep
 
@@ -101,7 +101,7 @@ def run_sweep(base, out: str | Path, only=None, command: str = "", log=print) ->
             log(f"[{a.name()}] finished already ({out / a.name()}); skipped")
             continue
         resume = status[a] == "partial"
-        other = f", {cfg.surrogate} surrogate" if cfg.surrogate != PAPER_SURROGATE else ""  # the base's, kept
+        other = unless_paper(cfg.surrogate)  # the base's, kept
         log(f"[{a.name()}] {'resuming' if resume else 'starting'}: neuron {a.neuron}, tau0 {a.tau0:g}, "
             f"{a.pool} pooling{other}, {cfg.epochs} epochs")
         status[a] = "running"

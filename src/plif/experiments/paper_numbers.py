@@ -10,7 +10,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from ..data.catalog import DATASETS
-from ..surrogate import PAPER_SURROGATE
+from ..surrogate import PAPER_SURROGATE, unless_paper
 
 __all__ = ["Setting", "PAPER_SETTING", "MAIN_RESULTS", "ABLATION_RESULTS", "paper_accuracy"]
 
@@ -33,7 +33,7 @@ class Setting:
         """A readable name, e.g. ``PLIF(tau0=2), max-pool``; the surrogate is named where it is not the
         paper's: ``PLIF(tau0=2), max-pool, sigmoid surrogate``."""
         name = f"PLIF(tau0={self.tau0:g})" if self.neuron == "plif" else f"{self.neuron.upper()}(tau={self.tau0:g})"
-        other = f", {self.surrogate} surrogate" if self.surrogate != PAPER_SURROGATE else ""
+        other = unless_paper(self.surrogate)
         return f"{name}, {self.pool}-pool{other}"
 
     def name(self) -> str:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..surrogate import PAPER_SURROGATE
+from ..surrogate import PAPER_SURROGATE, unless_paper
 from .figures import FigureOutput, moving_average, new_figure, save_csv, save_figure, save_json
 from .paper_numbers import paper_accuracy
 from .runs import RunRecord, expand_run_paths, read_run
@@ -67,15 +67,14 @@ def _protocol(run: RunRecord) -> str:
         notes.append(f"{c['max_val_samples']} validation samples (paper: all of its {PAPER_VAL_SPLIT:.0%})")
     if c.get("val_split") and c["val_split"] != PAPER_VAL_SPLIT:
         notes.append(f"val split {c['val_split']:g} (paper {PAPER_VAL_SPLIT:g})")
-    if run.setting.surrogate != PAPER_SURROGATE:
-        notes.append(f"surrogate {run.setting.surrogate} (paper {PAPER_SURROGATE})")
+    notes.append(unless_paper(run.setting.surrogate, f"surrogate {{}} (paper {PAPER_SURROGATE})"))
     if (c.get("epochs") or 0) < PRESETS["paper"]["epochs"]:
         notes.append(f"{c.get('epochs')} epochs (paper {PRESETS['paper']['epochs']})")
     for key, name in (("batch_size", "batch"), ("lr", "lr"), ("t_max", "T_max")):  # absent in older runs
         ours, paper = c.get(key), PRESETS["paper"][key]
         if ours is not None and ours != paper:
             notes.append(f"{name} {ours:g} (paper {paper:g})")
-    return ", ".join(notes)
+    return ", ".join(filter(None, notes))
 
 
 def report_rows(runs: list[RunRecord]) -> list[ReportRow]:

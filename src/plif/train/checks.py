@@ -76,10 +76,6 @@ def check_values(cfg) -> None:
         parse_duration(cfg.time_limit)
     if cfg.lr <= 0:
         raise ValueError(f"--lr must be positive, got {cfg.lr:g}")
-    if not LR_RANGE[0] <= cfg.lr <= LR_RANGE[1]:
-        raise ValueError(f"--lr {cfg.lr!r}: must be a normal float32 number, 2^-126 (1.2e-38) to 3.4e38: Adam's step "
-                         "lr*m/sqrt(v) is computed in float32, where a smaller rate is subnormal or 0 and changes no "
-                         "weight but one within ~1e-31 of 0, a larger one is infinite")
     if cfg.neuron.lower() != "if":  # also every neuron token of the network string
         check_tau(cfg.tau0, "--tau0")
     if not 0.0 <= cfg.val_split < 1.0:
@@ -98,37 +94,51 @@ def check_values(cfg) -> None:
     check_backend(cfg.backend, pick_device(cfg.device, check=False), cfg.surrogate, option="--backend")
 
 
-def check_effects(cfg, authors_network: str | None) -> None:
+def check_effects(cfg, authors_network: str | None, asked=None) -> None:
     """Options that would have no effect in the resolved config ``cfg``, refused with the reason (each
-    is the default's value otherwise); ``authors_network``: the dataset's authors'-code network, if any.
-    Only for what is asked now: a stored run's config keeps what it ran with."""
+    is the default's value otherwise), and a ``--lr`` outside :data:`LR_RANGE` (it moves no weight, or
+    every weight to infinity); ``authors_network``: the dataset's authors'-code network, if any.
+    Only for what is asked now: a stored run's config keeps what it ran with, and ``asked`` (field
+    names; None: all) limits the checks to the options given now to continue it."""
+    given = _given(asked)
+    if given("lr") and not LR_RANGE[0] <= cfg.lr <= LR_RANGE[1]:
+        raise ValueError(f"--lr {cfg.lr!r}: must be a normal float32 number, 2^-126 (1.2e-38) to 3.4e38: Adam's step "
+                         "lr*m/sqrt(v) is computed in float32, where a smaller rate is subnormal or 0 and changes no "
+                         "weight but one within ~1e-31 of 0, a larger one is infinite")
     neuron = cfg.neuron.lower()
-    if cfg.per_channel_tau and neuron != "plif":
+    if given("per_channel_tau") and cfg.per_channel_tau and neuron != "plif":
         raise ValueError(f"--per-channel-tau has no effect with --neuron {neuron}: only PLIF learns its tau, so only "
                          "PLIF can learn one per channel" + (" (IF has no tau)" if neuron == "if" else ""))
     default_tau0 = next(f.default for f in dataclasses.fields(cfg) if f.name == "tau0")
-    if neuron == "if" and cfg.tau0 != default_tau0:
+    if given("tau0") and neuron == "if" and cfg.tau0 != default_tau0:
         raise ValueError(f"--tau0 {cfg.tau0:g} has no effect with --neuron if: IF integrates without a leak, it has "
                          "no time constant (--neuron lif or plif have one)")
-    if cfg.max_val_samples is not None and not cfg.val_split:
+    if given("max_val_samples") and cfg.max_val_samples is not None and not cfg.val_split:
         raise ValueError(f"--max-val-samples {cfg.max_val_samples} has no effect without --val-split: no validation "
                          "split is held out (protocol B: e.g. --val-split 0.15)")
-    if cfg.authors_code and cfg.network != authors_network:
+    if given("authors_code") and cfg.authors_code and cfg.network != authors_network:
         why = ("the dataset's paper network is the authors' code's" if authors_network is None else
                "--preset cpu trains the dataset's CPU network" if cfg.preset == "cpu" else "--network gives the network")
         raise ValueError(f"--authors-code has no effect here: it picks the authors' code's network for --preset paper, "
                          f"and {why}")
 
 
-def check_network_effects(model, cfg) -> None:
-    """Options that would have no effect on the network ``model`` (built from ``cfg``)."""
+def check_network_effects(model, cfg, asked=None) -> None:
+    """Options that would have no effect on the network ``model`` (built from ``cfg``); ``asked`` as
+    :func:`check_effects` takes it."""
+    given = _given(asked)
     kinds = [(i.kind, len(i.out_shape)) for i in model.info]
-    if cfg.bn_per_step and not any(kind == "bn" for kind, _ in kinds):
+    if given("bn_per_step") and cfg.bn_per_step and not any(kind == "bn" for kind, _ in kinds):
         raise ValueError(f"--bn-per-step has no effect: the network {cfg.network!r} has no BatchNorm (BN)")
     head = next((k for k, (kind, _) in enumerate(kinds) if kind in ("flatten", "fc")), len(kinds))
-    if cfg.checkpoint_blocks and not any(kind == "pool" and dims == 3 for kind, dims in kinds[:head]):
+    if given("checkpoint_blocks") and cfg.checkpoint_blocks and not any(kind == "pool" and dims == 3 for kind, dims in kinds[:head]):
         raise ValueError(f"--checkpoint-blocks has no effect: the network {cfg.network!r} has no convolutional block "
                          "to recompute (a block ends with a spatial pooling before the first FC layer)")
+
+
+def _given(asked):
+    """Whether an option is among ``asked`` (field names), or every one when that is None."""
+    return (lambda name: True) if asked is None else (lambda name: name in asked)
 
 
 def check_outputs(model, cfg) -> None:
@@ -153,14 +163,15 @@ def meta_network(cfg, outputs: bool = True):
     return model
 
 
-def check_network(cfg, asked: bool = True) -> None:
+def check_network(cfg, asked=True) -> None:
     """Build ``cfg``'s network on the meta device (shapes, no storage) and refuse, before anything is
     written, a network that cannot be built, has the wrong output width, or whose weights with
     Adam's state, or one batch of input, alone exceed the memory of the machine or device; and
-    (``asked``: not a stored run's config) options that would have no effect on it."""
+    options that would have no effect on it, as :func:`plif.train.config.resolve_config` takes
+    ``asked`` (True: all, False: none, field names: those)."""
     model = meta_network(cfg)
     if asked:
-        check_network_effects(model, cfg)
+        check_network_effects(model, cfg, None if asked is True else asked)
     limit, where = _memory_size(cfg.device)
     if not limit:
         return

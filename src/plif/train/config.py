@@ -19,7 +19,8 @@ from ..surrogate import PAPER_SURROGATE, SURROGATES, surrogate_spec
 from .checks import NEURON_NAMES, check_effects, check_names, check_values, meta_network
 from .fields import field_kind, is_int, value_fits
 
-__all__ = ["TrainConfig", "PRESETS", "resolve_config", "check_stored", "MEMORY_CHOICES"]
+__all__ = ["TrainConfig", "PRESETS", "resolve_config", "check_stored", "MEMORY_CHOICES", "SPEED_AUTO",
+           "left_to_plif"]
 
 MEMORY_CHOICES = ("fused", "none", "exact", "low", "all")  # --memory: presets of plif.models.MEMORY_PRESETS
 
@@ -89,9 +90,9 @@ class TrainConfig:
         "help": "capture the whole training step (and evaluation) as CUDA graphs and replay them, CUDA only [auto: "
                 "on CUDA in a single process, unless something the graph cannot replay is asked for, which one "
                 "line names; off on the CPU]"})
-    tf32: bool = field(default=True, metadata={
+    tf32: bool | None = field(default=True, metadata={  # None: torch's defaults (plif.device.set_tf32)
         "help": "TF32 tensor cores for fp32 matmuls and convolutions on CUDA (10-bit mantissa products, fp32 sums); "
-                "no effect on the CPU"})
+                "no effect on the CPU; how the run executes, like --backend: a resume may change it"})
     amp: str | None = field(default=None, metadata={
         "help": "mixed precision: bf16 autocast with fp32 weights, BatchNorm statistics, neuron state and loss "
                 "(CUDA or CPU; on the CPU it pays where oneDNN has native bf16, e.g. AVX512-BF16: docs/speed.md)",
@@ -180,8 +181,20 @@ class TrainConfig:
         return cls(**kw)
 
 
-# what a stored config.json without the key ran with: runs made before the field existed (fp32 matmuls)
-ABSENT_MEANS = {"tf32": False}
+# what a stored config.json without the key ran with: runs made before the field existed ran with
+# torch's defaults (fp32 matmuls, TF32 cuDNN convolutions: plif.device.TORCH_TF32)
+ABSENT_MEANS = {"tf32": None}
+
+SPEED_AUTO = ("cuda_graph", "compile", "memory")
+"""The settings :mod:`plif.train.speed` decides for the device and the processes where they are left
+``None``.  A run's ``config.json`` records what was decided and, under ``"speed_auto"``, which were
+decided, so that a ``--resume`` decides those again where it runs (:func:`left_to_plif`)."""
+
+
+def left_to_plif(d: dict) -> dict:
+    """A stored config ``d`` with the settings plif decided for it (its ``"speed_auto"``) back to ``None``."""
+    return {**d, **{name: None for name in d.get("speed_auto", ())}}
+
 
 # preset -> values for the fields left at None
 PRESETS: dict[str, dict] = {
@@ -193,13 +206,14 @@ PRESETS: dict[str, dict] = {
 """The values each ``preset`` gives the fields left ``None`` (see the module docstring)."""
 
 
-def resolve_config(cfg: TrainConfig, asked: bool = True) -> TrainConfig:
+def resolve_config(cfg: TrainConfig, asked=True) -> TrainConfig:
     """Validate every value and fill every ``None`` from the preset and the dataset's zoo entry.
 
     Errors are ``ValueError`` naming the option (``--lr``) and what it must be, raised before any
     work starts.  The ``cpu`` preset's cosine period follows ``epochs`` unless ``t_max`` is given.
     asked: ``cfg`` is what is asked for now, not a stored run's config (a resume, ``plif eval``):
-    options that would have no effect in it are refused too (:func:`plif.train.checks.check_effects`).
+    options that would have no effect in it are refused too (:func:`plif.train.checks.check_effects`);
+    the names of fields (a resume's options given now): only those are.
     """
     entry = cfg.dataset_spec  # an unknown name: the error lists the valid ones
     check_names(cfg, PRESETS)
@@ -217,7 +231,7 @@ def resolve_config(cfg: TrainConfig, asked: bool = True) -> TrainConfig:
         resolved = dataclasses.replace(resolved, T=entry.T)
     check_values(resolved)
     if asked:
-        check_effects(resolved, entry.authors_network)
+        check_effects(resolved, entry.authors_network, None if asked is True else asked)
     return dataclasses.replace(resolved, neuron=cfg.neuron.lower(), input_shape=tuple(entry.input_shape),
                                num_classes=entry.num_classes, surrogate=surrogate_spec(cfg.surrogate, "--surrogate"))
 
@@ -229,6 +243,9 @@ def check_stored(d: dict, source: str) -> None:
 
     The data folder is not checked: a run may be evaluated elsewhere (``--data-dir``)."""
     cfg = TrainConfig.from_dict(d, source=source)
+    auto = d.get("speed_auto", [])
+    if not isinstance(auto, list) or not set(auto) <= set(SPEED_AUTO):
+        raise ValueError(f"{source}: speed_auto must be a list of {', '.join(SPEED_AUTO)}, got {auto!r}")
     try:
         resolved = resolve_config(dataclasses.replace(cfg, data_dir=None, backend="auto"), asked=False)  # as it ran
         if "num_classes" in d and cfg.num_classes != resolved.num_classes:  # the input shape build_network checks

@@ -18,7 +18,7 @@ import math
 import torch
 from torch import nn
 
-__all__ = ["steps_to_forget", "needs_precise_bn", "precise_bn_note", "reestimate_bn"]
+__all__ = ["steps_to_forget", "precise_bn_note", "reestimate_bn"]
 
 FORGOTTEN = 0.01  # the share of the old running values an epoch may leave in them
 
@@ -32,18 +32,14 @@ def steps_to_forget(momentum: float) -> int:
     return math.ceil(math.log(FORGOTTEN) / math.log(1 - momentum)) if 0 < momentum < 1 else 1
 
 
-def needs_precise_bn(model: nn.Module, steps_per_epoch: int) -> bool:
-    """Whether an epoch of ``steps_per_epoch`` steps leaves more than :data:`FORGOTTEN` of some
-    BatchNorm's previous running statistics in them."""
-    return steps_per_epoch < _steps_needed(model)
-
-
 def _steps_needed(model: nn.Module) -> int:
     return max((steps_to_forget(m.momentum) for m in _batchnorms(model) if m.momentum is not None), default=0)
 
 
 def precise_bn_note(model: nn.Module, steps_per_epoch: int) -> str | None:
-    """The line a run logs once when its epochs need precise BN (:func:`needs_precise_bn`), else None."""
+    """The line a run logs once when its epochs need precise BN, else None: when an epoch of
+    ``steps_per_epoch`` steps leaves more than :data:`FORGOTTEN` of some BatchNorm's previous running
+    statistics in them."""
     need = _steps_needed(model)
     if steps_per_epoch >= need:
         return None

@@ -26,21 +26,35 @@ from .state import Session
 
 __all__ = ["restore", "Restored", "resume_state", "rng_state", "set_rng_state", "config_diff", "RESUMABLE_CHANGES"]
 
-# Settings that may change when a run is resumed without changing what it computes.
+# Settings that may change when a run is resumed: how long it trains, and where and how it runs, logs and is
+# checkpointed; none changes what it computes beyond rounding (another device, backend, compile, memory or
+# TF32 may round differently).
 RESUMABLE_CHANGES = ("epochs", "device", "out", "eval_batch_size", "data_on_device", "log", "cuda_graph", "compile",
-                     "memory", "checkpoint_blocks", "backend", "time_limit", "checkpoint_every")
+                     "memory", "checkpoint_blocks", "backend", "tf32", "time_limit", "checkpoint_every")
 
 
 def config_diff(old: dict, new: dict) -> list[str]:
-    """Human-readable differences between two resolved configs that forbid a resume."""
+    """Human-readable differences between two resolved configs that forbid a resume: of what has an
+    effect (:func:`_in_effect`)."""
     diffs = []
+    old, new = _in_effect(old), _in_effect(new)
     for key in sorted(set(old) | set(new)):
-        if key in RESUMABLE_CHANGES or key == "network_kwargs":
+        if key in RESUMABLE_CHANGES or key in ("network_kwargs", "speed_auto"):
             continue
         a, b = old.get(key, ABSENT_MEANS.get(key)), new.get(key, ABSENT_MEANS.get(key))
         if json.dumps(a) != json.dumps(b):
             diffs.append(f"  {key}: run has {a!r}, now {b!r}")
     return diffs
+
+
+def _in_effect(d: dict) -> dict:
+    """A config with the settings that have no effect in it at their defaults, as
+    :func:`plif.train.checks.check_effects` names them: ``per_channel_tau`` without PLIF, ``tau0``
+    with IF, ``max_val_samples`` without ``val_split`` (runs made before those were refused kept them)."""
+    default = {f.name: f.default for f in dataclasses.fields(TrainConfig)}
+    neuron = str(d.get("neuron", default["neuron"])).lower()
+    idle = {"per_channel_tau": neuron != "plif", "tau0": neuron == "if", "max_val_samples": not d.get("val_split")}
+    return {**d, **{key: default[key] for key, no_effect in idle.items() if no_effect and key in d}}
 
 
 @dataclass(frozen=True)

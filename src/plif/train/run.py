@@ -27,7 +27,8 @@ def train(cfg: TrainConfig, resume=False, log=print, restart: bool = False) -> P
     """Train with ``cfg`` (validated and resolved here); returns the run folder.
 
     - resume: continue the run in ``cfg.out`` from its ``last.pt``; refuses when the stored config
-      differs in anything but the number of epochs, the device or logging.  ``"auto"`` (also what
+      differs in anything but the epochs and where and how the run executes, logs and is checkpointed
+      (:data:`plif.train.resume.RESUMABLE_CHANGES`).  ``"auto"`` (also what
       ``--time-limit`` and a torchrun restart imply): continue it if it has a checkpoint, else start.
     - restart: delete the run already in ``cfg.out`` (config, metrics, summary, checkpoints,
       TensorBoard logs) and train from scratch; without it a finished epoch is never deleted.

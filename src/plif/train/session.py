@@ -20,7 +20,7 @@ from ..kernels.gpu_switches import changed as gpu_switches_on
 from ..models import build_network
 from ..runs.folder import CHECKPOINT_DIR, CHECKPOINTS, RunFolder, prepare_out
 from .checks import check_network, check_outputs
-from .config import TrainConfig, resolve_config
+from .config import SPEED_AUTO, TrainConfig, resolve_config
 from .distributed import all_gather_object, broadcast_object, init_distributed, restart_count
 from .graph import GraphTrainer, check_graph_options
 from .optim import adam, graph_adam
@@ -170,6 +170,7 @@ def open_session(cfg: TrainConfig, resume, log, restart: bool = False) -> Sessio
     if dist.world > 1 and device.type == "cuda":
         device = torch.device("cuda", dist.local_rank)
         torch.cuda.set_device(device)
+    auto = [name for name in SPEED_AUTO if getattr(cfg, name) is None]  # a resume decides these again
     cfg, notes = resolve_speed(cfg, device.type, dist.world)  # auto: the whole-step graph and compile on CUDA
     for line in notes if dist.is_main else ():
         log(line)
@@ -187,7 +188,7 @@ def open_session(cfg: TrainConfig, resume, log, restart: bool = False) -> Sessio
     folder, resume, created = _agree_on_folder(cfg, resume, dist, log, restart)
 
     def record(cfg: TrainConfig) -> dict:  # config.json and the copy in each checkpoint
-        return {**cfg.to_dict(), "out": str(folder.path), **_switches_record()}
+        return {**cfg.to_dict(), "out": str(folder.path), "speed_auto": auto, **_switches_record()}
 
     s = Session(cfg, record(cfg), folder, device, dist, dist.is_main, resume, metrics=[], restarted=restarted)
     new_tensorboard = not folder.tensorboard.exists()
@@ -205,6 +206,7 @@ def open_session(cfg: TrainConfig, resume, log, restart: bool = False) -> Sessio
             s.start_epoch, s.start_step, s.rank_state, s.metrics = r.start_epoch, r.start_step, r.rank_state, r.metrics
             if s.main:
                 folder.write_config(s.cfg_dict)  # what a resume may change (--epochs, --device) is recorded
+        cfg = s.cfg  # a resume's: the cosine period may follow new --epochs
         if s.main and cfg.log == "tensorboard":
             from .tb_log import TensorBoardLog
 

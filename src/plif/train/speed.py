@@ -1,8 +1,10 @@
 """How a run executes on its device: the whole step as one CUDA graph, the network compiled inside it.
 
-``cuda_graph`` and ``compile`` left out (``None``, "auto") are decided here for the run's device
-and number of processes; ``config.json`` records what was decided, and a resume reads it back
-from there instead of deciding again (``plif eval`` evaluates eagerly, with the run's TF32 and autocast).  The numbers are the H200 run's
+``cuda_graph``, ``compile`` and ``memory`` left out (``None``, "auto") are decided here for the run's
+device and number of processes; ``config.json`` records what was decided and which were
+(``speed_auto``), and a resume decides those again for its own device and processes (a CUDA run
+continued on the CPU, under torchrun or with ``--checkpoint-every`` trains eagerly; ``plif eval``
+evaluates eagerly, with the run's TF32 and autocast).  The numbers are the H200 run's
 (``docs/gpu/h200-2026-11-27/``; Fashion-MNIST paper step, T = 8, wall ms at batch 16 / 128):
 
 - ``cuda_graph`` auto: on CUDA in a single process.  The eager step is host-bound (8.68 / 9.24 ms,
@@ -13,8 +15,9 @@ from there instead of deciding again (``plif eval`` evaluates eagerly, with the 
   CUDA says so; ``--compile`` compiles anyway).  Inductor's compile takes tens of seconds once,
   in the first epoch.
 - ``memory`` auto: ``none`` (the composed layers, which Inductor fuses around the neuron kernels:
-  what was measured) where the network is compiled inside the graph, ``fused`` (each conv block's
-  BatchNorm, neuron and max-pool as one fused step) everywhere else, the CPU included.  The GPU
+  what was measured) where a measured network is compiled inside the graph, ``fused`` (each conv
+  block's BatchNorm, neuron and max-pool as one fused step) everywhere else: the CPU, and also
+  another network that ``--compile`` compiles inside the graph.  The GPU
   script's second plan measures the fused blocks against ``none`` on the conv-heavy networks.
 
 On the CPU both stay off and nothing is said: a CUDA graph needs CUDA, and compiling on the CPU

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from ..runs.folder import CHECKPOINT_DIR, CHECKPOINTS, RunFolder
 from ..models.structure import spec_as_built
-from ..surrogate import PAPER_SURROGATE
+from ..surrogate import unless_paper
 from .config import TrainConfig
 
 if TYPE_CHECKING:
@@ -59,7 +59,7 @@ def start_lines(s: "Session") -> list[str]:
 
 
 def _neuron_label(cfg: TrainConfig) -> str:
-    other = f" with the {cfg.surrogate} surrogate" if cfg.surrogate != PAPER_SURROGATE else ""
+    other = unless_paper(cfg.surrogate, " with the {} surrogate")
     if cfg.neuron == "if":
         return "IF" + other
     return f"{cfg.neuron.upper()} (tau{'0' if cfg.neuron == 'plif' else ''} = {cfg.tau0:g})" + other
