@@ -93,6 +93,11 @@ def test_a_batch_first_tensor_is_refused_unless_asked_for():
         assert torch.equal(net(static, time_first=False), net(static))
         assert net(torch.rand(T, T, 2, 8, 8)).shape == (T, T, 10)
         assert net(torch.rand(2 * T, 3, 2, 8, 8)).shape == (2 * T, 3, 10)  # a longer stream, dim 1 not T
+        longer = torch.rand(5 * T, T, 2, 8, 8)  # a longer stream of a batch of T: says which it is
+        assert net(longer, time_first=True).shape == (5 * T, T, 10)
+    with pytest.raises(ValueError, match=r"x \[20, 4, 2, 8, 8\] looks batch-first .* or net\(x, time_first=True\) "
+                                         r"for 4 samples of 20 steps"):
+        net(longer)
     with pytest.raises(ValueError, match=r"expected frames \[B, T, 2, 8, 8\]"):
         net(torch.rand(3, T, 8, 8, 2), time_first=False)
     with pytest.raises(TypeError, match="time_first=...\\): True"):

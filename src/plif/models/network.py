@@ -90,8 +90,9 @@ class SpikingNetwork(nn.Module):
         """``x [B, *input_shape]`` (static, repeated over T) or frames ``[T, B, *input_shape]`` ->
         ``[T, B, classes]``.  ``time_first=False`` takes frames batch-first, ``[B, T, *input_shape]``
         (Tonic's and snnTorch's layout); the default refuses frames whose dim 0 is not ``T`` while dim
-        1 is, as batch-first by mistake (``time_first=True`` runs them time-first all the same).
-        What ``x`` must be: :mod:`plif.models.inputs`.
+        1 is, as batch-first by mistake (``time_first=True`` runs them time-first all the same).  So a
+        stream longer than ``T`` whose batch size is ``T`` (``[20, 8, ...]`` at ``T = 8``) is refused
+        too: pass ``time_first=True`` for it.  What ``x`` must be: :mod:`plif.models.inputs`.
 
         Example: event frames, time first or batch-first, and their firing rates:
 
