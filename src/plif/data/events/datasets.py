@@ -13,7 +13,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..catalog import CIFAR10_CLASSES, DatasetSpec, dataset_folder
+from ..catalog import CIFAR10_CLASSES, DatasetSpec, as_dataset, dataset_folder
 from .gesture import read_gesture_labels, read_trials
 
 __all__ = ["EventSample", "EventDataset", "list_samples", "recordings_folder", "CIFAR10_CLASSES"]
@@ -194,15 +194,15 @@ def recordings_folder(spec: DatasetSpec, recording: str | Path) -> Path:
     return Path(recording).parents[_DEPTH[spec.of_kind(events=True).loader] - 1]
 
 
-def list_samples(spec: DatasetSpec, root: str | Path, train: bool, **options) -> list[EventSample]:
-    """Every sample of one split of the event dataset whose record is ``spec``, in a fixed order
+def list_samples(spec: DatasetSpec | str, root: str | Path, train: bool, **options) -> list[EventSample]:
+    """Every sample of one split of the event dataset whose record (or name) is ``spec``, in a fixed order
     (class, then file number / trial list order).
 
     ``root`` is the dataset folder or its parent.  ``options``: ``train_fraction`` for datasets
     without an official split (CIFAR10-DVS and N-Caltech101, default 0.9: the first 900 files of
     each CIFAR10-DVS class by file number train, the last 100 test, as in the paper).
     """
-    d = spec.of_kind(events=True)
+    d = as_dataset(spec, events=True)
     samples = LISTERS[d.loader](d, dataset_folder(root), train, **options)
     if not samples:
         raise ValueError(f"{d.name}: no {'train' if train else 'test'} samples under {root} ({d.layout})")

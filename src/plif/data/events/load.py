@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ..catalog import DatasetSpec, default_root
+from ..catalog import DatasetSpec, as_dataset, default_root
 from .cache import build_frames_cache, cache_key, load_cached
 from .datasets import list_samples
 from .fingerprint import file_stat, same_bytes
@@ -17,20 +17,20 @@ from .file import file_to_frames
 
 __all__ = ["load_event_frames", "prepare_event_frames", "file_to_frames"]
 
-def prepare_event_frames(spec: DatasetSpec, root: str | Path | None, T: int, train: bool, split: str = "count",
+def prepare_event_frames(spec: DatasetSpec | str, root: str | Path | None, T: int, train: bool, split: str = "count",
                          cache_dir: str | Path | None = None, workers: int | None = None,
                          progress: bool = True, allow_empty: bool = False, verify: bool = False,
                          hash_sources: bool = False, **options) -> Path:
     """Build (or find) the frame cache of one split; returns its folder (see :mod:`.cache`).
 
-    ``spec``: the event dataset's record.
+    ``spec``: the event dataset's record or its name.
     ``root=None`` means ``default_root()/<name>``.  A recording without events stops the build
     with its path unless ``allow_empty`` (then it is an all-zero sample).  A recording whose bytes
     are those of a recording of the other split is refused before any cache is built.
     ``hash_sources``: a finished cache is reused only once every recording hashes as recorded (not
     only its stat and edges); ``verify``: the frames too.
     """
-    info = spec.of_kind(events=True)
+    info = as_dataset(spec, events=True)
     if root is None:
         root = default_root() / info.name
     reader_opts = {k: options.pop(k) for k in info.reader_options if k in options}
@@ -97,10 +97,10 @@ def _say_older(base: Path, folder: Path) -> None:
               file=sys.stderr)
 
 
-def load_event_frames(spec: DatasetSpec, root: str | Path | None, T: int, train: bool, split: str = "count",
+def load_event_frames(spec: DatasetSpec | str, root: str | Path | None, T: int, train: bool, split: str = "count",
                       cache_dir: str | Path | None = None, workers: int | None = None,
                       progress: bool = True, allow_empty: bool = False, **options) -> tuple[torch.Tensor, torch.Tensor]:
-    """Frames and labels of a whole split of the event dataset whose record is ``spec``.
+    """Frames and labels of a whole split of the event dataset whose record (or name) is ``spec``.
 
     Returns ``frames [N, T, 2, H, W]`` of integer event counts (uint8 / int16 / int32, whichever
     holds the largest count; call ``.float()`` per batch) backed by a memory-mapped cache file,
