@@ -16,7 +16,7 @@ from pathlib import Path
 from ..catalog import CIFAR10_CLASSES, DatasetSpec, as_dataset, dataset_folder
 from .gesture import read_gesture_labels, read_trials
 
-__all__ = ["EventSample", "EventDataset", "list_samples", "recordings_folder", "CIFAR10_CLASSES"]
+__all__ = ["EventSample", "EventDataset", "list_samples", "CIFAR10_CLASSES"]
 
 
 @dataclass(frozen=True)
@@ -183,15 +183,6 @@ def _check_version(path: Path, magic: bytes, what: str) -> None:
 
 # DatasetSpec.loader -> lister: a dataset laid out like another needs only its record
 LISTERS = {"split-folders": _split_folders, "class-folders": _class_folders, "gesture-trials": _gesture_trials}
-# DatasetSpec.loader -> how many folders above a recording lies the folder its lister read, one that
-# --data-dir takes: <it>/Train/<class>/x.bin, <it>/<class>/x.aedat, <it>/<trial>.aedat
-_DEPTH = {"split-folders": 3, "class-folders": 2, "gesture-trials": 1}
-
-
-def recordings_folder(spec: DatasetSpec, recording: str | Path) -> Path:
-    """The folder of the event dataset whose record is ``spec`` that its lister found ``recording``
-    (a sample's path) in: what ``--data-dir`` names to list it again."""
-    return Path(recording).parents[_DEPTH[spec.of_kind(events=True).loader] - 1]
 
 
 def list_samples(spec: DatasetSpec | str, root: str | Path, train: bool, **options) -> list[EventSample]:

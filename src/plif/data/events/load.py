@@ -3,13 +3,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sys
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from ..catalog import DatasetSpec, as_dataset, default_root
+from ..catalog import DatasetSpec, as_dataset, dataset_folder, default_root
 from .cache import build_frames_cache, cache_key, load_cached
 from .datasets import list_samples
 from .fingerprint import file_stat, same_bytes
@@ -42,9 +43,9 @@ def prepare_event_frames(spec: DatasetSpec | str, root: str | Path | None, T: in
     base = Path(cache_dir) if cache_dir is not None else default_root() / "frames"
     folder = _folder(base, params, samples)
     fresh = not (folder / "meta.json").is_file()
-    folder = build_frames_cache(samples, folder, T, split, info.sensor_size, reader_opts, params,
-                                workers=workers, progress=progress, allow_empty=allow_empty, verify=verify,
-                                hash_sources=hash_sources)
+    stored = {**params, "data_dir": os.path.abspath(dataset_folder(root))}  # not in the key: --data-dir of the advice
+    folder = build_frames_cache(samples, folder, T, split, info.sensor_size, reader_opts, stored, workers=workers,
+                                progress=progress, allow_empty=allow_empty, verify=verify, hash_sources=hash_sources)
     if fresh:
         _say_older(base, folder)
     return folder
