@@ -192,3 +192,22 @@ def test_the_cache_advice_names_the_folder_the_recordings_were_listed_from(nmnis
     assert "--data-dir DIR, or delete" in rebuild_advice(folder, meta)
     meta["params"]["dataset"] = "a-dataset-no-lister-knows"  # only stored text is read: no lookup to fail
     assert "plif data prepare a-dataset-no-lister-knows --verify" in rebuild_advice(folder, meta)
+
+
+def test_real_paths_are_realpath_with_each_folder_resolved_once(tmp_path):
+    """Files, links to files, files in a linked folder, links to links, a dangling link: as os.path.realpath."""
+    import os
+
+    from plif.data.events.datasets import _real_paths
+
+    touch(tmp_path / "a" / "1.bin")
+    touch(tmp_path / "a" / "2.bin")
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "1.bin").symlink_to(tmp_path / "a" / "1.bin")
+    (tmp_path / "b" / "3.bin").symlink_to(tmp_path / "b" / "1.bin")
+    (tmp_path / "b" / "4.bin").symlink_to(tmp_path / "gone.bin")
+    (tmp_path / "c").symlink_to(tmp_path / "a")
+    paths = [tmp_path / "a" / "1.bin", tmp_path / "b" / "1.bin", tmp_path / "b" / "3.bin", tmp_path / "b" / "4.bin",
+             tmp_path / "c" / "2.bin", tmp_path / "c" / "1.bin", tmp_path / "a" / "missing.bin"]
+    assert _real_paths(paths) == [os.path.realpath(p) for p in paths]
+    assert len(set(_real_paths(paths[:3]))) == 1
