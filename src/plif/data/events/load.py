@@ -10,10 +10,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from ...atomic import atomic_write_text
 from ..catalog import DatasetSpec, as_dataset, dataset_folder, default_root
 from .cache import build_frames_cache, cache_key, load_cached
 from .datasets import list_samples
-from .fingerprint import file_stat, same_bytes
+from .fingerprint import same_bytes
 from .file import file_to_frames
 
 __all__ = ["load_event_frames", "prepare_event_frames", "file_to_frames"]
@@ -36,12 +37,12 @@ def prepare_event_frames(spec: DatasetSpec | str, root: str | Path | None, T: in
         root = default_root() / info.name
     reader_opts = {k: options.pop(k) for k in info.reader_options if k in options}
     samples = list_samples(info, root, train, **options)
-    _refuse_copies(info, root, train, samples, options)
     params = {"dataset": info.name, "train": bool(train), "T": int(T), "split": split,
               "sensor_size": list(info.sensor_size), "reader_opts": reader_opts, "list_options": options,
               "allow_empty": bool(allow_empty)}
     base = Path(cache_dir) if cache_dir is not None else default_root() / "frames"
     folder = _folder(base, params, samples)
+    _refuse_copies(info, root, train, samples, options, folder, again=verify or hash_sources)
     fresh = not (folder / "meta.json").is_file()
     stored = {**params, "data_dir": os.path.abspath(dataset_folder(root))}  # not in the key: --data-dir of the advice
     folder = build_frames_cache(samples, folder, T, split, info.sensor_size, reader_opts, stored, workers=workers,
@@ -58,30 +59,53 @@ def _folder(base: Path, params: dict, samples) -> Path:
 
 
 _COMPARED: set = set()  # the (train, test) recording lists this process has compared already
+NO_COPIES = ".no-copies"  # in a split's cache folder: the key of the lists last compared and found free of copies
 
 
-def _refuse_copies(spec: DatasetSpec, root, train: bool, samples, options: dict) -> None:
+def _refuse_copies(spec: DatasetSpec, root, train: bool, samples, options: dict, folder: Path,
+                   again: bool = False) -> None:
     """Refuse a recording of this split (``samples``) whose bytes are a recording of the other split
     (a copy is a train/test leak as much as the symlink the lister refuses), before any cache is
-    built: sizes first, then hashes of the files alike (:func:`.fingerprint.same_bytes`).  Once per
-    pair of lists (paths, sizes and mtimes) in a process: loading the test split after the train
-    split compares nothing again."""
+    built: sizes first, then hashes of the files alike (:func:`.fingerprint.same_bytes`).
+
+    Once per pair of lists (every path's size, mtime, inode and ctime: an edit in place with the
+    mtime put back still changes the ctime): the key of lists found free of copies is kept in this
+    process and in ``folder/.no-copies`` (written atomically), so loading the test split after the
+    train split, and every later start on the same files, compares nothing again (N-MNIST's sizes
+    collide, so a comparison reads the first 4 KiB of nearly every file).  ``again`` (``plif data
+    prepare``, which hashes every recording anyway): compare once in this process all the same."""
     try:
         others = list_samples(spec, root, not train, **options)
     except (OSError, ValueError):  # the other split is not there (yet): its own prepare compares
         return
     ours, theirs = sorted({str(s.path) for s in samples}), sorted({str(s.path) for s in others})
-    stats = [[p, *file_stat(p)[:2]] for p in (ours + theirs if train else theirs + ours)]
-    key = hashlib.sha256(json.dumps(stats).encode()).hexdigest()
-    if key in _COMPARED:
-        return
-    copies = same_bytes(ours, theirs)
-    if copies:
-        mine, twin = copies[0]
-        ours_is, theirs_is = ("train", "test") if train else ("test", "train")
-        raise ValueError(f"{spec.name}: {mine} ({ours_is}) holds the same bytes as {twin} ({theirs_is}) ({len(copies)} "
-                         "such): a train/test leak; remove the copy")
+    stats = {p: _stat(p) for p in ours + theirs}
+    listed = [[p, *stats[p]] for p in (ours + theirs if train else theirs + ours)]  # one key from either split
+    key = hashlib.sha256(json.dumps(listed).encode()).hexdigest()
+    kept = folder / NO_COPIES
+    try:
+        known = kept.read_text().strip() == key
+    except (OSError, UnicodeDecodeError):
+        known = False
+    if key not in _COMPARED and (again or not known):
+        copies = same_bytes(ours, theirs, sizes={p: s[0] for p, s in stats.items()})
+        if copies:
+            mine, twin = copies[0]
+            ours_is, theirs_is = ("train", "test") if train else ("test", "train")
+            raise ValueError(f"{spec.name}: {mine} ({ours_is}) holds the same bytes as {twin} ({theirs_is}) "
+                             f"({len(copies)} such): a train/test leak; remove the copy")
     _COMPARED.add(key)
+    if not known:
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            atomic_write_text(kept, key + "\n")
+        except OSError:  # a read-only cache folder: the next start compares again, nothing else changes
+            pass
+
+
+def _stat(path: str) -> list[int]:
+    st = os.stat(path)
+    return [st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns]
 
 
 def _say_older(base: Path, folder: Path) -> None:
