@@ -162,3 +162,20 @@ def test_detach_cuts_the_graph():
     _, state = net.step(torch.rand(3, 2, 8, 8))
     assert any(v.requires_grad for v in state.potentials)
     assert not any(v.requires_grad for v in state.detach().potentials)
+
+
+def test_the_state_check_follows_a_replaced_layer():
+    """The shapes a state must have are found once, and again after a layer is replaced."""
+    from torch import nn
+
+    from plif.layers import TimeInvariantDropout
+
+    net = _net("c4k3s1-PLIF-DP-FC10-PLIF").train()
+    x = torch.rand(3, 2, 8, 8)
+    state = net.step(x)[1]
+    assert net.step(x, state)[1].t == 2
+    (dp,) = [i for i, m in enumerate(net.layers) if isinstance(m, TimeInvariantDropout)]
+    net.layers[dp] = nn.Identity()
+    with pytest.raises(ValueError, match="the state holds 1 dropout masks, this network has 0"):
+        net.step(x, state)
+    assert net.step(x, NetworkState(state.t, state.potentials, ()))[1].masks == ()

@@ -58,6 +58,7 @@ class SpikingNetwork(nn.Module):
         self.info = info
         self.input_shape = tuple(input_shape)
         self.T = int(T)
+        self._state_key = None
         self.set_memory(memory or MEMORY_PRESETS[DEFAULT_MEMORY])
 
     def set_memory(self, memory: MemoryOptions) -> "SpikingNetwork":
@@ -82,6 +83,17 @@ class SpikingNetwork(nn.Module):
         if key != self._plan_key:
             self._plan, self._plan_key = make_plan(list(self.layers), self.memory), key
         return self._plan
+
+    def _state_shapes(self) -> tuple[list[tuple], list[tuple]]:
+        """The per-sample shapes of the potentials and the dropout masks a state of this network holds,
+        found again only when a layer was replaced (:meth:`step` asks at every frame of a stream)."""
+        key = tuple(self.layers)
+        if key != self._state_key:
+            kinds = [(isinstance(m, SpikingNeuron), isinstance(m, TimeInvariantDropout)) for m in key]
+            self._state_shapes_now = ([i.out_shape for i, (n, _) in zip(self.info, kinds) if n],
+                                      [i.out_shape for i, (_, d) in zip(self.info, kinds) if d])
+            self._state_key = key
+        return self._state_shapes_now
 
     def _hoistable(self) -> bool:
         return hoists_first_layer(self.layers)
@@ -159,9 +171,7 @@ class SpikingNetwork(nn.Module):
         if state is None:
             state = self.initial_state()
         else:
-            kinds = [(isinstance(m, SpikingNeuron), isinstance(m, TimeInvariantDropout)) for m in self.layers]
-            check_state(state, [i.out_shape for i, (n, _) in zip(self.info, kinds) if n],
-                        [i.out_shape for i, (_, d) in zip(self.info, kinds) if d], x_t, ref)
+            check_state(state, *self._state_shapes(), x_t, ref)
         return step(self.layers, x_t, state)
 
     def set_backend(self, backend: str = "auto") -> "SpikingNetwork":
