@@ -69,13 +69,14 @@ def main() -> None:
         print(f"wrote {len(files)} files in {time.perf_counter() - t:.0f} s")
         t = time.perf_counter()
         samples = list_samples(get_dataset("nmnist"), root, True)
-        print(f"listing the train split ({len(samples)} files, done by every start anyway): {time.perf_counter() - t:.2f} s")
+        took = time.perf_counter() - t
+        print(f"listing the train split ({len(samples)} files, done by every start anyway): {took:.2f} s")
         folder = Path(tmp) / "cache" / "split"
         for cold in (False, True):
             for kept in (False, True):
                 best = min(check(root, samples, folder, kept, cold, files) for _ in range(a.repeat))
-                print(f"{'cold' if cold else 'warm'} page cache, {'later start (verdict kept)' if kept else 'first start (compared)'}: "
-                      f"{best:.2f} s")
+                start = "later start (verdict kept)" if kept else "first start (compared)"
+                print(f"{'cold' if cold else 'warm'} page cache, {start}: {best:.2f} s")
 
 
 if __name__ == "__main__":
