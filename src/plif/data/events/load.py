@@ -42,11 +42,16 @@ def prepare_event_frames(spec: DatasetSpec | str, root: str | Path | None, T: in
               "allow_empty": bool(allow_empty)}
     base = Path(cache_dir) if cache_dir is not None else default_root() / "frames"
     folder = _folder(base, params, samples)
-    _refuse_copies(info, root, train, samples, options, folder, again=verify or hash_sources)
+    unseen = _refuse_copies(info, root, train, samples, options, folder, again=verify or hash_sources)
     fresh = not (folder / "meta.json").is_file()
     stored = {**params, "data_dir": os.path.abspath(dataset_folder(root))}  # not in the key: --data-dir of the advice
     folder = build_frames_cache(samples, folder, T, split, info.sensor_size, reader_opts, stored, workers=workers,
                                 progress=progress, allow_empty=allow_empty, verify=verify, hash_sources=hash_sources)
+    if unseen:  # kept once the cache is there: a refused build leaves no folder behind for it
+        try:
+            atomic_write_text(folder / NO_COPIES, unseen + "\n")
+        except OSError:  # a read-only cache folder: the next start compares again, nothing else changes
+            pass
     if fresh:
         _say_older(base, folder)
     return folder
@@ -63,21 +68,22 @@ NO_COPIES = ".no-copies"  # in a split's cache folder: the key of the lists last
 
 
 def _refuse_copies(spec: DatasetSpec, root, train: bool, samples, options: dict, folder: Path,
-                   again: bool = False) -> None:
+                   again: bool = False) -> str | None:
     """Refuse a recording of this split (``samples``) whose bytes are a recording of the other split
     (a copy is a train/test leak as much as the symlink the lister refuses), before any cache is
     built: sizes first, then hashes of the files alike (:func:`.fingerprint.same_bytes`).
 
     Once per pair of lists (every path's size, mtime, inode and ctime: an edit in place with the
     mtime put back still changes the ctime): the key of lists found free of copies is kept in this
-    process and in ``folder/.no-copies`` (written atomically), so loading the test split after the
-    train split, and every later start on the same files, compares nothing again (N-MNIST's sizes
-    collide, so a comparison reads the first 4 KiB of nearly every file).  ``again`` (``plif data
-    prepare``, which hashes every recording anyway): compare once in this process all the same."""
+    process and, by the caller once the cache is built, in ``folder/.no-copies`` (returned when that
+    file does not hold it yet), so loading the test split after the train split, and every later
+    start on the same files, compares nothing again (N-MNIST's sizes collide, so a comparison reads
+    the first 4 KiB of nearly every file).  ``again`` (``plif data prepare``, which hashes every
+    recording anyway): compare once in this process all the same."""
     try:
         others = list_samples(spec, root, not train, **options)
     except (OSError, ValueError):  # the other split is not there (yet): its own prepare compares
-        return
+        return None
     ours, theirs = sorted({str(s.path) for s in samples}), sorted({str(s.path) for s in others})
     stats = {p: _stat(p) for p in ours + theirs}
     listed = [[p, *stats[p]] for p in (ours + theirs if train else theirs + ours)]  # one key from either split
@@ -95,12 +101,7 @@ def _refuse_copies(spec: DatasetSpec, root, train: bool, samples, options: dict,
             raise ValueError(f"{spec.name}: {mine} ({ours_is}) holds the same bytes as {twin} ({theirs_is}) "
                              f"({len(copies)} such): a train/test leak; remove the copy")
     _COMPARED.add(key)
-    if not known:
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-            atomic_write_text(kept, key + "\n")
-        except OSError:  # a read-only cache folder: the next start compares again, nothing else changes
-            pass
+    return None if known else key
 
 
 def _stat(path: str) -> list[int]:
