@@ -433,12 +433,15 @@ def test_the_copy_check_is_kept_beside_the_cache_and_done_again_when_a_recording
         return [load.prepare_event_frames(get_dataset("nmnist"), tmp_path / "nm", 1, train, cache_dir=tmp_path / "c",
                                           workers=0, progress=False, **kw) for train in (True, False)]
 
+    with pytest.raises(ValueError, match="lower --T"):  # refused after the comparison: no folder is left for it
+        load.prepare_event_frames("nmnist", tmp_path / "nm", 10**9, True, cache_dir=tmp_path / "c", workers=0)
+    assert not (tmp_path / "c").exists()
     folders = start()
-    assert len(compared) == 1  # the test split after the train split: the same two lists
+    assert len(compared) == 2  # the test split after the train split: the same two lists
     assert (folders[0] / load.NO_COPIES).read_text() == (folders[1] / load.NO_COPIES).read_text()
-    assert start() == folders and len(compared) == 1  # a later start reads the verdict
+    assert start() == folders and len(compared) == 2  # a later start reads the verdict
     start(hash_sources=True)
-    assert len(compared) == 2
+    assert len(compared) == 3
     rec, twin = tmp_path / "nm" / "Train" / "2" / "0.bin", tmp_path / "nm" / "Test" / "7" / "0.bin"
     st = os.stat(rec)
     with open(rec, "r+b") as f:  # in place: same inode and size, then the old mtime put back
