@@ -79,17 +79,59 @@ def test_the_kind_is_asked_of_the_record_in_one_way():
 
 
 def test_the_data_package_takes_records_not_names():
-    """A dataset's name is looked up where it comes in (CLI, config, a run's config, a frame cache's
-    meta.json: the cache's rebuild advice reads the name it stored); below the catalog, plif.data's
-    loaders, listers, downloads and pipeline take the record itself."""
+    """A dataset's name is looked up where it comes in (CLI, config, a run's config, a public entry
+    point of plif.data given a name: the catalog's ``as_dataset``); below the catalog, plif.data's
+    loaders, listers, downloads and pipeline take the record itself (a frame cache's rebuild advice
+    reads only the text its meta.json stored)."""
     import ast
     from pathlib import Path
 
     import plif.data
 
     root = Path(plif.data.__file__).parent
-    where_names_come_in = ("catalog.py", "events/cache.py")
+    where_names_come_in = ("catalog.py",)
     lookups = [p.relative_to(root).as_posix() for p in sorted(root.rglob("*.py"))
                if p.relative_to(root).as_posix() not in where_names_come_in
                and any(getattr(n, "id", None) == "get_dataset" for n in ast.walk(ast.parse(p.read_text())))]
     assert lookups == []
+
+
+def test_the_public_entry_points_take_a_name_as_well_as_the_record(tmp_path, nmnist_root):
+    """A name where the record is expected gets the record's result (it is looked up where it comes in:
+    :func:`plif.data.catalog.as_dataset`); a name of the other kind, or anything else, one line."""
+    import torch
+    from plif_testing import make_images, write_idx
+
+    from plif.data import augment_for, load_static
+    from plif.data.catalog import as_dataset
+    from plif.data.event_download import dataset_root, download_event_dataset, manual_steps
+    from plif.data.events.datasets import list_samples
+    from plif.data.pipeline import data_source, load_test_split
+    from plif.data.transforms import AUGMENTATIONS
+
+    mnist, files = DATASETS["mnist"], DATASETS["mnist"].files
+    (tmp_path / "mnist").mkdir()
+    x, y = make_images(20, 0)
+    write_idx(tmp_path / "mnist" / files["test_images"], x)
+    write_idx(tmp_path / "mnist" / files["test_labels"], y)
+    by_name, by_record = (load_static(d, tmp_path, train=False, download=False) for d in ("mnist", mnist))
+    assert all(torch.equal(a, b) for a, b in zip(by_name, by_record)) and by_name[0].shape == (20, 1, 28, 28)
+    split, prepare = load_test_split("mnist", tmp_path, T=2)
+    assert torch.equal(split.y, by_record[1]) and data_source("mnist", tmp_path, 2).prepare is not None
+    assert augment_for("mnist") is augment_for(mnist) is AUGMENTATIONS["affine"]
+    root, _ = nmnist_root
+    assert list_samples("nmnist", root, train=True) == list_samples(DATASETS["nmnist"], root, train=True)
+    assert dataset_root("nmnist", None) == tmp_path / "cache" / "nmnist"  # $PLIF_DATA_ROOT/<name>
+    assert manual_steps("dvs128-gesture") == manual_steps(DATASETS["dvs128-gesture"])
+    with pytest.raises(ValueError, match="mnist is a static dataset: plif downloads it when it is first loaded"):
+        download_event_dataset("mnist", tmp_path)
+    with pytest.raises(ValueError, match="^unknown static dataset 'nmnist'; valid: mnist, fashion-mnist, cifar10$"):
+        load_static("nmnist", tmp_path, download=False)
+    with pytest.raises(ValueError, match="^unknown event dataset 'mnist'; valid: nmnist, "):
+        list_samples("mnist", tmp_path, train=True)
+    with pytest.raises(ValueError, match="^unknown dataset 'mnsit'; valid: mnist, "):
+        augment_for("mnsit")
+    with pytest.raises(TypeError, match=r"^dataset: expected a dataset name such as 'mnist' or its record "
+                                        r"\(get_dataset\(name\)\), got pathlib.PosixPath$"):
+        load_static(tmp_path)
+    assert as_dataset(mnist) is mnist and as_dataset("nmnist", events=True) is DATASETS["nmnist"]

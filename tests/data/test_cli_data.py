@@ -410,3 +410,42 @@ def test_options_that_would_do_nothing_are_refused(argv, message, tmp_path, caps
     err = capsys.readouterr().err
     assert message in err and len(err.strip().splitlines()) == 1, err
     assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_the_copy_check_is_kept_beside_the_cache_and_done_again_when_a_recording_changes(tmp_path, monkeypatch):
+    """Lists found free of copies are not compared again by a later start (N-MNIST: the first 4 KiB of
+    nearly every file each time); an edit in place that makes a copy, size and mtime put back, is
+    compared and refused all the same (its ctime moved), and ``prepare`` (hash_sources) always compares."""
+    import os
+
+    from plif.data.catalog import get_dataset
+    from plif.data.events import load
+
+    for split, t0 in (("Train", 100), ("Test", 200)):
+        for d in range(10):
+            nmnist_file(tmp_path / "nm" / split / str(d) / "0.bin", [(1, 2, 1, t0 + d), (3, 4, 0, t0 + 50)])
+    compared, real = [], load.same_bytes
+    monkeypatch.setattr(load, "same_bytes", lambda *a, **k: compared.append(1) or real(*a, **k))
+    monkeypatch.setattr(load, "_COMPARED", set())  # what this process has compared: nothing yet
+
+    def start(**kw):  # a training start: both splits
+        load._COMPARED.clear()
+        return [load.prepare_event_frames(get_dataset("nmnist"), tmp_path / "nm", 1, train, cache_dir=tmp_path / "c",
+                                          workers=0, progress=False, **kw) for train in (True, False)]
+
+    with pytest.raises(ValueError, match="lower --T"):  # refused after the comparison: no folder is left for it
+        load.prepare_event_frames("nmnist", tmp_path / "nm", 10**9, True, cache_dir=tmp_path / "c", workers=0)
+    assert not (tmp_path / "c").exists()
+    folders = start()
+    assert len(compared) == 2  # the test split after the train split: the same two lists
+    assert (folders[0] / load.NO_COPIES).read_text() == (folders[1] / load.NO_COPIES).read_text()
+    assert start() == folders and len(compared) == 2  # a later start reads the verdict
+    start(hash_sources=True)
+    assert len(compared) == 3
+    rec, twin = tmp_path / "nm" / "Train" / "2" / "0.bin", tmp_path / "nm" / "Test" / "7" / "0.bin"
+    st = os.stat(rec)
+    with open(rec, "r+b") as f:  # in place: same inode and size, then the old mtime put back
+        f.write(twin.read_bytes())
+    os.utime(rec, ns=(st.st_atime_ns, st.st_mtime_ns))
+    with pytest.raises(ValueError, match=f"{rec} \\(train\\) holds the same bytes as {twin} \\(test\\)"):
+        start()

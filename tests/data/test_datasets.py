@@ -169,16 +169,45 @@ def test_odd_entries_in_a_class_folder_are_refused(tmp_path):
         list_samples(get_dataset("nmnist"), root, train=True)
 
 
-def test_the_folder_a_recording_was_listed_from_lists_it_again(tmp_path):
-    """``recordings_folder`` (the --data-dir that ``plif data verify``'s advice names) for each lister."""
-    from plif.data.events.datasets import _DEPTH, LISTERS, recordings_folder
+def test_the_cache_advice_names_the_folder_the_recordings_were_listed_from(nmnist_root, tmp_path):
+    """The build stores the folder it listed (``data_dir``, outside the folder's key: the parent or the
+    dataset's own folder make one cache), the advice's --data-dir lists the same samples again; a cache
+    whose meta.json holds none (built by an older plif) is advised ``--data-dir DIR``."""
+    import json
+    import shlex
 
-    assert set(_DEPTH) == set(LISTERS) and {d.loader for d in DATASETS.values() if d.is_event} <= set(LISTERS)
-    _nmnist_tree(tmp_path / "NMNIST")
-    for cls in CIFAR10_CLASSES:
-        touch(tmp_path / "CIFAR10-DVS" / cls / f"cifar10_{cls}_1.aedat", b"#!AER-DAT2.0\r\n")
-    _gesture(tmp_path, ["user01_led.aedat"], ["user02_led.aedat"])
-    for name, folder in (("nmnist", "NMNIST"), ("cifar10-dvs", "CIFAR10-DVS"), ("dvs128-gesture", "DvsGesture")):
-        samples = list_samples(get_dataset(name), tmp_path, train=True)  # the parent given: the dataset's own folder comes back
-        assert {recordings_folder(get_dataset(name), s.path) for s in samples} == {tmp_path / folder}, name
-        assert list_samples(get_dataset(name), recordings_folder(get_dataset(name), samples[0].path), train=True) == samples, name
+    from plif.data.events.cache import rebuild_advice
+    from plif.data.events.load import prepare_event_frames
+
+    root = nmnist_root[0].rename(tmp_path / "NMNIST")  # a folder name the lister looks for under a parent
+    kw = dict(T=1, train=True, cache_dir=tmp_path / "c", workers=0, progress=False)
+    folder = prepare_event_frames(get_dataset("nmnist"), root.parent, **kw)  # the parent given
+    assert prepare_event_frames("nmnist", root, **kw) == folder
+    meta = json.loads((folder / "meta.json").read_text())
+    assert meta["params"]["data_dir"] == str(root.parent)
+    advised = shlex.split(rebuild_advice(folder, meta).split("rebuild it: ", 1)[1].split(", or delete ", 1)[0])
+    assert list_samples(get_dataset("nmnist"), advised[advised.index("--data-dir") + 1], train=True) == \
+        list_samples(get_dataset("nmnist"), root, train=True)
+    del meta["params"]["data_dir"]
+    assert "--data-dir DIR, or delete" in rebuild_advice(folder, meta)
+    meta["params"]["dataset"] = "a-dataset-no-lister-knows"  # only stored text is read: no lookup to fail
+    assert "plif data prepare a-dataset-no-lister-knows --verify" in rebuild_advice(folder, meta)
+
+
+def test_real_paths_are_realpath_with_each_folder_resolved_once(tmp_path):
+    """Files, links to files, files in a linked folder, links to links, a dangling link: as os.path.realpath."""
+    import os
+
+    from plif.data.events.datasets import _real_paths
+
+    touch(tmp_path / "a" / "1.bin")
+    touch(tmp_path / "a" / "2.bin")
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "1.bin").symlink_to(tmp_path / "a" / "1.bin")
+    (tmp_path / "b" / "3.bin").symlink_to(tmp_path / "b" / "1.bin")
+    (tmp_path / "b" / "4.bin").symlink_to(tmp_path / "gone.bin")
+    (tmp_path / "c").symlink_to(tmp_path / "a")
+    paths = [tmp_path / "a" / "1.bin", tmp_path / "b" / "1.bin", tmp_path / "b" / "3.bin", tmp_path / "b" / "4.bin",
+             tmp_path / "c" / "2.bin", tmp_path / "c" / "1.bin", tmp_path / "a" / "missing.bin"]
+    assert _real_paths(paths) == [os.path.realpath(p) for p in paths]
+    assert len(set(_real_paths(paths[:3]))) == 1

@@ -49,3 +49,7 @@ def test_same_bytes_compares_sizes_then_hashes_only_the_alike(tmp_path, monkeypa
     # a4 (no file of its size) and the empty files are never read; b1 ("two") differs from a1 in its head
     assert hashed.count("a1") == hashed.count("b1") == 1 and set(hashed) == {"a1", "a2", "b1", "b2", "b4"}
     assert same_bytes(ours[:1], theirs[2:]) == []
+    sizes = {str(p): os.path.getsize(p) for p in ours + theirs}
+    with monkeypatch.context() as m:
+        m.setattr(fingerprint.os, "stat", None)  # the sizes the caller stat'ed are not stat'ed again
+        assert same_bytes(ours, theirs, sizes) == [(str(tmp_path / "a2"), str(tmp_path / "b2"))]

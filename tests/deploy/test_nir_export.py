@@ -355,7 +355,7 @@ def test_export_nir_and_to_nir_share_the_clis_defaults():
 
 
 def test_which_importers_run_a_file_exactly(make_net):
-    from plif.deploy.nir_targets import importer_report
+    from plif.deploy.nir_targets import importer_report, importer_summary
 
     net = make_net()
     report = dict(importer_report(to_nir(net)))
@@ -372,6 +372,11 @@ def test_which_importers_run_a_file_exactly(make_net):
     assert for_snn["snntorch"].startswith("close, not exact: it rounds differently")
     lif_if = make_net("c4k3s1-BN-PLIF-FC20-IF-APk10s10", input_shape=(1, 6, 6), T=2)
     assert dict(importer_report(to_nir(lif_if)))["snntorch"].startswith("no: node '5_if': snnTorch 1.0 imports IF")
+    # the file's one-line summary offers --for only where that export runs there (another dt), not for
+    # nodes the importer cannot run (export --for snntorch refuses the IF layer)
+    assert importer_summary(to_nir(lif_if)).endswith("; no: snntorch, sinabs (--for sinabs)")
+    with pytest.raises(ValueError, match="snnTorch 1.0 imports IF"):
+        to_nir(lif_if, target="snntorch")
     g = to_nir(net)
     g.metadata = {}
     assert all(v.startswith("unknown: not a file plif exported") for _, v in importer_report(g))

@@ -93,6 +93,11 @@ def test_a_batch_first_tensor_is_refused_unless_asked_for():
         assert torch.equal(net(static, time_first=False), net(static))
         assert net(torch.rand(T, T, 2, 8, 8)).shape == (T, T, 10)
         assert net(torch.rand(2 * T, 3, 2, 8, 8)).shape == (2 * T, 3, 10)  # a longer stream, dim 1 not T
+        longer = torch.rand(5 * T, T, 2, 8, 8)  # a longer stream of a batch of T: says which it is
+        assert net(longer, time_first=True).shape == (5 * T, T, 10)
+    with pytest.raises(ValueError, match=r"x \[20, 4, 2, 8, 8\] looks batch-first .* or net\(x, time_first=True\) "
+                                         r"for 4 samples of 20 steps"):
+        net(longer)
     with pytest.raises(ValueError, match=r"expected frames \[B, T, 2, 8, 8\]"):
         net(torch.rand(3, T, 8, 8, 2), time_first=False)
     with pytest.raises(TypeError, match="time_first=...\\): True"):
@@ -157,3 +162,20 @@ def test_detach_cuts_the_graph():
     _, state = net.step(torch.rand(3, 2, 8, 8))
     assert any(v.requires_grad for v in state.potentials)
     assert not any(v.requires_grad for v in state.detach().potentials)
+
+
+def test_the_state_check_follows_a_replaced_layer():
+    """The shapes a state must have are found once, and again after a layer is replaced."""
+    from torch import nn
+
+    from plif.layers import TimeInvariantDropout
+
+    net = _net("c4k3s1-PLIF-DP-FC10-PLIF").train()
+    x = torch.rand(3, 2, 8, 8)
+    state = net.step(x)[1]
+    assert net.step(x, state)[1].t == 2
+    (dp,) = [i for i, m in enumerate(net.layers) if isinstance(m, TimeInvariantDropout)]
+    net.layers[dp] = nn.Identity()
+    with pytest.raises(ValueError, match="the state holds 1 dropout masks, this network has 0"):
+        net.step(x, state)
+    assert net.step(x, NetworkState(state.t, state.potentials, ()))[1].masks == ()

@@ -17,7 +17,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["Archive", "DatasetSpec", "DATASETS", "get_dataset", "CIFAR10_CLASSES", "GESTURE_CLASS_NAMES",
+__all__ = ["Archive", "DatasetSpec", "DATASETS", "get_dataset", "as_dataset", "CIFAR10_CLASSES", "GESTURE_CLASS_NAMES",
            "NCALTECH101_CLASSES", "ATIS_SENSOR", "default_root", "dataset_folder"]
 
 CIFAR10_CLASSES = ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck")
@@ -269,6 +269,19 @@ def get_dataset(name: str, events: bool | None = None) -> DatasetSpec:
     if d is None:
         raise _unknown(name, events)
     return d if events is None else d.of_kind(events)
+
+
+def as_dataset(dataset: "str | DatasetSpec", events: bool | None = None) -> DatasetSpec:
+    """The record a public entry point of :mod:`plif.data` was given as ``dataset``: a record as it
+    is, or a name looked up as :func:`get_dataset` does (so ``load_static("mnist")`` and
+    ``load_static(get_dataset("mnist"))`` are one call); ``events`` as there.  Anything else is a
+    one-line ``TypeError``."""
+    if isinstance(dataset, str):
+        return get_dataset(dataset, events)
+    if not isinstance(dataset, DatasetSpec):
+        raise TypeError(f"dataset: expected a dataset name such as 'mnist' or its record (get_dataset(name)), "
+                        f"got {type(dataset).__module__}.{type(dataset).__qualname__}")
+    return dataset if events is None else dataset.of_kind(events)
 
 
 def _unknown(name, events: bool | None) -> ValueError:

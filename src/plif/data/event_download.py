@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ..atomic import atomic_write_text
 from .archive import Limits, extract_archive
-from .catalog import DATASETS, Archive, DatasetSpec, dataset_folder, default_root
+from .catalog import DATASETS, Archive, DatasetSpec, as_dataset, dataset_folder, default_root
 from .download import download_file, file_md5
 
 __all__ = ["download_event_dataset", "manual_steps", "dataset_root", "download_help"]
@@ -26,9 +26,9 @@ __all__ = ["download_event_dataset", "manual_steps", "dataset_root", "download_h
 _STAMPS = ".plif-unpacked"
 
 
-def dataset_root(spec: DatasetSpec, root: str | Path | None) -> Path:
+def dataset_root(spec: DatasetSpec | str, root: str | Path | None) -> Path:
     """Where the dataset's files go: ``root``, or ``$PLIF_DATA_ROOT/<name>`` (what the loaders read by default)."""
-    return dataset_folder(root if root is not None else default_root() / spec.name)
+    return dataset_folder(root if root is not None else default_root() / as_dataset(spec).name)
 
 
 def download_help() -> str:
@@ -39,9 +39,11 @@ def download_help() -> str:
     return f"{', '.join(auto)}; {', '.join(manual)}: prints the manual steps" if manual else ", ".join(auto)
 
 
-def manual_steps(spec: DatasetSpec, root: str | Path | None = None) -> str:
-    """The exact steps for a dataset (its record ``spec``) whose archives cannot be fetched without a browser."""
-    spec, name = spec.of_kind(events=True), spec.name
+def manual_steps(spec: DatasetSpec | str, root: str | Path | None = None) -> str:
+    """The exact steps for a dataset (its record ``spec``, or its name) whose archives cannot be fetched
+    without a browser."""
+    spec = as_dataset(spec, events=True)
+    name = spec.name
     folder = dataset_root(spec, root)
     flag = "" if root is None else f" --data-dir {folder}"
     steps = [f"open {a.urls[0]} and download {a.filename} (md5 {a.md5}) into {folder}/" for a in spec.archives]
@@ -80,10 +82,10 @@ def _unpack(root: Path, a: Archive, path: Path, limits: Limits, keep: bool, log)
     log(f"  {path.name}: unpacked {', '.join(p.name for p in made)}")
 
 
-def download_event_dataset(spec: DatasetSpec, root: str | Path | None = None, keep_archives: bool = False,
+def download_event_dataset(spec: DatasetSpec | str, root: str | Path | None = None, keep_archives: bool = False,
                            limits: Limits = Limits(), timeout: float = 30.0, progress: bool | None = None,
                            log=print) -> Path:
-    """Fetch, check and unpack every archive of the event dataset whose record is ``spec`` into its
+    """Fetch, check and unpack every archive of the event dataset whose record (or name) is ``spec`` into its
     folder; returns the folder.
 
     Already unpacked archives (stamped) are skipped; a ``.part`` from an interrupted transfer is resumed.
@@ -94,6 +96,7 @@ def download_event_dataset(spec: DatasetSpec, root: str | Path | None = None, ke
     holds is refused before it is unpacked (``ArchiveError``), and a folder where the loaders then
     do not find both splits is a ``ValueError`` saying why.
     """
+    spec = as_dataset(spec)
     name = spec.name
     if not spec.is_event:
         raise ValueError(f"{name} is a static dataset: plif downloads it when it is first loaded "

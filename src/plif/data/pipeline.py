@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 from ..device import free_memory
-from .catalog import DatasetSpec
+from .catalog import DatasetSpec, as_dataset
 
 __all__ = ["Split", "TrainData", "DataSource", "LoadOptions", "data_source", "eval_batches", "load_test_split",
            "load_train_data", "cap_and_split", "planned_train_samples", "epoch_generator", "fits_on_device",
@@ -212,11 +212,12 @@ class DataSource:
     augment: Callable[[torch.Tensor, torch.Generator | None], torch.Tensor]
 
 
-def data_source(info: DatasetSpec, data_dir, T: int, options: LoadOptions = LoadOptions()) -> DataSource:
-    """How to read the dataset whose record is ``info``.  Static images: uint8 in, augmented then
+def data_source(info: DatasetSpec | str, data_dir, T: int, options: LoadOptions = LoadOptions()) -> DataSource:
+    """How to read the dataset whose record (or name) is ``info``.  Static images: uint8 in, augmented then
     normalised per batch (the supplement's Preprocessing).  Event datasets:
     frames ``[N, T, 2, H, W]`` (the memory-mapped cache) in, ``[T, B, 2, H, W]`` float per batch.
     ``data_dir=None``: the default folder (``$PLIF_DATA_ROOT``, and ``$PLIF_DATA_ROOT/<dataset>`` for event data)."""
+    info = as_dataset(info)
     if not info.is_event:
         from .static import load_static
         from .transforms import augment_for, normalize
@@ -282,9 +283,10 @@ def _place(splits: list[Split | None], mode: str, device: torch.device) -> list[
     return [None if s is None else s.streaming(device) for s in splits]
 
 
-def load_test_split(info: DatasetSpec, data_dir, T: int, limit: int | None = None, device="cpu",
+def load_test_split(info: DatasetSpec | str, data_dir, T: int, limit: int | None = None, device="cpu",
                     on_device: str = "yes"):
-    """Only the test split of the dataset whose record is ``info`` (no training data read): ``(Split, prepare)``."""
+    """Only the test split of the dataset whose record (or name) is ``info`` (no training data read):
+    ``(Split, prepare)``."""
     src = data_source(info, data_dir, T)
     (split,) = _place([src.load(False).limit(limit)], on_device, torch.device(device))
     return split, src.prepare

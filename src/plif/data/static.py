@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .catalog import DatasetSpec, dataset_folder, default_root
+from .catalog import DatasetSpec, as_dataset, dataset_folder, default_root
 from .download import download_file
 from .idx import read_idx
 
@@ -197,17 +197,17 @@ def _load_cifar(entry: DatasetSpec, root: Path, train: bool, download: bool,
 _LOADERS = {"idx": _load_idx_dataset, "cifar-python": _load_cifar}  # DatasetSpec.loader -> reader
 
 
-def load_static(spec: DatasetSpec, root: str | Path | None = None, train: bool = True,
+def load_static(spec: DatasetSpec | str, root: str | Path | None = None, train: bool = True,
                 download: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
     """Load a whole split: ``images uint8 [N, C, H, W]`` (raw 0..255), ``labels int64 [N]``.
 
-    ``spec`` is the record of a static dataset (:data:`plif.data.catalog.DATASETS`).
+    ``spec`` is the record of a static dataset (:data:`plif.data.catalog.DATASETS`) or its name.
     ``root=None`` means ``default_root()``, and for Fashion-MNIST the Debian folder
     ``/usr/share/datasets/fashion-mnist`` is searched first.
     Missing files are downloaded (md5-checked) unless ``download=False``; if that is impossible a
     ``FileNotFoundError`` names the files and folder.  Corrupt files raise ``ValueError``.
     """
-    entry = spec.of_kind(events=False)
+    entry = as_dataset(spec, events=False)
     system = root is None
     root = default_root() if root is None else dataset_folder(root)
     images, labels = _LOADERS[entry.loader](entry, root, train, download, system)

@@ -14,7 +14,7 @@ from typing import Callable, Sequence
 import torch
 import torch.nn.functional as F
 
-from .catalog import DatasetSpec
+from .catalog import DatasetSpec, as_dataset
 
 __all__ = ["normalize", "affine_theta", "apply_affine", "random_affine", "random_crop_flip", "identity",
            "augment_for"]
@@ -133,8 +133,8 @@ AUGMENTATIONS: dict[str, Callable[..., torch.Tensor]] = {
 }
 
 
-def augment_for(spec: DatasetSpec) -> Callable[..., torch.Tensor]:
-    """The training augmentation of a dataset (its record ``spec``; the supplement's Preprocessing section) as
-    ``f(x, generator=None) -> x``, applied to raw pixel batches ``x [B, C, H, W]`` before :func:`normalize`: MNIST
-    affine, CIFAR-10 crop + flip, Fashion-MNIST none (``augment`` of its catalog record)."""
-    return AUGMENTATIONS[spec.augment]
+def augment_for(spec: DatasetSpec | str) -> Callable[..., torch.Tensor]:
+    """The training augmentation of a dataset (its record ``spec``, or its name; the supplement's Preprocessing
+    section) as ``f(x, generator=None) -> x``, applied to raw pixel batches ``x [B, C, H, W]`` before
+    :func:`normalize`: MNIST affine, CIFAR-10 crop + flip, Fashion-MNIST none (``augment`` of its catalog record)."""
+    return AUGMENTATIONS[as_dataset(spec).augment]

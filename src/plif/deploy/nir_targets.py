@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -127,9 +128,7 @@ def _bn_nodes(graph) -> list[tuple[str, int | None, tuple | None]]:
     for name, node in graph.nodes.items():
         if bn_form(node) is None:
             continue
-        declared = (getattr(node, "input_type", None) or {}).get("input")
-        if declared is None and getattr(node, "input_shape", None) is not None:
-            declared = (np.asarray(node.weight).shape[1], *np.ravel(node.input_shape).tolist())
+        declared = (getattr(node, "input_type", None) or {}).get("input")  # NIR's Conv2d sets it from input_shape
         shape = None if declared is None else tuple(int(v) for v in np.ravel(declared).tolist())
         out.append((name, conv_channels_off(node, shape), shape))
     return out
@@ -154,16 +153,18 @@ def _norse_bn(graph) -> tuple[bool, str]:
                    f"with one rounding more than BatchNorm here{more}")
 
 
-def importer_report(graph, here: str = "on this machine") -> list[tuple[str, str]]:
-    """``[(importer, verdict)]`` for plif's, Norse's, snnTorch's and Sinabs' importers: ``exact``
-    (the trained network's spikes, bit for bit), ``close`` (runs, rounds differently), or ``no``,
-    each with its reason, judged from the file's nodes and its metadata (``dt``, ``bn``, ``leak``).
-    Norse runs a BatchNorm node as a convolution, which can round once more than BatchNorm
-    (:mod:`.nir_bn`): it is ``exact`` only where each BN node is measured to round as BatchNorm on
-    the machine that runs this (``here`` names that machine), else ``close``."""
+class _Verdict(NamedTuple):
+    importer: str
+    verdict: str  # exact, exact <where it was measured>, close, no or unknown: what importer_summary groups by
+    line: str  # the verdict and why: what importer_report gives and --check prints
+    retarget: bool = False  # the file is for another dt: export --for the importer's target runs there
+
+
+def _verdicts(graph, here: str) -> list[_Verdict]:
     dt = graph_meta(graph, "dt")
     if graph_meta(graph, "source") != "plif" or dt is None:
-        return [(name, "unknown: not a file plif exported (no metadata['dt'])") for name, _, _ in _IMPORTERS]
+        return [_Verdict(name, "unknown", "unknown: not a file plif exported (no metadata['dt'])")
+                for name, _, _ in _IMPORTERS]
     dt = float(dt)
     inexact = [why for key, why in (("bn", "BatchNorm folded into the conv"),
                                     ("leak", "a trained k without a float32 tau at this dt"))
@@ -174,37 +175,47 @@ def importer_report(graph, here: str = "on this machine") -> list[tuple[str, str
         try:
             check_target(graph, target)
         except ValueError as e:
-            out.append((name, f"no: {e}"))
+            out.append(_Verdict(name, "no", f"no: {e}"))
             continue
         if t.dt_fixed and dt != t.dt:
-            out.append((name, f"no: it steps with dt = {t.dt:g}, the file is for dt = {dt!r}; {t.other_dt}: "
-                              f"export --for {target}"))
+            out.append(_Verdict(name, "no", f"no: it steps with dt = {t.dt:g}, the file is for dt = {dt!r}; "
+                                            f"{t.other_dt}: export --for {target}", retarget=True))
         elif not t.exact:
-            out.append((name, f"close, not exact: it rounds differently from plif ({call})"))
+            out.append(_Verdict(name, "close", f"close, not exact: it rounds differently from plif ({call})"))
         elif inexact:
-            out.append((name, f"close, not exact: {' and '.join(inexact)} ({call})"))
+            out.append(_Verdict(name, "close", f"close, not exact: {' and '.join(inexact)} ({call})"))
         else:
             where = f"({call}" + (")" if t.dt_fixed or name == "plif" else f", dt={dt!r})")
             bn_exact, bn_says = (True, "") if name == "plif" else _norse_bn(graph)
             if not bn_exact:
-                out.append((name, f"close, not exact: {bn_says} {where}"))
+                out.append(_Verdict(name, "close", f"close, not exact: {bn_says} {where}"))
             elif bn_says:
-                out.append((name, f"exact {here} {where}: {bn_says}"))
+                out.append(_Verdict(name, f"exact {here}", f"exact {here} {where}: {bn_says}"))
             else:
-                out.append((name, f"exact {where}"))
+                out.append(_Verdict(name, "exact", f"exact {where}"))
     return out
+
+
+def importer_report(graph, here: str = "on this machine") -> list[tuple[str, str]]:
+    """``[(importer, verdict)]`` for plif's, Norse's, snnTorch's and Sinabs' importers: ``exact``
+    (the trained network's spikes, bit for bit), ``close`` (runs, rounds differently), or ``no``,
+    each with its reason, judged from the file's nodes and its metadata (``dt``, ``bn``, ``leak``).
+    Norse runs a BatchNorm node as a convolution, which can round once more than BatchNorm
+    (:mod:`.nir_bn`): it is ``exact`` only where each BN node is measured to round as BatchNorm on
+    the machine that runs this (``here`` names that machine), else ``close``."""
+    return [(v.importer, v.line) for v in _verdicts(graph, here)]
 
 
 def importer_summary(graph) -> str:
     """One line of :func:`importer_report` by verdict, what ``metadata["importers"]`` holds:
     ``exact: plif; exact on the machine that exported it: norse; no: snntorch (--for snntorch),
-    sinabs (--for sinabs)``."""
+    sinabs (--for sinabs)``; ``(--for TARGET)`` where exporting for the importer's target runs the
+    network there (the file is for another dt), not where the importer cannot run its nodes."""
     groups: dict[str, list[str]] = {}
-    report = importer_report(graph, "on the machine that exported it")
-    for (name, target, _), (_, verdict) in zip(_IMPORTERS, report):
-        head = verdict.split(":")[0].split(" (")[0].split(",")[0]  # exact, close, no, unknown
-        groups.setdefault(head, []).append(name + (f" (--for {target})" if "export --for" in verdict else ""))
-    return "; ".join(f"{head}: {', '.join(names)}" for head, names in groups.items())
+    targets = {name: target for name, target, _ in _IMPORTERS}
+    for v in _verdicts(graph, "on the machine that exported it"):
+        groups.setdefault(v.verdict, []).append(v.importer + (f" (--for {targets[v.importer]})" if v.retarget else ""))
+    return "; ".join(f"{verdict}: {', '.join(names)}" for verdict, names in groups.items())
 
 
 def describe(graph) -> list[str]:

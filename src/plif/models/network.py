@@ -58,6 +58,7 @@ class SpikingNetwork(nn.Module):
         self.info = info
         self.input_shape = tuple(input_shape)
         self.T = int(T)
+        self._state_key = None
         self.set_memory(memory or MEMORY_PRESETS[DEFAULT_MEMORY])
 
     def set_memory(self, memory: MemoryOptions) -> "SpikingNetwork":
@@ -83,6 +84,17 @@ class SpikingNetwork(nn.Module):
             self._plan, self._plan_key = make_plan(list(self.layers), self.memory), key
         return self._plan
 
+    def _state_shapes(self) -> tuple[list[tuple], list[tuple]]:
+        """The per-sample shapes of the potentials and the dropout masks a state of this network holds,
+        found again only when a layer was replaced (:meth:`step` asks at every frame of a stream)."""
+        key = tuple(self.layers)
+        if key != self._state_key:
+            kinds = [(isinstance(m, SpikingNeuron), isinstance(m, TimeInvariantDropout)) for m in key]
+            self._state_shapes_now = ([i.out_shape for i, (n, _) in zip(self.info, kinds) if n],
+                                      [i.out_shape for i, (_, d) in zip(self.info, kinds) if d])
+            self._state_key = key
+        return self._state_shapes_now
+
     def _hoistable(self) -> bool:
         return hoists_first_layer(self.layers)
 
@@ -90,8 +102,9 @@ class SpikingNetwork(nn.Module):
         """``x [B, *input_shape]`` (static, repeated over T) or frames ``[T, B, *input_shape]`` ->
         ``[T, B, classes]``.  ``time_first=False`` takes frames batch-first, ``[B, T, *input_shape]``
         (Tonic's and snnTorch's layout); the default refuses frames whose dim 0 is not ``T`` while dim
-        1 is, as batch-first by mistake (``time_first=True`` runs them time-first all the same).
-        What ``x`` must be: :mod:`plif.models.inputs`.
+        1 is, as batch-first by mistake (``time_first=True`` runs them time-first all the same).  So a
+        stream longer than ``T`` whose batch size is ``T`` (``[20, 8, ...]`` at ``T = 8``) is refused
+        too: pass ``time_first=True`` for it.  What ``x`` must be: :mod:`plif.models.inputs`.
 
         Example: event frames, time first or batch-first, and their firing rates:
 
@@ -158,9 +171,7 @@ class SpikingNetwork(nn.Module):
         if state is None:
             state = self.initial_state()
         else:
-            kinds = [(isinstance(m, SpikingNeuron), isinstance(m, TimeInvariantDropout)) for m in self.layers]
-            check_state(state, [i.out_shape for i, (n, _) in zip(self.info, kinds) if n],
-                        [i.out_shape for i, (_, d) in zip(self.info, kinds) if d], x_t, ref)
+            check_state(state, *self._state_shapes(), x_t, ref)
         return step(self.layers, x_t, state)
 
     def set_backend(self, backend: str = "auto") -> "SpikingNetwork":

@@ -247,7 +247,9 @@ def build_frames_cache(samples: list[EventSample], folder: str | Path, T: int, s
     the builder's message as a ``CacheError`` (one line).  ``wait=False``: refuse instead.
     ``verify``: reuse a finished cache only once every recording and the frames hash as recorded
     (:func:`check_cache` with ``deep``), not only when their stat and edges are unchanged;
-    ``hash_sources``: once every recording hashes as recorded.
+    ``hash_sources``: once every recording hashes as recorded.  ``params``: kept in ``meta.json``
+    for :func:`rebuild_advice` (the dataset, split and options of the build, and ``data_dir``, the
+    folder its recordings were listed from).
     """
     folder = Path(folder)
     if not samples:
@@ -473,21 +475,17 @@ def rebuild_advice(folder: Path, meta: dict | None = None) -> str:
         flags += ["--allow-empty"] if p.get("allow_empty") else []
         flags += ["--no-flip-x"] if (p.get("reader_opts") or {}).get("flip_x") is False else []
         cmd = (f"plif data prepare {p['dataset']} --verify {' '.join(flags)} --cache-dir {shlex.quote(str(folder.parent))} "
-               f"--data-dir {_data_dir(p['dataset'], meta.get('sources'))}")
+               f"--data-dir {_data_dir(p)}")
     else:
         cmd = "plif data prepare DATASET --verify with the options of its build"
     return f"rebuild it: {cmd}, or delete {folder} (the next load rebuilds it)"
 
 
-def _data_dir(dataset: str, sources) -> str:
-    """The dataset folder the cache's recordings were listed from, quoted for a shell; DIR if unknown."""
-    from ..catalog import get_dataset
-    from .datasets import recordings_folder
-
-    try:  # the name a cache's meta.json stores: looked up here, where it comes in
-        return shlex.quote(str(recordings_folder(get_dataset(dataset, events=True), next(iter(sources)))))
-    except (TypeError, StopIteration, IndexError, ValueError):  # no recordings recorded, or not a dataset's
-        return "DIR"
+def _data_dir(params: dict) -> str:
+    """The folder the cache's recordings were listed from (``data_dir``, stored by the build), quoted
+    for a shell; ``DIR`` where ``meta.json`` holds none (a cache built before plif stored it)."""
+    folder = params.get("data_dir")
+    return shlex.quote(folder) if isinstance(folder, str) and folder else "DIR"
 
 
 def check_cache(folder: str | Path, deep: bool = False, sources: bool = False, advise: bool = True,

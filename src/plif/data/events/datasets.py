@@ -13,10 +13,10 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..catalog import CIFAR10_CLASSES, DatasetSpec, dataset_folder
+from ..catalog import CIFAR10_CLASSES, DatasetSpec, as_dataset, dataset_folder
 from .gesture import read_gesture_labels, read_trials
 
-__all__ = ["EventSample", "EventDataset", "list_samples", "recordings_folder", "CIFAR10_CLASSES"]
+__all__ = ["EventSample", "EventDataset", "list_samples", "CIFAR10_CLASSES"]
 
 
 @dataclass(frozen=True)
@@ -68,13 +68,30 @@ def _class_files(d: Path, suffixes: tuple[str, ...], name: str, number) -> list[
     return [seen[k] for k in sorted(seen)]
 
 
+def _real_paths(paths) -> list[str]:
+    """``os.path.realpath`` of each path, with each folder resolved once: a file that is not a link is
+    its folder's real path and its name (one ``lstat`` a file, not one per component of its path:
+    N-MNIST's 70,000 recordings are listed on every training start)."""
+    folders: dict[str, str] = {}
+    out = []
+    for p in map(str, paths):
+        if os.path.islink(p):
+            out.append(os.path.realpath(p))
+            continue
+        head, tail = os.path.split(p)
+        if head not in folders:
+            folders[head] = os.path.realpath(head)
+        out.append(os.path.join(folders[head], tail))
+    return out
+
+
 def _refuse_shared(name: str, these: list[Path], others: list[Path], what: str) -> None:
     """Refuse a recording listed twice in one split, or in both splits (a train/test leak)."""
-    real = [os.path.realpath(p) for p in these]
+    real = _real_paths(these)
     twice = next((p for p, n in Counter(real).items() if n > 1), None)
     if twice:
         raise ValueError(f"{name}: {twice} is listed twice in {what}: every recording is one sample source once")
-    leak = set(real) & {os.path.realpath(p) for p in others}
+    leak = set(real) & set(_real_paths(others))
     if leak:
         raise ValueError(f"{name}: {sorted(leak)[0]} is in both the train and the test split ({len(leak)} such): "
                          "a train/test leak")
@@ -183,26 +200,17 @@ def _check_version(path: Path, magic: bytes, what: str) -> None:
 
 # DatasetSpec.loader -> lister: a dataset laid out like another needs only its record
 LISTERS = {"split-folders": _split_folders, "class-folders": _class_folders, "gesture-trials": _gesture_trials}
-# DatasetSpec.loader -> how many folders above a recording lies the folder its lister read, one that
-# --data-dir takes: <it>/Train/<class>/x.bin, <it>/<class>/x.aedat, <it>/<trial>.aedat
-_DEPTH = {"split-folders": 3, "class-folders": 2, "gesture-trials": 1}
 
 
-def recordings_folder(spec: DatasetSpec, recording: str | Path) -> Path:
-    """The folder of the event dataset whose record is ``spec`` that its lister found ``recording``
-    (a sample's path) in: what ``--data-dir`` names to list it again."""
-    return Path(recording).parents[_DEPTH[spec.of_kind(events=True).loader] - 1]
-
-
-def list_samples(spec: DatasetSpec, root: str | Path, train: bool, **options) -> list[EventSample]:
-    """Every sample of one split of the event dataset whose record is ``spec``, in a fixed order
+def list_samples(spec: DatasetSpec | str, root: str | Path, train: bool, **options) -> list[EventSample]:
+    """Every sample of one split of the event dataset whose record (or name) is ``spec``, in a fixed order
     (class, then file number / trial list order).
 
     ``root`` is the dataset folder or its parent.  ``options``: ``train_fraction`` for datasets
     without an official split (CIFAR10-DVS and N-Caltech101, default 0.9: the first 900 files of
     each CIFAR10-DVS class by file number train, the last 100 test, as in the paper).
     """
-    d = spec.of_kind(events=True)
+    d = as_dataset(spec, events=True)
     samples = LISTERS[d.loader](d, dataset_folder(root), train, **options)
     if not samples:
         raise ValueError(f"{d.name}: no {'train' if train else 'test'} samples under {root} ({d.layout})")

@@ -76,13 +76,15 @@ def _head_hash(path: str | Path) -> str:
         return hashlib.blake2b(f.read(4096), digest_size=16).hexdigest()
 
 
-def same_bytes(ours, theirs) -> list[tuple[str, str]]:
+def same_bytes(ours, theirs, sizes: dict[str, int] | None = None) -> list[tuple[str, str]]:
     """``(a, b)`` for each file ``a`` of ``ours`` whose bytes are those of a file ``b`` of ``theirs``
-    (the first such by name), sorted.  Files are compared by size (one ``stat`` each), then by their
-    first 4 KiB, then by the whole hash, each step only among the files still alike on both sides: a
-    file whose size no file of the other side has costs one stat; empty files (all alike) are left out."""
+    (the first such by name), sorted.  Files are compared by size (one ``stat`` each, none where
+    ``sizes`` maps the path to its size already), then by their first 4 KiB, then by the whole hash,
+    each step only among the files still alike on both sides: a file whose size no file of the other
+    side has costs one stat; empty files (all alike) are left out."""
     keys = [{p: () for p in sorted(set(map(str, side)))} for side in (ours, theirs)]
-    for key in (lambda p: os.stat(p).st_size, _head_hash, file_hash):
+    size = sizes.__getitem__ if sizes is not None else (lambda p: os.stat(p).st_size)
+    for key in (size, _head_hash, file_hash):
         keys = [{p: k + (key(p),) for p, k in side.items()} for side in keys]
         shared = set(keys[0].values()) & set(keys[1].values())
         keys = [{p: k for p, k in side.items() if k in shared and k[0] > 0} for side in keys]

@@ -3,48 +3,55 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sys
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from ..catalog import DatasetSpec, default_root
+from ...atomic import atomic_write_text
+from ..catalog import DatasetSpec, as_dataset, dataset_folder, default_root
 from .cache import build_frames_cache, cache_key, load_cached
 from .datasets import list_samples
-from .fingerprint import file_stat, same_bytes
+from .fingerprint import same_bytes
 from .file import file_to_frames
 
 __all__ = ["load_event_frames", "prepare_event_frames", "file_to_frames"]
 
-def prepare_event_frames(spec: DatasetSpec, root: str | Path | None, T: int, train: bool, split: str = "count",
+def prepare_event_frames(spec: DatasetSpec | str, root: str | Path | None, T: int, train: bool, split: str = "count",
                          cache_dir: str | Path | None = None, workers: int | None = None,
                          progress: bool = True, allow_empty: bool = False, verify: bool = False,
                          hash_sources: bool = False, **options) -> Path:
     """Build (or find) the frame cache of one split; returns its folder (see :mod:`.cache`).
 
-    ``spec``: the event dataset's record.
+    ``spec``: the event dataset's record or its name.
     ``root=None`` means ``default_root()/<name>``.  A recording without events stops the build
     with its path unless ``allow_empty`` (then it is an all-zero sample).  A recording whose bytes
     are those of a recording of the other split is refused before any cache is built.
     ``hash_sources``: a finished cache is reused only once every recording hashes as recorded (not
     only its stat and edges); ``verify``: the frames too.
     """
-    info = spec.of_kind(events=True)
+    info = as_dataset(spec, events=True)
     if root is None:
         root = default_root() / info.name
     reader_opts = {k: options.pop(k) for k in info.reader_options if k in options}
     samples = list_samples(info, root, train, **options)
-    _refuse_copies(info, root, train, samples, options)
     params = {"dataset": info.name, "train": bool(train), "T": int(T), "split": split,
               "sensor_size": list(info.sensor_size), "reader_opts": reader_opts, "list_options": options,
               "allow_empty": bool(allow_empty)}
     base = Path(cache_dir) if cache_dir is not None else default_root() / "frames"
     folder = _folder(base, params, samples)
+    unseen = _refuse_copies(info, root, train, samples, options, folder, again=verify or hash_sources)
     fresh = not (folder / "meta.json").is_file()
-    folder = build_frames_cache(samples, folder, T, split, info.sensor_size, reader_opts, params,
-                                workers=workers, progress=progress, allow_empty=allow_empty, verify=verify,
-                                hash_sources=hash_sources)
+    stored = {**params, "data_dir": os.path.abspath(dataset_folder(root))}  # not in the key: --data-dir of the advice
+    folder = build_frames_cache(samples, folder, T, split, info.sensor_size, reader_opts, stored, workers=workers,
+                                progress=progress, allow_empty=allow_empty, verify=verify, hash_sources=hash_sources)
+    if unseen:  # kept once the cache is there: a refused build leaves no folder behind for it
+        try:
+            atomic_write_text(folder / NO_COPIES, unseen + "\n")
+        except OSError:  # a read-only cache folder: the next start compares again, nothing else changes
+            pass
     if fresh:
         _say_older(base, folder)
     return folder
@@ -57,30 +64,49 @@ def _folder(base: Path, params: dict, samples) -> Path:
 
 
 _COMPARED: set = set()  # the (train, test) recording lists this process has compared already
+NO_COPIES = ".no-copies"  # in a split's cache folder: the key of the lists last compared and found free of copies
 
 
-def _refuse_copies(spec: DatasetSpec, root, train: bool, samples, options: dict) -> None:
+def _refuse_copies(spec: DatasetSpec, root, train: bool, samples, options: dict, folder: Path,
+                   again: bool = False) -> str | None:
     """Refuse a recording of this split (``samples``) whose bytes are a recording of the other split
     (a copy is a train/test leak as much as the symlink the lister refuses), before any cache is
-    built: sizes first, then hashes of the files alike (:func:`.fingerprint.same_bytes`).  Once per
-    pair of lists (paths, sizes and mtimes) in a process: loading the test split after the train
-    split compares nothing again."""
+    built: sizes first, then hashes of the files alike (:func:`.fingerprint.same_bytes`).
+
+    Once per pair of lists (every path's size, mtime, inode and ctime: an edit in place with the
+    mtime put back still changes the ctime): the key of lists found free of copies is kept in this
+    process and, by the caller once the cache is built, in ``folder/.no-copies`` (returned when that
+    file does not hold it yet), so loading the test split after the train split, and every later
+    start on the same files, compares nothing again (N-MNIST's sizes collide, so a comparison reads
+    the first 4 KiB of nearly every file).  ``again`` (``plif data prepare``, which hashes every
+    recording anyway): compare once in this process all the same."""
     try:
         others = list_samples(spec, root, not train, **options)
     except (OSError, ValueError):  # the other split is not there (yet): its own prepare compares
-        return
+        return None
     ours, theirs = sorted({str(s.path) for s in samples}), sorted({str(s.path) for s in others})
-    stats = [[p, *file_stat(p)[:2]] for p in (ours + theirs if train else theirs + ours)]
-    key = hashlib.sha256(json.dumps(stats).encode()).hexdigest()
-    if key in _COMPARED:
-        return
-    copies = same_bytes(ours, theirs)
-    if copies:
-        mine, twin = copies[0]
-        ours_is, theirs_is = ("train", "test") if train else ("test", "train")
-        raise ValueError(f"{spec.name}: {mine} ({ours_is}) holds the same bytes as {twin} ({theirs_is}) ({len(copies)} "
-                         "such): a train/test leak; remove the copy")
+    stats = {p: _stat(p) for p in ours + theirs}
+    listed = [[p, *stats[p]] for p in (ours + theirs if train else theirs + ours)]  # one key from either split
+    key = hashlib.sha256(json.dumps(listed).encode()).hexdigest()
+    kept = folder / NO_COPIES
+    try:
+        known = kept.read_text().strip() == key
+    except (OSError, UnicodeDecodeError):
+        known = False
+    if key not in _COMPARED and (again or not known):
+        copies = same_bytes(ours, theirs, sizes={p: s[0] for p, s in stats.items()})
+        if copies:
+            mine, twin = copies[0]
+            ours_is, theirs_is = ("train", "test") if train else ("test", "train")
+            raise ValueError(f"{spec.name}: {mine} ({ours_is}) holds the same bytes as {twin} ({theirs_is}) "
+                             f"({len(copies)} such): a train/test leak; remove the copy")
     _COMPARED.add(key)
+    return None if known else key
+
+
+def _stat(path: str) -> list[int]:
+    st = os.stat(path)
+    return [st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns]
 
 
 def _say_older(base: Path, folder: Path) -> None:
@@ -97,10 +123,10 @@ def _say_older(base: Path, folder: Path) -> None:
               file=sys.stderr)
 
 
-def load_event_frames(spec: DatasetSpec, root: str | Path | None, T: int, train: bool, split: str = "count",
+def load_event_frames(spec: DatasetSpec | str, root: str | Path | None, T: int, train: bool, split: str = "count",
                       cache_dir: str | Path | None = None, workers: int | None = None,
                       progress: bool = True, allow_empty: bool = False, **options) -> tuple[torch.Tensor, torch.Tensor]:
-    """Frames and labels of a whole split of the event dataset whose record is ``spec``.
+    """Frames and labels of a whole split of the event dataset whose record (or name) is ``spec``.
 
     Returns ``frames [N, T, 2, H, W]`` of integer event counts (uint8 / int16 / int32, whichever
     holds the largest count; call ``.float()`` per batch) backed by a memory-mapped cache file,
