@@ -243,7 +243,10 @@ def _block_backward_kernel(y_ptr, scale_ptr, shift_ptr, mean_ptr, k_ptr, v_start
     for jj in range(chunks):
         j = (chunks - 1 - jj).to(tl.int64)
         t0 = j * CHUNK
-        v_in = tl.where(j > 0, tl.load(ckpt_ptr + tl.maximum(j - 1, 0) * N + n, mask=live, other=0.0), v0)
+        # masked (live and j > 0), not only chosen: tl.where loads either way, and with one chunk ckpt
+        # is a one-element stand-in that offset n would overrun by up to B·C·H·W elements
+        stored = tl.load(ckpt_ptr + tl.maximum(j - 1, 0) * N + n, mask=pix < tl.where(j > 0, H * W, 0), other=0.0)
+        v_in = tl.where(j > 0, stored, v0)
         v = v_in
         hs = ()  # the chunk's H_t and y_t in registers (unrolled: every index is a constant)
         xs = ()
