@@ -102,3 +102,32 @@ def test_training_defaults_to_the_fused_preset():
     assert isinstance(net.plan()[0][2], FusedBlock) and net.memory == MEMORY_PRESETS[DEFAULT_MEMORY]
     low = build_network("c8k3s1-BN-PLIF-MPk2s2-FC10-PLIF", (2, 8, 8), 2, memory=MEMORY_PRESETS["low"])
     assert isinstance(low.plan()[0][2], TimeChunkedBlock)
+
+
+@pytest.mark.parametrize("dtype,autocast", [(torch.float16, None), (torch.float32, torch.float16),
+                                            (torch.float64, None)], ids=["half", "fp16-autocast", "double"])
+def test_a_dtype_the_kernels_do_not_take_runs_the_composed_layers(dtype, autocast):
+    """The CPU kernels take fp32, fp64 and bf16: an fp16 network (``.half()``, or fp16 autocast)
+    trains through the composed layers (the same step bit for bit as ``--memory none``), an fp64 one
+    through the kernels (the composed layers' step to rounding).  On CUDA the Triton kernels refuse
+    fp64 in the same way (``test_fused_block``)."""
+    spec, shape = "c8k3s1-BN-PLIF-MPk2s2-c8k3s1-BN-PLIF-FC10-PLIF", (2, 8, 8)
+    torch.manual_seed(0)
+    fused = build_network(spec, shape, 3, v_threshold=THRESHOLD).to(dtype)
+    composed = copy.deepcopy(fused).set_memory(MEMORY_PRESETS["none"])
+    assert sum(isinstance(s, FusedBlock) for _, _, s in fused.plan()) == 2
+    x = torch.rand(3, *shape, generator=torch.Generator().manual_seed(2)).to(dtype)
+    res = []
+    for net in (fused, composed):
+        with torch.autocast("cpu", autocast, enabled=autocast is not None):
+            out = net(x)
+        out.float().square().sum().backward()
+        res.append((out.detach(), [p.grad.clone() for p in net.parameters()]))
+    (o1, g1), (o0, g0) = res
+    assert o0.sum() > 0 and all(g.abs().sum() > 0 for g in g0)
+    if dtype == torch.float64:
+        assert torch.equal(o1, o0)
+        for a, b in zip(g1, g0):
+            torch.testing.assert_close(a, b, rtol=1e-9, atol=1e-12)
+    else:
+        assert torch.equal(o1, o0) and all(torch.equal(a, b) for a, b in zip(g1, g0))

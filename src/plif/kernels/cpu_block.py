@@ -282,7 +282,9 @@ def batch_stats_cpu(y: Tensor) -> tuple[Tensor, Tensor]:
     return _batch_stats(y)
 
 
-def cpu_block_supports(y: Tensor) -> bool:
-    """Whether the kernel takes ``y``: a ``[T, B, C, H, W]`` CPU tensor in fp32, fp64 or bf16 (the
-    library loads on first use)."""
-    return y.device.type == "cpu" and y.dim() == 5 and y.dtype in _SUFFIX and load_library() is not None
+def cpu_block_supports(device: torch.device | str, dtype: torch.dtype) -> bool:
+    """Whether the kernels take a ``y`` of this device and dtype: the CPU, fp32, fp64 or bf16 (not
+    fp16: ``.half()`` or fp16 autocast).  Whether the library loaded is the caller's to know (the
+    fused block lists these kernels once it did); this stays a test of two values, which a
+    ``torch.compile`` trace reads without a lock or a build."""
+    return torch.device(device).type == "cpu" and dtype in _SUFFIX

@@ -536,6 +536,8 @@ def block_stats_triton(y: Tensor) -> tuple[Tensor, Tensor]:
     return _block_stats_op(y)
 
 
-def block_triton_supports(y: Tensor, cfg: NeuronConfig) -> bool:
-    """Whether these kernels run the block: a CUDA ``y`` in fp32, bf16 or fp16, and a fused surrogate."""
-    return y.is_cuda and y.dtype in _DTYPES and get_surrogate(cfg.surrogate).fused
+def block_triton_supports(device: torch.device | str, dtype: torch.dtype) -> bool:
+    """Whether these kernels take a ``y`` of this device and dtype: CUDA (or the CPU under
+    ``TRITON_INTERPRET=1``) in fp32, bf16 or fp16 (not fp64: see the module docstring)."""
+    kind = torch.device(device).type
+    return (kind == "cuda" or (kind == "cpu" and os.environ.get("TRITON_INTERPRET") == "1")) and dtype in _DTYPES

@@ -275,7 +275,7 @@ class TimeChunkedBlock:
 
     def __call__(self, x: torch.Tensor, start: int = 0) -> torch.Tensor:
         b = self.block
-        kernels = block_kernels(b.neuron, x.device)
+        kernels = block_kernels(b.neuron, x.device, x.dtype)
         hooked = any(m._forward_hooks or m._forward_pre_hooks for m in self.layers[1:])
         if (start != 0 or kernels is None or hooked or b.bn.momentum is None
                 or not (b.bn.training and b.conv.training) or not torch.is_grad_enabled()
