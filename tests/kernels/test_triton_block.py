@@ -107,6 +107,34 @@ ref = block_forward_reference(y, torch.ones(2), torch.zeros(2), torch.ones(1), N
 got = block_forward_triton(y, torch.ones(2), torch.zeros(2), torch.ones(1), None, cfg, True)
 print(json.dumps({"group": "ties", "case": "ties", "out": torch.equal(ref[0], got[0]),
                   "place": torch.equal(ref[1], got[1]), "places": sorted(set(got[1].flatten().tolist()))}))
+# the fused block's autograd step on these kernels, its statistics included, against nn.BatchNorm2d
+# (training mode) -> PLIF -> max_pool2d; y's mean far from 0, as a conv output's may be
+import copy
+import torch.nn.functional as F
+from torch import nn
+from plif.layers import fused_block as fb
+from plif.neurons import PLIF
+for dtype in ("float32", "bfloat16"):
+    torch.manual_seed(3)
+    y = (torch.randn(3, 2, 3, 6, 6) * 2 + 40.0).to(getattr(torch, dtype))
+    bn, neuron = nn.BatchNorm2d(3), PLIF(backend="triton", v_threshold=0.5)
+    ref_bn, ref_neuron = copy.deepcopy(bn), PLIF(backend="reference", v_threshold=0.5)
+    kernels = fb.block_kernels(neuron, y.device, y.dtype)
+    got_y, ref_y = y.clone().requires_grad_(True), y.float().requires_grad_(True)
+    out = fb.fused_block(got_y, bn, neuron, True, kernels)[0]
+    z = ref_bn(ref_y.flatten(0, 1)).unflatten(0, (3, 2))
+    ref = F.max_pool2d(ref_neuron(z).flatten(0, 1), 2, 2).unflatten(0, (3, 2))
+    g_out = torch.randn(ref.shape)
+    out.float().backward(g_out)
+    ref.backward(g_out)
+    print(json.dumps({"group": "module", "case": dtype, "kernels": kernels.name,
+                      "stats_fn": kernels.stats.__name__, "spikes": float(ref.detach().mean()),
+                      "out": torch.equal(out.float(), ref), "running_mean": err(ref_bn.running_mean, bn.running_mean),
+                      "running_var": err(ref_bn.running_var, bn.running_var),
+                      "batches": int(bn.num_batches_tracked), "g_y": err(ref_y.grad, got_y.grad),
+                      "g_w": max(err(a.grad, b.grad) for a, b in ((ref_bn.weight, bn.weight), (ref_bn.bias, bn.bias),
+                                                                   (ref_neuron.w, neuron.w))),
+                      "out_of_bounds": triton_bounds.take()}))
 # the bounds check itself: a kernel reading four elements past its input is reported, one within it is not
 import triton, triton.language as tl
 @triton.jit
@@ -181,6 +209,22 @@ def test_backward_in_chunks_matches_reference(interpreted):
     assert len(chunks) == 2
     for r in chunks.values():
         _check(r)
+
+
+@pytest.mark.slow
+def test_the_fused_block_step_on_triton_matches_batchnorm_and_the_neuron(interpreted):
+    """Training mode through ``plif.layers.fused_block`` on the Triton kernels: the statistics are
+    the one-read kernel's (``block_stats_triton``, not a fp32 copy of a bf16 ``y``), and the running
+    mean and (unbiased) variance equal ``nn.BatchNorm2d``'s to rounding, with ``y``'s mean 20
+    standard deviations from 0; spikes equal, gradients to rounding (fp32; bf16 rounds ∂y)."""
+    results = interpreted["module"]
+    assert set(results) == {"float32", "bfloat16"}
+    for r in results.values():
+        assert r["kernels"] == "triton" and r["stats_fn"] == "block_stats_triton", r
+        assert r["running_mean"] < 1e-6 and r["running_var"] < 1e-5 and r["batches"] == 1, r
+        assert 0.05 < r["spikes"] < 0.95 and not r["out_of_bounds"], r
+    assert results["float32"]["out"] and results["float32"]["g_y"] < 1e-5 and results["float32"]["g_w"] < 1e-4
+    assert results["bfloat16"]["g_y"] < 1e-2 and results["bfloat16"]["g_w"] < 1e-2
 
 
 @pytest.mark.slow

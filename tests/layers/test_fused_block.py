@@ -1,5 +1,6 @@
 """The fused BatchNorm → neuron → max-pool step (``plif.layers.fused_block``) against the composed
 layers it replaces, on every kernel the CPU has (the C++ one and the reference)."""
+import dataclasses
 import os
 
 import pytest
@@ -131,6 +132,28 @@ def test_backward_writes_dy_over_y_and_refuses_a_second_backward(monkeypatch):
             with pytest.raises(RuntimeError, match="modified by an inplace operation"):
                 out.sum().backward()
     assert torch.equal(grads[0], grads[1])
+
+
+def test_a_repeated_y_takes_its_statistics_from_one_step():
+    """A y repeated over time has the statistics of one of its steps: kernels that do not read the
+    repeat as a view (Triton, which would make it contiguous first) read that step, and the running
+    variance is still unbiased over all T·B·H·W values, as ``nn.BatchNorm2d`` on the repeated input
+    makes it.  Kernels that read the view (the CPU's) take it whole: the same bits as the repeated
+    input (``test_network``'s static-input test)."""
+    seen = []
+
+    def stats(y):
+        seen.append(tuple(y.shape))
+        return fb._torch_stats(y)
+
+    bn, n = _layers(PLIF(v_threshold=0.5))
+    ref = nn.BatchNorm2d(3)
+    base = torch.randn(2, 3, 6, 8) * 2 + 1
+    fb.fused_block(base, bn, n, True, dataclasses.replace(fb.REFERENCE, stats=stats, reads_repeated=False), repeat=4)
+    ref(base.repeat(4, 1, 1, 1))
+    assert seen == [(1, 2, 3, 6, 8)]
+    torch.testing.assert_close(bn.running_mean, ref.running_mean)
+    torch.testing.assert_close(bn.running_var, ref.running_var)
 
 
 def test_composed_layers_run_where_the_kernels_cannot():

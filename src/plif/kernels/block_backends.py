@@ -38,5 +38,5 @@ BLOCK_BACKENDS: dict[str, BlockBackend] = {
                         stats="batch_stats_cpu", backward_into="block_backward_cpu_",
                         backward_summed="block_backward_summed_cpu", reads_repeated=True),
     "triton": BlockBackend("plif.kernels.triton_block", "cuda", "block_forward_triton", "block_backward_triton",
-                           "bn_input_grad_triton", "block_triton_supports"),
+                           "bn_input_grad_triton", "block_triton_supports", stats="block_stats_triton"),
 }

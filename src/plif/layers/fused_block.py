@@ -182,7 +182,10 @@ def batch_statistics(y: torch.Tensor, bn: nn.BatchNorm2d, kernels: BlockKernels)
         raise ValueError(f"Expected more than 1 value per channel when training, got input size {list(y.shape)}")
     wide = state_dtype(y.dtype)
     with torch.no_grad():
-        mean64, var64 = kernels.stats(y.detach())
+        # a y repeated over time (a stride-0 view) has the statistics of one of its steps: kernels that
+        # would copy the view (Triton) read that step; the others read the view, the same bits as a copy
+        once = y.shape[0] > 1 and y.stride(0) == 0 and not kernels.reads_repeated
+        mean64, var64 = kernels.stats((y[:1] if once else y).detach())
         m = bn.momentum
         bn.running_mean.mul_(1 - m).add_(mean64.to(bn.running_mean.dtype), alpha=m)
         bn.running_var.mul_(1 - m).add_((var64 * (n / (n - 1))).to(bn.running_var.dtype), alpha=m)

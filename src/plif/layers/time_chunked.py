@@ -119,7 +119,7 @@ class _ChunkedFunction(torch.autograd.Function):
         count, mean64, m2 = 0, None, None
         for t0, t1 in chunks:
             y = block.conv_out(x[t0:t1])
-            mean_c, var_c = kernels.stats(y)
+            mean_c, var_c = (t.double() for t in kernels.stats(y))
             n = y.numel() // y.shape[2]
             del y
             if mean64 is None:
