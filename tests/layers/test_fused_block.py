@@ -134,6 +134,24 @@ def test_backward_writes_dy_over_y_and_refuses_a_second_backward(monkeypatch):
     assert torch.equal(grads[0], grads[1])
 
 
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_a_repeated_y_without_the_pool_gives_a_gradient_through_the_state_alone(kernel):
+    """Only ``V_{T-1}`` reaches the loss: the spikes' gradient is zeros of the ``[T, B, C, H, W]``
+    the kernels read (not of the ``[B, C, H, W]`` repeated), as for the materialised copy."""
+    kernels = _kernels(kernel)
+    res = []
+    for repeat in (True, False):
+        bn, n = _layers(PLIF(num_channels=3, v_threshold=0.5))
+        base = (torch.randn(2, 3, 5, 4, generator=torch.Generator().manual_seed(6)) * 2).requires_grad_(True)
+        y = base if repeat else base.unsqueeze(0).expand(4, *base.shape).contiguous()
+        _, v = fb.fused_block(y, bn, n, False, kernels, need_state=True, repeat=4 if repeat else 0)
+        res.append(torch.autograd.grad((v * torch.linspace(-1, 1, v.numel()).view(v.shape)).sum(),
+                                       [base, bn.weight, n.w]))
+    assert res[1][0].abs().sum() > 0
+    for a, b in zip(*res):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+
+
 def test_a_repeated_y_takes_its_statistics_from_one_step():
     """A y repeated over time has the statistics of one of its steps: kernels that do not read the
     repeat as a view (Triton, which would make it contiguous first) read that step, and the running

@@ -293,7 +293,8 @@ class _FusedBlockFunction(torch.autograd.Function):
             x_of = (lambda: _unpack(saved, None, ctx.x_dtype)) if spec.conv.binary else (lambda: saved)
             y = spec.conv(x_of(), weight)  # recomputed, not kept
         if g_out is None:
-            g_out = y.new_zeros(place.shape if spec.pool else y.shape)
+            shape = (spec.repeat, *y.shape) if spec.repeat else y.shape  # what the kernels read, [T, B, C, H, W]
+            g_out = y.new_zeros(place.shape if spec.pool else shape)
         block = (scale, shift, mean, k, v0, spec.cfg, spec.pool, place, g_out, g_v_last, bool(need[5] and spec.cfg.leak))
         into = spec.kernels.backward_into
         if spec.repeat:  # the gradient of a y repeated over time: the sum over time of ∂y, which is ∂y of Σ_t ∂z
