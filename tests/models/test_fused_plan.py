@@ -131,3 +131,24 @@ def test_a_dtype_the_kernels_do_not_take_runs_the_composed_layers(dtype, autocas
             torch.testing.assert_close(a, b, rtol=1e-9, atol=1e-12)
     else:
         assert torch.equal(o1, o0) and all(torch.equal(a, b) for a, b in zip(g1, g0))
+
+
+@pytest.mark.parametrize("channels", [4, 2], ids=["36-taps", "few-taps"])
+@pytest.mark.parametrize("hooked", ["wrapper", "conv"])
+def test_a_hooked_conv_runs_the_composed_layers(monkeypatch, channels, hooked):
+    """A forward hook on a block's conv (its ``TimeFolded`` wrapper or the ``Conv2d`` inside) sees
+    the conv's output, as one on BatchNorm or the neuron sees theirs: fused, ∂y was written over
+    that output in backward (here at any size), and a few-tap first conv on the CPU was computed
+    without its module (the hook never ran)."""
+    import plif.layers.fused_block as fb
+
+    monkeypatch.setattr(fb, "_FRESH_BYTES", 0)
+    torch.manual_seed(0)
+    net = build_network("c4k3s1-BN-PLIF-MPk2s2-FC10-PLIF", (channels, 8, 8), 2, v_threshold=THRESHOLD)
+    assert isinstance(net.plan()[0][2], FusedBlock)
+    x = torch.rand(2, 3, channels, 8, 8, generator=torch.Generator().manual_seed(2))  # [T, B, ...]: not hoisted
+    seen = []
+    module = net.layers[0] if hooked == "wrapper" else net.layers[0].layer
+    module.register_forward_hook(lambda m, i, o: seen.append((o, o.detach().clone())))
+    net(x).square().sum().backward()
+    assert len(seen) == 1 and torch.equal(seen[0][0], seen[0][1])

@@ -51,7 +51,7 @@ from .few_tap_conv import apply_few_tap_conv, few_tap_conv2d, few_tap_conv_backw
 from .spike_input import SpikeConv2d, _autocast, _conv_backward, _pack, _unpack, conv_args
 
 __all__ = ["BlockKernels", "block_kernels", "load_kernels", "kernel_status", "FusedBlock", "fused_block",
-           "batch_statistics", "fusable_pool"]
+           "batch_statistics", "fusable_pool", "fusable_now"]
 
 
 @dataclass(frozen=True)
@@ -358,6 +358,17 @@ def fused_block(y: torch.Tensor, bn: nn.BatchNorm2d, neuron: SpikingNeuron, pool
     return out, v_last
 
 
+def fusable_now(layers: list[nn.Module], bn: nn.BatchNorm2d) -> bool:
+    """Whether a block of ``layers`` (conv, BatchNorm ``bn``, neuron [, pool]) may run fused now:
+    ``bn`` in training mode with a momentum and running statistics (evaluation runs the composed
+    layers, bit for bit what stepping a network and the exporters compute), and no forward hook on
+    any of the layers or the module a ``TimeFolded`` wraps.  A hook sees what the composed layers
+    compute (firing-rate counts, recorded spikes, a conv's output), and fused, the conv's output may
+    be made without its module (recomputed, a few-tap first conv) and is overwritten by ``∂y``."""
+    hooked = any(m._forward_hooks or m._forward_pre_hooks for layer in layers for m in layer.modules())
+    return bn.training and bn.momentum is not None and bn.track_running_stats and not hooked
+
+
 def _repeated(x: torch.Tensor) -> torch.Tensor | None:
     """The ``[B, ...]`` tensor that ``x [T, B, ...]`` repeats over time, when ``x`` is its expanded view
     (a static input after the network's hoisted layers), else None.  Eager only: a compiled graph
@@ -391,15 +402,6 @@ class FusedBlock:
         self.recompute, self.binary = bool(recompute), bool(binary)
         load_kernels()  # now, never inside a torch.compile trace
 
-    def _fused(self) -> bool:
-        """Whether the block runs fused now: BatchNorm in training mode with a momentum and running
-        statistics (evaluation runs the composed layers, bit for bit what stepping a network and
-        the exporters compute), and no forward hook on a layer that would not run (a hook sees
-        what the composed layers compute: firing-rate counts, recorded spikes)."""
-        bn = self.bn
-        hooked = any(m._forward_hooks or m._forward_pre_hooks for m in self.layers[1:])
-        return bn.training and bn.momentum is not None and bn.track_running_stats and not hooked
-
     def __call__(self, x: torch.Tensor, start: int = 0) -> torch.Tensor:
         """``start``: the layers before it already ran (1: ``x`` is the convolution's output, a static
         input's hoisted encoder)."""
@@ -407,7 +409,7 @@ class FusedBlock:
         # the reference's backward calls autograd itself, which torch.compile does not trace: compiled,
         # the composed layers run the same PyTorch computation
         traced_reference = kernels is REFERENCE and torch.compiler.is_compiling()
-        if start > 1 or kernels is None or traced_reference or not self._fused():
+        if start > 1 or kernels is None or traced_reference or not fusable_now(self.layers, self.bn):
             return self._plain(x, start)
         few = start == 0 and few_taps(self.conv, x)
         # a few-tap first conv (the CPU, event input) is cheap to make again and its output the step's largest

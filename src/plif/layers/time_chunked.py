@@ -36,7 +36,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .fused_block import _affine, block_kernels, load_kernels
+from .fused_block import _affine, block_kernels, fusable_now, load_kernels
 from .few_tap_conv import few_tap_conv2d, few_tap_conv_backward, few_taps
 from .spike_input import conv_args, conv_input_grad, conv_weight_grad
 
@@ -276,9 +276,8 @@ class TimeChunkedBlock:
     def __call__(self, x: torch.Tensor, start: int = 0) -> torch.Tensor:
         b = self.block
         kernels = block_kernels(b.neuron, x.device, x.dtype)
-        hooked = any(m._forward_hooks or m._forward_pre_hooks for m in self.layers[1:])
-        if (start != 0 or kernels is None or hooked or b.bn.momentum is None
-                or not (b.bn.training and b.conv.training) or not torch.is_grad_enabled()
+        if (start != 0 or kernels is None or not fusable_now(self.layers, b.bn) or not b.conv.training
+                or not torch.is_grad_enabled()
                 or torch.compiler.is_compiling() or torch.is_autocast_enabled(x.device.type)
                 or x.dtype not in (torch.float32, torch.float64)):
             return self._plain(x, start)
