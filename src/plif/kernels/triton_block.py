@@ -66,7 +66,7 @@ from ..neurons.functional import NeuronConfig, rest_potential, state_dtype
 from ..surrogate import get_surrogate
 from .triton_block_launch import (backward_flags, backward_launch, chunk_steps, forward_flags, forward_launch,
                                   input_grad_flags, plane_launch, stats_flags)
-from .triton_neuron import _launch, _reset, _surrogate_grad
+from .triton_neuron import _dv_dh, _launch, _reset, _surrogate_grad
 
 __all__ = ["block_forward_triton", "block_backward_triton", "bn_input_grad_triton", "block_stats_triton",
            "block_triton_supports"]
@@ -175,20 +175,6 @@ def _block_forward_kernel(y_ptr, scale_ptr, shift_ptr, k_ptr, v_start_ptr, out_p
             step += N
         if NEED_STATE:
             tl.store(v_end_ptr + n, v, mask=live)
-
-
-@triton.jit
-def _dv_dh(h, sg, v_th, v_reset, HARD: tl.constexpr, DETACH: tl.constexpr):
-    """``∂V_t/∂H_t``: the reset's own path, plus the spike's through the surrogate unless detached."""
-    if HARD:
-        d = tl.where(h - v_th >= 0.0, 0.0, 1.0)
-        if not DETACH:
-            d += (v_reset - h) * sg
-    else:
-        d = tl.full(h.shape, 1.0, h.dtype)
-        if not DETACH:
-            d -= v_th * sg
-    return d
 
 
 @triton.jit
