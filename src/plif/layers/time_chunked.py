@@ -33,12 +33,11 @@ from __future__ import annotations
 import math
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
-from .fused_block import _affine, block_kernels, fusable_now, load_kernels
-from .few_tap_conv import few_tap_conv2d, few_tap_conv_backward, few_taps
-from .spike_input import conv_args, conv_input_grad, conv_weight_grad
+from .few_tap_conv import few_taps
+from .fused_block import _affine, _Conv, block_kernels, fusable_now, load_kernels
+from .spike_input import conv_args
 
 __all__ = ["TimeChunkedBlock", "chunk_length"]
 
@@ -60,31 +59,21 @@ class _Block:
 
     def __init__(self, conv: nn.Conv2d, bn: nn.BatchNorm2d, neuron: nn.Module, pool: bool):
         self.conv, self.bn, self.neuron, self.pool = conv, bn, neuron, pool
-        self.cfg, self.kernels, self.few = neuron.cfg, None, False  # chosen for the input at each call
+        self.cfg, self.kernels, self.op = neuron.cfg, None, None  # kernels and op: chosen for the input at each call
 
     def conv_out(self, x: torch.Tensor) -> torch.Tensor:
         """The convolution of ``x [n, B, C, H, W]`` -> ``[n, B, C', H', W']``, without autograd."""
-        c = self.conv
         with torch.no_grad():
-            x4 = x.flatten(0, 1)
-            y = (few_tap_conv2d(x4, c.weight, c.stride, c.padding) if self.few
-                 else F.conv2d(x4, c.weight, None, c.stride, c.padding, c.dilation, c.groups))
-            return y.unflatten(0, x.shape[:2])
+            return self.op(x, self.conv.weight)
 
     def weight_grad(self, g: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
         """``∂L/∂weight`` of the bias-free convolution for output gradient ``g`` and input ``x``, fp64."""
-        c = self.conv
-        if self.few:
-            return few_tap_conv_backward(g, x, c.weight, c.stride, c.padding, (False, True))[1].double()
-        return conv_weight_grad(g, x, c.weight, conv_args(c)).double()
+        return self.op.grads(g, lambda: x, x.shape, self.conv.weight, (False, True))[1].double()
 
-    def input_grad(self, g: torch.Tensor, shape) -> torch.Tensor:
-        """``∂L/∂x`` of the convolution for output gradient ``g``, ``x`` of ``shape``."""
-        c = self.conv
-        if self.few:
-            like = c.weight.new_empty(1).expand(shape)
-            return few_tap_conv_backward(g, like.contiguous(), c.weight, c.stride, c.padding, (True, False))[0]
-        return conv_input_grad(g, shape, c.weight, conv_args(c))
+    def input_grad(self, g: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        """``∂L/∂x`` of the convolution for output gradient ``g`` and input ``x`` (only its shape is
+        read, but the few-tap kernel's backward takes the tensor)."""
+        return self.op.grads(g, lambda: x, x.shape, self.conv.weight, (True, False))[0]
 
 
 def _per_channel(v: torch.Tensor) -> torch.Tensor:
@@ -214,7 +203,7 @@ class _ChunkedFunction(torch.autograd.Function):
                 g_y = g_z.sub_(mg).sub_(xhat.mul_(mgx)).mul_(_channel(scale))
                 del g_z, xhat, y
                 xc = x[t0:t1].flatten(0, 1)
-                g_x[t0:t1] = block.input_grad(g_y.flatten(0, 1), xc.shape).unflatten(
+                g_x[t0:t1] = block.input_grad(g_y.flatten(0, 1), xc).unflatten(
                     0, (t1 - t0, x.shape[1]))
                 del g_y
         g_gamma = (invstd.double() * sum_gc).to(gamma.dtype) if need[4] else None
@@ -281,7 +270,7 @@ class TimeChunkedBlock:
                 or torch.compiler.is_compiling() or torch.is_autocast_enabled(x.device.type)
                 or x.dtype not in (torch.float32, torch.float64)):
             return self._plain(x, start)
-        b.kernels, b.few = kernels, few_taps(b.conv, x)
+        b.kernels, b.op = kernels, _Conv(tuple(conv_args(b.conv)), False, few_taps(b.conv, x))
         b.bn.num_batches_tracked.add_(1)
         # k as the neuron makes it (sigmoid(w) for PLIF), from an empty tensor with the block's channels
         k = b.neuron.k(x.new_empty((0, 0, b.conv.out_channels, 0, 0))).reshape(-1)
