@@ -29,8 +29,8 @@ TRAIN_VARIANTS = ("naive", "auto", "cuda-graph", "cuda-graph+bf16", "compile", "
 NET_VARIANTS = ("auto", "cuda-graph", "cuda-graph+bf16", "cuda-graph+bf16+channels-last", "spikingjelly",
                 "spikingjelly+bf16", "compile+graph")
 NET_MEMORY_NONE = ("auto", "cuda-graph")  # also measured with --memory none (the composed layers) beside the default
-# the fused BN->PLIF->max-pool block kernels' own timing (issue 38): "module:function", called as
-# function(device=, dry=, deadline=) -> dict; absent until that module lands
+
+
 def _dry_case() -> str:
     from plif.bench import neuron as bn
 
