@@ -211,7 +211,8 @@ def _affine(gamma, beta, mean, invstd):
 # plif.train.malloc fixes) and its first touch faults every page in: the backward writes ∂y over y
 # rather than allocate ∂z, at the cost of a second sweep; below it, and where memory is not the aim
 # (recompute=False), one sweep and a ∂z from the heap are faster (the cpu preset's second block: 4.5
-# against 3.8 ms).  With recompute (``--memory exact``) it always writes over y: that mode is for memory.
+# against 3.8 ms).  Where y is made again in backward (``--memory exact``, and a few-tap first conv on
+# the CPU under the default) it always writes over y, which then is the backward's own: both are for memory.
 _FRESH_BYTES = 32 * 2**20
 
 

@@ -16,17 +16,20 @@ input gradient over its recomputed convolution output and carrying ``∂V`` back
 before, and gathers BatchNorm's two gradient sums and the convolution's weight gradient chunk by
 chunk (see :class:`_ChunkedFunction` for the algebra that makes one replay enough), and a second
 time only when the block's input needs a gradient.  On DVS128 Gesture (T = 20, B = 2, chunks of 5
-steps, the neuron's state kept at 3 chunk starts) the step's live peak was 843 MB of resident memory
-against 874 for ``exact``, 1,090 for the fused default and 2,666 for the naive loop (``plif bench
-memory``; 380 MB of it is the process before the first step).
+steps, the neuron's state kept at 3 chunk starts) the step's live peak was 845 MB of resident memory
+against 876 for ``exact`` and for the fused default (which makes a few-tap first convolution's output
+again in backward) and 2,666 for the naive loop (``plif bench memory``; 380 MB of it is the process
+before the first step).
 
 Not bit-identical to the plain layers: the statistics and the gradient sums are added chunk by
 chunk (fp32 within a chunk, fp64 across chunks), so they differ from PyTorch's in the last bits
 (full-size DVS128 Gesture: the first conv's weight gradient 2.6e-5 relative, BatchNorm's and τ's
 below 1e-6; tests hold narrow networks to 1e-4); the spikes are those of the plain layers unless
 a potential lies within rounding of the threshold.  Eager training only: in eval mode, without
-gradients, under ``torch.compile`` or autocast, or for a static input (whose first convolution
-runs once, before the repeat over T) the block's own layers run as they are.
+gradients, under ``torch.compile`` or autocast, for a static input (whose first convolution runs
+once, before the repeat over T), or where the fused block would not run (a hook on one of its
+layers, a dtype or neuron its kernels do not take), the block runs as the plan without chunking
+runs it: the fused block (:class:`~plif.layers.fused_block.FusedBlock`), or its composed layers.
 """
 from __future__ import annotations
 
