@@ -17,7 +17,7 @@ from dataclasses import asdict
 
 import torch
 
-from gpu_checks import NARROW_FMNIST, stage_compile, stage_grid, stage_spikingjelly, stage_sync
+from gpu_checks import stage_compile, stage_grid, stage_spikingjelly, stage_sync
 
 DRY_CASE = ("dry-T4-B2-C8-8x8", (4, 2, 8, 8, 8))
 MEMORY_CONFIGS = ("naive", "spikingjelly", "default", "exact", "low")

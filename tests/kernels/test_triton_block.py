@@ -165,7 +165,8 @@ def interpreted() -> dict:
     """``group -> case name -> result`` of one interpreter run."""
     env = {**os.environ, "TRITON_INTERPRET": "1"}
     tests = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    proc = subprocess.run([sys.executable, "-c", _INTERPRETED, tests], env=env, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run([sys.executable, "-c", _INTERPRETED, tests], env=env, capture_output=True, text=True,
+                          timeout=600)
     groups: dict = {}
     for line in proc.stdout.splitlines():
         if line.startswith("{"):

@@ -208,14 +208,16 @@ def test_a_dtype_or_device_the_kernels_refuse_runs_the_composed_layers():
 
 
 def test_a_kernel_module_that_fails_to_load_warns_once_and_runs_the_reference(monkeypatch):
-    monkeypatch.setitem(fb.BLOCK_BACKENDS, "broken", BlockBackend("plif.kernels.no_such_module", "meta", "f", "b", "g", "s"))
+    monkeypatch.setitem(fb.BLOCK_BACKENDS, "broken",
+                        BlockBackend("plif.kernels.no_such_module", "meta", "f", "b", "g", "s"))
     for name, value in (("_LOADED", {}), ("_FAILED", {}), ("_WARNED", set()), ("_tried", False)):
         monkeypatch.setattr(fb, name, value)
     fb.load_kernels()  # as a plan does when it is made: nothing is said yet
     assert fb.kernel_status()["broken"].startswith("unavailable: ModuleNotFoundError")
     with pytest.warns(RuntimeWarning, match="'broken' kernels failed to load.*No module named"):
         assert fb.block_kernels(PLIF(), "meta", torch.float32) is fb.REFERENCE
-    assert fb.block_kernels(PLIF(), "meta", torch.float32) is fb.REFERENCE  # no second warning (pytest would fail on one)
+    # no second warning (pytest would fail on one)
+    assert fb.block_kernels(PLIF(), "meta", torch.float32) is fb.REFERENCE
 
 
 def test_bf16_autocast_keeps_statistics_and_state_in_fp32():
