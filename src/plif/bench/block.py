@@ -6,15 +6,16 @@ Two shapes of the paper's networks, after the convolution (``y [T, B, C, H, W]``
 - ``cifar10``: CIFAR-10's, T8 B16 C256 32×32, BN-PLIF (no pool).
 
 First an exactness check on the device (small blocks, and one of T20 B8 C64 64×64: forward
-bit-identical to :mod:`plif.kernels.block_reference`, gradients within 1e-5), then per shape rows: each fused kernel
-(statistics, forward, backward, BatchNorm's input gradient), the fused forward and forward +
-backward, and the composed layers (``F.batch_norm`` in training mode, plif's neuron on its fastest
-backend, ``max_pool2d``; forward, and forward + backward through autograd).  Each row: the median
-time between CUDA events, the kernels' device time (``torch.profiler``), the bytes an ideal pass
-moves (module docstring of :mod:`plif.kernels.triton_block`), and both times as a % of that ideal
-at the speed of a measured ``copy_`` of ``y``.  The Gesture backward is also timed in chunks of at
-most 10 steps (two chunks, ``y`` read 1.5 times, ~110 registers a thread) against the default 20
-(one chunk, one read, ~170 registers), which decides :data:`~plif.kernels.triton_block_launch.MAX_CHUNK`.
+bit-identical to :mod:`plif.kernels.block_reference`, gradients within 1e-5), then per shape rows:
+each fused kernel (statistics, forward, backward, BatchNorm's input gradient), the fused forward and
+forward + backward, and the composed layers (``F.batch_norm`` in training mode, plif's neuron on its
+fastest backend, ``max_pool2d``; forward, and forward + backward through autograd).  Each row: the
+median time between CUDA events, the kernels' device time (``torch.profiler``), the bytes an ideal
+pass moves (module docstring of :mod:`plif.kernels.triton_block`), and both times as a % of that
+ideal at the speed of a measured ``copy_`` of ``y``.  The Gesture backward is also timed in chunks of
+at most 10 steps (two chunks, ``y`` read 1.5 times, ~110 registers a thread) against the default 20
+(one chunk, one read, ~170 registers), which decides
+:data:`~plif.kernels.triton_block_launch.MAX_CHUNK`.
 
 Without CUDA (or ``dry=True``) the same code runs at tiny shapes in Triton's interpreter, in a
 fresh process with ``TRITON_INTERPRET=1``: the times mean nothing, the check and the plumbing do.
