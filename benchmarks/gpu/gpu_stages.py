@@ -17,7 +17,7 @@ from dataclasses import asdict
 
 import torch
 
-from gpu_checks import NARROW_FMNIST, stage_compile, stage_grid, stage_spikingjelly, stage_sync
+from gpu_checks import stage_compile, stage_grid, stage_spikingjelly, stage_sync
 
 DRY_CASE = ("dry-T4-B2-C8-8x8", (4, 2, 8, 8, 8))
 MEMORY_CONFIGS = ("naive", "spikingjelly", "default", "exact", "low")
@@ -29,8 +29,8 @@ TRAIN_VARIANTS = ("naive", "auto", "cuda-graph", "cuda-graph+bf16", "compile", "
 NET_VARIANTS = ("auto", "cuda-graph", "cuda-graph+bf16", "cuda-graph+bf16+channels-last", "spikingjelly",
                 "spikingjelly+bf16", "compile+graph")
 NET_MEMORY_NONE = ("auto", "cuda-graph")  # also measured with --memory none (the composed layers) beside the default
-# the fused BN->PLIF->max-pool block kernels' own timing (issue 38): "module:function", called as
-# function(device=, dry=, deadline=) -> dict; absent until that module lands
+
+
 def _dry_case() -> str:
     from plif.bench import neuron as bn
 

@@ -130,3 +130,27 @@ def test_ops_pass_opcheck(pool):
     grad = (g_z, a["y"], a["mean"], a["invstd"], a["scale"], torch.randn(3), torch.randn(3), True)
     opcheck(torch.ops.plif.cpu_bn_input_grad.default, grad)
     opcheck(torch.ops.plif.cpu_batch_stats.default, (a["y"],))
+
+
+def test_the_check_gives_an_input_gradient_written_over_its_argument_a_copy():
+    """``bn_input_grad_cpu_`` writes ∂y over the ∂z it is given, as Triton's does for fp32: the check
+    passes it a copy, so the reference is still computed from ∂z itself."""
+    r = run_block_case(BlockCase((3, 2, 3, 6, 5), "PLIF", "channel"), cb.block_forward_cpu, cb.block_backward_cpu,
+                       cb.bn_input_grad_cpu_)
+    assert r["ok"] and r["g_y_train"] and r["g_y_eval"], r
+
+
+def test_the_check_skips_a_dtype_the_backend_refuses(monkeypatch, capsys):
+    """As Triton refuses fp64: a line saying so per case, the others checked; nothing run is a failure."""
+    from plif.kernels import block_check
+
+    cases = [BlockCase((2, 1, 2, 4, 4), dtype=d) for d in ("float32", "float64", "bfloat16")]
+    monkeypatch.setattr(block_check, "block_grid", lambda quick=False: cases)
+    monkeypatch.setattr(cb, "cpu_block_supports", lambda device, dtype: dtype != torch.float64)
+    assert block_check.main(["--backend", "cpu"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in lines] == ["ok", "skip", "ok"]
+    assert lines[1].endswith("(cpu does not take float64 on cpu)")
+    monkeypatch.setattr(cb, "cpu_block_supports", lambda device, dtype: False)
+    assert block_check.main(["--backend", "cpu"]) == 1
+    assert "no case ran: cpu takes none of the grid's dtypes on cpu" in capsys.readouterr().err

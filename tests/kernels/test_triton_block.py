@@ -12,7 +12,9 @@ asked or not, fp32, bf16 or fp16 ``y``), plus the backward in several chunks.  S
 - ``g_z``, ``∂V_{-1}``, ``sum_g``, ``sum_gc`` within 1e-5 of the reference's largest magnitude
   (they differ by the chain rule's rounding order), ``∂k`` within 1e-4 (a sum over every neuron);
 - BatchNorm's input gradient within 1e-5 (fp32, written over ``g_z``) or one half rounding (1e-2);
-- the statistics within 1e-5 of ``torch.var_mean``.
+- the statistics within 1e-5 of ``torch.var_mean``;
+- no load or store outside the tensors a launch was given (``tests/triton_bounds.py``: the
+  interpreter itself reads any address, where a GPU may stop with an illegal address).
 """
 import importlib.util
 import json
@@ -27,6 +29,9 @@ pytestmark = pytest.mark.skipif(importlib.util.find_spec("triton") is None, reas
 
 _INTERPRETED = r"""
 import itertools, json, sys, torch
+sys.path.insert(0, sys.argv[1])
+import triton_bounds
+triton_bounds.install()  # every load and store checked against the launch's tensors
 from plif.kernels import triton_block_launch
 from plif.kernels.block_reference import block_backward_reference, block_forward_reference, bn_input_grad
 from plif.kernels.lowering import _cover
@@ -78,6 +83,7 @@ def run(case, name):
         out["g_y_over_g_z"] = (b is g_z) == (y.dtype == torch.float32)  # fp32: written over g_z
     m, v = block_stats_triton(y)
     out["stats"] = max(err(mean, m), err(var, v))
+    out["out_of_bounds"] = triton_bounds.take()
     return out
 
 
@@ -101,6 +107,43 @@ ref = block_forward_reference(y, torch.ones(2), torch.zeros(2), torch.ones(1), N
 got = block_forward_triton(y, torch.ones(2), torch.zeros(2), torch.ones(1), None, cfg, True)
 print(json.dumps({"group": "ties", "case": "ties", "out": torch.equal(ref[0], got[0]),
                   "place": torch.equal(ref[1], got[1]), "places": sorted(set(got[1].flatten().tolist()))}))
+# the fused block's autograd step on these kernels, its statistics included, against nn.BatchNorm2d
+# (training mode) -> PLIF -> max_pool2d; y's mean far from 0, as a conv output's may be
+import copy
+import torch.nn.functional as F
+from torch import nn
+from plif.layers import fused_block as fb
+from plif.neurons import PLIF
+for dtype in ("float32", "bfloat16"):
+    torch.manual_seed(3)
+    y = (torch.randn(3, 2, 3, 6, 6) * 2 + 40.0).to(getattr(torch, dtype))
+    bn, neuron = nn.BatchNorm2d(3), PLIF(backend="triton", v_threshold=0.5)
+    ref_bn, ref_neuron = copy.deepcopy(bn), PLIF(backend="reference", v_threshold=0.5)
+    kernels = fb.block_kernels(neuron, y.device, y.dtype)
+    got_y, ref_y = y.clone().requires_grad_(True), y.float().requires_grad_(True)
+    out = fb.fused_block(got_y, bn, neuron, True, kernels)[0]
+    z = ref_bn(ref_y.flatten(0, 1)).unflatten(0, (3, 2))
+    ref = F.max_pool2d(ref_neuron(z).flatten(0, 1), 2, 2).unflatten(0, (3, 2))
+    g_out = torch.randn(ref.shape)
+    out.float().backward(g_out)
+    ref.backward(g_out)
+    print(json.dumps({"group": "module", "case": dtype, "kernels": kernels.name,
+                      "stats_fn": kernels.stats.__name__, "spikes": float(ref.detach().mean()),
+                      "out": torch.equal(out.float(), ref), "running_mean": err(ref_bn.running_mean, bn.running_mean),
+                      "running_var": err(ref_bn.running_var, bn.running_var),
+                      "batches": int(bn.num_batches_tracked), "g_y": err(ref_y.grad, got_y.grad),
+                      "g_w": max(err(a.grad, b.grad) for a, b in ((ref_bn.weight, bn.weight), (ref_bn.bias, bn.bias),
+                                                                   (ref_neuron.w, neuron.w))),
+                      "out_of_bounds": triton_bounds.take()}))
+# the bounds check itself: a kernel reading four elements past its input is reported, one within it is not
+import triton, triton.language as tl
+@triton.jit
+def _copy(x_ptr, y_ptr, n, EXTRA: tl.constexpr):
+    i = tl.arange(0, 16)
+    tl.store(y_ptr + i, tl.load(x_ptr + i, mask=i < n + EXTRA, other=0.0), mask=i < n)
+for extra in (0, 4):
+    _copy[(1,)](torch.ones(8), torch.empty(8), 8, EXTRA=extra)
+    print(json.dumps({"group": "bounds", "case": f"extra{extra}", "out_of_bounds": triton_bounds.take()}))
 # the operators' schemas (the fake-tensor parts of opcheck cannot run in the interpreter: see test_custom_ops)
 from torch.library import opcheck
 y, c = torch.randn(3, 2, 2, 5, 4), torch.rand(2) + 0.5
@@ -121,7 +164,9 @@ for name, args in (("block_forward", fwd), ("block_backward", bwd), ("bn_input_g
 def interpreted() -> dict:
     """``group -> case name -> result`` of one interpreter run."""
     env = {**os.environ, "TRITON_INTERPRET": "1"}
-    proc = subprocess.run([sys.executable, "-c", _INTERPRETED], env=env, capture_output=True, text=True, timeout=600)
+    tests = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    proc = subprocess.run([sys.executable, "-c", _INTERPRETED, tests], env=env, capture_output=True, text=True,
+                          timeout=600)
     groups: dict = {}
     for line in proc.stdout.splitlines():
         if line.startswith("{"):
@@ -141,6 +186,7 @@ def _check(r):
     assert r["g_y_train"] < (1e-2 if half else 1e-5) and r["g_y_eval"] < (1e-2 if half else 1e-5), r
     assert r["stats"] < 1e-5, r
     assert r["g_y_over_g_z"], r
+    assert not r["out_of_bounds"], r  # an access past a tensor: on the GPU a crash or garbage
 
 
 @pytest.mark.slow  # the module's one interpreter run: ~13 s on the 2-core machine
@@ -164,6 +210,29 @@ def test_backward_in_chunks_matches_reference(interpreted):
     assert len(chunks) == 2
     for r in chunks.values():
         _check(r)
+
+
+@pytest.mark.slow
+def test_the_fused_block_step_on_triton_matches_batchnorm_and_the_neuron(interpreted):
+    """Training mode through ``plif.layers.fused_block`` on the Triton kernels: the statistics are
+    the one-read kernel's (``block_stats_triton``, not a fp32 copy of a bf16 ``y``), and the running
+    mean and (unbiased) variance equal ``nn.BatchNorm2d``'s to rounding, with ``y``'s mean 20
+    standard deviations from 0; spikes equal, gradients to rounding (fp32; bf16 rounds ∂y)."""
+    results = interpreted["module"]
+    assert set(results) == {"float32", "bfloat16"}
+    for r in results.values():
+        assert r["kernels"] == "triton" and r["stats_fn"] == "block_stats_triton", r
+        assert r["running_mean"] < 1e-6 and r["running_var"] < 1e-5 and r["batches"] == 1, r
+        assert 0.05 < r["spikes"] < 0.95 and not r["out_of_bounds"], r
+    assert results["float32"]["out"] and results["float32"]["g_y"] < 1e-5 and results["float32"]["g_w"] < 1e-4
+    assert results["bfloat16"]["g_y"] < 1e-2 and results["bfloat16"]["g_w"] < 1e-2
+
+
+@pytest.mark.slow
+def test_the_bounds_check_reports_a_load_past_a_tensor(interpreted):
+    r = interpreted["bounds"]
+    assert r["extra0"]["out_of_bounds"] == [] and r["extra4"]["out_of_bounds"] == [
+        "_copy: load of 4 element(s) outside every tensor argument"], r
 
 
 @pytest.mark.slow

@@ -33,13 +33,17 @@ def _grid(dtype: str) -> list:
 
 _INTERPRETED = """
 import functools, json, sys, torch
+sys.path.insert(0, sys.argv[3])
+import triton_bounds
+triton_bounds.install()  # every load and store checked against the launch's tensors
 from dataclasses import asdict
 from plif.neurons import register_backend
 from plif.kernels.triton_neuron import multi_step_triton
 from plif.kernels.check import Case, _run, case_grid, make_inputs, run_case
 for dtype in sys.argv[1].split(","):
     for case in case_grid(quick=True)[::1 if dtype == "float32" else int(sys.argv[2])]:
-        print(json.dumps({"group": "grid", **run_case(Case(**{**asdict(case), "dtype": dtype}), "triton")}), flush=True)
+        r = run_case(Case(**{**asdict(case), "dtype": dtype}), "triton")
+        print(json.dumps({"group": "grid", **r, "out_of_bounds": triton_bounds.take()}), flush=True)
 register_backend("triton-h-bf16", functools.partial(multi_step_triton, h_dtype=torch.bfloat16))
 for case in case_grid(quick=True)[::4]:
     print(json.dumps({"group": "h_bf16", **run_case(case, "triton-h-bf16")}), flush=True)
@@ -67,8 +71,9 @@ for case in (Case((5, 2, 3, 13, 17), "PLIF", "channel", True, False), Case((3, 2
 def interpreted() -> dict:
     """``group -> case name -> result`` of one interpreter run."""
     env = {**os.environ, "TRITON_INTERPRET": "1"}
-    out = subprocess.run([sys.executable, "-c", _INTERPRETED, ",".join(DTYPES), str(HALF_STRIDE)], env=env, capture_output=True,
-                         text=True, timeout=600)
+    tests = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    out = subprocess.run([sys.executable, "-c", _INTERPRETED, ",".join(DTYPES), str(HALF_STRIDE), tests], env=env,
+                         capture_output=True, text=True, timeout=600)
     rows = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
     if not rows:
         pytest.fail(f"the interpreter run produced no results:\n{out.stderr[-3000:]}")
@@ -93,6 +98,7 @@ def test_triton_matches_reference(grid_results, case, dtype):
     name = case.name.replace("float32", dtype)
     assert name in grid_results, f"case {name} did not run"
     assert grid_results[name]["ok"], grid_results[name]
+    assert not grid_results[name]["out_of_bounds"], grid_results[name]  # tests/triton_bounds.py
 
 
 def test_bf16_h_storage_keeps_forward_exact_and_gradients_close(interpreted):

@@ -1,21 +1,25 @@
 """The fused BatchNorm → neuron → max-pool step (``plif.layers.fused_block``) against the composed
 layers it replaces, on every kernel the CPU has (the C++ one and the reference)."""
+import dataclasses
+import os
+
 import pytest
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from plif.kernels.block_backends import BlockBackend
 from plif.layers import TimeFolded
 from plif.layers import fused_block as fb
 from plif.layers.few_tap_conv import few_tap_conv2d, few_tap_conv_backward
 from plif.neurons import IF, LIF, PLIF
 from plif.surrogate import register_surrogate, unregister_surrogate
 
-KERNELS = ["reference"] + (["cpu"] if fb.block_kernels(PLIF(), "cpu") is not fb.REFERENCE else [])
+KERNELS = ["reference"] + (["cpu"] if fb.block_kernels(PLIF(), "cpu", torch.float32) is not fb.REFERENCE else [])
 
 
 def _kernels(name):
-    return fb.REFERENCE if name == "reference" else fb.block_kernels(PLIF(), "cpu")
+    return fb.REFERENCE if name == "reference" else fb.block_kernels(PLIF(), "cpu", torch.float32)
 
 
 def _layers(neuron, C=3, seed=0):
@@ -130,32 +134,90 @@ def test_backward_writes_dy_over_y_and_refuses_a_second_backward(monkeypatch):
     assert torch.equal(grads[0], grads[1])
 
 
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_a_repeated_y_without_the_pool_gives_a_gradient_through_the_state_alone(kernel):
+    """Only ``V_{T-1}`` reaches the loss: the spikes' gradient is zeros of the ``[T, B, C, H, W]``
+    the kernels read (not of the ``[B, C, H, W]`` repeated), as for the materialised copy."""
+    kernels = _kernels(kernel)
+    res = []
+    for repeat in (True, False):
+        bn, n = _layers(PLIF(num_channels=3, v_threshold=0.5))
+        base = (torch.randn(2, 3, 5, 4, generator=torch.Generator().manual_seed(6)) * 2).requires_grad_(True)
+        y = base if repeat else base.unsqueeze(0).expand(4, *base.shape).contiguous()
+        _, v = fb.fused_block(y, bn, n, False, kernels, need_state=True, repeat=4 if repeat else 0)
+        res.append(torch.autograd.grad((v * torch.linspace(-1, 1, v.numel()).view(v.shape)).sum(),
+                                       [base, bn.weight, n.w]))
+    assert res[1][0].abs().sum() > 0
+    for a, b in zip(*res):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_a_repeated_y_takes_its_statistics_from_one_step():
+    """A y repeated over time has the statistics of one of its steps: kernels that do not read the
+    repeat as a view (Triton, which would make it contiguous first) read that step, and the running
+    variance is still unbiased over all T·B·H·W values, as ``nn.BatchNorm2d`` on the repeated input
+    makes it.  Kernels that read the view (the CPU's) take it whole: the same bits as the repeated
+    input (``test_network``'s static-input test)."""
+    seen = []
+
+    def stats(y):
+        seen.append(tuple(y.shape))
+        return fb._torch_stats(y)
+
+    bn, n = _layers(PLIF(v_threshold=0.5))
+    ref = nn.BatchNorm2d(3)
+    base = torch.randn(2, 3, 6, 8) * 2 + 1
+    fb.fused_block(base, bn, n, True, dataclasses.replace(fb.REFERENCE, stats=stats, reads_repeated=False), repeat=4)
+    ref(base.repeat(4, 1, 1, 1))
+    assert seen == [(1, 2, 3, 6, 8)]
+    torch.testing.assert_close(bn.running_mean, ref.running_mean)
+    torch.testing.assert_close(bn.running_var, ref.running_var)
+
+
 def test_composed_layers_run_where_the_kernels_cannot():
     """A surrogate without a closed form, a neuron backend registered outside plif, or a neuron that is
     not exactly IF/LIF/PLIF: no kernels (the plan runs the composed layers)."""
     register_surrogate("cube_test", grad=lambda x, alpha: 1 / (1 + (alpha * x) ** 2) ** 2, default_alpha=2.0)
     try:
-        assert fb.block_kernels(PLIF(surrogate="cube_test"), "cpu") is None
-        assert fb.block_kernels(PLIF(surrogate="cube_test", backend="bptt"), "cpu") is fb.REFERENCE
+        assert fb.block_kernels(PLIF(surrogate="cube_test"), "cpu", torch.float32) is None
+        assert fb.block_kernels(PLIF(surrogate="cube_test", backend="bptt"), "cpu", torch.float32) is fb.REFERENCE
     finally:
         unregister_surrogate("cube_test")
 
     class MyPLIF(PLIF):
         pass
-    assert fb.block_kernels(MyPLIF(), "cpu") is None
-    assert fb.block_kernels(PLIF(backend="reference"), "cpu") is fb.REFERENCE
+    assert fb.block_kernels(MyPLIF(), "cpu", torch.float32) is None
+    assert fb.block_kernels(PLIF(backend="reference"), "cpu", torch.float32) is fb.REFERENCE
+
+
+def test_a_dtype_or_device_the_kernels_refuse_runs_the_composed_layers():
+    """The kernels' own predicates decide (no GPU needed to ask): Triton takes CUDA fp32, bf16 and
+    fp16 but not fp64 (its float arguments are fp32), the C++ kernels the CPU's fp32, fp64 and bf16
+    but not fp16; a backend named for the other device is refused too."""
+    if "cpu" in KERNELS:
+        for dtype in (torch.float32, torch.float64, torch.bfloat16):
+            assert fb.block_kernels(PLIF(), "cpu", dtype).name == "cpu"
+    assert fb.block_kernels(PLIF(), "cpu", torch.float16) is None
+    assert fb.block_kernels(PLIF(backend="cpu"), "cuda", torch.float32) is None
+    if fb.kernel_status()["triton"] == "ok":
+        for dtype in (torch.float32, torch.bfloat16, torch.float16):
+            assert fb.block_kernels(PLIF(), torch.device("cuda"), dtype).name == "triton"
+        assert fb.block_kernels(PLIF(), "cuda", torch.float64) is None
+        if os.environ.get("TRITON_INTERPRET") != "1":  # the interpreter runs Triton on CPU tensors
+            assert fb.block_kernels(PLIF(backend="triton"), "cpu", torch.float32) is None
 
 
 def test_a_kernel_module_that_fails_to_load_warns_once_and_runs_the_reference(monkeypatch):
-    monkeypatch.setitem(fb._MODULES, "broken", ("plif.kernels.no_such_module", "f", "b", "g", None, None, None, None))
+    monkeypatch.setitem(fb.BLOCK_BACKENDS, "broken",
+                        BlockBackend("plif.kernels.no_such_module", "meta", "f", "b", "g", "s"))
     for name, value in (("_LOADED", {}), ("_FAILED", {}), ("_WARNED", set()), ("_tried", False)):
         monkeypatch.setattr(fb, name, value)
-    monkeypatch.setitem(fb._BY_DEVICE, "meta", "broken")
     fb.load_kernels()  # as a plan does when it is made: nothing is said yet
     assert fb.kernel_status()["broken"].startswith("unavailable: ModuleNotFoundError")
     with pytest.warns(RuntimeWarning, match="'broken' kernels failed to load.*No module named"):
-        assert fb.block_kernels(PLIF(), "meta") is fb.REFERENCE
-    assert fb.block_kernels(PLIF(), "meta") is fb.REFERENCE  # no second warning (pytest would fail on one)
+        assert fb.block_kernels(PLIF(), "meta", torch.float32) is fb.REFERENCE
+    # no second warning (pytest would fail on one)
+    assert fb.block_kernels(PLIF(), "meta", torch.float32) is fb.REFERENCE
 
 
 def test_bf16_autocast_keeps_statistics_and_state_in_fp32():

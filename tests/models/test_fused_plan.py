@@ -102,3 +102,53 @@ def test_training_defaults_to_the_fused_preset():
     assert isinstance(net.plan()[0][2], FusedBlock) and net.memory == MEMORY_PRESETS[DEFAULT_MEMORY]
     low = build_network("c8k3s1-BN-PLIF-MPk2s2-FC10-PLIF", (2, 8, 8), 2, memory=MEMORY_PRESETS["low"])
     assert isinstance(low.plan()[0][2], TimeChunkedBlock)
+
+
+@pytest.mark.parametrize("dtype,autocast", [(torch.float16, None), (torch.float32, torch.float16),
+                                            (torch.float64, None)], ids=["half", "fp16-autocast", "double"])
+def test_a_dtype_the_kernels_do_not_take_runs_the_composed_layers(dtype, autocast):
+    """The CPU kernels take fp32, fp64 and bf16: an fp16 network (``.half()``, or fp16 autocast)
+    trains through the composed layers (the same step bit for bit as ``--memory none``), an fp64 one
+    through the kernels (the composed layers' step to rounding).  On CUDA the Triton kernels refuse
+    fp64 in the same way (``test_fused_block``)."""
+    spec, shape = "c8k3s1-BN-PLIF-MPk2s2-c8k3s1-BN-PLIF-FC10-PLIF", (2, 8, 8)
+    torch.manual_seed(0)
+    fused = build_network(spec, shape, 3, v_threshold=THRESHOLD).to(dtype)
+    composed = copy.deepcopy(fused).set_memory(MEMORY_PRESETS["none"])
+    assert sum(isinstance(s, FusedBlock) for _, _, s in fused.plan()) == 2
+    x = torch.rand(3, *shape, generator=torch.Generator().manual_seed(2)).to(dtype)
+    res = []
+    for net in (fused, composed):
+        with torch.autocast("cpu", autocast, enabled=autocast is not None):
+            out = net(x)
+        out.float().square().sum().backward()
+        res.append((out.detach(), [p.grad.clone() for p in net.parameters()]))
+    (o1, g1), (o0, g0) = res
+    assert o0.sum() > 0 and all(g.abs().sum() > 0 for g in g0)
+    if dtype == torch.float64:
+        assert torch.equal(o1, o0)
+        for a, b in zip(g1, g0):
+            torch.testing.assert_close(a, b, rtol=1e-9, atol=1e-12)
+    else:
+        assert torch.equal(o1, o0) and all(torch.equal(a, b) for a, b in zip(g1, g0))
+
+
+@pytest.mark.parametrize("channels", [4, 2], ids=["36-taps", "few-taps"])
+@pytest.mark.parametrize("hooked", ["wrapper", "conv"])
+def test_a_hooked_conv_runs_the_composed_layers(monkeypatch, channels, hooked):
+    """A forward hook on a block's conv (its ``TimeFolded`` wrapper or the ``Conv2d`` inside) sees
+    the conv's output, as one on BatchNorm or the neuron sees theirs: fused, ∂y was written over
+    that output in backward (here at any size), and a few-tap first conv on the CPU was computed
+    without its module (the hook never ran)."""
+    import plif.layers.fused_block as fb
+
+    monkeypatch.setattr(fb, "_FRESH_BYTES", 0)
+    torch.manual_seed(0)
+    net = build_network("c4k3s1-BN-PLIF-MPk2s2-FC10-PLIF", (channels, 8, 8), 2, v_threshold=THRESHOLD)
+    assert isinstance(net.plan()[0][2], FusedBlock)
+    x = torch.rand(2, 3, channels, 8, 8, generator=torch.Generator().manual_seed(2))  # [T, B, ...]: not hoisted
+    seen = []
+    module = net.layers[0] if hooked == "wrapper" else net.layers[0].layer
+    module.register_forward_hook(lambda m, i, o: seen.append((o, o.detach().clone())))
+    net(x).square().sum().backward()
+    assert len(seen) == 1 and torch.equal(seen[0][0], seen[0][1])

@@ -5,16 +5,17 @@ Two shapes of the paper's networks, after the convolution (``y [T, B, C, H, W]``
 - ``gesture``: DVS128 Gesture's first block, T20 B16 C128 128×128, BN-PLIF-MPk2s2;
 - ``cifar10``: CIFAR-10's, T8 B16 C256 32×32, BN-PLIF (no pool).
 
-Per shape, first an exactness check on the device (a small block: forward bit-identical to
-:mod:`plif.kernels.block_reference`, gradients within 1e-5), then rows: each fused kernel
-(statistics, forward, backward, BatchNorm's input gradient), the fused forward and forward +
-backward, and the composed layers (``F.batch_norm`` in training mode, plif's neuron on its fastest
-backend, ``max_pool2d``; forward, and forward + backward through autograd).  Each row: the median
-time between CUDA events, the kernels' device time (``torch.profiler``), the bytes an ideal pass
-moves (module docstring of :mod:`plif.kernels.triton_block`), and both times as a % of that ideal
-at the speed of a measured ``copy_`` of ``y``.  The Gesture backward is also timed in chunks of at
-most 10 steps (two chunks, ``y`` read 1.5 times, ~110 registers a thread) against the default 20
-(one chunk, one read, ~170 registers), which decides :data:`~plif.kernels.triton_block_launch.MAX_CHUNK`.
+First an exactness check on the device (small blocks, and one of T20 B8 C64 64×64: forward
+bit-identical to :mod:`plif.kernels.block_reference`, gradients within 1e-5), then per shape rows:
+each fused kernel (statistics, forward, backward, BatchNorm's input gradient), the fused forward and
+forward + backward, and the composed layers (``F.batch_norm`` in training mode, plif's neuron on its
+fastest backend, ``max_pool2d``; forward, and forward + backward through autograd).  Each row: the
+median time between CUDA events, the kernels' device time (``torch.profiler``), the bytes an ideal
+pass moves (module docstring of :mod:`plif.kernels.triton_block`), and both times as a % of that
+ideal at the speed of a measured ``copy_`` of ``y``.  The Gesture backward is also timed in chunks of
+at most 10 steps (two chunks, ``y`` read 1.5 times, ~110 registers a thread) against the default 20
+(one chunk, one read, ~170 registers), which decides
+:data:`~plif.kernels.triton_block_launch.MAX_CHUNK`.
 
 Without CUDA (or ``dry=True``) the same code runs at tiny shapes in Triton's interpreter, in a
 fresh process with ``TRITON_INTERPRET=1``: the times mean nothing, the check and the plumbing do.
@@ -44,6 +45,9 @@ __all__ = ["SHAPES", "DRY_SHAPES", "run_block_bench", "main"]
 SHAPES = {"gesture": ((20, 16, 128, 128, 128), True), "cifar10": ((8, 16, 256, 32, 32), False)}
 DRY_SHAPES = {"gesture": ((3, 2, 4, 8, 8), True), "cifar10": ((2, 2, 4, 6, 6), False)}
 _CHECK_SHAPES = ((3, 2, 3, 9, 10), (4, 2, 3, 6, 5))  # odd and even sides, checked with and without the pool
+# On the device only: T <= 20 is one backward chunk, the usual case, at a size where a load
+# past a tensor's end (offsets up to B·C·H·W) leaves the allocation by megabytes, not bytes
+_LARGE_CHECK_SHAPE = (20, 8, 64, 64, 64)
 
 
 def _inputs(shape, pool: bool, dtype, device, seed: int = 0):
@@ -133,14 +137,16 @@ def _ideal_bytes(shape, pool: bool, elem: int) -> dict:
 
 
 def _check(device, dry: bool, log) -> list[dict]:
-    """The kernels against the reference on small blocks of this device: forward bit-identical,
-    gradients within 1e-5 of the largest (fp32 and bf16 ``y``; two of the cases in a dry run)."""
+    """The kernels against the reference on small blocks of this device and one large one:
+    forward bit-identical, gradients within 1e-5 of the largest (fp32 and bf16 ``y``; two of the
+    small cases in a dry run)."""
     from ..kernels import block_reference as ref
     from ..kernels import triton_block as tb
 
     rows = []
     cfg = NeuronConfig(detach_reset=False)
-    cases = [(s, p, d) for s in _CHECK_SHAPES for p in (True, False) for d in (torch.float32, torch.bfloat16)]
+    shapes = _CHECK_SHAPES if dry else (*_CHECK_SHAPES, _LARGE_CHECK_SHAPE)
+    cases = [(s, p, d) for s in shapes for p in (True, False) for d in (torch.float32, torch.bfloat16)]
     for shape, pool, dtype in (cases[::5] if dry else cases):
         y, gamma, beta, k, g_out = _inputs(shape, pool, dtype, device, seed=1)
         k = torch.rand(shape[2], generator=torch.Generator().manual_seed(2)).to(device) * 0.5 + 0.3

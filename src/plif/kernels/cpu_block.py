@@ -221,27 +221,21 @@ def _surrogate(cfg: NeuronConfig) -> tuple:
 
 def block_backward_cpu(y: Tensor, scale: Tensor, shift: Tensor, mean: Tensor, k: Tensor, v0: Tensor | None,
                        cfg: NeuronConfig, pool: bool, place: Tensor, g_out: Tensor, g_v_last: Tensor | None,
-                       need_k: bool = True):
-    """``(g_z, g_v0, g_k, sum_g, sum_gc)`` of :func:`plif.kernels.block_reference.block_backward_reference`."""
+                       need_k: bool = True, sum_time: bool = False):
+    """``(g_z, g_v0, g_k, sum_g, sum_gc)`` of :func:`plif.kernels.block_reference.block_backward_reference`.
+    ``sum_time``: ``Σ_t ∂z [1, B, C, H, W]`` in place of ``∂z``, for a ``y`` repeated over time (a
+    static input), whose gradient is that sum's; the kernel adds it up as it goes."""
     code, sg_a, sg_b = _surrogate(cfg)
     leak, hard, v_th, v_reset = _flags(cfg)
     g_z, g_v0, g_k, sum_g, sum_gc = _backward(y, scale, shift, mean, k.reshape(-1), v0, place, g_out, g_v_last,
                                               leak, hard, bool(cfg.detach_reset), v_th, v_reset, code, sg_a, sg_b,
-                                              bool(pool), bool(need_k))
+                                              bool(pool), bool(need_k), bool(sum_time))
     return g_z, g_v0, g_k.reshape(k.shape), sum_g, sum_gc
 
 
-def block_backward_summed_cpu(y: Tensor, scale: Tensor, shift: Tensor, mean: Tensor, k: Tensor, v0: Tensor | None,
-                              cfg: NeuronConfig, pool: bool, place: Tensor, g_out: Tensor, g_v_last: Tensor | None,
-                              need_k: bool = True):
-    """:func:`block_backward_cpu` with ``Σ_t ∂z [1, B, C, H, W]`` in place of ``∂z``: for a ``y``
-    repeated over time (a static input), whose gradient is that sum's; the kernel adds it up as it goes."""
-    code, sg_a, sg_b = _surrogate(cfg)
-    leak, hard, v_th, v_reset = _flags(cfg)
-    g_z, g_v0, g_k, sum_g, sum_gc = _backward(y, scale, shift, mean, k.reshape(-1), v0, place, g_out, g_v_last,
-                                              leak, hard, bool(cfg.detach_reset), v_th, v_reset, code, sg_a, sg_b,
-                                              bool(pool), bool(need_k), True)
-    return g_z, g_v0, g_k.reshape(k.shape), sum_g, sum_gc
+def block_backward_summed_cpu(*args, **kwargs):
+    """:func:`block_backward_cpu` with ``sum_time=True`` (the fused block's ``backward_summed``)."""
+    return block_backward_cpu(*args, **kwargs, sum_time=True)
 
 
 def block_backward_cpu_(y: Tensor, scale: Tensor, shift: Tensor, mean: Tensor, k: Tensor, v0: Tensor | None,
@@ -282,7 +276,9 @@ def batch_stats_cpu(y: Tensor) -> tuple[Tensor, Tensor]:
     return _batch_stats(y)
 
 
-def cpu_block_supports(y: Tensor) -> bool:
-    """Whether the kernel takes ``y``: a ``[T, B, C, H, W]`` CPU tensor in fp32, fp64 or bf16 (the
-    library loads on first use)."""
-    return y.device.type == "cpu" and y.dim() == 5 and y.dtype in _SUFFIX and load_library() is not None
+def cpu_block_supports(device: torch.device | str, dtype: torch.dtype) -> bool:
+    """Whether the kernels take a ``y`` of this device and dtype: the CPU, fp32, fp64 or bf16 (not
+    fp16: ``.half()`` or fp16 autocast).  Whether the library loaded is the caller's to know (the
+    fused block lists these kernels once it did); this stays a test of two values, which a
+    ``torch.compile`` trace reads without a lock or a build."""
+    return torch.device(device).type == "cpu" and dtype in _SUFFIX

@@ -66,7 +66,7 @@ from ..neurons.functional import NeuronConfig, rest_potential, state_dtype
 from ..surrogate import get_surrogate
 from .triton_block_launch import (backward_flags, backward_launch, chunk_steps, forward_flags, forward_launch,
                                   input_grad_flags, plane_launch, stats_flags)
-from .triton_neuron import _launch, _reset, _surrogate_grad
+from .triton_neuron import _dv_dh, _launch, _reset, _surrogate_grad
 
 __all__ = ["block_forward_triton", "block_backward_triton", "bn_input_grad_triton", "block_stats_triton",
            "block_triton_supports"]
@@ -178,20 +178,6 @@ def _block_forward_kernel(y_ptr, scale_ptr, shift_ptr, k_ptr, v_start_ptr, out_p
 
 
 @triton.jit
-def _dv_dh(h, sg, v_th, v_reset, HARD: tl.constexpr, DETACH: tl.constexpr):
-    """``∂V_t/∂H_t``: the reset's own path, plus the spike's through the surrogate unless detached."""
-    if HARD:
-        d = tl.where(h - v_th >= 0.0, 0.0, 1.0)
-        if not DETACH:
-            d += (v_reset - h) * sg
-    else:
-        d = tl.full(h.shape, 1.0, h.dtype)
-        if not DETACH:
-            d -= v_th * sg
-    return d
-
-
-@triton.jit
 def _block_backward_kernel(y_ptr, scale_ptr, shift_ptr, mean_ptr, k_ptr, v_start_ptr, place_ptr, g_out_ptr,
                            g_end_ptr, g_z_ptr, g_start_ptr, ckpt_ptr, part_ptr,
                            T, C, H, W, HO, WO, N, NO, v_th, v_reset, sg_a, sg_b,
@@ -243,7 +229,10 @@ def _block_backward_kernel(y_ptr, scale_ptr, shift_ptr, mean_ptr, k_ptr, v_start
     for jj in range(chunks):
         j = (chunks - 1 - jj).to(tl.int64)
         t0 = j * CHUNK
-        v_in = tl.where(j > 0, tl.load(ckpt_ptr + tl.maximum(j - 1, 0) * N + n, mask=live, other=0.0), v0)
+        # masked (live and j > 0), not only chosen: tl.where loads either way, and with one chunk ckpt
+        # is a one-element stand-in that offset n would overrun by up to B·C·H·W elements
+        stored = tl.load(ckpt_ptr + tl.maximum(j - 1, 0) * N + n, mask=pix < tl.where(j > 0, H * W, 0), other=0.0)
+        v_in = tl.where(j > 0, stored, v0)
         v = v_in
         hs = ()  # the chunk's H_t and y_t in registers (unrolled: every index is a constant)
         xs = ()
@@ -533,6 +522,8 @@ def block_stats_triton(y: Tensor) -> tuple[Tensor, Tensor]:
     return _block_stats_op(y)
 
 
-def block_triton_supports(y: Tensor, cfg: NeuronConfig) -> bool:
-    """Whether these kernels run the block: a CUDA ``y`` in fp32, bf16 or fp16, and a fused surrogate."""
-    return y.is_cuda and y.dtype in _DTYPES and get_surrogate(cfg.surrogate).fused
+def block_triton_supports(device: torch.device | str, dtype: torch.dtype) -> bool:
+    """Whether these kernels take a ``y`` of this device and dtype: CUDA (or the CPU under
+    ``TRITON_INTERPRET=1``) in fp32, bf16 or fp16 (not fp64: see the module docstring)."""
+    kind = torch.device(device).type
+    return (kind == "cuda" or (kind == "cpu" and os.environ.get("TRITON_INTERPRET") == "1")) and dtype in _DTYPES

@@ -61,6 +61,20 @@ def _reset(h, spike, v_th, v_reset, HARD: tl.constexpr):
 
 
 @triton.jit
+def _dv_dh(h, sg, v_th, v_reset, HARD: tl.constexpr, DETACH: tl.constexpr):
+    """``∂V_t/∂H_t``: the reset's own path, plus the spike's through the surrogate unless detached."""
+    if HARD:
+        d = tl.where(h - v_th >= 0.0, 0.0, 1.0)
+        if not DETACH:
+            d += (v_reset - h) * sg
+    else:
+        d = tl.full(h.shape, 1.0, h.dtype)
+        if not DETACH:
+            d -= v_th * sg
+    return d
+
+
+@triton.jit
 def _neuron_offsets(M, INNER, C, BLOCK: tl.constexpr, PER_CHANNEL: tl.constexpr):
     """Flat offsets (within one step) of this program's neurons, and their mask."""
     c = tl.program_id(0)
@@ -75,7 +89,7 @@ def _neuron_offsets(M, INNER, C, BLOCK: tl.constexpr, PER_CHANNEL: tl.constexpr)
 
 @triton.jit
 def _forward_kernel(x_ptr, k_ptr, v0_ptr, s_ptr, h_ptr, v_last_ptr,
-                    T, N, LAST, M, INNER, C, v_th, v_reset,
+                    T, N, M, INNER, C, v_th, v_reset,
                     BLOCK: tl.constexpr, LEAK: tl.constexpr, HARD: tl.constexpr,
                     PER_CHANNEL: tl.constexpr):
     # Inductor passes Python floats as fp64 scalars: fp32 here, or they would widen the state
@@ -124,18 +138,8 @@ def _backward_kernel(g_s_ptr, g_v_last_ptr, h_ptr, v0_ptr, k_ptr, g_x_ptr, g_v0_
         has_prev = step >= N  # i.e. t > 0, since step = t N + offs with offs < N
         h_prev = tl.load(h_ptr + step - N, mask=mask & has_prev, other=0.0).to(tl.float32)
         g_s = tl.load(g_s_ptr + step, mask=mask, other=0.0).to(tl.float32)
-        u = h - v_th
-        spike = u >= 0.0
-        sg = _surrogate_grad(u, sg_a, sg_b, SG)
-        if HARD:
-            dv_dh = tl.where(spike, 0.0, 1.0)
-            if not DETACH:
-                dv_dh += (v_reset - h) * sg
-        else:
-            dv_dh = tl.full([BLOCK], 1.0, tl.float32)
-            if not DETACH:
-                dv_dh -= v_th * sg
-        g_h = g_s * sg + g_v * dv_dh
+        sg = _surrogate_grad(h - v_th, sg_a, sg_b, SG)
+        g_h = g_s * sg + g_v * _dv_dh(h, sg, v_th, v_reset, HARD, DETACH)
         if LEAK:
             tl.store(g_x_ptr + step, (g_h * k).to(g_x_ptr.dtype.element_ty), mask=mask)
             if NEED_K:
@@ -216,7 +220,7 @@ def _forward_impl(x: Tensor, k: Tensor, v0: Tensor, inner: int, leak: bool, hard
     v_last = torch.empty_like(v0)
     launch = launch_config(m)
     _launch(_forward_kernel, _grid(channels, m, launch.block),
-        x, k, v0, spikes, h_seq, v_last, T, n, (T - 1) * n, m, inner, channels, v_th, v_rest,
+        x, k, v0, spikes, h_seq, v_last, T, n, m, inner, channels, v_th, v_rest,
         **forward_flags(leak, hard, channels > 1, launch.block), num_warps=launch.num_warps)
     return spikes, h_seq, v_last
 

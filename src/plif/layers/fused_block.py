@@ -21,8 +21,9 @@ Which kernels run is chosen by the tensor's device and the neuron's ``backend``:
 compiled :mod:`plif.kernels.cpu_block`, on CUDA :mod:`plif.kernels.triton_block`, and
 :mod:`plif.kernels.block_reference` (plain PyTorch) for ``backend="reference"`` or ``"bptt"``.  A
 kernel module that fails to load leaves the reference in its place, with one warning saying why.
-A neuron that is not exactly IF, LIF or PLIF, a neuron backend registered by a user, or a surrogate
-the kernels do not have in closed form runs the composed layers instead.
+A neuron that is not exactly IF, LIF or PLIF, a neuron backend registered by a user, a surrogate
+the kernels do not have in closed form, or a dtype the device's kernels do not take (fp64 on CUDA,
+fp16 on the CPU) runs the composed layers instead.
 
 Exactness: for the same ``scale`` and ``shift`` the kernels' spikes are the reference's bit for bit.
 Against ``nn.BatchNorm2d`` followed by the neuron, ``z`` may differ in its last bit (PyTorch's CPU
@@ -41,6 +42,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ..kernels.block_backends import BLOCK_BACKENDS
 from ..kernels.block_reference import block_backward_reference, block_forward_reference, bn_input_grad
 from ..neurons import IF, LIF, PLIF, SpikingNeuron
 from ..neurons.functional import NeuronConfig, state_dtype
@@ -49,17 +51,19 @@ from .few_tap_conv import apply_few_tap_conv, few_tap_conv2d, few_tap_conv_backw
 from .spike_input import SpikeConv2d, _autocast, _conv_backward, _pack, _unpack, conv_args
 
 __all__ = ["BlockKernels", "block_kernels", "load_kernels", "kernel_status", "FusedBlock", "fused_block",
-           "batch_statistics", "fusable_pool"]
+           "batch_statistics", "fusable_pool", "fusable_now"]
 
 
 @dataclass(frozen=True)
 class BlockKernels:
     """One implementation of the block: the reference's three functions (``forward``, ``backward``,
     ``input_grad``), ``input_grad_into`` (``input_grad`` written over ``∂z``, or None), ``stats``
-    (``y -> (mean, biased variance)`` per channel, float64), ``backward_into`` (``backward`` and
-    ``input_grad`` in one, ``∂y`` written over a contiguous ``y``: ``backward``'s arguments, then
-    ``invstd, training``; or None) and ``backward_summed`` (``backward`` with ``Σ_t ∂z [1, B, C, H, W]``
-    in place of ``∂z``, for a ``y`` repeated over time; or None)."""
+    (``y -> (mean, biased variance)`` per channel, float64 or the state dtype), ``backward_into``
+    (``backward`` and ``input_grad`` in one, ``∂y`` written over a contiguous ``y``: ``backward``'s
+    arguments, then ``invstd, training``; or None), ``backward_summed`` (``backward`` with
+    ``Σ_t ∂z [1, B, C, H, W]`` in place of ``∂z``, for a ``y`` repeated over time; or None),
+    ``reads_repeated`` (``forward`` and ``backward`` take such a ``y`` as a stride-0 view) and
+    ``supports(device, dtype)`` (whether they take a ``y`` of that device and dtype)."""
 
     name: str
     forward: Callable
@@ -69,6 +73,8 @@ class BlockKernels:
     stats: Callable
     backward_into: Callable | None = None
     backward_summed: Callable | None = None
+    reads_repeated: bool = True
+    supports: Callable = lambda device, dtype: True
 
 
 def _torch_stats(y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -80,16 +86,6 @@ def _torch_stats(y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 REFERENCE = BlockKernels("reference", block_forward_reference, block_backward_reference, bn_input_grad, None,
                          _torch_stats)
 
-# kernel name -> (module, forward, backward, input grad, input grad written over ∂z, statistics, backward
-# written over y, backward summed over time); the module is imported on first use
-_MODULES = {
-    "cpu": ("plif.kernels.cpu_block", "block_forward_cpu", "block_backward_cpu", "bn_input_grad_cpu",
-            "bn_input_grad_cpu_", "batch_stats_cpu", "block_backward_cpu_", "block_backward_summed_cpu"),
-    "triton": ("plif.kernels.triton_block", "block_forward_triton", "block_backward_triton", "bn_input_grad_triton",
-               None, None, None, None),
-}
-_READS_REPEATED = ("cpu", "reference")  # kernels that take a y repeated over time as a stride-0 view
-_BY_DEVICE = {"cpu": "cpu", "cuda": "triton"}
 _LOADED: dict[str, BlockKernels] = {}
 _FAILED: dict[str, str] = {}  # kernel name -> why it did not load
 _WARNED: set[str] = set()
@@ -97,25 +93,26 @@ _tried = False
 
 
 def load_kernels() -> None:
-    """Import every kernel module once (idempotent).  A plan's fused steps call this when they are
-    made, so that a ``torch.compile`` trace never has to import anything; a module that fails keeps
-    its reason, said once where a block needs it (:func:`block_kernels`)."""
+    """Import every kernel module of :data:`~plif.kernels.block_backends.BLOCK_BACKENDS` once
+    (idempotent).  A plan's fused steps call this when they are made, so that a ``torch.compile``
+    trace never has to import anything; a module that fails keeps its reason, said once where a
+    block needs it (:func:`block_kernels`)."""
     global _tried
     if _tried:
         return
     _tried = True
-    for name, (module, fwd, bwd, grad, into, stats, bwd_into, bwd_summed) in _MODULES.items():
+    for name, b in BLOCK_BACKENDS.items():
         try:
-            mod = importlib.import_module(module)
+            mod = importlib.import_module(b.module)
             if name == "cpu":
                 from ..kernels import cpu_build
                 if cpu_build.load_library() is None:
                     raise RuntimeError(cpu_build.BUILD_ERROR or "the C++ library did not load")
-            _LOADED[name] = BlockKernels(name, getattr(mod, fwd), getattr(mod, bwd), getattr(mod, grad),
-                                         getattr(mod, into) if into else None,
-                                         getattr(mod, stats) if stats else _torch_stats,
-                                         getattr(mod, bwd_into) if bwd_into else None,
-                                         getattr(mod, bwd_summed) if bwd_summed else None)
+            get = lambda attr: getattr(mod, attr) if attr else None  # noqa: E731
+            _LOADED[name] = BlockKernels(name, get(b.forward), get(b.backward), get(b.input_grad),
+                                         get(b.input_grad_into), get(b.stats) or _torch_stats,
+                                         get(b.backward_into), get(b.backward_summed), b.reads_repeated,
+                                         get(b.supports))
         except Exception as e:  # noqa: BLE001  (a broken Triton install raises more than ImportError; kept, shown)
             _FAILED[name] = f"{type(e).__name__}: {e}"
 
@@ -123,33 +120,48 @@ def load_kernels() -> None:
 def kernel_status() -> dict[str, str]:
     """Each fused block kernel with ``"ok"`` or ``"unavailable: <reason>"``."""
     load_kernels()
-    return {name: "ok" if name in _LOADED else f"unavailable: {_FAILED[name]}" for name in _MODULES}
+    return {name: "ok" if name in _LOADED else f"unavailable: {_FAILED[name]}" for name in BLOCK_BACKENDS}
 
 
-def block_kernels(neuron: nn.Module, device: torch.device) -> BlockKernels | None:
-    """The kernels a block with ``neuron`` runs on ``device``, or None when the composed layers run
-    (a neuron other than IF, LIF and PLIF, a backend registered outside plif, or a surrogate the
-    kernels lack, unless the neuron's backend is one of the PyTorch paths).  Where the device's kernel
-    module failed to load, the reference runs and one warning says why."""
+def block_kernels(neuron: nn.Module, device: torch.device | str, dtype: torch.dtype) -> BlockKernels | None:
+    """The kernels a block with ``neuron`` runs on a convolution output ``y`` of ``device`` and
+    ``dtype``, or None when the composed layers run: a neuron other than IF, LIF and PLIF, a backend
+    registered outside plif, a surrogate the kernels lack (unless the neuron's backend is one of the
+    PyTorch paths), or a ``y`` the kernels do not take (fp64 on CUDA, fp16 on the CPU).  For the
+    last, the composed layers rather than the reference: the neuron runs its own fastest backend
+    for that dtype and nothing is computed twice, where the reference replays every step in
+    backward (it is there to be the spec).  Where the device's kernel module failed to load, the
+    reference runs and one warning says why."""
     if type(neuron) not in (IF, LIF, PLIF):
         return None
     backend = neuron.backend
     if backend in ("reference", "bptt"):
         return REFERENCE
-    if backend not in ("auto", "cpu", "triton") or not get_surrogate(neuron.cfg.surrogate).fused:
+    if backend not in ("auto", *BLOCK_BACKENDS) or not get_surrogate(neuron.cfg.surrogate).fused:
         return None
-    name = _BY_DEVICE.get(torch.device(device).type) if backend == "auto" else backend
+    kind = torch.device(device).type
+    name = next((n for n, b in BLOCK_BACKENDS.items() if b.device == kind), None) if backend == "auto" else backend
     if name is None:
         return REFERENCE
     load_kernels()
     if name in _LOADED:
-        return _LOADED[name]
+        kernels = _LOADED[name]
+        return kernels if kernels.supports(device, dtype) else None
     if name not in _WARNED:
         _WARNED.add(name)
         warnings.warn(f"plif: the fused block's {name!r} kernels failed to load ({_FAILED.get(name)}); the block "
                       f"runs its PyTorch reference there instead, which is several times slower",
                       RuntimeWarning, stacklevel=2)
     return REFERENCE
+
+
+def conv_dtype(weight: torch.Tensor, device: torch.device) -> torch.dtype:
+    """The dtype of a convolution's output on ``device``: autocast's where it is on there (autocast
+    leaves fp64 as it is), else the weight's (the input's, which must match)."""
+    kind = device.type
+    if weight.dtype != torch.float64 and torch.is_autocast_enabled(kind):
+        return torch.get_autocast_dtype(kind)
+    return weight.dtype
 
 
 def fusable_pool(pool: nn.Module) -> bool:
@@ -170,7 +182,10 @@ def batch_statistics(y: torch.Tensor, bn: nn.BatchNorm2d, kernels: BlockKernels)
         raise ValueError(f"Expected more than 1 value per channel when training, got input size {list(y.shape)}")
     wide = state_dtype(y.dtype)
     with torch.no_grad():
-        mean64, var64 = kernels.stats(y.detach())
+        # a y repeated over time (a stride-0 view) has the statistics of one of its steps: kernels that
+        # would copy the view (Triton) read that step; the others read the view, the same bits as a copy
+        once = y.shape[0] > 1 and y.stride(0) == 0 and not kernels.reads_repeated
+        mean64, var64 = kernels.stats((y[:1] if once else y).detach())
         m = bn.momentum
         bn.running_mean.mul_(1 - m).add_(mean64.to(bn.running_mean.dtype), alpha=m)
         bn.running_var.mul_(1 - m).add_((var64 * (n / (n - 1))).to(bn.running_var.dtype), alpha=m)
@@ -196,7 +211,8 @@ def _affine(gamma, beta, mean, invstd):
 # plif.train.malloc fixes) and its first touch faults every page in: the backward writes ∂y over y
 # rather than allocate ∂z, at the cost of a second sweep; below it, and where memory is not the aim
 # (recompute=False), one sweep and a ∂z from the heap are faster (the cpu preset's second block: 4.5
-# against 3.8 ms).  With recompute (``--memory exact``) it always writes over y: that mode is for memory.
+# against 3.8 ms).  Where y is made again in backward (``--memory exact``, and a few-tap first conv on
+# the CPU under the default) it always writes over y, which then is the backward's own: both are for memory.
 _FRESH_BYTES = 32 * 2**20
 
 
@@ -241,7 +257,7 @@ def _over_time(y: torch.Tensor, spec: _Spec) -> torch.Tensor:
     if not spec.repeat:
         return y
     full = y.unsqueeze(0).expand(spec.repeat, *y.shape)
-    return full if spec.kernels.name in _READS_REPEATED else full.contiguous()
+    return full if spec.kernels.reads_repeated else full.contiguous()
 
 
 class _FusedBlockFunction(torch.autograd.Function):
@@ -278,7 +294,8 @@ class _FusedBlockFunction(torch.autograd.Function):
             x_of = (lambda: _unpack(saved, None, ctx.x_dtype)) if spec.conv.binary else (lambda: saved)
             y = spec.conv(x_of(), weight)  # recomputed, not kept
         if g_out is None:
-            g_out = y.new_zeros(place.shape if spec.pool else y.shape)
+            shape = (spec.repeat, *y.shape) if spec.repeat else y.shape  # what the kernels read, [T, B, C, H, W]
+            g_out = y.new_zeros(place.shape if spec.pool else shape)
         block = (scale, shift, mean, k, v0, spec.cfg, spec.pool, place, g_out, g_v_last, bool(need[5] and spec.cfg.leak))
         into = spec.kernels.backward_into
         if spec.repeat:  # the gradient of a y repeated over time: the sum over time of ∂y, which is ∂y of Σ_t ∂z
@@ -342,6 +359,17 @@ def fused_block(y: torch.Tensor, bn: nn.BatchNorm2d, neuron: SpikingNeuron, pool
     return out, v_last
 
 
+def fusable_now(layers: list[nn.Module], bn: nn.BatchNorm2d) -> bool:
+    """Whether a block of ``layers`` (conv, BatchNorm ``bn``, neuron [, pool]) may run fused now:
+    ``bn`` in training mode with a momentum and running statistics (evaluation runs the composed
+    layers, bit for bit what stepping a network and the exporters compute), and no forward hook on
+    any of the layers or the module a ``TimeFolded`` wraps.  A hook sees what the composed layers
+    compute (firing-rate counts, recorded spikes, a conv's output), and fused, the conv's output may
+    be made without its module (recomputed, a few-tap first conv) and is overwritten by ``∂y``."""
+    hooked = any(m._forward_hooks or m._forward_pre_hooks for layer in layers for m in layer.modules())
+    return bn.training and bn.momentum is not None and bn.track_running_stats and not hooked
+
+
 def _repeated(x: torch.Tensor) -> torch.Tensor | None:
     """The ``[B, ...]`` tensor that ``x [T, B, ...]`` repeats over time, when ``x`` is its expanded view
     (a static input after the network's hoisted layers), else None.  Eager only: a compiled graph
@@ -375,23 +403,14 @@ class FusedBlock:
         self.recompute, self.binary = bool(recompute), bool(binary)
         load_kernels()  # now, never inside a torch.compile trace
 
-    def _fused(self) -> bool:
-        """Whether the block runs fused now: BatchNorm in training mode with a momentum and running
-        statistics (evaluation runs the composed layers, bit for bit what stepping a network and
-        the exporters compute), and no forward hook on a layer that would not run (a hook sees
-        what the composed layers compute: firing-rate counts, recorded spikes)."""
-        bn = self.bn
-        hooked = any(m._forward_hooks or m._forward_pre_hooks for m in self.layers[1:])
-        return bn.training and bn.momentum is not None and bn.track_running_stats and not hooked
-
     def __call__(self, x: torch.Tensor, start: int = 0) -> torch.Tensor:
         """``start``: the layers before it already ran (1: ``x`` is the convolution's output, a static
         input's hoisted encoder)."""
-        kernels = block_kernels(self.neuron, x.device)
+        kernels = block_kernels(self.neuron, x.device, x.dtype if start else conv_dtype(self.conv.weight, x.device))
         # the reference's backward calls autograd itself, which torch.compile does not trace: compiled,
         # the composed layers run the same PyTorch computation
         traced_reference = kernels is REFERENCE and torch.compiler.is_compiling()
-        if start > 1 or kernels is None or traced_reference or not self._fused():
+        if start > 1 or kernels is None or traced_reference or not fusable_now(self.layers, self.bn):
             return self._plain(x, start)
         few = start == 0 and few_taps(self.conv, x)
         # a few-tap first conv (the CPU, event input) is cheap to make again and its output the step's largest

@@ -16,29 +16,31 @@ input gradient over its recomputed convolution output and carrying ``∂V`` back
 before, and gathers BatchNorm's two gradient sums and the convolution's weight gradient chunk by
 chunk (see :class:`_ChunkedFunction` for the algebra that makes one replay enough), and a second
 time only when the block's input needs a gradient.  On DVS128 Gesture (T = 20, B = 2, chunks of 5
-steps, the neuron's state kept at 3 chunk starts) the step's live peak was 843 MB of resident memory
-against 874 for ``exact``, 1,090 for the fused default and 2,666 for the naive loop (``plif bench
-memory``; 380 MB of it is the process before the first step).
+steps, the neuron's state kept at 3 chunk starts) the step's live peak was 845 MB of resident memory
+against 876 for ``exact`` and for the fused default (which makes a few-tap first convolution's output
+again in backward) and 2,666 for the naive loop (``plif bench memory``; 380 MB of it is the process
+before the first step).
 
 Not bit-identical to the plain layers: the statistics and the gradient sums are added chunk by
 chunk (fp32 within a chunk, fp64 across chunks), so they differ from PyTorch's in the last bits
 (full-size DVS128 Gesture: the first conv's weight gradient 2.6e-5 relative, BatchNorm's and τ's
 below 1e-6; tests hold narrow networks to 1e-4); the spikes are those of the plain layers unless
 a potential lies within rounding of the threshold.  Eager training only: in eval mode, without
-gradients, under ``torch.compile`` or autocast, or for a static input (whose first convolution
-runs once, before the repeat over T) the block's own layers run as they are.
+gradients, under ``torch.compile`` or autocast, for a static input (whose first convolution runs
+once, before the repeat over T), or where the fused block would not run (a hook on one of its
+layers, a dtype or neuron its kernels do not take), the block runs as the plan without chunking
+runs it: the fused block (:class:`~plif.layers.fused_block.FusedBlock`), or its composed layers.
 """
 from __future__ import annotations
 
 import math
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
-from .fused_block import _affine, block_kernels, load_kernels
-from .few_tap_conv import few_tap_conv2d, few_tap_conv_backward, few_taps
-from .spike_input import conv_args, conv_input_grad, conv_weight_grad
+from .few_tap_conv import few_taps
+from .fused_block import _affine, _Conv, block_kernels, fusable_now, load_kernels
+from .spike_input import conv_args
 
 __all__ = ["TimeChunkedBlock", "chunk_length"]
 
@@ -60,31 +62,21 @@ class _Block:
 
     def __init__(self, conv: nn.Conv2d, bn: nn.BatchNorm2d, neuron: nn.Module, pool: bool):
         self.conv, self.bn, self.neuron, self.pool = conv, bn, neuron, pool
-        self.cfg, self.kernels, self.few = neuron.cfg, None, False  # chosen for the input at each call
+        self.cfg, self.kernels, self.op = neuron.cfg, None, None  # kernels and op: chosen for the input at each call
 
     def conv_out(self, x: torch.Tensor) -> torch.Tensor:
         """The convolution of ``x [n, B, C, H, W]`` -> ``[n, B, C', H', W']``, without autograd."""
-        c = self.conv
         with torch.no_grad():
-            x4 = x.flatten(0, 1)
-            y = (few_tap_conv2d(x4, c.weight, c.stride, c.padding) if self.few
-                 else F.conv2d(x4, c.weight, None, c.stride, c.padding, c.dilation, c.groups))
-            return y.unflatten(0, x.shape[:2])
+            return self.op(x, self.conv.weight)
 
     def weight_grad(self, g: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
         """``∂L/∂weight`` of the bias-free convolution for output gradient ``g`` and input ``x``, fp64."""
-        c = self.conv
-        if self.few:
-            return few_tap_conv_backward(g, x, c.weight, c.stride, c.padding, (False, True))[1].double()
-        return conv_weight_grad(g, x, c.weight, conv_args(c)).double()
+        return self.op.grads(g, lambda: x, x.shape, self.conv.weight, (False, True))[1].double()
 
-    def input_grad(self, g: torch.Tensor, shape) -> torch.Tensor:
-        """``∂L/∂x`` of the convolution for output gradient ``g``, ``x`` of ``shape``."""
-        c = self.conv
-        if self.few:
-            like = c.weight.new_empty(1).expand(shape)
-            return few_tap_conv_backward(g, like.contiguous(), c.weight, c.stride, c.padding, (True, False))[0]
-        return conv_input_grad(g, shape, c.weight, conv_args(c))
+    def input_grad(self, g: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        """``∂L/∂x`` of the convolution for output gradient ``g`` and input ``x`` (only its shape is
+        read, but the few-tap kernel's backward takes the tensor)."""
+        return self.op.grads(g, lambda: x, x.shape, self.conv.weight, (True, False))[0]
 
 
 def _per_channel(v: torch.Tensor) -> torch.Tensor:
@@ -119,7 +111,7 @@ class _ChunkedFunction(torch.autograd.Function):
         count, mean64, m2 = 0, None, None
         for t0, t1 in chunks:
             y = block.conv_out(x[t0:t1])
-            mean_c, var_c = kernels.stats(y)
+            mean_c, var_c = (t.double() for t in kernels.stats(y))
             n = y.numel() // y.shape[2]
             del y
             if mean64 is None:
@@ -214,7 +206,7 @@ class _ChunkedFunction(torch.autograd.Function):
                 g_y = g_z.sub_(mg).sub_(xhat.mul_(mgx)).mul_(_channel(scale))
                 del g_z, xhat, y
                 xc = x[t0:t1].flatten(0, 1)
-                g_x[t0:t1] = block.input_grad(g_y.flatten(0, 1), xc.shape).unflatten(
+                g_x[t0:t1] = block.input_grad(g_y.flatten(0, 1), xc).unflatten(
                     0, (t1 - t0, x.shape[1]))
                 del g_y
         g_gamma = (invstd.double() * sum_gc).to(gamma.dtype) if need[4] else None
@@ -275,14 +267,13 @@ class TimeChunkedBlock:
 
     def __call__(self, x: torch.Tensor, start: int = 0) -> torch.Tensor:
         b = self.block
-        kernels = block_kernels(b.neuron, x.device)
-        hooked = any(m._forward_hooks or m._forward_pre_hooks for m in self.layers[1:])
-        if (start != 0 or kernels is None or hooked or b.bn.momentum is None
-                or not (b.bn.training and b.conv.training) or not torch.is_grad_enabled()
+        kernels = block_kernels(b.neuron, x.device, x.dtype)
+        if (start != 0 or kernels is None or not fusable_now(self.layers, b.bn) or not b.conv.training
+                or not torch.is_grad_enabled()
                 or torch.compiler.is_compiling() or torch.is_autocast_enabled(x.device.type)
                 or x.dtype not in (torch.float32, torch.float64)):
             return self._plain(x, start)
-        b.kernels, b.few = kernels, few_taps(b.conv, x)
+        b.kernels, b.op = kernels, _Conv(tuple(conv_args(b.conv)), False, few_taps(b.conv, x))
         b.bn.num_batches_tracked.add_(1)
         # k as the neuron makes it (sigmoid(w) for PLIF), from an empty tensor with the block's channels
         k = b.neuron.k(x.new_empty((0, 0, b.conv.out_channels, 0, 0))).reshape(-1)

@@ -5,10 +5,11 @@ The network's layer list (and so its state dict, layer table and exporters) neve
 
 fused_block       every run conv (no bias) → BatchNorm2d (over T·B, running statistics, a
                   momentum) → IF/LIF/PLIF [→ 2×2 max-pool] is one fused step after the conv
-                  (:mod:`plif.layers.fused_block`): it keeps the conv's output and a byte per
+                  (:mod:`plif.layers.fused_block`): it keeps the conv's output (a few-tap first
+                  conv on the CPU, event input, makes it again in backward instead) and a byte per
                   pooled output, nothing else of the block.  Spikes equal to the composed layers'
                   unless a potential lies within rounding of the threshold; gradients to rounding.
-                  With ``recompute_bn`` the conv's output is recomputed in backward instead.
+                  With ``recompute_bn`` every conv's output is recomputed in backward instead.
                   The default of training (preset ``fused``).
 spike_storage     layers whose input is spikes keep it as one byte (conv, linear, the linear after
                   time-invariant dropout), and max-pooling keeps a two-byte window offset
