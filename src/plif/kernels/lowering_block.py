@@ -13,7 +13,7 @@ from __future__ import annotations
 import itertools
 
 from ..surrogate import SURROGATES, get_surrogate
-from .lowering import _DTYPES, Variant, _cover, _neuron_options
+from .lowering import _DTYPES, Variant, _cover, _in_turn, _neuron_options
 from .triton_block_launch import (MAX_CHUNK, backward_flags, backward_launch, forward_flags, forward_launch,
                                   input_grad_flags, plane_launch, stats_flags)
 from .triton_launch import Launch
@@ -93,11 +93,9 @@ def block_covering_variants() -> list[Variant]:
             by_kind.setdefault(row.get("pool", False), []).append(row)
         pairs = []
         for pool, rows in by_kind.items():
-            shapes = block_launches(kernel, pool)
-            pairs += [(rows[i % len(rows)], shapes[i % len(shapes)]) for i in range(max(len(rows), len(shapes)))]
+            pairs += _in_turn(rows, block_launches(kernel, pool))
         chunks = _COVER_CHUNKS if kernel == "block_backward" else [1]
-        n = max(len(pairs), len(chunks))
-        out += [_variant(kernel, *pairs[i % len(pairs)], chunks[i % len(chunks)]) for i in range(n)]
+        out += [_variant(kernel, *pair, chunk) for pair, chunk in _in_turn(pairs, chunks)]
     return out
 
 
