@@ -132,10 +132,12 @@ def stage_memory(ctx, st) -> dict:
 def stage_block(ctx, st) -> dict:
     """The fused block's Triton kernels against the composed ops (:mod:`plif.bench.block`): a check
     against the reference on the device, then device time and % of the copy bound on the DVS128
-    Gesture and CIFAR-10 block shapes, and the backward's time-chunk length (10 against 20 steps)."""
+    Gesture and CIFAR-10 block shapes, and the backward's time-chunk length (10 against 20 steps).
+    The stage is ok when the check is."""
     from plif.bench.block import run_block_bench
 
-    return run_block_bench(ctx.device, dry=ctx.dry, deadline=st.deadline, partial=st.partial)
+    result = run_block_bench(ctx.device, dry=ctx.dry, deadline=st.deadline, partial=st.partial)
+    return {"ok": result["check_ok"], **result}
 
 
 # ------------------------------------------------------------------------------- protocol

@@ -31,7 +31,9 @@ def _key(name: str, res: dict) -> str:
     if name == "memory":
         return ", ".join(f"{k} {v:.2f}" for k, v in res.get("vs_naive", {}).items()) + " of naive's peak"
     if name == "block":
-        return res.get("note") or f"{len(res.get('rows', []))} rows"
+        check, cases = res.get("check", []), res.get("cases", [])
+        return res.get("note") or (f"check {sum(r['ok'] for r in check)}/{len(check)} cases ok, "
+                                   f"{sum('rows' in c for c in cases)}/{len(cases)} shapes measured")
     if name in ("neuron", "train", *NETS):
         return f"{sum(r.get('time_ms', r.get('ms_per_step')) is not None for r in res.get('rows', []))} rows measured"
     return ""

@@ -154,3 +154,19 @@ def test_the_check_skips_a_dtype_the_backend_refuses(monkeypatch, capsys):
     monkeypatch.setattr(cb, "cpu_block_supports", lambda device, dtype: False)
     assert block_check.main(["--backend", "cpu"]) == 1
     assert "no case ran: cpu takes none of the grid's dtypes on cpu" in capsys.readouterr().err
+
+
+def test_a_missing_library_is_refused_with_the_reason(monkeypatch):
+    """No library: the kernel names itself and the build's error, or says that it did not load
+    when no error was kept (it used to print "None")."""
+    from plif.kernels import cpu_build
+
+    monkeypatch.setattr(cpu_build, "load_library", lambda: None)
+    y = torch.ones(1, 1, 1, 2, 2)
+    one, zero = torch.ones(1), torch.zeros(1)
+    monkeypatch.setattr(cpu_build, "BUILD_ERROR", "g++ failed")
+    with pytest.raises(RuntimeError, match="^the cpu block kernel is unavailable: g\\+\\+ failed$"):
+        cb.block_forward_cpu(y, one, zero, one, None, NeuronConfig(), True)
+    monkeypatch.setattr(cpu_build, "BUILD_ERROR", None)
+    with pytest.raises(RuntimeError, match="^the cpu block kernel is unavailable: the library did not load$"):
+        cb.block_forward_cpu(y, one, zero, one, None, NeuronConfig(), True)

@@ -168,3 +168,24 @@ def test_a_wheels_folder_without_spikingjelly_is_named(tmp_path):
                            "--stages", "spikingjelly", "--spikingjelly-wheels", str(tmp_path / "wheels")]) == 1
     error = json.loads((out / "summary.json").read_text())["stages"]["spikingjelly"]["error"]
     assert error == f"FileNotFoundError: no spikingjelly wheel in {tmp_path / 'wheels'}"
+
+
+def test_the_block_stage_is_ok_only_when_its_device_check_is(tmp_path, monkeypatch):
+    """``stage_block``'s result carries ``ok`` (the check's), so a failed check on the device fails the
+    stage; the summary counts the check's cases and the shapes measured (it used to print "0 rows")."""
+    import plif.bench.block
+
+    mod = _script()
+    ctx = mod.Context(mod._parser().parse_args(["--data-dir", "x", "--out", str(tmp_path / "o"),
+                                                "--work", str(tmp_path / "w"), "--dry-run"]))
+    ctx.work.mkdir()
+    cases = [{"case": "gesture", "copy_ms": 1.0, "copy_gbs": 2.0, "rows": []},
+             {"case": "cifar10", "note": "not run: time budget spent"}]
+    for check_ok in (False, True):
+        result = {"dry": True, "check_ok": check_ok, "check": [{"ok": True}, {"ok": check_ok}], "cases": cases}
+        monkeypatch.setattr(plif.bench.block, "run_block_bench", lambda *a, result=result, **k: dict(result))
+        rec = mod.run_stage(ctx, "block", mod.STAGES["block"][0], budget=60)
+        assert rec["ok"] is check_ok and rec["error"] is None and rec["result"]["check_ok"] is check_ok
+        (line,) = [ln for ln in mod.summary_lines("header", {"block": rec}) if ln.startswith("block")]
+        assert line.split()[1] == ("yes" if check_ok else "NO")
+        assert line.endswith(f"check {1 + check_ok}/2 cases ok, 1/2 shapes measured"), line

@@ -36,6 +36,7 @@ import torch
 import torch.nn.functional as F
 
 from ..atomic import atomic_write_text
+from ..layers.fused_block import _affine as _scale_shift
 from ..neurons.functional import NeuronConfig
 from .kernels import profile_kernels
 from .neuron import _timer
@@ -65,10 +66,15 @@ def _inputs(shape, pool: bool, dtype, device, seed: int = 0):
 
 
 def _affine(y, gamma, beta, stats):
+    """``(mean, invstd, scale, shift)`` of BatchNorm over ``y`` with ``stats(y) = (mean, biased variance)``."""
     mean, var = stats(y)
     invstd = (var + 1e-5).rsqrt()
-    scale = gamma * invstd
-    return mean, invstd, scale, beta - mean * scale
+    return (mean, invstd, *_scale_shift(gamma, beta, mean, invstd))
+
+
+def _torch_stats(y):
+    var, mean = torch.var_mean(y.float(), dim=(0, 1, 3, 4), correction=0)
+    return mean, var
 
 
 def _fused(y, gamma, beta, k, g_out, pool: bool, cfg: NeuronConfig):
@@ -150,9 +156,7 @@ def _check(device, dry: bool, log) -> list[dict]:
     for shape, pool, dtype in (cases[::5] if dry else cases):
         y, gamma, beta, k, g_out = _inputs(shape, pool, dtype, device, seed=1)
         k = torch.rand(shape[2], generator=torch.Generator().manual_seed(2)).to(device) * 0.5 + 0.3
-        var, mean = torch.var_mean(y.float(), dim=(0, 1, 3, 4), correction=0)
-        scale = gamma * (var + 1e-5).rsqrt()
-        shift = beta - mean * scale
+        mean, _, scale, shift = _affine(y, gamma, beta, _torch_stats)
         r = ref.block_forward_reference(y, scale, shift, k, None, cfg, pool, True)
         f = tb.block_forward_triton(y, scale, shift, k, None, cfg, pool, True)
         rb = ref.block_backward_reference(y, scale, shift, mean, k, None, cfg, pool, r[1], g_out, None)

@@ -64,19 +64,13 @@ def _layers(net):
 
 def step_flops(net, batch: int, static_input: bool) -> float:
     """FLOPs of one training step (forward + backward) of ``net`` (a :class:`~plif.models.SpikingNetwork`)
-    on ``batch`` samples: conv and FC multiply-adds only."""
-    from torch import nn
+    on ``batch`` samples: conv and FC multiply-adds only, as :func:`plif.deploy.stats.ann_macs` counts them."""
+    from ..deploy.stats import ann_macs
 
     macs = 0
     for i, m, out in _layers(net):
-        if isinstance(m, nn.Conv2d):
-            per_sample = m.weight.numel() * math.prod(out[1:])
-        elif isinstance(m, nn.Linear):
-            per_sample = m.weight.numel()
-        else:
-            continue
         runs_once = static_input and i == 0 and net._hoistable()
-        macs += per_sample * batch * (1 if runs_once else net.T)
+        macs += ann_macs(m, out) * batch * (1 if runs_once else net.T)
     return 3 * 2 * macs
 
 

@@ -20,10 +20,11 @@ from dataclasses import asdict, dataclass
 
 import torch
 
-from ..neurons.functional import NeuronConfig, state_dtype
+from ..neurons.functional import state_dtype
 from ..surrogate import SURROGATES
 from .block_backends import BLOCK_BACKENDS
 from .block_reference import block_backward_reference, block_forward_reference, bn_input_grad
+from .check import TAU, case_config
 
 __all__ = ["BlockCase", "block_grid", "make_block_inputs", "run_block_case", "load_backend", "main"]
 
@@ -82,15 +83,14 @@ def make_block_inputs(case: BlockCase, device="cpu", seed: int = 0) -> dict:
     wide = state_dtype(dtype)
     T, B, C, H, W = case.shape
     r = lambda *shape: torch.randn(shape, generator=gen, dtype=torch.float64)  # noqa: E731
-    tau = {"IF": 1.0, "LIF": 3.0, "PLIF": 2.0}[case.neuron]
+    tau = TAU[case.neuron]
     y = r(T, B, C, H, W) * 2 + 0.5
     mean, invstd = r(C) * 0.1 + 0.5, torch.rand(C, generator=gen, dtype=torch.float64) + 0.5
     scale, shift = invstd * (1 + 0.2 * r(C)) * tau * 1.2, r(C) * 0.3
     kshape = (C,) if case.k_mode == "channel" else (1,)
     k = torch.sigmoid(r(*kshape) * 0.5) if case.neuron == "PLIF" else torch.full(kshape, 1 / tau, dtype=torch.float64)
     pooled = (T, B, C, H // 2, W // 2) if case.pool else (T, B, C, H, W)
-    cfg = NeuronConfig(leak=case.neuron != "IF", v_reset=0.0 if case.hard else None, detach_reset=case.detach,
-                       surrogate=case.surrogate)
+    cfg = case_config(case)
     to = lambda t, dt: t.to(dt).to(device)  # noqa: E731
     return {"y": to(y, dtype), "scale": to(scale, wide), "shift": to(shift, wide), "mean": to(mean, wide),
             "invstd": to(invstd, wide), "k": to(k, wide), "v0": to(torch.rand(B, C, H, W, generator=gen) * 0.5, wide)

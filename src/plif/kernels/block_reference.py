@@ -74,13 +74,13 @@ def pooled_place(s: Tensor) -> tuple[Tensor, Tensor]:
     return out.unflatten(0, (T, B)), place.unflatten(0, (T, B))
 
 
-def _k_view(k: Tensor, cfg: NeuronConfig) -> Tensor | float:
+def _k_view(k: Tensor) -> Tensor:
     return _per_channel(k) if k.numel() > 1 else k.reshape(())
 
 
 def _run(y, scale, shift, k, v0, cfg, pool):
     z = _affine(y, scale, shift)
-    s, v_last = multi_step_reference(z, _k_view(k, cfg), v0, cfg)
+    s, v_last = multi_step_reference(z, _k_view(k), v0, cfg)
     if pool:
         out, place = pooled_place(s)
     else:
@@ -112,7 +112,7 @@ def block_backward_reference(y: Tensor, scale: Tensor, shift: Tensor, mean: Tens
                  else v0.detach().to(wide))
         start.requires_grad_(True)
         z = _affine(y, scale, shift).detach().requires_grad_(True)
-        s, v_last = multi_step_reference(z, _k_view(kk, cfg) if cfg.leak else kk, start, cfg)
+        s, v_last = multi_step_reference(z, _k_view(kk), start, cfg)
         out = pooled_place(s)[0] if pool else s
         outs, grads = [out], [g_out.to(out.dtype)]
         if g_v_last is not None:

@@ -24,7 +24,9 @@ from ..neurons.dispatch import multi_step
 from ..neurons.functional import NeuronConfig
 from ..surrogate import SURROGATES
 
-__all__ = ["Case", "case_grid", "variant_cases", "run_case", "main"]
+__all__ = ["TAU", "Case", "case_config", "case_grid", "variant_cases", "run_case", "main"]
+
+TAU = {"IF": 1.0, "LIF": 3.0, "PLIF": 2.0}  # a case's τ by neuron: inputs scale with it, LIF's k is 1/τ
 
 
 @dataclass(frozen=True)
@@ -48,6 +50,13 @@ class Case:
         dims = "x".join(map(str, self.shape))
         extra = "-cl" if self.layout == "channels_last" else ""
         return f"{self.neuron}-{self.k_mode}-{reset}-{det}-{self.surrogate}-{self.dtype}-{dims}{extra}"
+
+
+def case_config(case) -> NeuronConfig:
+    """The neuron of a case (:class:`Case` or :class:`~.block_check.BlockCase`): its leak, reset,
+    detach flag and surrogate."""
+    return NeuronConfig(leak=case.neuron != "IF", v_reset=0.0 if case.hard else None,
+                        detach_reset=case.detach, surrogate=case.surrogate)
 
 
 def case_grid(quick: bool = False) -> list[Case]:
@@ -78,7 +87,7 @@ def variant_cases(quick: bool = False) -> list[Case]:
 
 
 def _k(case: Case, step_shape, dtype, gen) -> torch.Tensor:
-    tau = {"IF": 1.0, "LIF": 3.0, "PLIF": 2.0}[case.neuron]
+    tau = TAU[case.neuron]
     if case.k_mode == "layer":
         shape = ()
     elif case.k_mode == "channel":
@@ -95,14 +104,13 @@ def make_inputs(case: Case, device="cpu", seed: int = 0):
     """``(x, k, v0, cfg, g_s, g_v)`` for a case; inputs scaled so that every case fires."""
     gen = torch.Generator().manual_seed(seed)
     dtype = getattr(torch, case.dtype)
-    tau = {"IF": 1.0, "LIF": 3.0, "PLIF": 2.0}[case.neuron]
+    tau = TAU[case.neuron]
     x = (torch.randn(case.shape, generator=gen, dtype=torch.float64) * 1.5 + 0.6) * tau
     v0 = torch.rand(case.shape[1:], generator=gen, dtype=torch.float64) * 0.5
     k = _k(case, case.shape[1:], torch.float64, gen)
     g_s = torch.randn(case.shape, generator=gen, dtype=torch.float64)
     g_v = torch.randn(case.shape[1:], generator=gen, dtype=torch.float64)
-    cfg = NeuronConfig(leak=case.neuron != "IF", v_reset=0.0 if case.hard else None,
-                       detach_reset=case.detach, surrogate=case.surrogate)
+    cfg = case_config(case)
     cast = lambda t: t.to(dtype).to(device)  # noqa: E731
     return cast(x), cast(k), cast(v0), cfg, cast(g_s), cast(g_v)
 

@@ -20,20 +20,14 @@ from torch import Tensor
 
 from ..neurons.functional import NeuronConfig, rest_potential, state_dtype
 from ..surrogate import get_surrogate
-from .cpu_build import load_library
+from .cpu_build import SUFFIX, library_or_raise
 
 __all__ = ["block_forward_cpu", "block_backward_cpu", "bn_input_grad_cpu", "bn_input_grad_cpu_", "block_backward_cpu_",
            "block_backward_summed_cpu", "batch_stats_cpu", "cpu_block_supports"]
 
-_SUFFIX = {torch.float32: "f32", torch.float64: "f64", torch.bfloat16: "bf16"}
-
 
 def _lib():
-    lib = load_library()
-    if lib is None:
-        from . import cpu_build
-        raise RuntimeError(f"the cpu block kernel is unavailable: {cpu_build.BUILD_ERROR}")
-    return lib
+    return library_or_raise("cpu block kernel")
 
 
 def _ptr(t: Tensor | None):
@@ -54,8 +48,25 @@ def _pooled(y: Tensor, pool: bool) -> tuple:
     return (T, B, C, H // 2, W // 2) if pool else (T, B, C, H, W)
 
 
-def _state(t: Tensor, wide: torch.dtype) -> Tensor:
-    return t.to(wide).contiguous()
+def _state(t: Tensor | None, wide: torch.dtype) -> Tensor | None:
+    return None if t is None else t.to(wide).contiguous()
+
+
+def _backward_inputs(y: Tensor, state: tuple, v0: Tensor | None, g_v_last: Tensor | None, g_out: Tensor,
+                     place: Tensor) -> tuple:
+    """Both backward kernels' inputs besides ``y``: ``state`` (the per-channel tensors, then ``k``), ``v0`` and
+    ``∂V_{T-1}`` in the state dtype, ``∂out`` in ``y``'s, all contiguous."""
+    wide = state_dtype(y.dtype)
+    return ([_state(t, wide) for t in state], _state(v0, wide), _state(g_v_last, wide),
+            g_out.to(y.dtype).contiguous(), place.contiguous())
+
+
+def _backward_outputs(y: Tensor, k: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """Both backward kernels' ``(∂V_{-1}, ∂k, Σ∂z, Σ∂z·(y - mean))``; ``∂k`` zeroed (IF or ``need_k=False``
+    leave it)."""
+    wide, C = state_dtype(y.dtype), y.shape[2]
+    return (torch.empty(y.shape[1:], dtype=wide), torch.zeros(k.shape, dtype=wide), torch.empty(C, dtype=wide),
+            torch.empty(C, dtype=wide))
 
 
 # ------------------------------------------------------------------------------------ operators
@@ -68,9 +79,8 @@ def _forward(y: Tensor, scale: Tensor, shift: Tensor, k: Tensor, v0: Tensor | No
     out = y.new_empty(_pooled(y, pool), dtype=y.dtype)
     place = torch.empty(out.shape if pool else (0,), dtype=torch.uint8)
     v_last = torch.empty((B, C, H, W) if need_state else (0,), dtype=wide)
-    scale, shift, k = _state(scale, wide), _state(shift, wide), _state(k, wide)
-    v0 = None if v0 is None else _state(v0, wide)
-    getattr(_lib(), f"plif_block_forward_{_SUFFIX[y.dtype]}")(
+    scale, shift, k, v0 = (_state(t, wide) for t in (scale, shift, k, v0))
+    getattr(_lib(), f"plif_block_forward_{SUFFIX[y.dtype]}")(
         src.data_ptr(), scale.data_ptr(), shift.data_ptr(), k.data_ptr(), _ptr(v0), out.data_ptr(),
         place.data_ptr() if pool else None, v_last.data_ptr() if need_state else None, T, B, C, H, W, y_step,
         int(leak), int(hard), int(leak and k.numel() > 1), int(pool), float(v_th), float(v_reset),
@@ -95,16 +105,11 @@ def _backward(y: Tensor, scale: Tensor, shift: Tensor, mean: Tensor, k: Tensor, 
     wide = state_dtype(y.dtype)
     T, B, C, H, W = y.shape
     src, y_step = _time_step(y)
-    scale, shift, mean, k = (_state(t, wide) for t in (scale, shift, mean, k))
-    v0 = None if v0 is None else _state(v0, wide)
-    g_v_last = None if g_v_last is None else _state(g_v_last, wide)
-    g_out = g_out.to(y.dtype).contiguous()
-    place = place.contiguous()
+    (scale, shift, mean, k), v0, g_v_last, g_out, place = _backward_inputs(y, (scale, shift, mean, k), v0, g_v_last,
+                                                                          g_out, place)
     g_z = torch.empty((1, *y.shape[1:]) if sum_time else y.shape, dtype=wide)
-    g_v0 = torch.empty(y.shape[1:], dtype=wide)
-    g_k = torch.zeros(k.shape, dtype=wide)
-    sum_g, sum_gc = torch.empty(C, dtype=wide), torch.empty(C, dtype=wide)
-    getattr(_lib(), f"plif_block_backward_{_SUFFIX[y.dtype]}")(
+    g_v0, g_k, sum_g, sum_gc = _backward_outputs(y, k)
+    getattr(_lib(), f"plif_block_backward_{SUFFIX[y.dtype]}")(
         src.data_ptr(), scale.data_ptr(), shift.data_ptr(), mean.data_ptr(), k.data_ptr(), _ptr(v0),
         place.data_ptr() if pool else None, g_out.data_ptr(), _ptr(g_v_last), g_z.data_ptr(), g_v0.data_ptr(),
         g_k.data_ptr(), sum_g.data_ptr(), sum_gc.data_ptr(), T, B, C, H, W, y_step, int(leak), int(hard),
@@ -127,17 +132,11 @@ def _backward_into_y(y: Tensor, scale: Tensor, shift: Tensor, mean: Tensor, invs
                      v0: Tensor | None, place: Tensor, g_out: Tensor, g_v_last: Tensor | None, leak: bool, hard: bool,
                      detach: bool, v_th: float, v_reset: float, sg_code: int, sg_a: float, sg_b: float, pool: bool,
                      need_k: bool, training: bool) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-    wide = state_dtype(y.dtype)
     T, B, C, H, W = y.shape
-    scale, shift, mean, invstd, k = (_state(t, wide) for t in (scale, shift, mean, invstd, k))
-    v0 = None if v0 is None else _state(v0, wide)
-    g_v_last = None if g_v_last is None else _state(g_v_last, wide)
-    g_out = g_out.to(y.dtype).contiguous()
-    place = place.contiguous()
-    g_v0 = torch.empty(y.shape[1:], dtype=wide)
-    g_k = torch.zeros(k.shape, dtype=wide)
-    sum_g, sum_gc = torch.empty(C, dtype=wide), torch.empty(C, dtype=wide)
-    getattr(_lib(), f"plif_block_backward_into_y_{_SUFFIX[y.dtype]}")(
+    (scale, shift, mean, invstd, k), v0, g_v_last, g_out, place = _backward_inputs(
+        y, (scale, shift, mean, invstd, k), v0, g_v_last, g_out, place)
+    g_v0, g_k, sum_g, sum_gc = _backward_outputs(y, k)
+    getattr(_lib(), f"plif_block_backward_into_y_{SUFFIX[y.dtype]}")(
         y.data_ptr(), scale.data_ptr(), shift.data_ptr(), mean.data_ptr(), invstd.data_ptr(), k.data_ptr(), _ptr(v0),
         place.data_ptr() if pool else None, g_out.data_ptr(), _ptr(g_v_last), g_v0.data_ptr(), g_k.data_ptr(),
         sum_g.data_ptr(), sum_gc.data_ptr(), T, B, C, H, W, int(leak), int(hard), int(detach), sg_code,
@@ -161,7 +160,7 @@ def _input_grad(g_z: Tensor, y: Tensor, mean: Tensor, invstd: Tensor, scale: Ten
     y = y.contiguous()
     T, B, C, H, W = y.shape
     args = [_state(t, wide) for t in (mean, invstd, scale, sum_g, sum_gc)]
-    getattr(_lib(), f"plif_bn_input_grad_{_SUFFIX[y.dtype]}")(
+    getattr(_lib(), f"plif_bn_input_grad_{SUFFIX[y.dtype]}")(
         g_z.data_ptr(), y.data_ptr(), *(t.data_ptr() for t in args), g_y.data_ptr(), T * B * C, C, H * W,
         int(training), torch.get_num_threads())
 
@@ -191,7 +190,7 @@ def _batch_stats(y: Tensor) -> tuple[Tensor, Tensor]:
     T, B, C, H, W = y.shape
     src, y_step = _time_step(y)
     mean, var = torch.empty(C, dtype=torch.float64), torch.empty(C, dtype=torch.float64)
-    getattr(_lib(), f"plif_batch_stats_{_SUFFIX[y.dtype]}")(
+    getattr(_lib(), f"plif_batch_stats_{SUFFIX[y.dtype]}")(
         src.data_ptr(), mean.data_ptr(), var.data_ptr(), T, B, C, H * W, y_step, torch.get_num_threads())
     return mean, var
 
@@ -281,4 +280,4 @@ def cpu_block_supports(device: torch.device | str, dtype: torch.dtype) -> bool:
     fp16: ``.half()`` or fp16 autocast).  Whether the library loaded is the caller's to know (the
     fused block lists these kernels once it did); this stays a test of two values, which a
     ``torch.compile`` trace reads without a lock or a build."""
-    return torch.device(device).type == "cpu" and dtype in _SUFFIX
+    return torch.device(device).type == "cpu" and dtype in SUFFIX

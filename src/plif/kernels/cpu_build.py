@@ -23,10 +23,12 @@ import tempfile
 import threading
 from pathlib import Path
 
+import torch
+
 from ..atomic import atomic_path
 from ..filelock import FileLock
 
-__all__ = ["load_library", "BUILD_ERROR", "cache_dir"]
+__all__ = ["load_library", "library_or_raise", "unavailable", "SUFFIX", "BUILD_ERROR", "cache_dir"]
 
 # one translation unit per input type, compiled in parallel: nearly all the build is the neuron
 # templates' variants (80 backward and 12 forward a type)
@@ -43,6 +45,7 @@ FLAGS = ["-O3", "-std=c++17", "-fPIC", "-shared", "-fopenmp", "-ffp-contract=off
 # compiler that refuses the flag gets the portable build.
 NATIVE = ["-march=native"]
 
+SUFFIX = {torch.float32: "f32", torch.float64: "f64", torch.bfloat16: "bf16"}  # the symbols' suffix by input dtype
 BUILD_ERROR: str | None = None
 _lib: ctypes.CDLL | None = None
 _tried = False
@@ -170,3 +173,18 @@ def load_library() -> ctypes.CDLL | None:
         except (OSError, RuntimeError, subprocess.SubprocessError) as e:
             BUILD_ERROR = str(e)
         return _lib
+
+
+def unavailable() -> str | None:
+    """Why the library cannot be had (building it now if needed), or ``None`` when it can."""
+    if load_library() is not None:
+        return None
+    return BUILD_ERROR or "the library did not load"
+
+
+def library_or_raise(what: str) -> ctypes.CDLL:
+    """The library, or a ``RuntimeError`` saying that ``what`` (a kernel's name) is unavailable and why."""
+    lib = load_library()
+    if lib is None:
+        raise RuntimeError(f"the {what} is unavailable: {unavailable()}")
+    return lib

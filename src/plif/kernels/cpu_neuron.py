@@ -19,11 +19,10 @@ from torch import Tensor
 
 from ..neurons.functional import NeuronConfig, rest_potential
 from ..surrogate import get_surrogate
-from .cpu_build import load_library
+from .cpu_build import SUFFIX, library_or_raise, unavailable
 
 __all__ = ["multi_step_cpu", "cpu_supports", "cpu_unavailable", "cpu_forward", "cpu_backward"]
 
-_SUFFIX = {torch.float32: "f32", torch.float64: "f64", torch.bfloat16: "bf16"}  # by the input's dtype
 _WIDE = {torch.bfloat16: torch.float32}  # input dtype -> the kernel's state dtype, where they differ
 
 
@@ -39,10 +38,7 @@ def _check_state(dtype: torch.dtype, v0: Tensor, k: Tensor) -> None:
 
 
 def _lib():
-    lib = load_library()
-    if lib is None:
-        raise RuntimeError(f"the cpu neuron kernel is unavailable: {cpu_unavailable()}")
-    return lib
+    return library_or_raise("cpu neuron kernel")
 
 
 # ------------------------------------------------------------------------------------ operators
@@ -62,7 +58,7 @@ def cpu_forward(x: Tensor, k: Tensor, v0: Tensor, leak: bool, hard: bool, v_th: 
     v0, k = v0.contiguous(), k.contiguous()
     spikes, v_last = x.new_empty(x.shape), torch.empty_like(v0)
     h_seq = x.new_empty(x.shape if keep_h else (0,), dtype=v0.dtype)
-    getattr(_lib(), f"plif_forward_{_SUFFIX[x.dtype]}")(
+    getattr(_lib(), f"plif_forward_{SUFFIX[x.dtype]}")(
         xr.data_ptr(), (k if leak else v0).data_ptr(), v0.data_ptr(), spikes.data_ptr(),
         h_seq.data_ptr() if keep_h else None, v_last.data_ptr(), x.shape[0], n, 0 if static else n, int(leak),
         int(hard), int(leak and k.numel() > 1), float(v_th), float(v_rest), torch.get_num_threads())
@@ -87,7 +83,7 @@ def cpu_backward(g_s: Tensor, g_v_last: Tensor, h_seq: Tensor, v0: Tensor, k: Te
     h_seq, v0, k = h_seq.contiguous(), v0.contiguous(), k.contiguous()
     g_x, g_v0 = torch.empty_like(g_s), torch.empty_like(v0)
     g_k = torch.empty_like(v0) if need_k else torch.zeros_like(v0)
-    getattr(_lib(), f"plif_backward_{_SUFFIX[g_s.dtype]}")(
+    getattr(_lib(), f"plif_backward_{SUFFIX[g_s.dtype]}")(
         g_s.data_ptr(), g_v_last.data_ptr(), h_seq.data_ptr(), v0.data_ptr(), (k if leak else v0).data_ptr(),
         g_x.data_ptr(), g_v0.data_ptr(), g_k.data_ptr(), h_seq.shape[0], v0.numel(),
         int(leak), int(hard), int(detach), sg_code, int(leak and k.numel() > 1), int(need_k),
@@ -157,12 +153,9 @@ def multi_step_cpu(x: torch.Tensor, k: torch.Tensor, v0: torch.Tensor, cfg: Neur
 
 def cpu_unavailable() -> str | None:
     """Why the kernel cannot run here (build it now if needed), or ``None`` when it can."""
-    if load_library() is not None:
-        return None
-    from . import cpu_build
-    return cpu_build.BUILD_ERROR or "the library did not load"
+    return unavailable()
 
 
 def cpu_supports(x: torch.Tensor, cfg: NeuronConfig) -> bool:
     """Auto-dispatch predicate: CPU fp32/fp64/bf16 tensors (the table only lists this backend once it built)."""
-    return x.device.type == "cpu" and (x.dtype in _SUFFIX or x.dtype in _WIDE)
+    return x.device.type == "cpu" and (x.dtype in SUFFIX or x.dtype in _WIDE)

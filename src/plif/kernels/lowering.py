@@ -102,6 +102,12 @@ def _cover(rows: list[dict]) -> list[dict]:
     return chosen
 
 
+def _in_turn(*seqs) -> list[tuple]:
+    """One item of each of ``seqs`` at a time, each taken in turn and repeated until the longest has
+    been taken once: ``(a[i % len(a)], b[i % len(b)], ...)`` for ``i < max(len(a), len(b), ...)``."""
+    return [tuple(s[i % len(s)] for s in seqs) for i in range(max(len(s) for s in seqs))]
+
+
 def _variant(kernel: str, row: dict, launch: Launch) -> Variant:
     if kernel == "forward":
         flags = forward_flags(row["leak"], row["hard"], row["pc"], launch.block)
@@ -119,9 +125,7 @@ def covering_variants() -> list[Variant]:
 
     out, shapes = block_covering_variants(), launches()
     for kernel, rows in (("forward", _forward_rows()), ("backward", _backward_rows())):
-        chosen = _cover(list(rows))
-        n = max(len(chosen), len(shapes))
-        out += [_variant(kernel, chosen[i % len(chosen)], shapes[i % len(shapes)]) for i in range(n)]
+        out += [_variant(kernel, row, shape) for row, shape in _in_turn(_cover(list(rows)), shapes)]
     return out
 
 

@@ -13,9 +13,10 @@ from __future__ import annotations
 import itertools
 
 from ..surrogate import SURROGATES, get_surrogate
-from .lowering import _DTYPES, Variant, _cover, _neuron_options
-from .triton_block_launch import (MAX_CHUNK, BlockLaunch, backward_flags, backward_launch,
-                                  forward_flags, forward_launch, input_grad_flags, plane_launch, stats_flags)
+from .lowering import _DTYPES, Variant, _cover, _in_turn, _neuron_options
+from .triton_block_launch import (MAX_CHUNK, backward_flags, backward_launch, forward_flags, forward_launch,
+                                  input_grad_flags, plane_launch, stats_flags)
+from .triton_launch import Launch
 
 __all__ = ["BLOCK_KERNELS", "POINTERS", "INTS", "block_launches", "block_rows", "block_covering_variants",
            "block_all_variants"]
@@ -34,7 +35,7 @@ _SIZES = (1, 2, 3, 8, 16, 17, 32, 64, 128, 256)  # plane sides: every launch sha
 _COVER_CHUNKS = (1, 2, 3, 4)
 
 
-def block_launches(kernel: str, pool: bool = False) -> list[BlockLaunch]:
+def block_launches(kernel: str, pool: bool = False) -> list[Launch]:
     """Every launch ``kernel``'s launcher returns over planes from 1×1 to 256×256."""
     pick = {"block_forward": lambda h, w: forward_launch(h, w, pool), "block_backward": backward_launch}
     fn = pick.get(kernel, plane_launch)
@@ -65,7 +66,7 @@ def block_rows(kernel: str) -> list[dict]:
     return rows
 
 
-def _flags(kernel: str, row: dict, launch: BlockLaunch, chunk: int) -> dict:
+def _flags(kernel: str, row: dict, launch: Launch, chunk: int) -> dict:
     if kernel == "block_forward":
         return forward_flags(row["pool"], row["leak"], row["hard"], row["pc"], row["v0"], row["state"], launch.block)
     if kernel == "block_backward":
@@ -76,7 +77,7 @@ def _flags(kernel: str, row: dict, launch: BlockLaunch, chunk: int) -> dict:
     return stats_flags(launch.block)
 
 
-def _variant(kernel: str, row: dict, launch: BlockLaunch, chunk: int = 1) -> Variant:
+def _variant(kernel: str, row: dict, launch: Launch, chunk: int = 1) -> Variant:
     return Variant(kernel, tuple(sorted(_flags(kernel, row, launch, chunk).items())), launch.num_warps, row["x"],
                    "float32", row.get("unit", False))
 
@@ -92,11 +93,9 @@ def block_covering_variants() -> list[Variant]:
             by_kind.setdefault(row.get("pool", False), []).append(row)
         pairs = []
         for pool, rows in by_kind.items():
-            shapes = block_launches(kernel, pool)
-            pairs += [(rows[i % len(rows)], shapes[i % len(shapes)]) for i in range(max(len(rows), len(shapes)))]
+            pairs += _in_turn(rows, block_launches(kernel, pool))
         chunks = _COVER_CHUNKS if kernel == "block_backward" else [1]
-        n = max(len(pairs), len(chunks))
-        out += [_variant(kernel, *pairs[i % len(pairs)], chunks[i % len(chunks)]) for i in range(n)]
+        out += [_variant(kernel, *pair, chunk) for pair, chunk in _in_turn(pairs, chunks)]
     return out
 
 

@@ -12,9 +12,9 @@ device: a launch is deterministic and replays unchanged in a CUDA graph.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from .triton_launch import Launch, _pow2_at_least
 
-__all__ = ["BlockLaunch", "MAX_CHUNK", "chunk_steps", "forward_launch", "backward_launch", "plane_launch",
+__all__ = ["MAX_CHUNK", "chunk_steps", "forward_launch", "backward_launch", "plane_launch",
            "forward_flags", "backward_flags", "input_grad_flags", "stats_flags"]
 
 MAX_CHUNK = 20  # time steps a backward program holds in registers: T <= 20 is one chunk (one read of y)
@@ -23,45 +23,30 @@ _BACKWARD_NEURONS = 128  # one a thread, 4 warps
 _PLANE_NEURONS = 1024
 
 
-@dataclass(frozen=True)
-class BlockLaunch:
-    """``block`` units (windows or pixels, a power of two) per program, run by ``num_warps`` warps."""
-
-    block: int
-    num_warps: int
-
-
-def _pow2_at_least(n, low: int, high: int) -> int:
-    """The smallest power of two ``>= n``, clamped to ``[low, high]`` (sizes may be symbolic: only compared)."""
-    if n >= high:
-        return high
-    return max(low, 1 << (int(n) - 1).bit_length())
-
-
 def _warps(neurons: int) -> int:
     return 4 if neurons >= 512 else 2 if neurons >= 256 else 1
 
 
-def forward_launch(h, w, pool: bool) -> BlockLaunch:
+def forward_launch(h, w, pool: bool) -> Launch:
     """Windows (``pool``: ``ceil(H/2)·ceil(W/2)`` of them, the last row or column of an odd plane
     in windows of its own) or pixels per program."""
     if pool:
         block = _pow2_at_least(((h + 1) // 2) * ((w + 1) // 2), 16, _FORWARD_NEURONS // 4)
-        return BlockLaunch(block, _warps(4 * block))
+        return Launch(block, _warps(4 * block))
     block = _pow2_at_least(h * w, 16, _FORWARD_NEURONS)
-    return BlockLaunch(block, _warps(block))
+    return Launch(block, _warps(block))
 
 
-def backward_launch(h, w) -> BlockLaunch:
+def backward_launch(h, w) -> Launch:
     """Pixels per program, one per thread (a warp at least)."""
     block = _pow2_at_least(h * w, 32, _BACKWARD_NEURONS)
-    return BlockLaunch(block, block // 32)
+    return Launch(block, block // 32)
 
 
-def plane_launch(h, w) -> BlockLaunch:
+def plane_launch(h, w) -> Launch:
     """Pixels per program of the elementwise passes."""
     block = _pow2_at_least(h * w, 16, _PLANE_NEURONS)
-    return BlockLaunch(block, _warps(block))
+    return Launch(block, _warps(block))
 
 
 def chunk_steps(T: int, max_chunk: int | None = None) -> int:

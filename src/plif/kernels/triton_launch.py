@@ -23,19 +23,25 @@ MAX_BLOCK = 1024
 
 @dataclass(frozen=True)
 class Launch:
-    """``block`` neurons (a power of two) of one ``k`` channel per program, run by ``num_warps`` warps."""
+    """``block`` neurons (a power of two) of one ``k`` channel per program, run by ``num_warps`` warps
+    (the fused block's launches, :mod:`.triton_block_launch`: ``block`` windows or pixels of one plane)."""
 
     block: int
     num_warps: int
+
+
+def _pow2_at_least(n, low: int, high: int) -> int:
+    """The smallest power of two ``>= n``, clamped to ``[low, high]`` (sizes may be symbolic: only compared)."""
+    if n >= high:
+        return high
+    return max(low, 1 << (int(n) - 1).bit_length())
 
 
 def launch_config(m) -> Launch:
     """The launch for groups of ``m`` neurons: the smallest power of two holding them, between 16
     and :data:`MAX_BLOCK` (8 neurons a thread at 1,024), 4 warps.  A size below one block is
     specialised (small layers only)."""
-    if m >= MAX_BLOCK:
-        return Launch(MAX_BLOCK, 4)
-    return Launch(max(16, 1 << (int(m) - 1).bit_length()), 4)
+    return Launch(_pow2_at_least(m, 16, MAX_BLOCK), 4)
 
 
 def forward_flags(leak: bool, hard: bool, per_channel: bool, block: int) -> dict:
