@@ -18,6 +18,8 @@ from pathlib import Path
 
 from plif.data.events.fingerprint import edges_hash, file_hash, file_stat, same_bytes
 
+from bench_copy_check import write_tree  # the N-MNIST-sized tree (this folder is on sys.path when run as a script)
+
 
 def best(fn, repeat: int) -> float:
     times = []
@@ -50,12 +52,7 @@ def main() -> None:
         print(f"generated {a.big_mib} MiB: whole hash {t:.2f} s, {size / 1e6 / t:.0f} MB/s; "
               f"edges hash {best(lambda: edges_hash(big), a.repeat) * 1e3:.2f} ms")
         big.unlink()
-        files = []
-        for k in range(a.files):
-            p = Path(tmp) / str(k % 10) / f"{k}.bin"
-            p.parent.mkdir(exist_ok=True)
-            p.write_bytes(os.urandom(5 * (3000 + (k * 7919) % 2000)))
-            files.append(p)
+        files = write_tree(Path(tmp), "files", a.files, 0)
         ts = best(lambda: [file_stat(p) for p in files], a.repeat)
         te = best(lambda: [edges_hash(p) for p in files], a.repeat)
         print(f"{a.files} N-MNIST-sized files: stat {ts / a.files * 1e6:.0f} us/file, "

@@ -1,5 +1,6 @@
 """A file's fingerprint: the edges hash reads at most 128 KiB and sees the size; byte-identical
 files of two lists are found by size first and read only when alike."""
+import hashlib
 import os
 
 from plif.data.events import fingerprint
@@ -53,3 +54,36 @@ def test_same_bytes_compares_sizes_then_hashes_only_the_alike(tmp_path, monkeypa
     with monkeypatch.context() as m:
         m.setattr(fingerprint.os, "stat", None)  # the sizes the caller stat'ed are not stat'ed again
         assert same_bytes(ours, theirs, sizes) == [(str(tmp_path / "a2"), str(tmp_path / "b2"))]
+
+
+def _old_file_hash(path):  # fingerprint.file_hash as it was before file_hashes (fad3546)
+    h = hashlib.blake2b(digest_size=16)
+    with open(path, "rb") as f:
+        while block := f.read(1 << 20):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _old_edges_hash(path):  # fingerprint.edges_hash as it was before file_hashes (fad3546)
+    h = hashlib.blake2b(digest_size=16)
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        h.update(size.to_bytes(8, "little"))
+        h.update(f.read(EDGE))
+        if size > 2 * EDGE:
+            f.seek(size - EDGE)
+        h.update(f.read(EDGE))
+    return h.hexdigest()
+
+
+def test_one_pass_gives_the_digests_of_the_two_reads_it_replaced(tmp_path):
+    """What meta.json records (and every cache built before keeps) is unchanged: sizes at and around
+    the edges, and files of several 1 MiB blocks whose last edge starts in one block and ends in the next."""
+    block = 1 << 20
+    data = os.urandom(3 * block + EDGE)
+    for n in (0, 1, EDGE - 1, EDGE, EDGE + 1, 2 * EDGE - 1, 2 * EDGE, 2 * EDGE + 1, 3 * EDGE, block,
+              block + EDGE // 2, 3 * block + 17):
+        f = _write(tmp_path / f"{n}.bin", data[:n])
+        want = (_old_file_hash(f), _old_edges_hash(f))
+        assert fingerprint.file_hashes(f) == want and (file_hash(f), edges_hash(f)) == want, n
+        assert fingerprint.fingerprint(f) == {"stat": fingerprint.file_stat(f), "hash": want[0], "edges": want[1]}

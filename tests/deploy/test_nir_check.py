@@ -189,6 +189,20 @@ def test_the_time_constant_is_checked_against_the_dt_it_is_stepped_with():
     from_nir(graph, dt=1e-3)
 
 
+def test_read_nir_checks_again_what_nirs_type_inference_made_of_the_file(tmp_path):
+    """read_graph checks the file as written, before NIR's type inference; the Input node inference
+    adds before a root node is seen only by from_nir's check (so read_nir checks twice)."""
+    lif = nir.LIF(tau=np.full(3, 2.0), r=np.ones(3), v_leak=np.zeros(3), v_threshold=np.ones(3), v_reset=np.zeros(3))
+    graph = nir.NIRGraph(nodes={"lif": lif, "output": nir.Output(output_type={"output": np.array([3])})},
+                         edges=[("lif", "output")], type_check=False)
+    graph.metadata = {"input_shape": [4]}
+    nir.write(tmp_path / "g.nir", graph)
+    check_graph(nir.read(tmp_path / "g.nir", type_check=False))  # as written: no Input node to compare with
+    with pytest.raises(ValueError, match=r"g.nir: metadata: field 'input_shape' \[4\] is not the Input node's "
+                                         r"shape \[3\]"):  # from_nir's error, as read_nir passes it on
+        read_nir(tmp_path / "g.nir")
+
+
 def test_the_bound_on_magnitudes_is_where_float32_networks_stay_finite(good_graph):
     """2^40 (the documented bound): two such values and an input of 2^20 summed over a fan-in of 2^24
     stay finite in float32; 1e38 (the audit's) overflows a single product with an input of 4."""

@@ -73,7 +73,7 @@ def test_the_cuda_variants_build_the_product_step(monkeypatch):
     x, xs, y = bt._inputs(entry, 1, 2, "cpu")
     net = "c4k3s1-BN-PLIF-c4k3s1-BN-PLIF-MPk2s2-FC10-PLIF"
     for v in ("cuda-graph", "compile+graph", "cuda-graph+bf16+channels-last"):
-        bt._build_step(v, entry, 1, x, xs, y, torch.device("cpu"), net, memory="exact")()
+        bt._build_step(v, entry, 1, x, xs, y, torch.device("cpu"), net, memory="exact")[0]()
     (_, plain), (model, compiled), (cl_model, cl) = built
     assert plain["net"] is None and plain["amp"] is None and cl["amp"] == "bf16"
     assert type(compiled["net"]).__name__ == "OptimizedModule" and compiled["net"]._orig_mod is model

@@ -143,38 +143,39 @@ def memory_choice(memory: str | None, v: str = "auto", entry=None, network: str 
 
 
 def _build_step(v: str, entry, T: int, x, xs, y, dev, network: str | None = None, memory: str | None = None):
-    """The step of variant ``v`` (a fresh network and optimiser) on ``network`` (default: the paper's),
-    plif's with ``--memory memory`` (default: ``plif train``'s)."""
+    """``(step, memory)``: the step of variant ``v`` (a fresh network and optimiser) on ``network``
+    (default: the paper's), plif's with ``--memory memory`` (default: ``plif train``'s), and the name
+    of the memory option it runs with ("none" for the composed layers, None for SpikingJelly)."""
     network = network or entry.network
     amp = "bf16" if "+bf16" in v else None
     if v.startswith("spikingjelly"):
         sj, reset_net = spikingjelly_twin(build_network(network, entry.input_shape, T), str(dev))
         graph = v.endswith("graph")
         step = _step_fn(sj.to(dev), xs, y, entry.num_classes, capturable=graph, after=reset_net, amp=amp)
-        return capture_cuda_graph(step, dev) if graph else step
+        return (capture_cuda_graph(step, dev) if graph else step), None
     backend = {"naive": "reference", "bptt": "bptt"}.get(v, "auto")
     with switched(channels_last=v.endswith("+channels-last")):  # read when the network is built
         net = build_network(network, entry.input_shape, T, backend=backend)
     # a plain PyTorch SNN keeps every activation; bptt and auto+none: the composed layers of --memory none
-    net.set_memory(MemoryOptions() if v in COMPOSED else memory_choice(memory, v, entry, network, T)[1])
+    chosen, options = ("none", MemoryOptions()) if v in COMPOSED else memory_choice(memory, v, entry, network, T)
+    net.set_memory(options)
     net = net.to(dev)
     if v.startswith(("cuda-graph", "compile+graph")):  # plif train's captured step, compiled inside or not
         trainer = GraphTrainer(net, graph_adam(net.parameters(), 1e-3, dev), entry.num_classes, dev, amp=amp,
                                net=torch.compile(net) if v.startswith("compile") else None)
         net.train()
-        return lambda: trainer.train_step(x, y)
+        return (lambda: trainer.train_step(x, y)), chosen
     step = _step_fn(torch.compile(net) if v == "compile" else net, x, y, entry.num_classes,
                     capturable=v.endswith("graph"), amp=amp)
-    return capture_cuda_graph(step, dev) if v.endswith("graph") else step
+    return (capture_cuda_graph(step, dev) if v.endswith("graph") else step), chosen
 
 
 def _bound(r: TrainBenchResult, entry, T: int, network: str, dev, tf32: bool, memory: str | None) -> None:
-    """Fill the row's memory, precision, FLOPs, activation bytes and, on a GPU of
-    :data:`plif.bench.bound.PEAKS`, its bound."""
+    """Fill the row's memory (``memory``: the option its step ran with, from :func:`_build_step`),
+    precision, FLOPs, activation bytes and, on a GPU of :data:`plif.bench.bound.PEAKS`, its bound."""
     with torch.device("meta"):
         net = build_network(network, entry.input_shape, T)
-    r.memory = ("" if r.variant.startswith("spikingjelly") or r.variant == "naive"
-                else "none" if r.variant in COMPOSED else memory_choice(memory, r.variant, entry, network, T)[0])
+    r.memory = "" if r.variant.startswith("spikingjelly") or r.variant == "naive" else memory
     r.precision = "bf16" if "+bf16" in r.variant else ("tf32" if tf32 and dev.type == "cuda" else "fp32")
     flops = step_flops(net, r.batch, static_input=not entry.is_event)
     nbytes = activation_bytes(net, r.batch, 2 if r.precision == "bf16" else 4)
@@ -222,10 +223,10 @@ def bench_train(dataset: str = "fashion-mnist", batches=(16,), device: str = "cp
                     results.append(TrainBenchResult(v, b, None, None, note="not run: time budget spent"))
                     continue
                 torch.manual_seed(0)
-                step = _build_step(v, entry, T, x, xs, y, dev, network, memory)
+                step, chosen = _build_step(v, entry, T, x, xs, y, dev, network, memory)
                 results.append(_measure(step, v, b, dev, warmup, iters, kernels))
                 results[-1].note = sj_note if sj else ""
-                _bound(results[-1], entry, T, network, dev, tf32, memory)
+                _bound(results[-1], entry, T, network, dev, tf32, chosen)
                 del step
     finally:
         set_tf32(tf32_before)

@@ -33,6 +33,7 @@ import numbers
 import numpy as np
 
 from ..models.notation import MAX_INT
+from .nir_targets import TARGETS
 
 __all__ = ["NIRFileError", "check_graph", "MAX_MAGNITUDE"]
 
@@ -41,7 +42,7 @@ MAX_MAGNITUDE = 2.0 ** 40
 _TIME_CONSTANTS = ("tau", "tau_mem", "tau_syn")
 _VALUES = ("weight", "bias", "scale", "w_in", "threshold", "v_threshold", "v_reset", "v_leak")
 _NEURONS = ("LIF", "IF", "LI", "I", "CubaLIF", "CubaLI")
-_METADATA_WORDS = {"target": ("norse", "snntorch", "sinabs", "generic"), "bn": ("exact", "folded"),
+_METADATA_WORDS = {"target": tuple(TARGETS), "bn": ("exact", "folded"),
                    "leak": ("exact", "inexact")}
 
 
@@ -302,8 +303,9 @@ def _out_shape(name: str, node, shape: tuple | None) -> tuple | None:
     return None  # Delay, Conv1d, subgraphs: plif's importer refuses them; their shapes are not followed
 
 
-def _order(graph) -> list[str]:
-    """Nodes in an order where each comes after the nodes feeding it (as far as edges allow)."""
+def _order(graph) -> tuple[list[str], dict[str, list]]:
+    """Nodes in an order where each comes after the nodes feeding it (as far as edges allow), and
+    the nodes feeding each."""
     for a, b in graph.edges:
         for end in (a, b):
             if end not in graph.nodes:
@@ -317,7 +319,7 @@ def _order(graph) -> list[str]:
             order.append(n)
             done.add(n)
         pending = [n for n in pending if n not in done]
-    return order
+    return order, preds
 
 
 def check_graph(graph, dt: float | None = None) -> None:
@@ -333,8 +335,8 @@ def check_graph(graph, dt: float | None = None) -> None:
     for name, node in graph.nodes.items():
         _check_values(name, node, step)
     shapes: dict[str, tuple | None] = {}
-    preds = {n: [a for a, b in graph.edges if b == n] for n in graph.nodes}
-    for name in _order(graph):
+    order, preds = _order(graph)
+    for name in order:
         node = graph.nodes[name]
         incoming = [shapes[p] for p in preds[name] if shapes.get(p) is not None]
         if len({tuple(s) for s in incoming}) > 1:

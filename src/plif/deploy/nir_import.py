@@ -287,6 +287,9 @@ def _unreadable(path: Path, error: Exception) -> str:
 
 def read_nir(path: str | Path, dt: float | None = None) -> NIRNetwork:
     """Read a ``.nir`` file written by :func:`plif.deploy.nir_export.write_nir` (or any chain of supported nodes)."""
+    # checked twice on purpose: read_graph checks the file as written, before NIR's type inference runs
+    # on it; from_nir checks what inference made of it (an Input node added before a root, types filled
+    # in) and time constants against the dt it is stepped with
     graph = read_graph(path)
     try:
         return from_nir(graph, dt)

@@ -13,7 +13,7 @@ import hashlib
 import os
 from pathlib import Path
 
-__all__ = ["file_stat", "file_hash", "edges_hash", "fingerprint", "same_content", "same_bytes"]
+__all__ = ["file_stat", "file_hash", "file_hashes", "edges_hash", "fingerprint", "same_content", "same_bytes"]
 
 _BLOCK = 1 << 20
 EDGE = 64 << 10  # bytes hashed at each end of a file on every load
@@ -24,13 +24,38 @@ def file_stat(path: str | Path) -> list[int]:
     return [int(st.st_size), int(st.st_mtime_ns), int(st.st_ino)]
 
 
+def _edges(size: int) -> list[tuple[int, int]]:
+    """The byte ranges ``[a, b)`` the edges hash covers in a file of ``size`` bytes: the whole file
+    when it holds at most two edges, else its first and last :data:`EDGE` bytes."""
+    return [(0, size)] if size <= 2 * EDGE else [(0, EDGE), (size - EDGE, size)]
+
+
+def _hashes(path: str | Path, edges: bool) -> tuple[str, str]:
+    """BLAKE2b-128 of the whole file and (with ``edges``) of its size and :func:`_edges` bytes, hex,
+    in one pass over the file."""
+    whole, edge = hashlib.blake2b(digest_size=16), hashlib.blake2b(digest_size=16)
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        edge.update(size.to_bytes(8, "little"))
+        spans, pos = (_edges(size) if edges else []), 0
+        while block := f.read(_BLOCK):
+            whole.update(block)
+            view = memoryview(block)
+            for a, b in spans:
+                if a < pos + len(block) and b > pos:
+                    edge.update(view[max(a - pos, 0):b - pos])
+            pos += len(block)
+    return whole.hexdigest(), edge.hexdigest()
+
+
 def file_hash(path: str | Path) -> str:
     """BLAKE2b-128 of the whole file, hex."""
-    h = hashlib.blake2b(digest_size=16)
-    with open(path, "rb") as f:
-        while block := f.read(_BLOCK):
-            h.update(block)
-    return h.hexdigest()
+    return _hashes(path, edges=False)[0]
+
+
+def file_hashes(path: str | Path) -> tuple[str, str]:
+    """``(file_hash(path), edges_hash(path))`` from one read of the file."""
+    return _hashes(path, edges=True)
 
 
 def edges_hash(path: str | Path) -> str:
@@ -40,15 +65,16 @@ def edges_hash(path: str | Path) -> str:
     with open(path, "rb") as f:
         size = os.fstat(f.fileno()).st_size
         h.update(size.to_bytes(8, "little"))
-        h.update(f.read(EDGE))
-        if size > 2 * EDGE:
-            f.seek(size - EDGE)
-        h.update(f.read(EDGE))
+        for a, b in _edges(size):
+            f.seek(a)
+            h.update(f.read(b - a))
     return h.hexdigest()
 
 
 def fingerprint(path: str | Path) -> dict:
-    return {"stat": file_stat(path), "hash": file_hash(path), "edges": edges_hash(path)}
+    stat = file_stat(path)
+    whole, edges = file_hashes(path)
+    return {"stat": stat, "hash": whole, "edges": edges}
 
 
 def same_content(path: str | Path, fp: dict, always_hash: bool = False) -> bool:
@@ -63,9 +89,10 @@ def same_content(path: str | Path, fp: dict, always_hash: bool = False) -> bool:
             return False
         if stat == fp["stat"] and not always_hash and "edges" in fp:
             return edges_hash(path) == fp["edges"]
-        if file_hash(path) != fp["hash"]:
+        whole, edges = file_hashes(path)
+        if whole != fp["hash"]:
             return False
-        fp["stat"], fp["edges"] = stat, edges_hash(path)
+        fp["stat"], fp["edges"] = stat, edges
     except OSError:
         return False
     return True
