@@ -24,7 +24,9 @@ def run_train(args) -> int:
 
         cfg = TrainConfig(**given)
         if args.download:
-            _download(cfg, asked=True)
+            from ..train.config import resolve_config
+
+            _download(cfg, check=resolve_config)  # a bad option fails now, not after a long download
         return train(cfg, restart=args.restart)
     if args.restart:
         raise ValueError("--restart deletes the run in --out and --resume continues it: give one of them")
@@ -36,9 +38,9 @@ def run_train(args) -> int:
     typed = given.get("surrogate", "")  # a MODULE:NAME typed again is the user's choice of MODULE
     stored = _stored_config(run, [*args.trust_module, *([typed.partition(":")[0]] if ":" in typed else [])])
     cfg = dataclasses.replace(stored, **{**given, "out": str(run)})
-    _check_given(cfg, set(given))
+    _check_given(cfg, set(given))  # before a download too
     if args.download:
-        _download(cfg, asked=False)
+        _download(cfg)
     return train(cfg, resume=True)
 
 
@@ -51,17 +53,18 @@ def _check_given(cfg, names) -> None:
     check_network(resolve_config(cfg, asked=names), asked=names)
 
 
-def _download(cfg, asked: bool) -> None:
+def _download(cfg, check=None) -> None:
     """``--download``: fetch an event dataset into --data-dir (or the default folder) once every other
-    value checked out; static datasets are downloaded by their loader anyway."""
+    value checked out (``check(cfg)``, run once that folder exists: it must); static datasets are
+    downloaded by their loader anyway."""
     from ..data.event_download import download_event_dataset
-    from ..train.config import resolve_config
 
     if not cfg.dataset_spec.is_event:
         return
     if cfg.data_dir is not None:
         Path(cfg.data_dir).expanduser().mkdir(parents=True, exist_ok=True)
-    resolve_config(cfg, asked)  # a bad option fails now, not after a long download
+    if check is not None:
+        check(cfg)
     download_event_dataset(cfg.dataset_spec, cfg.data_dir)
 
 
