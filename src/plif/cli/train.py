@@ -10,8 +10,8 @@ def run_train(args) -> int:
     from ..train.stopping import stopped_exit_status
     from .config_flags import given_settings
 
-    def train(cfg, resume=False, restart=False) -> int:  # stopped by --time-limit or SIGTERM/SIGUSR1: exit 75
-        return stopped_exit_status() if train_status(cfg, resume, restart=restart)[1] else 0
+    def train(cfg, resume=False, restart=False, asked=None) -> int:  # stopped by --time-limit or SIGTERM/SIGUSR1: 75
+        return stopped_exit_status() if train_status(cfg, resume, restart=restart, asked=asked)[1] else 0
 
     given = given_settings(args)
     if not args.resume:
@@ -38,19 +38,16 @@ def run_train(args) -> int:
     typed = given.get("surrogate", "")  # a MODULE:NAME typed again is the user's choice of MODULE
     stored = _stored_config(run, [*args.trust_module, *([typed.partition(":")[0]] if ":" in typed else [])])
     cfg = dataclasses.replace(stored, **{**given, "out": str(run)})
-    _check_given(cfg, set(given))  # before a download too
-    if args.download:
+    # the options given are refused where they would have no effect (train checks them; the run's own are
+    # kept as it ran with them)
+    asked = set(given)
+    if args.download:  # checked as train checks them, before the data folder is made and a long download
+        from ..train.checks import check_network
+        from ..train.config import resolve_config
+
+        check_network(resolve_config(cfg, asked=asked), asked=asked)
         _download(cfg)
-    return train(cfg, resume=True)
-
-
-def _check_given(cfg, names) -> None:
-    """The options ``names`` given to a ``--resume`` (``cfg``: the run's config with them) are refused
-    where they would have no effect; the run's own options are kept as it ran with them."""
-    from ..train.checks import check_network
-    from ..train.config import resolve_config
-
-    check_network(resolve_config(cfg, asked=names), asked=names)
+    return train(cfg, resume=True, asked=asked)
 
 
 def _download(cfg, check=None) -> None:
