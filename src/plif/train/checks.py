@@ -94,12 +94,12 @@ def check_values(cfg) -> None:
     check_backend(cfg.backend, pick_device(cfg.device, check=False), cfg.surrogate, option="--backend")
 
 
-def check_effects(cfg, authors_network: str | None, asked=None) -> None:
+def check_effects(cfg, authors_network: str | None, asked=True) -> None:
     """Options that would have no effect in the resolved config ``cfg``, refused with the reason (each
     is the default's value otherwise), and a ``--lr`` outside :data:`LR_RANGE` (it moves no weight, or
     every weight to infinity); ``authors_network``: the dataset's authors'-code network, if any.
     Only for what is asked now: a stored run's config keeps what it ran with, and ``asked`` (field
-    names; None: all) limits the checks to the options given now to continue it."""
+    names; True: all) limits the checks to the options given now to continue it."""
     given = _given(asked)
     if given("lr") and not LR_RANGE[0] <= cfg.lr <= LR_RANGE[1]:
         raise ValueError(f"--lr {cfg.lr!r}: must be a normal float32 number, 2^-126 (1.2e-38) to 3.4e38: Adam's step "
@@ -123,7 +123,7 @@ def check_effects(cfg, authors_network: str | None, asked=None) -> None:
                          f"and {why}")
 
 
-def check_network_effects(model, cfg, asked=None) -> None:
+def check_network_effects(model, cfg, asked=True) -> None:
     """Options that would have no effect on the network ``model`` (built from ``cfg``); ``asked`` as
     :func:`check_effects` takes it."""
     given = _given(asked)
@@ -137,8 +137,8 @@ def check_network_effects(model, cfg, asked=None) -> None:
 
 
 def _given(asked):
-    """Whether an option is among ``asked`` (field names), or every one when that is None."""
-    return (lambda name: True) if asked is None else (lambda name: name in asked)
+    """Whether an option is among ``asked`` (field names), or every one when that is True."""
+    return (lambda name: True) if asked is True else (lambda name: name in asked)
 
 
 def check_outputs(model, cfg) -> None:
@@ -171,7 +171,7 @@ def check_network(cfg, asked=True) -> None:
     ``asked`` (True: all, False: none, field names: those)."""
     model = meta_network(cfg)
     if asked:
-        check_network_effects(model, cfg, None if asked is True else asked)
+        check_network_effects(model, cfg, asked)
     limit, where = _memory_size(cfg.device)
     if not limit:
         return
