@@ -19,8 +19,8 @@ from ..neurons import NEURONS, check_tau
 from ..surrogate import get_surrogate
 from .fields import field_kind, flag_name, value_fits
 
-__all__ = ["NEURON_NAMES", "MAX_SEED", "LR_RANGE", "check_names", "check_values", "check_effects", "check_outputs",
-           "meta_network", "check_network"]
+__all__ = ["NEURON_NAMES", "MAX_SEED", "LR_RANGE", "check_names", "check_values", "check_effects", "idle_settings",
+           "check_outputs", "meta_network", "check_network"]
 
 NEURON_NAMES = tuple(name.lower() for name in NEURONS)
 MAX_SEED = 2**32 - 1  # every generator seeded from it stays inside torch's 64-bit seeds
@@ -105,22 +105,37 @@ def check_effects(cfg, authors_network: str | None, asked=True) -> None:
         raise ValueError(f"--lr {cfg.lr!r}: must be a normal float32 number, 2^-126 (1.2e-38) to 3.4e38: Adam's step "
                          "lr*m/sqrt(v) is computed in float32, where a smaller rate is subnormal or 0 and changes no "
                          "weight but one within ~1e-31 of 0, a larger one is infinite")
-    neuron = cfg.neuron.lower()
-    if given("per_channel_tau") and cfg.per_channel_tau and neuron != "plif":
-        raise ValueError(f"--per-channel-tau has no effect with --neuron {neuron}: only PLIF learns its tau, so only "
-                         "PLIF can learn one per channel" + (" (IF has no tau)" if neuron == "if" else ""))
-    default_tau0 = next(f.default for f in dataclasses.fields(cfg) if f.name == "tau0")
-    if given("tau0") and neuron == "if" and cfg.tau0 != default_tau0:
-        raise ValueError(f"--tau0 {cfg.tau0:g} has no effect with --neuron if: IF integrates without a leak, it has "
-                         "no time constant (--neuron lif or plif have one)")
-    if given("max_val_samples") and cfg.max_val_samples is not None and not cfg.val_split:
-        raise ValueError(f"--max-val-samples {cfg.max_val_samples} has no effect without --val-split: no validation "
-                         "split is held out (protocol B: e.g. --val-split 0.15)")
+    for name, (default, why) in idle_settings(type(cfg), vars(cfg)).items():
+        value = getattr(cfg, name)
+        if given(name) and value != default:  # a flag's value shown as typed (a float's as %g), a switch's not
+            shown = "" if value is True else f" {value:g}" if isinstance(default, float) else f" {value}"
+            raise ValueError(f"{flag_name(name)}{shown} has no effect {why}")
     if given("authors_code") and cfg.authors_code and cfg.network != authors_network:
         why = ("the dataset's paper network is the authors' code's" if authors_network is None else
                "--preset cpu trains the dataset's CPU network" if cfg.preset == "cpu" else "--network gives the network")
         raise ValueError(f"--authors-code has no effect here: it picks the authors' code's network for --preset paper, "
                          f"and {why}")
+
+
+def idle_settings(config_type, values) -> dict[str, tuple[object, str]]:
+    """The settings that have no effect in config ``values`` (field name -> value of dataclass
+    ``config_type``; one left out is at its default): name -> (its default, why), in the order
+    :func:`check_effects` refuses one given another value.  ``per_channel_tau`` without PLIF,
+    ``tau0`` with IF, ``max_val_samples`` without ``val_split``; a resume compares them at their
+    defaults (:func:`plif.train.resume.config_diff`: runs made before they were refused kept them)."""
+    default = {f.name: f.default for f in dataclasses.fields(config_type)}
+    neuron = str(values.get("neuron", default["neuron"])).lower()
+    why = {}
+    if neuron != "plif":
+        why["per_channel_tau"] = (f"with --neuron {neuron}: only PLIF learns its tau, so only PLIF can learn one per "
+                                  "channel" + (" (IF has no tau)" if neuron == "if" else ""))
+    if neuron == "if":
+        why["tau0"] = ("with --neuron if: IF integrates without a leak, it has no time constant (--neuron lif or "
+                       "plif have one)")
+    if not values.get("val_split", default["val_split"]):
+        why["max_val_samples"] = ("without --val-split: no validation split is held out (protocol B: e.g. "
+                                  "--val-split 0.15)")
+    return {name: (default[name], reason) for name, reason in why.items()}
 
 
 def check_network_effects(model, cfg, asked=True) -> None:
