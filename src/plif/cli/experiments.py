@@ -61,9 +61,11 @@ ENCODER_OPTIONS = {"channels": "channels", "samples": "samples", "layer": "layer
 
 
 def run_plot(args) -> int:
+    from .config_flags import flag_name
+
     output = _figure_output(args)
     given = [k for k in ENCODER_OPTIONS if getattr(args, k) not in (None, [])]
-    encoder_given = [f"--{k.replace('_', '-')}" for k in given]
+    encoder_given = [flag_name(k) for k in given]
     if args.what == "neuron":
         if args.run:
             raise ValueError(f"plot neuron takes no run folder (got {args.run!r})")
