@@ -73,7 +73,8 @@ def run_plot(args) -> int:
             raise ValueError(f"{', '.join(encoder_given)}: no effect on plot neuron (options of plot encoder RUN)")
         from ..experiments import plot_neuron_figures
 
-        paths = plot_neuron_figures(args.out, steps=200 if args.steps is None else args.steps, output=output)
+        steps = {} if args.steps is None else {"steps": args.steps}  # left out: plot_neuron_figures' default
+        paths = plot_neuron_figures(args.out, output=output, **steps)
     else:
         from ..experiments import plot_encoder_figures
 
