@@ -64,10 +64,11 @@ def run_prepare(args) -> int:
         raise ValueError(f"--T must be >= 1, got {args.T}")
     if args.workers is not None and args.workers < 0:
         raise ValueError(f"--workers must be >= 0 (0: build in this process), got {args.workers}")
-    options = LoadOptions(download=not args.no_download, slicing=args.split or "count", cache_dir=args.cache_dir,
+    slicing = {"slicing": args.split} if args.split else {}  # left out: LoadOptions' default, as training reads
+    options = LoadOptions(download=not args.no_download, cache_dir=args.cache_dir,
                           workers=args.workers, progress=not args.quiet, allow_empty=args.allow_empty, verify=args.verify,
                           hash_sources=True,
-                          reader={} if args.flip_x else {"flip_x": False})
+                          reader={} if args.flip_x else {"flip_x": False}, **slicing)
     source = data_source(spec, args.data_dir, spec.T if args.T is None else args.T, options)
     for train in [s for s, skip in ((True, args.test_only), (False, args.train_only)) if not skip]:
         split = source.load(train)

@@ -61,9 +61,11 @@ ENCODER_OPTIONS = {"channels": "channels", "samples": "samples", "layer": "layer
 
 
 def run_plot(args) -> int:
+    from .config_flags import flag_name
+
     output = _figure_output(args)
     given = [k for k in ENCODER_OPTIONS if getattr(args, k) not in (None, [])]
-    encoder_given = [f"--{k.replace('_', '-')}" for k in given]
+    encoder_given = [flag_name(k) for k in given]
     if args.what == "neuron":
         if args.run:
             raise ValueError(f"plot neuron takes no run folder (got {args.run!r})")
@@ -71,7 +73,8 @@ def run_plot(args) -> int:
             raise ValueError(f"{', '.join(encoder_given)}: no effect on plot neuron (options of plot encoder RUN)")
         from ..experiments import plot_neuron_figures
 
-        paths = plot_neuron_figures(args.out, steps=200 if args.steps is None else args.steps, output=output)
+        steps = {} if args.steps is None else {"steps": args.steps}  # left out: plot_neuron_figures' default
+        paths = plot_neuron_figures(args.out, output=output, **steps)
     else:
         from ..experiments import plot_encoder_figures
 

@@ -10,8 +10,8 @@ def run_train(args) -> int:
     from ..train.stopping import stopped_exit_status
     from .config_flags import given_settings
 
-    def train(cfg, resume=False, restart=False) -> int:  # stopped by --time-limit or SIGTERM/SIGUSR1: exit 75
-        return stopped_exit_status() if train_status(cfg, resume, restart=restart)[1] else 0
+    def train(cfg, resume=False, restart=False, asked=None) -> int:  # stopped by --time-limit or SIGTERM/SIGUSR1: 75
+        return stopped_exit_status() if train_status(cfg, resume, restart=restart, asked=asked)[1] else 0
 
     given = given_settings(args)
     if not args.resume:
@@ -24,7 +24,9 @@ def run_train(args) -> int:
 
         cfg = TrainConfig(**given)
         if args.download:
-            _download(cfg, asked=True)
+            from ..train.config import resolve_config
+
+            _download(cfg, check=resolve_config)  # a bad option fails now, not after a long download
         return train(cfg, restart=args.restart)
     if args.restart:
         raise ValueError("--restart deletes the run in --out and --resume continues it: give one of them")
@@ -36,32 +38,30 @@ def run_train(args) -> int:
     typed = given.get("surrogate", "")  # a MODULE:NAME typed again is the user's choice of MODULE
     stored = _stored_config(run, [*args.trust_module, *([typed.partition(":")[0]] if ":" in typed else [])])
     cfg = dataclasses.replace(stored, **{**given, "out": str(run)})
-    _check_given(cfg, set(given))
-    if args.download:
-        _download(cfg, asked=False)
-    return train(cfg, resume=True)
+    # the options given are refused where they would have no effect (train checks them; the run's own are
+    # kept as it ran with them)
+    asked = set(given)
+    if args.download:  # checked as train checks them, before the data folder is made and a long download
+        from ..train.checks import check_network
+        from ..train.config import resolve_config
+
+        check_network(resolve_config(cfg, asked=asked), asked=asked)
+        _download(cfg)
+    return train(cfg, resume=True, asked=asked)
 
 
-def _check_given(cfg, names) -> None:
-    """The options ``names`` given to a ``--resume`` (``cfg``: the run's config with them) are refused
-    where they would have no effect; the run's own options are kept as it ran with them."""
-    from ..train.checks import check_network
-    from ..train.config import resolve_config
-
-    check_network(resolve_config(cfg, asked=names), asked=names)
-
-
-def _download(cfg, asked: bool) -> None:
+def _download(cfg, check=None) -> None:
     """``--download``: fetch an event dataset into --data-dir (or the default folder) once every other
-    value checked out; static datasets are downloaded by their loader anyway."""
+    value checked out (``check(cfg)``, run once that folder exists: it must); static datasets are
+    downloaded by their loader anyway."""
     from ..data.event_download import download_event_dataset
-    from ..train.config import resolve_config
 
     if not cfg.dataset_spec.is_event:
         return
     if cfg.data_dir is not None:
         Path(cfg.data_dir).expanduser().mkdir(parents=True, exist_ok=True)
-    resolve_config(cfg, asked)  # a bad option fails now, not after a long download
+    if check is not None:
+        check(cfg)
     download_event_dataset(cfg.dataset_spec, cfg.data_dir)
 
 

@@ -19,8 +19,8 @@ from ..neurons import NEURONS, check_tau
 from ..surrogate import get_surrogate
 from .fields import field_kind, flag_name, value_fits
 
-__all__ = ["NEURON_NAMES", "MAX_SEED", "LR_RANGE", "check_names", "check_values", "check_effects", "check_outputs",
-           "meta_network", "check_network"]
+__all__ = ["NEURON_NAMES", "MAX_SEED", "LR_RANGE", "check_names", "check_values", "check_effects", "idle_settings",
+           "check_outputs", "meta_network", "check_network"]
 
 NEURON_NAMES = tuple(name.lower() for name in NEURONS)
 MAX_SEED = 2**32 - 1  # every generator seeded from it stays inside torch's 64-bit seeds
@@ -94,28 +94,22 @@ def check_values(cfg) -> None:
     check_backend(cfg.backend, pick_device(cfg.device, check=False), cfg.surrogate, option="--backend")
 
 
-def check_effects(cfg, authors_network: str | None, asked=None) -> None:
+def check_effects(cfg, authors_network: str | None, asked=True) -> None:
     """Options that would have no effect in the resolved config ``cfg``, refused with the reason (each
     is the default's value otherwise), and a ``--lr`` outside :data:`LR_RANGE` (it moves no weight, or
     every weight to infinity); ``authors_network``: the dataset's authors'-code network, if any.
     Only for what is asked now: a stored run's config keeps what it ran with, and ``asked`` (field
-    names; None: all) limits the checks to the options given now to continue it."""
+    names; True: all) limits the checks to the options given now to continue it."""
     given = _given(asked)
     if given("lr") and not LR_RANGE[0] <= cfg.lr <= LR_RANGE[1]:
         raise ValueError(f"--lr {cfg.lr!r}: must be a normal float32 number, 2^-126 (1.2e-38) to 3.4e38: Adam's step "
                          "lr*m/sqrt(v) is computed in float32, where a smaller rate is subnormal or 0 and changes no "
                          "weight but one within ~1e-31 of 0, a larger one is infinite")
-    neuron = cfg.neuron.lower()
-    if given("per_channel_tau") and cfg.per_channel_tau and neuron != "plif":
-        raise ValueError(f"--per-channel-tau has no effect with --neuron {neuron}: only PLIF learns its tau, so only "
-                         "PLIF can learn one per channel" + (" (IF has no tau)" if neuron == "if" else ""))
-    default_tau0 = next(f.default for f in dataclasses.fields(cfg) if f.name == "tau0")
-    if given("tau0") and neuron == "if" and cfg.tau0 != default_tau0:
-        raise ValueError(f"--tau0 {cfg.tau0:g} has no effect with --neuron if: IF integrates without a leak, it has "
-                         "no time constant (--neuron lif or plif have one)")
-    if given("max_val_samples") and cfg.max_val_samples is not None and not cfg.val_split:
-        raise ValueError(f"--max-val-samples {cfg.max_val_samples} has no effect without --val-split: no validation "
-                         "split is held out (protocol B: e.g. --val-split 0.15)")
+    for name, (default, why) in idle_settings(type(cfg), vars(cfg)).items():
+        value = getattr(cfg, name)
+        if given(name) and value != default:  # a flag's value shown as typed (a float's as %g), a switch's not
+            shown = "" if value is True else f" {value:g}" if isinstance(default, float) else f" {value}"
+            raise ValueError(f"{flag_name(name)}{shown} has no effect {why}")
     if given("authors_code") and cfg.authors_code and cfg.network != authors_network:
         why = ("the dataset's paper network is the authors' code's" if authors_network is None else
                "--preset cpu trains the dataset's CPU network" if cfg.preset == "cpu" else "--network gives the network")
@@ -123,7 +117,28 @@ def check_effects(cfg, authors_network: str | None, asked=None) -> None:
                          f"and {why}")
 
 
-def check_network_effects(model, cfg, asked=None) -> None:
+def idle_settings(config_type, values) -> dict[str, tuple[object, str]]:
+    """The settings that have no effect in config ``values`` (field name -> value of dataclass
+    ``config_type``; one left out is at its default): name -> (its default, why), in the order
+    :func:`check_effects` refuses one given another value.  ``per_channel_tau`` without PLIF,
+    ``tau0`` with IF, ``max_val_samples`` without ``val_split``; a resume compares them at their
+    defaults (:func:`plif.train.resume.config_diff`: runs made before they were refused kept them)."""
+    default = {f.name: f.default for f in dataclasses.fields(config_type)}
+    neuron = str(values.get("neuron", default["neuron"])).lower()
+    why = {}
+    if neuron != "plif":
+        why["per_channel_tau"] = (f"with --neuron {neuron}: only PLIF learns its tau, so only PLIF can learn one per "
+                                  "channel" + (" (IF has no tau)" if neuron == "if" else ""))
+    if neuron == "if":
+        why["tau0"] = ("with --neuron if: IF integrates without a leak, it has no time constant (--neuron lif or "
+                       "plif have one)")
+    if not values.get("val_split", default["val_split"]):
+        why["max_val_samples"] = ("without --val-split: no validation split is held out (protocol B: e.g. "
+                                  "--val-split 0.15)")
+    return {name: (default[name], reason) for name, reason in why.items()}
+
+
+def check_network_effects(model, cfg, asked=True) -> None:
     """Options that would have no effect on the network ``model`` (built from ``cfg``); ``asked`` as
     :func:`check_effects` takes it."""
     given = _given(asked)
@@ -137,8 +152,8 @@ def check_network_effects(model, cfg, asked=None) -> None:
 
 
 def _given(asked):
-    """Whether an option is among ``asked`` (field names), or every one when that is None."""
-    return (lambda name: True) if asked is None else (lambda name: name in asked)
+    """Whether an option is among ``asked`` (field names), or every one when that is True."""
+    return (lambda name: True) if asked is True else (lambda name: name in asked)
 
 
 def check_outputs(model, cfg) -> None:
@@ -171,7 +186,7 @@ def check_network(cfg, asked=True) -> None:
     ``asked`` (True: all, False: none, field names: those)."""
     model = meta_network(cfg)
     if asked:
-        check_network_effects(model, cfg, None if asked is True else asked)
+        check_network_effects(model, cfg, asked)
     limit, where = _memory_size(cfg.device)
     if not limit:
         return

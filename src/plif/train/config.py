@@ -231,7 +231,7 @@ def resolve_config(cfg: TrainConfig, asked=True) -> TrainConfig:
         resolved = dataclasses.replace(resolved, T=entry.T)
     check_values(resolved)
     if asked:
-        check_effects(resolved, entry.authors_network, None if asked is True else asked)
+        check_effects(resolved, entry.authors_network, asked)
     return dataclasses.replace(resolved, neuron=cfg.neuron.lower(), input_shape=tuple(entry.input_shape),
                                num_classes=entry.num_classes, surrogate=surrogate_spec(cfg.surrogate, "--surrogate"))
 

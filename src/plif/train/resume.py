@@ -21,6 +21,7 @@ import torch
 
 from ..runs.checkpoint import check_finite, load_checkpoint
 from ..runs.folder import read_metrics
+from .checks import idle_settings
 from .config import ABSENT_MEANS, PRESETS, TrainConfig
 from .state import Session
 
@@ -48,13 +49,9 @@ def config_diff(old: dict, new: dict) -> list[str]:
 
 
 def _in_effect(d: dict) -> dict:
-    """A config with the settings that have no effect in it at their defaults, as
-    :func:`plif.train.checks.check_effects` names them: ``per_channel_tau`` without PLIF, ``tau0``
-    with IF, ``max_val_samples`` without ``val_split`` (runs made before those were refused kept them)."""
-    default = {f.name: f.default for f in dataclasses.fields(TrainConfig)}
-    neuron = str(d.get("neuron", default["neuron"])).lower()
-    idle = {"per_channel_tau": neuron != "plif", "tau0": neuron == "if", "max_val_samples": not d.get("val_split")}
-    return {**d, **{key: default[key] for key, no_effect in idle.items() if no_effect and key in d}}
+    """A config with the settings that have no effect in it at their defaults
+    (:func:`plif.train.checks.idle_settings`: runs made before those were refused kept them)."""
+    return {**d, **{key: default for key, (default, _) in idle_settings(TrainConfig, d).items() if key in d}}
 
 
 @dataclass(frozen=True)

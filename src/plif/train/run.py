@@ -60,14 +60,16 @@ def train(cfg: TrainConfig, resume=False, log=print, restart: bool = False) -> P
     return train_status(cfg, resume, log, restart)[0]
 
 
-def train_status(cfg: TrainConfig, resume=False, log=print, restart: bool = False) -> tuple[Path, str | None]:
+def train_status(cfg: TrainConfig, resume=False, log=print, restart: bool = False,
+                 asked=None) -> tuple[Path, str | None]:
     """:func:`train`, also returning why the run stopped before its last epoch (``"time limit"``,
     ``"SIGTERM"``, ``"SIGUSR1"``) or None when it ran to the end (``plif train`` then exits with
-    :func:`~plif.train.stopping.stopped_exit_status`: 75, or 0 in a torchrun worker)."""
+    :func:`~plif.train.stopping.stopped_exit_status`: 75, or 0 in a torchrun worker).  ``asked``: as
+    :func:`~plif.train.session.open_session` takes it (``plif train --resume``: the options given)."""
     limit = None if cfg.time_limit is None else parse_duration(cfg.time_limit)
     stopper = Stopper(limit, signals=int(os.environ.get("WORLD_SIZE", "1")) <= 1, log=log)
     with stopper:  # signals are handled from the start; torchrun's workers leave them to the agent
-        s = open_session(cfg, resume, log, restart)
+        s = open_session(cfg, resume, log, restart, asked)
         return _run(s, stopper, log)
 
 

@@ -153,12 +153,15 @@ def _switches_record() -> dict:
 
 # --- the whole set-up ----------------------------------------------------------------------------
 
-def open_session(cfg: TrainConfig, resume, log, restart: bool = False) -> Session:
+def open_session(cfg: TrainConfig, resume, log, restart: bool = False, asked=None) -> Session:
     """Every set-up step in order, returning the session with its run folder locked (rank 0).
 
-    On any error the lock is released, and a fresh run's folder is left as it was found."""
-    cfg = resolve_config(cfg, asked=not resume)  # a resume's settings are the run's own
-    check_network(cfg, asked=not resume)  # built on the meta device: a bad network is refused before the folder is touched
+    asked: the options refused where they would have no effect, as :func:`resolve_config` takes it;
+    None: ``not resume`` (a resume's settings are the run's own; ``plif train --resume`` names those
+    given anew).  On any error the lock is released, and a fresh run's folder is left as it was found."""
+    asked = not resume if asked is None else asked
+    cfg = resolve_config(cfg, asked=asked)
+    check_network(cfg, asked=asked)  # built on the meta device: a bad network is refused before the folder is touched
     device = pick_device(cfg.device)
     dist = init_distributed(device.type)
     restarted = any(all_gather_object(restart_count() > 0, dist.world))  # one machine's agent may not count it
