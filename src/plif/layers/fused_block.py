@@ -186,9 +186,18 @@ def batch_statistics(y: torch.Tensor, bn: nn.BatchNorm2d, kernels: BlockKernels)
         # would copy the view (Triton) read that step; the others read the view, the same bits as a copy
         once = y.shape[0] > 1 and y.stride(0) == 0 and not kernels.reads_repeated
         mean64, var64 = kernels.stats((y[:1] if once else y).detach())
+        return _record_statistics(bn, mean64, var64, var64 * (n / (n - 1)), wide)
+
+
+def _record_statistics(bn: nn.BatchNorm2d, mean64: torch.Tensor, var64: torch.Tensor, unbiased64: torch.Tensor,
+                       wide: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+    """BatchNorm's running statistics updated with a batch's ``mean64``, biased ``var64`` and unbiased
+    ``unbiased64`` variance (fp64, each caller forms it as it has the sums), as ``nn.BatchNorm2d``
+    updates them (momentum, batch count); ``(mean, invstd)`` in ``wide``.  No host synchronisation."""
+    with torch.no_grad():
         m = bn.momentum
         bn.running_mean.mul_(1 - m).add_(mean64.to(bn.running_mean.dtype), alpha=m)
-        bn.running_var.mul_(1 - m).add_((var64 * (n / (n - 1))).to(bn.running_var.dtype), alpha=m)
+        bn.running_var.mul_(1 - m).add_(unbiased64.to(bn.running_var.dtype), alpha=m)
         bn.num_batches_tracked.add_(1)
         return mean64.to(wide), (var64 + bn.eps).rsqrt().to(wide)
 

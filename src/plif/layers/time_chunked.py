@@ -39,7 +39,7 @@ import torch
 from torch import nn
 
 from .few_tap_conv import few_taps
-from .fused_block import _affine, _Conv, block_kernels, fusable_now, load_kernels
+from .fused_block import _affine, _Conv, _record_statistics, block_kernels, fusable_now, load_kernels
 from .spike_input import conv_args
 
 __all__ = ["TimeChunkedBlock", "chunk_length"]
@@ -121,11 +121,7 @@ class _ChunkedFunction(torch.autograd.Function):
                 mean64 = mean64 + delta * (n / (count + n))
                 m2 = m2 + var_c * n + delta.square() * (count * n / (count + n))
             count += n
-        var64 = m2 / count
-        mean, invstd = mean64.to(x.dtype), (var64 + bn.eps).rsqrt().to(x.dtype)
-        m = bn.momentum
-        bn.running_mean.mul_(1 - m).add_(mean64.to(bn.running_mean.dtype), alpha=m)
-        bn.running_var.mul_(1 - m).add_((m2 / max(count - 1, 1)).to(bn.running_var.dtype), alpha=m)
+        mean, invstd = _record_statistics(bn, mean64, m2 / count, m2 / max(count - 1, 1), x.dtype)
         # pass 2: the fused block, chunk after chunk; the neuron's state at each chunk's start is kept
         scale, shift = _affine(gamma, beta, mean, invstd)
         out = place = None
@@ -274,7 +270,6 @@ class TimeChunkedBlock:
                 or x.dtype not in (torch.float32, torch.float64)):
             return self._plain(x, start)
         b.kernels, b.op = kernels, _Conv(tuple(conv_args(b.conv)), False, few_taps(b.conv, x))
-        b.bn.num_batches_tracked.add_(1)
         # k as the neuron makes it (sigmoid(w) for PLIF), from an empty tensor with the block's channels
         k = b.neuron.k(x.new_empty((0, 0, b.conv.out_channels, 0, 0))).reshape(-1)
         return _ChunkedFunction.apply(x, b, chunk_length(x.shape[0]), b.conv.weight, b.bn.weight, b.bn.bias, k)[0]
