@@ -375,8 +375,8 @@ def fusable_now(layers: list[nn.Module], bn: nn.BatchNorm2d) -> bool:
     any of the layers or the module a ``TimeFolded`` wraps.  A hook sees what the composed layers
     compute (firing-rate counts, recorded spikes, a conv's output), and fused, the conv's output may
     be made without its module (recomputed, a few-tap first conv) and is overwritten by ``∂y``."""
-    hooked = any(m._forward_hooks or m._forward_pre_hooks for layer in layers for m in layer.modules())
-    return bn.training and bn.momentum is not None and bn.track_running_stats and not hooked
+    return (bn.training and bn.momentum is not None and bn.track_running_stats  # the flags first: cheap
+            and not any(m._forward_hooks or m._forward_pre_hooks for layer in layers for m in layer.modules()))
 
 
 def _repeated(x: torch.Tensor) -> torch.Tensor | None:
@@ -415,11 +415,12 @@ class FusedBlock:
     def __call__(self, x: torch.Tensor, start: int = 0) -> torch.Tensor:
         """``start``: the layers before it already ran (1: ``x`` is the convolution's output, a static
         input's hoisted encoder)."""
+        if start > 1 or not fusable_now(self.layers, self.bn):  # before the kernels' look-up: eval asks no more
+            return self._plain(x, start)
         kernels = block_kernels(self.neuron, x.device, x.dtype if start else conv_dtype(self.conv.weight, x.device))
         # the reference's backward calls autograd itself, which torch.compile does not trace: compiled,
         # the composed layers run the same PyTorch computation
-        traced_reference = kernels is REFERENCE and torch.compiler.is_compiling()
-        if start > 1 or kernels is None or traced_reference or not fusable_now(self.layers, self.bn):
+        if kernels is None or (kernels is REFERENCE and torch.compiler.is_compiling()):
             return self._plain(x, start)
         few = start == 0 and few_taps(self.conv, x)
         # a few-tap first conv (the CPU, event input) is cheap to make again and its output the step's largest

@@ -263,11 +263,12 @@ class TimeChunkedBlock:
 
     def __call__(self, x: torch.Tensor, start: int = 0) -> torch.Tensor:
         b = self.block
-        kernels = block_kernels(b.neuron, x.device, x.dtype)
-        if (start != 0 or kernels is None or not fusable_now(self.layers, b.bn) or not b.conv.training
-                or not torch.is_grad_enabled()
+        # the cheap flags first: the kernels' look-up and the hooks' walk only where they decide
+        if (start != 0 or not b.conv.training or not torch.is_grad_enabled()
                 or torch.compiler.is_compiling() or torch.is_autocast_enabled(x.device.type)
-                or x.dtype not in (torch.float32, torch.float64)):
+                or x.dtype not in (torch.float32, torch.float64)
+                or (kernels := block_kernels(b.neuron, x.device, x.dtype)) is None
+                or not fusable_now(self.layers, b.bn)):
             return self._plain(x, start)
         b.kernels, b.op = kernels, _Conv(tuple(conv_args(b.conv)), False, few_taps(b.conv, x))
         # k as the neuron makes it (sigmoid(w) for PLIF), from an empty tensor with the block's channels
