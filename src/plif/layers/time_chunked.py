@@ -168,7 +168,7 @@ class _ChunkedFunction(torch.autograd.Function):
 
         def before(t0, t1, y):
             xc = x[t0:t1].flatten(0, 1)
-            taps["b"] = b_c = _tap_sums(block, xc)
+            taps["b"] = b_c = _tap_sums(block, xc, y.shape[-2:])
             taps["c"] = _per_channel(invstd.double()) * (block.weight_grad(y.flatten(0, 1), xc)
                                                          - _per_channel(mean.double()) * b_c)
 
@@ -191,7 +191,8 @@ class _ChunkedFunction(torch.autograd.Function):
                     a_w = a_w + block.weight_grad(local.flatten(0, 1), xc)
                     del local, g_z
                     xhat = y.sub_(_channel(mean)).mul_(_channel(invstd))  # y is not needed any more
-                    terms.append((m_c, k_c, _tap_sums(block, xc), block.weight_grad(xhat.flatten(0, 1), xc)))
+                    b_c = _tap_sums(block, xc, y.shape[-2:])
+                    terms.append((m_c, k_c, b_c, block.weight_grad(xhat.flatten(0, 1), xc)))
                     del xhat
             del y
         mean_g, mean_gx = sum_g / count, invstd.double() * sum_gc / count
@@ -219,14 +220,12 @@ class _ChunkedFunction(torch.autograd.Function):
         return g_x, None, None, g_w, g_gamma, g_beta, g_k
 
 
-def _tap_sums(block: _Block, x: torch.Tensor) -> torch.Tensor:
-    """``W(1, x)`` for ``x [N, C, H, W]``: the weight gradient for an output gradient of ones, which
-    is linear in the input, so one call on the input summed over its ``N`` samples; fp64."""
-    conv = block.conv
+def _tap_sums(block: _Block, x: torch.Tensor, size: torch.Size) -> torch.Tensor:
+    """``W(1, x)`` for ``x [N, C, H, W]`` and the convolution's output ``size`` ``(H', W')``: the weight
+    gradient for an output gradient of ones, which is linear in the input, so one call on the input
+    summed over its ``N`` samples; fp64."""
     xs = x.sum(0, keepdim=True)
-    size = [(n + 2 * p - d * (k - 1) - 1) // s + 1 for n, p, d, k, s in
-            zip(xs.shape[-2:], conv.padding, conv.dilation, conv.kernel_size, conv.stride)]
-    return block.weight_grad(xs.new_ones((1, conv.out_channels, *size)), xs)
+    return block.weight_grad(xs.new_ones((1, block.conv.out_channels, *size)), xs)
 
 
 def _replay(block, x, starts, c, g_out, place, scale, shift, mean, k, need_k, invstd=None, before=None):
