@@ -47,7 +47,7 @@ from ..kernels.block_reference import block_backward_reference, block_forward_re
 from ..neurons import IF, LIF, PLIF, SpikingNeuron
 from ..neurons.functional import NeuronConfig, state_dtype
 from ..surrogate import get_surrogate
-from .few_tap_conv import apply_few_tap_conv, few_tap_conv2d, few_tap_conv_backward, few_taps
+from .few_tap_conv import few_tap_conv2d, few_tap_conv_backward, few_taps
 from .spike_input import SpikeConv2d, _autocast, _conv_backward, _pack, _unpack, conv_args
 
 __all__ = ["BlockKernels", "block_kernels", "load_kernels", "kernel_status", "FusedBlock", "fused_block",
@@ -423,8 +423,11 @@ class FusedBlock:
         if kernels is None or (kernels is REFERENCE and torch.compiler.is_compiling()):
             return self._plain(x, start)
         few = start == 0 and few_taps(self.conv, x)
-        # a few-tap first conv (the CPU, event input) is cheap to make again and its output the step's largest
-        if start == 0 and (self.recompute or few) and torch.is_grad_enabled() and self.conv.training:
+        # a few-tap conv runs here, not as conv_step, unless that is the spike input's own convolution
+        here = few and not (self.binary and isinstance(self.conv_step, SpikeConv2d))
+        # a few-tap first conv (the CPU, event input) is cheap to make again and its output the step's largest:
+        # made again in backward also where it is in eval mode under a training BatchNorm
+        if torch.is_grad_enabled() and (start == 0 and (self.recompute or few) and self.conv.training or here):
             xc, weight = _autocast(x, self.conv.weight)
             conv = _Conv(tuple(conv_args(self.conv)), self.binary, few)
             with torch.no_grad():
@@ -434,9 +437,9 @@ class FusedBlock:
             return fused_block(base, self.bn, self.neuron, self.pool, kernels, repeat=x.shape[0])[0]
         if start == 1:
             y = x
-        elif few and not (self.binary and isinstance(self.conv_step, SpikeConv2d)):
+        elif here:  # without gradients
             xc, weight = _autocast(x, self.conv.weight)
-            y = apply_few_tap_conv(xc.flatten(0, 1), weight, self.conv).unflatten(0, x.shape[:2])
+            y = few_tap_conv2d(xc.flatten(0, 1), weight, self.conv.stride, self.conv.padding).unflatten(0, x.shape[:2])
         else:
             y = self.conv_step(x)
         return fused_block(y, self.bn, self.neuron, self.pool, kernels)[0]
