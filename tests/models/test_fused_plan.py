@@ -9,7 +9,7 @@ from plif.layers.fused_block import FusedBlock
 from plif.layers.time_chunked import TimeChunkedBlock
 from plif.data.catalog import DATASETS
 from plif.models import build_network
-from plif.models.memory import DEFAULT_MEMORY, MEMORY_PRESETS, fused_run
+from plif.models.memory import DEFAULT_MEMORY, MEMORY_PRESETS, MemoryOptions, fused_run
 from plif.train.config import MEMORY_CHOICES, TrainConfig
 from plif.train.loop import train_step
 from plif.train.optim import adam
@@ -60,6 +60,40 @@ def test_one_training_step_equals_the_composed_layers(name):
         torch.testing.assert_close(p1[n], p0[n], rtol=1e-4, atol=1e-6)
     for n in b0:
         torch.testing.assert_close(b1[n].double(), b0[n].double(), rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("name", ["dvs128-gesture", "spikes-in"])
+def test_few_tap_convs_in_eval_mode_under_a_training_batchnorm_equal_the_composed_layers(name):
+    """Convolutions in eval mode while their BatchNorm trains: a few-tap conv's output is made again in
+    backward as in training (the first conv; the second reads spikes, 2 channels), with and without
+    the one-byte spike storage: the composed layers' spikes, gradients to rounding; without gradients
+    the same spikes too."""
+    if name == "spikes-in":
+        torch.manual_seed(0)
+        fused = build_network("c2k3s1-BN-PLIF-c3k3s1-BN-PLIF-MPk2s2-FC10-PLIF", (2, 8, 8), 3, v_threshold=THRESHOLD)
+        nets = [fused, copy.deepcopy(fused).set_memory(MEMORY_PRESETS["none"]),
+                copy.deepcopy(fused).set_memory(MemoryOptions(fused_block=True))]
+        x = (torch.rand(3, 3, 2, 8, 8, generator=torch.Generator().manual_seed(2)) > 0.6).float()
+    else:
+        fused, composed, shape = _pair(name)
+        nets, x = [fused, composed], _inputs(name, shape)[0]
+    results = []
+    for net in nets:
+        for m in net.modules():
+            if isinstance(m, torch.nn.Conv2d):
+                m.eval()
+        torch.manual_seed(7)  # the same dropout masks
+        out = net(x)
+        out.square().sum().backward()
+        with torch.no_grad():
+            again = net(x)
+        results.append((out.detach(), again, {n: p.grad for n, p in net.named_parameters()}))
+    o0, a0, g0 = results[1]
+    assert o0.sum() > 0 and all(g.abs().sum() > 0 for n, g in g0.items() if n.endswith("layer.weight"))
+    for o1, a1, g1 in results[:1] + results[2:]:
+        assert torch.equal(o1, o0) and torch.equal(a1, a0)
+        for n in g0:
+            assert (g1[n] - g0[n]).abs().max() <= 1e-4 * g0[n].abs().max().clamp_min(1e-12), n
 
 
 @pytest.mark.parametrize("name", ["cifar10", "dvs128-gesture"])

@@ -6,6 +6,7 @@ from torch import nn
 from plif.data.catalog import DATASETS
 from plif.models import build_network
 from plif.models.memory import MEMORY_PRESETS, MemoryOptions
+from plif.neurons import PLIF
 from plif_testing import narrow_zoo as narrow
 
 THRESHOLD = 0.2  # low enough that narrow random networks spike in every layer within T = 3
@@ -96,6 +97,33 @@ def test_time_chunked_block_gives_its_input_a_gradient():
         grads.append(xi.grad)
     assert grads[0].abs().sum() > 0
     assert (grads[1] - grads[0]).norm() / grads[0].norm() < 1e-5
+
+
+def test_time_chunked_backward_runs_the_kernels_of_its_own_forward():
+    """The kernels a call chose travel with its backward: a second forward on other kernels (the
+    neuron's backend switched to the reference) before the first backward leaves the first's
+    gradients bit for bit as without it."""
+    from plif.layers import TimeFolded
+    from plif.layers import fused_block as fb
+    from plif.layers.time_chunked import TimeChunkedBlock
+
+    if fb.block_kernels(PLIF(), "cpu", torch.float32) is fb.REFERENCE:
+        pytest.skip("the CPU's block kernels did not load: the reference is all there is to switch between")
+    x = (torch.rand(3, 2, 2, 8, 8, generator=torch.Generator().manual_seed(2)) > 0.7).float()
+    grads = []
+    for between in (False, True):
+        torch.manual_seed(0)
+        layers = [TimeFolded(nn.Conv2d(2, 4, 3, 1, 1, bias=False)), TimeFolded(nn.BatchNorm2d(4)),
+                  PLIF(v_threshold=THRESHOLD)]
+        block = TimeChunkedBlock(layers, None)  # training with gradients: the fallback never runs
+        out = block(x)
+        if between:
+            layers[2].backend = "reference"
+            block(x)
+        (out * torch.arange(out.numel()).view_as(out)).sum().backward()
+        grads.append([p.grad.clone() for m in layers for p in m.parameters()])
+    assert len(grads[0]) == 4 and all(g.abs().sum() > 0 for g in grads[0])
+    assert all(torch.equal(g0, g1) for g0, g1 in zip(*grads))
 
 
 @pytest.mark.parametrize("name", ["fashion-mnist", "cifar10"])

@@ -15,7 +15,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-__all__ = ["few_taps", "few_tap_conv2d", "few_tap_conv_backward", "apply_few_tap_conv", "MAX_TAPS"]
+__all__ = ["few_taps", "few_tap_conv2d", "few_tap_conv_backward", "MAX_TAPS"]
 
 MAX_TAPS = 32
 """``in_channels·kh·kw`` up to which :func:`few_taps` holds (a 3×3 kernel on up to 3 channels)."""
@@ -42,23 +42,3 @@ def few_tap_conv_backward(g: torch.Tensor, x: torch.Tensor, weight: torch.Tensor
         g.contiguous(), x, weight, list(weight.shape[-2:]), list(stride), list(padding),
         [bool(mask[0]), bool(mask[1]), False])
     return g_x, g_w
-
-
-class _FewTapConv(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x, weight, stride, padding):
-        ctx.save_for_backward(x, weight)
-        ctx.args = stride, padding
-        return few_tap_conv2d(x, weight, stride, padding)
-
-    @staticmethod
-    def backward(ctx, g):
-        x, weight = ctx.saved_tensors
-        g_x, g_w = few_tap_conv_backward(g, x, weight, *ctx.args, ctx.needs_input_grad[:2])
-        return g_x, g_w, None, None
-
-
-def apply_few_tap_conv(x: torch.Tensor, weight: torch.Tensor, conv: nn.Conv2d) -> torch.Tensor:
-    """``conv(x)`` for ``x [N, C, H, W]`` through :func:`few_tap_conv2d`, with autograd (the input is
-    kept for the weight's gradient, as a plain convolution keeps it)."""
-    return _FewTapConv.apply(x, weight, tuple(conv.stride), tuple(conv.padding))

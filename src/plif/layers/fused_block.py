@@ -47,7 +47,7 @@ from ..kernels.block_reference import block_backward_reference, block_forward_re
 from ..neurons import IF, LIF, PLIF, SpikingNeuron
 from ..neurons.functional import NeuronConfig, state_dtype
 from ..surrogate import get_surrogate
-from .few_tap_conv import apply_few_tap_conv, few_tap_conv2d, few_tap_conv_backward, few_taps
+from .few_tap_conv import few_tap_conv2d, few_tap_conv_backward, few_taps
 from .spike_input import SpikeConv2d, _autocast, _conv_backward, _pack, _unpack, conv_args
 
 __all__ = ["BlockKernels", "block_kernels", "load_kernels", "kernel_status", "FusedBlock", "fused_block",
@@ -186,9 +186,18 @@ def batch_statistics(y: torch.Tensor, bn: nn.BatchNorm2d, kernels: BlockKernels)
         # would copy the view (Triton) read that step; the others read the view, the same bits as a copy
         once = y.shape[0] > 1 and y.stride(0) == 0 and not kernels.reads_repeated
         mean64, var64 = kernels.stats((y[:1] if once else y).detach())
+        return _record_statistics(bn, mean64, var64, var64 * (n / (n - 1)), wide)
+
+
+def _record_statistics(bn: nn.BatchNorm2d, mean64: torch.Tensor, var64: torch.Tensor, unbiased64: torch.Tensor,
+                       wide: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+    """BatchNorm's running statistics updated with a batch's ``mean64``, biased ``var64`` and unbiased
+    ``unbiased64`` variance (fp64, each caller forms it as it has the sums), as ``nn.BatchNorm2d``
+    updates them (momentum, batch count); ``(mean, invstd)`` in ``wide``.  No host synchronisation."""
+    with torch.no_grad():
         m = bn.momentum
         bn.running_mean.mul_(1 - m).add_(mean64.to(bn.running_mean.dtype), alpha=m)
-        bn.running_var.mul_(1 - m).add_((var64 * (n / (n - 1))).to(bn.running_var.dtype), alpha=m)
+        bn.running_var.mul_(1 - m).add_(unbiased64.to(bn.running_var.dtype), alpha=m)
         bn.num_batches_tracked.add_(1)
         return mean64.to(wide), (var64 + bn.eps).rsqrt().to(wide)
 
@@ -366,8 +375,8 @@ def fusable_now(layers: list[nn.Module], bn: nn.BatchNorm2d) -> bool:
     any of the layers or the module a ``TimeFolded`` wraps.  A hook sees what the composed layers
     compute (firing-rate counts, recorded spikes, a conv's output), and fused, the conv's output may
     be made without its module (recomputed, a few-tap first conv) and is overwritten by ``∂y``."""
-    hooked = any(m._forward_hooks or m._forward_pre_hooks for layer in layers for m in layer.modules())
-    return bn.training and bn.momentum is not None and bn.track_running_stats and not hooked
+    return (bn.training and bn.momentum is not None and bn.track_running_stats  # the flags first: cheap
+            and not any(m._forward_hooks or m._forward_pre_hooks for layer in layers for m in layer.modules()))
 
 
 def _repeated(x: torch.Tensor) -> torch.Tensor | None:
@@ -406,15 +415,19 @@ class FusedBlock:
     def __call__(self, x: torch.Tensor, start: int = 0) -> torch.Tensor:
         """``start``: the layers before it already ran (1: ``x`` is the convolution's output, a static
         input's hoisted encoder)."""
+        if start > 1 or not fusable_now(self.layers, self.bn):  # before the kernels' look-up: eval asks no more
+            return self._plain(x, start)
         kernels = block_kernels(self.neuron, x.device, x.dtype if start else conv_dtype(self.conv.weight, x.device))
         # the reference's backward calls autograd itself, which torch.compile does not trace: compiled,
         # the composed layers run the same PyTorch computation
-        traced_reference = kernels is REFERENCE and torch.compiler.is_compiling()
-        if start > 1 or kernels is None or traced_reference or not fusable_now(self.layers, self.bn):
+        if kernels is None or (kernels is REFERENCE and torch.compiler.is_compiling()):
             return self._plain(x, start)
         few = start == 0 and few_taps(self.conv, x)
-        # a few-tap first conv (the CPU, event input) is cheap to make again and its output the step's largest
-        if start == 0 and (self.recompute or few) and torch.is_grad_enabled() and self.conv.training:
+        # a few-tap conv runs here, not as conv_step, unless that is the spike input's own convolution
+        here = few and not (self.binary and isinstance(self.conv_step, SpikeConv2d))
+        # a few-tap first conv (the CPU, event input) is cheap to make again and its output the step's largest:
+        # made again in backward also where it is in eval mode under a training BatchNorm
+        if torch.is_grad_enabled() and (start == 0 and (self.recompute or few) and self.conv.training or here):
             xc, weight = _autocast(x, self.conv.weight)
             conv = _Conv(tuple(conv_args(self.conv)), self.binary, few)
             with torch.no_grad():
@@ -424,9 +437,9 @@ class FusedBlock:
             return fused_block(base, self.bn, self.neuron, self.pool, kernels, repeat=x.shape[0])[0]
         if start == 1:
             y = x
-        elif few and not (self.binary and isinstance(self.conv_step, SpikeConv2d)):
+        elif here:  # without gradients
             xc, weight = _autocast(x, self.conv.weight)
-            y = apply_few_tap_conv(xc.flatten(0, 1), weight, self.conv).unflatten(0, x.shape[:2])
+            y = few_tap_conv2d(xc.flatten(0, 1), weight, self.conv.stride, self.conv.padding).unflatten(0, x.shape[:2])
         else:
             y = self.conv_step(x)
         return fused_block(y, self.bn, self.neuron, self.pool, kernels)[0]

@@ -34,12 +34,14 @@ runs it: the fused block (:class:`~plif.layers.fused_block.FusedBlock`), or its 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch
 from torch import nn
 
+from ..neurons.functional import NeuronConfig
 from .few_tap_conv import few_taps
-from .fused_block import _affine, _Conv, block_kernels, fusable_now, load_kernels
+from .fused_block import _affine, _Conv, _record_statistics, BlockKernels, block_kernels, fusable_now, load_kernels
 from .spike_input import conv_args
 
 __all__ = ["TimeChunkedBlock", "chunk_length"]
@@ -57,12 +59,18 @@ def _chunks(T: int, c: int) -> list[tuple[int, int]]:
     return [(t0, min(t0 + c, T)) for t0 in range(0, T, c)]
 
 
+@dataclass(frozen=True)
 class _Block:
-    """The layers, kernels and flags both passes share."""
+    """The layers, flags, kernels and convolution both passes of one call share: made per call (the
+    kernels and the convolution are chosen for its input) and kept by its backward, so a second
+    forward before that backward changes nothing it reads."""
 
-    def __init__(self, conv: nn.Conv2d, bn: nn.BatchNorm2d, neuron: nn.Module, pool: bool):
-        self.conv, self.bn, self.neuron, self.pool = conv, bn, neuron, pool
-        self.cfg, self.kernels, self.op = neuron.cfg, None, None  # kernels and op: chosen for the input at each call
+    conv: nn.Conv2d
+    bn: nn.BatchNorm2d
+    cfg: NeuronConfig
+    pool: bool
+    kernels: BlockKernels
+    op: _Conv
 
     def conv_out(self, x: torch.Tensor) -> torch.Tensor:
         """The convolution of ``x [n, B, C, H, W]`` -> ``[n, B, C', H', W']``, without autograd."""
@@ -121,11 +129,7 @@ class _ChunkedFunction(torch.autograd.Function):
                 mean64 = mean64 + delta * (n / (count + n))
                 m2 = m2 + var_c * n + delta.square() * (count * n / (count + n))
             count += n
-        var64 = m2 / count
-        mean, invstd = mean64.to(x.dtype), (var64 + bn.eps).rsqrt().to(x.dtype)
-        m = bn.momentum
-        bn.running_mean.mul_(1 - m).add_(mean64.to(bn.running_mean.dtype), alpha=m)
-        bn.running_var.mul_(1 - m).add_((m2 / max(count - 1, 1)).to(bn.running_var.dtype), alpha=m)
+        mean, invstd = _record_statistics(bn, mean64, m2 / count, m2 / max(count - 1, 1), x.dtype)
         # pass 2: the fused block, chunk after chunk; the neuron's state at each chunk's start is kept
         scale, shift = _affine(gamma, beta, mean, invstd)
         out = place = None
@@ -164,7 +168,7 @@ class _ChunkedFunction(torch.autograd.Function):
 
         def before(t0, t1, y):
             xc = x[t0:t1].flatten(0, 1)
-            taps["b"] = b_c = _tap_sums(block, xc)
+            taps["b"] = b_c = _tap_sums(block, xc, y.shape[-2:])
             taps["c"] = _per_channel(invstd.double()) * (block.weight_grad(y.flatten(0, 1), xc)
                                                          - _per_channel(mean.double()) * b_c)
 
@@ -187,7 +191,8 @@ class _ChunkedFunction(torch.autograd.Function):
                     a_w = a_w + block.weight_grad(local.flatten(0, 1), xc)
                     del local, g_z
                     xhat = y.sub_(_channel(mean)).mul_(_channel(invstd))  # y is not needed any more
-                    terms.append((m_c, k_c, _tap_sums(block, xc), block.weight_grad(xhat.flatten(0, 1), xc)))
+                    b_c = _tap_sums(block, xc, y.shape[-2:])
+                    terms.append((m_c, k_c, b_c, block.weight_grad(xhat.flatten(0, 1), xc)))
                     del xhat
             del y
         mean_g, mean_gx = sum_g / count, invstd.double() * sum_gc / count
@@ -215,14 +220,12 @@ class _ChunkedFunction(torch.autograd.Function):
         return g_x, None, None, g_w, g_gamma, g_beta, g_k
 
 
-def _tap_sums(block: _Block, x: torch.Tensor) -> torch.Tensor:
-    """``W(1, x)`` for ``x [N, C, H, W]``: the weight gradient for an output gradient of ones, which
-    is linear in the input, so one call on the input summed over its ``N`` samples; fp64."""
-    conv = block.conv
+def _tap_sums(block: _Block, x: torch.Tensor, size: torch.Size) -> torch.Tensor:
+    """``W(1, x)`` for ``x [N, C, H, W]`` and the convolution's output ``size`` ``(H', W')``: the weight
+    gradient for an output gradient of ones, which is linear in the input, so one call on the input
+    summed over its ``N`` samples; fp64."""
     xs = x.sum(0, keepdim=True)
-    size = [(n + 2 * p - d * (k - 1) - 1) // s + 1 for n, p, d, k, s in
-            zip(xs.shape[-2:], conv.padding, conv.dilation, conv.kernel_size, conv.stride)]
-    return block.weight_grad(xs.new_ones((1, conv.out_channels, *size)), xs)
+    return block.weight_grad(xs.new_ones((1, block.conv.out_channels, *size)), xs)
 
 
 def _replay(block, x, starts, c, g_out, place, scale, shift, mean, k, need_k, invstd=None, before=None):
@@ -260,24 +263,24 @@ class TimeChunkedBlock:
     ``.train()/.to()``), as the other steps of a memory plan do."""
 
     def __init__(self, layers: list[nn.Module], fallback):
-        conv, bn, neuron = layers[0].layer, layers[1].layer, layers[2]
-        self.layers, self._plain = layers, fallback
-        self.block = _Block(conv, bn, neuron, len(layers) > 3)
+        self.conv, self.bn, self.neuron = layers[0].layer, layers[1].layer, layers[2]
+        self.layers, self._plain, self.pool = layers, fallback, len(layers) > 3
+        self.cfg, self._conv_args = self.neuron.cfg, tuple(conv_args(self.conv))
         load_kernels()  # now, never inside a torch.compile trace
 
     def __call__(self, x: torch.Tensor, start: int = 0) -> torch.Tensor:
-        b = self.block
-        kernels = block_kernels(b.neuron, x.device, x.dtype)
-        if (start != 0 or kernels is None or not fusable_now(self.layers, b.bn) or not b.conv.training
-                or not torch.is_grad_enabled()
+        conv, bn = self.conv, self.bn
+        # the cheap flags first: the kernels' look-up and the hooks' walk only where they decide
+        if (start != 0 or not conv.training or not torch.is_grad_enabled()
                 or torch.compiler.is_compiling() or torch.is_autocast_enabled(x.device.type)
-                or x.dtype not in (torch.float32, torch.float64)):
+                or x.dtype not in (torch.float32, torch.float64)
+                or (kernels := block_kernels(self.neuron, x.device, x.dtype)) is None
+                or not fusable_now(self.layers, bn)):
             return self._plain(x, start)
-        b.kernels, b.op = kernels, _Conv(tuple(conv_args(b.conv)), False, few_taps(b.conv, x))
-        b.bn.num_batches_tracked.add_(1)
+        b = _Block(conv, bn, self.cfg, self.pool, kernels, _Conv(self._conv_args, False, few_taps(conv, x)))
         # k as the neuron makes it (sigmoid(w) for PLIF), from an empty tensor with the block's channels
-        k = b.neuron.k(x.new_empty((0, 0, b.conv.out_channels, 0, 0))).reshape(-1)
-        return _ChunkedFunction.apply(x, b, chunk_length(x.shape[0]), b.conv.weight, b.bn.weight, b.bn.bias, k)[0]
+        k = self.neuron.k(x.new_empty((0, 0, conv.out_channels, 0, 0))).reshape(-1)
+        return _ChunkedFunction.apply(x, b, chunk_length(x.shape[0]), conv.weight, bn.weight, bn.bias, k)[0]
 
     def __repr__(self) -> str:
         return f"TimeChunkedBlock({', '.join(type(m).__name__ for m in self.layers)})"
