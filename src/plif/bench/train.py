@@ -43,7 +43,7 @@ import torch
 
 from ..device import set_tf32
 from ..kernels.gpu_switches import switched
-from ..data.catalog import get_dataset
+from ..catalog import get_dataset
 from ..models import MemoryOptions, build_network
 from ..train.graph import GraphTrainer, autocast_context, capture_cuda_graph
 from ..train.loop import train_step
