@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from ..kernels.gpu_switches import current
+from ..switches import current
 from ..layers import TimeInvariantDropout, unwrap
 from ..neurons import SpikingNeuron
 from .memory import DEFAULT_MEMORY, MEMORY_PRESETS, MemoryOptions, make_plan, run_plan
