@@ -87,7 +87,8 @@ from ..models import SpikingNetwork
 from ..models.structure import spike_inputs
 from ..neurons import SpikingNeuron
 from .bn_folding import bn_scale_shift, fold_batchnorm, is_batchnorm
-from .nir_import import from_nir, rate_from_tau, threshold_to_nir
+from .nir_import import from_nir, threshold_to_nir
+from .nir_leak import rate_from_tau
 from .nir_targets import (BN_MODES, DEFAULT_BN, DEFAULT_TARGET, TARGETS, check_target, graph_meta, importer_summary, target_dt,
                           target_path)
 

@@ -26,6 +26,7 @@ from torch import nn
 from ..layers import TimeFolded
 from .nir_bn import ChannelAffine, bn_form
 from .nir_check import NIRFileError, check_graph, check_raw_node
+from .nir_leak import rate_from_tau
 from .nir_targets import graph_meta
 
 __all__ = ["NIRNeuron", "NIRNetwork", "from_nir", "read_nir", "read_graph", "threshold_to_nir", "threshold_from_nir"]
@@ -33,13 +34,6 @@ __all__ = ["NIRNeuron", "NIRNetwork", "from_nir", "read_nir", "read_graph", "thr
 
 def _t(a) -> torch.Tensor:
     return torch.as_tensor(np.asarray(a))
-
-
-def rate_from_tau(tau, dt: float) -> torch.Tensor:
-    """``k = float32(dt) * float32(1/τ)`` in float32, the per-step leak an importer forms from ``τ``
-    (Norse's ``dt * tau_mem_inv`` with ``tau_mem_inv = 1/τ`` in float32; this package's importer).
-    The exporter chooses ``τ`` through this same function, so the two can never drift apart."""
-    return float(dt) * (1.0 / torch.as_tensor(np.asarray(tau, dtype=np.float32)))
 
 
 def threshold_to_nir(v_threshold) -> np.ndarray:
