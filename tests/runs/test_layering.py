@@ -98,3 +98,51 @@ def test_the_layer_check_sees_models_reaching_into_data_and_a_sibling():
     assert _upward("models", {"plif.data.catalog", "plif.catalog", "plif.kernels.layout"}) == ["plif.data.catalog"]
     assert _upward("deploy", {"plif.train.run", "plif.runs.folder"}) == ["plif.train.run"]
     assert _upward("catalog", {"plif._lazy"}) == [] and _upward("neurons", {"plif.kernels"}) == ["plif.kernels"]
+
+
+def _module(path: Path) -> str:
+    parts = path.relative_to(SRC.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected groups of more than one module in ``graph`` (Tarjan)."""
+    index, low, stack, on, found = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_two_modules_import_each_other():
+    """Issue 48: nir_check <-> nir_import (rate_from_tau) and lowering <-> lowering_block (four private
+    names) each became one shared module. A package's ``__init__`` (lazy re-exports) is left out."""
+    modules = {_module(p): p for p in SOURCES if p.name != "__init__.py"}
+    graph = {m: {n for n in _imported_names(p) if n in modules and n != m} for m, p in modules.items()}
+    assert _circles(graph) == []
+
+
+def test_the_circle_check_sees_a_circle_of_three():
+    assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
