@@ -24,6 +24,7 @@ import torch
 from torch import nn
 
 from ..layers import TimeFolded
+from ..models.inputs import is_static, repeat_over_time
 from .nir_bn import ChannelAffine, bn_form
 from .nir_check import NIRFileError, check_graph, check_raw_node
 from .nir_leak import rate_from_tau
@@ -187,11 +188,11 @@ class NIRNetwork(nn.Module):
             if T is not None:
                 raise ValueError("the graph declares no input shape: pass frames [T, B, ...], not a static input")
             return self._run(x)
-        if x.dim() == len(self.input_shape) + 1:
+        if is_static(x, self.input_shape):
             steps = T or self.T
             if not steps:
                 raise ValueError("a static input needs T (not recorded in the NIR metadata)")
-            x = x.unsqueeze(0).expand(steps, *x.shape)
+            x = repeat_over_time(x, steps)
         if tuple(x.shape[2:]) != self.input_shape:
             raise ValueError(f"expected input [T, B, {', '.join(map(str, self.input_shape))}], got {tuple(x.shape)}")
         return self._run(x)
