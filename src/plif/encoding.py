@@ -41,11 +41,11 @@ tensor([[3, 0],
 >>> s = PoissonEncoder(1000, generator=gen)(x)
 >>> s[:, 0].mean(0)                                                    # rates: close to x
 tensor([[0.0000, 1.0000],
-        [0.4970, 0.2420]])
+        [0.4810, 0.2660]])
 >>> PoissonEncoder(4)(x + 1)
 Traceback (most recent call last):
 ...
-ValueError: PoissonEncoder: input must lie in [0, 1] (an intensity), got 8 of 8 values outside (min 1, max 2); ...
+ValueError: PoissonEncoder: input must lie in [0, 1] (an intensity), got 6 of 8 values outside (min 1.25, max 2); ...
 """
 from __future__ import annotations
 

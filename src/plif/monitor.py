@@ -26,8 +26,8 @@ Example:
 >>> with FiringRateMonitor(net) as mon:
 ...     out = net(torch.rand(3, 1, 8, 8))
 >>> sorted(mon.rates())
-['2_PLIF', '5_PLIF']
->>> mon.rates()["5_PLIF"] == out.mean().item()       # the last layer's rate is its outputs' mean
+['2_PLIF', '6_PLIF']
+>>> mon.rates()["6_PLIF"] == out.mean().item()       # the last layer's rate is its outputs' mean
 True
 """
 from __future__ import annotations
