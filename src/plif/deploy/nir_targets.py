@@ -5,8 +5,10 @@ importers run a given file exactly (``plif export --check FILE``).
 What each importer assumes, read from its source (Norse 1.1.0, snnTorch 1.0.0):
 
 - Norse: ``norse.torch.from_nir(graph, dt=0.001)``: ``dt`` is an argument, 1e-3 by default; plif
-  exports for ``dt = 2**-10`` (about 1e-3), a power of two, at which every float32 ``k`` has a τ
-  (1e-3 leaves about a quarter without one).  It has no ``AvgPool2d`` (the node is skipped, the
+  exports for that default where every trained ``k`` of the network has a float32 τ at 1e-3 (so
+  ``norse.torch.from_nir(graph)`` as a user calls it runs it exactly: every zoo network at its
+  initial τ, 89 % of learned ``k``), else for ``dt = 2**-10`` (about 1e-3), a power of two, at
+  which every float32 ``k`` has a τ (and the file must be loaded with ``dt=2**-10``).  It has no ``AvgPool2d`` (the node is skipped, the
   module cannot be built).  It computes plif's float32 operations, except that it runs a BatchNorm
   node as a convolution, which can round once more than BatchNorm depending on the width, the frame
   size and the machine (:mod:`.nir_bn`): exact where every BN node is measured to round as BatchNorm
@@ -46,10 +48,19 @@ class Target:
     exact: bool  # it computes plif's float32 operations (given an exact BN and leak; Norse: BN nodes measured)
     load: str  # how a user loads the file there (printed by plif export)
     other_dt: str = ""  # what its importer does with a file for another dt (dt_fixed targets)
+    importer_dt: float | None = None  # the dt its importer steps with when not given one
+
+    def load_line(self, dt: float) -> str:
+        """How to load a file for ``dt`` there (``FILE`` for the path): the importer's own default
+        needs no ``dt`` argument."""
+        if self.importer_dt is not None and dt == self.importer_dt:
+            return self.load.replace(", dt={dt!r}", "") + f" (its default dt = {dt!r}, the file's)"
+        return self.load.format(dt=dt)
 
 
 TARGETS = {
-    "norse": Target("norse", 2.0 ** -10, False, True, "norse.torch.from_nir(nir.read(FILE), dt={dt!r})"),
+    "norse": Target("norse", 2.0 ** -10, False, True, "norse.torch.from_nir(nir.read(FILE), dt={dt!r})",
+                    importer_dt=1e-3),
     "snntorch": Target("snntorch", 1e-4, True, False, "snntorch.import_nir.import_from_nir(nir.read(FILE))",
                        "it reads no dt from the file and runs it with other leaks and thresholds without an error "
                        "(plif's default file, for Norse, gives all-zero outputs there)"),
@@ -218,11 +229,59 @@ def importer_summary(graph) -> str:
     return "; ".join(f"{verdict}: {', '.join(names)}" for verdict, names in groups.items())
 
 
-def describe(graph) -> list[str]:
+def describe(graph, run: bool = False, samples: int = 2, seed: int = 0, log=None) -> list[str]:
     """What ``plif export --check FILE`` prints: the file's metadata (target, dt, bn, leak, T), then
-    one line per importer of :func:`importer_report`."""
+    one line per importer.
+
+    run: run the file in every importer installed here that can take it (``plif export --check``),
+    on random input (:func:`~.nir_compare.check_input`: ``samples`` static inputs over ``T``), and
+    say how many outputs differ from plif's importer (the trained network, for a file plif's export
+    verified) and at which spiking node they first differ; where an importer is not installed, or
+    ``run`` is False, the line says ``predicted`` and from what (:func:`importer_report`: the file's
+    nodes and metadata, its BN nodes measured with torch's convolution here).  log: called with a
+    line before each importer runs (they take seconds to minutes on a full-size network)."""
     values = {key: graph_meta(graph, key) for key in ("target", "dt", "bn", "leak", "T")}
     facts = ", ".join(f"{key} {v if isinstance(v, str) else v.item() if hasattr(v, 'item') else v!r}"
                       for key, v in values.items() if v is not None)  # .item(): numpy scalars from HDF5
-    return ([facts or "no plif metadata", "importers (the trained network's spikes bit for bit: exact):"]
-            + [f"  {name:<9} {verdict}" for name, verdict in importer_report(graph)])
+    head = [facts or "no plif metadata", "importers (the trained network's spikes bit for bit: exact):"]
+    x = None
+    lines = []
+    for v in _verdicts(graph, "on this machine"):
+        if v.importer == "plif" or v.verdict in ("no", "unknown"):
+            lines.append(v.line)
+            continue
+        from .nir_compare import installed
+
+        why = "from the file's nodes and metadata" + (", its BN nodes run through torch's convolution here"
+                                                     if v.importer == "norse" and _bn_nodes(graph) else "")
+        if not run or not installed(v.importer):
+            lines.append(f"predicted ({why}{'' if not run else f'; {v.importer} is not installed here'}): {v.line}")
+            continue
+        if x is None:
+            from .nir_compare import check_input
+
+            x = check_input(graph, samples, seed)
+        lines.append(_ran(graph, v, x, log, why))
+    return head + [f"  {name:<9} {line}" for (name, _, _), line in zip(_IMPORTERS, lines)]
+
+
+def _ran(graph, v: _Verdict, x, log, why: str) -> str:
+    """The line of an importer that ran the file here (:func:`describe`)."""
+    from .nir_compare import run_against_plif
+
+    if log is not None:
+        log(f"running the file in {v.importer} ...")
+    try:
+        r = run_against_plif(graph, v.importer, x)
+    except Exception as e:  # an importer's own failure is what --check reports
+        return f"failed here: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''} ({why}: {v.line})"
+    on = f"random input, {x.shape[1]} samples, T = {x.shape[0]}; {r['active']} of plif's outputs are not 0"
+    ran = f"ran here: {r['differ']} of {r['total']} outputs differ from plif's ({on})"
+    if r["first"] is not None:
+        name, n, spikes = r["first"]
+        ran += f"; the first spiking node that differs is {name!r} ({n} spikes of plif's {spikes})"
+    exact = v.verdict.startswith("exact")
+    if r["differ"] == 0 and r["first"] is None:
+        verdict = "exact" if exact else "same on this input"
+        return f"{verdict}: {ran}; predicted {why}: {v.line}"
+    return f"differs: {ran}; predicted {why}: {v.line}"
