@@ -109,7 +109,9 @@ def _written(path, target: str, T: int, bn: str, every: bool) -> None:
     if every:
         print(*describe(graph)[1:], sep="\n")  # what --check FILE says of the file written
     else:
-        print(f"  {IMPORTER_OF[target]}: {dict(importer_report(graph))[IMPORTER_OF[target]]}")
+        name = IMPORTER_OF[target]
+        said = ": " if name == "plif" else " (predicted from the file; plif export --check FILE runs it): "
+        print(f"  {name}{said}{dict(importer_report(graph))[name]}")
 
 
 def _check(args) -> int:
