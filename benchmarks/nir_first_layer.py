@@ -91,7 +91,7 @@ def main(argv=None):
     for name in args.networks:
         for seed in map(int, args.seeds.split(",")):
             X, layer, want = first_layer(name, seed, args.samples)
-            k = float(layer.k(X[:1]).reshape(-1)[0])
+            k = float(layer.k(X[:1]).detach().reshape(-1)[0])
             k32 = torch.tensor(k, dtype=torch.float32)
             v_th = layer.cfg.v_threshold
             for fw, got in (("sinabs", sinabs_spikes(X, k32, v_th)), ("snntorch", snntorch_spikes(X, k, v_th))):
