@@ -168,11 +168,14 @@ class Intensity(nn.Module):
         self.mean, self.std = [float(m) for m in mean], [float(s) for s in std]
         if len(self.mean) != len(self.std) or not self.mean or min(self.std) <= 0:
             raise ValueError(f"Intensity: mean and std need one value per channel, std > 0; got {mean!r}, {std!r}")
+        # buffers (not in the state dict) that move with the network: no host-to-device copy per call,
+        # which a CUDA graph capture would refuse
+        self.register_buffer("_mean", torch.tensor(self.mean), persistent=False)
+        self.register_buffer("_std", torch.tensor(self.std), persistent=False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         shape = (1, len(self.mean)) + (1,) * (x.dim() - 2)
-        m = torch.tensor(self.mean, dtype=x.dtype, device=x.device).view(shape)
-        s = torch.tensor(self.std, dtype=x.dtype, device=x.device).view(shape)
+        m, s = self._mean.to(x.dtype).view(shape), self._std.to(x.dtype).view(shape)
         return (x * s + m).clamp(0, 1)
 
     def extra_repr(self) -> str:

@@ -110,6 +110,11 @@ def test_intensity_undoes_the_pipelines_normalisation():
     assert torch.equal(LatencyEncoder(8)(back), LatencyEncoder(8)(pixels.float() / 255))
     with pytest.raises(ValueError, match="std > 0"):
         Intensity([0.5], [0.0])
+    # its constants move with the network (no copy from the host per call: CUDA graphs) and are not stored
+    net = build_network("FC10-PLIF", (3, 4, 4), 2, encoder={"name": "poisson", "mean": list(mean), "std": list(std)})
+    assert [n for n, _ in net.named_buffers()] == ["encoder.intensity._mean", "encoder.intensity._std"]
+    assert "encoder.intensity._mean" not in net.state_dict()
+    assert net.to(torch.float64).encoder.intensity._mean.dtype == torch.float64
 
 
 def test_a_network_with_an_encoder_runs_the_encoded_input():
