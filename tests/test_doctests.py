@@ -11,7 +11,7 @@ import torch
 MODULES = ["plif.neurons.modules", "plif.neurons.dispatch", "plif.models.network", "plif.models.zoo",
            "plif.data.idx", "plif.data.events.nmnist", "plif.data.events.aedat2", "plif.data.events.aedat3",
            "plif.data.events.aedat4", "plif.data.events.detect", "plif.data.frames", "plif.runs.load",
-           "plif.train.run", "plif.deploy.nir_export"]
+           "plif.train.run", "plif.deploy.nir_export", "plif.encoding", "plif.monitor"]
 NEEDS = {"plif.deploy.nir_export": "nir"}
 
 # the entry points that must show an example (qualified names within MODULES)
@@ -31,6 +31,8 @@ ENTRY_POINTS = {
     "plif.runs.load": ["load_run"],
     "plif.train.run": ["train"],
     "plif.deploy.nir_export": ["export_nir", "export_nir_all"],
+    "plif.encoding": [],  # the module's own example shows every encoder
+    "plif.monitor": [],
 }
 FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 

@@ -8,6 +8,8 @@ Tensors are time-first everywhere: a layer takes and returns ``[T, B, ...]``.  W
   ``plif.layers.Voting``, ``plif.layers.SpikeMaxPool2d``, ...;
 - `plif.models`: the paper's network notation, ``build_network`` and the zoo (``build_zoo``);
 - `plif.data`, `plif.data.events`, `plif.data.frames`: datasets, event-file readers, frame integration;
+- `plif.encoding`: encoders of static images over T (``plif.encoding.PoissonEncoder``, latency, direct);
+- `plif.monitor`: ``plif.monitor.FiringRateMonitor``, per-layer firing rates of any model;
 - `plif.train`: ``plif.train.TrainConfig`` and ``plif.train.train``;
 - `plif.deploy`: ``plif.deploy.load_run``, BN folding, spike-only inference, NIR export;
 - `plif.experiments`: the ablation sweep, the report and the figures.
@@ -15,11 +17,14 @@ Tensors are time-first everywhere: a layer takes and returns ``[T, B, ...]``.  W
 from ._lazy import lazy_names
 
 __version__ = "0.1.0"
-__all__ = ["IF", "LIF", "PLIF", "NeuronConfig", "multi_step", "build_network", "build_zoo", "parse", "__version__"]
+__all__ = ["IF", "LIF", "PLIF", "NeuronConfig", "multi_step", "build_network", "build_zoo", "parse",
+           "PoissonEncoder", "LatencyEncoder", "DirectEncoder", "FiringRateMonitor", "__version__"]
 
 # imported on first use, so that torch-free parts (the event readers behind `plif data info`) stay light
 _WHERE = {"build_network": ".models", "build_zoo": ".models", "parse": ".models", "IF": ".neurons",
-          "LIF": ".neurons", "PLIF": ".neurons", "NeuronConfig": ".neurons", "multi_step": ".neurons"}
+          "LIF": ".neurons", "PLIF": ".neurons", "NeuronConfig": ".neurons", "multi_step": ".neurons",
+          "PoissonEncoder": ".encoding", "LatencyEncoder": ".encoding", "DirectEncoder": ".encoding",
+          "FiringRateMonitor": ".monitor"}
 
 
 __getattr__, __dir__ = lazy_names(__name__, _WHERE, globals())

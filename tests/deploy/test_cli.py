@@ -46,22 +46,33 @@ def test_export_nir_with_dt(run_dir, tmp_path, capsys):
 
 
 def test_export_defaults_to_norse_at_an_exact_dt_and_for_names_the_importer(run_dir, tmp_path, capsys):
-    """The default export is for Norse at dt = 2**-10 (exact; 1e-3 is not, issue 32); --for snntorch
-    writes snnTorch's fixed 1e-4 and refuses another --dt (issue 24: --dt 1 agreed 0/8, silently).
-    Both say which importers run the file exactly, as --check FILE does."""
+    """The default export is for Norse at Norse's own dt = 1e-3 where every k has a float32 tau there
+    (issue 45.6; here k = 1/2), else at 2**-10 (issue 32); --for snntorch writes snnTorch's fixed 1e-4
+    and refuses another --dt (issue 24: --dt 1 agreed 0/8, silently).  Both say which importers run
+    the file exactly; --check runs the installed ones, the export predicts and says so."""
     nir = pytest.importorskip("nir")
     run, _ = run_dir
     assert main(["export", str(run), "--nir", str(tmp_path / "n.nir")]) == 0
     out = capsys.readouterr().out
-    assert "for norse; BN exact" in out and "norse.torch.from_nir(" in out and "dt=0.0009765625" in out
-    assert ("  norse     exact on this machine (norse.torch.from_nir, dt=0.0009765625): torch's convolution "
-            "computes its 2 BN nodes as BatchNorm here, not on every machine") in out
+    assert "for norse; BN exact, dt = 0.001 in metadata" in out
+    assert f"load it with norse.torch.from_nir(nir.read({str(tmp_path / 'n.nir')!r})) (its default dt = 0.001" in out
+    assert ("  norse     predicted (from the file's nodes and metadata, its BN nodes run through torch's convolution "
+            "here): exact on this machine (norse.torch.from_nir, dt=0.001): torch's convolution computes its 2 BN "
+            "nodes as BatchNorm here, not on every machine") in out
     meta = nir.read(tmp_path / "n.nir").metadata
-    assert (meta["dt"], meta["target"], meta["bn"], meta["leak"]) == (2.0 ** -10, "norse", "exact", "exact")
+    assert (meta["dt"], meta["target"], meta["bn"], meta["leak"]) == (1e-3, "norse", "exact", "exact")
     assert main(["export", "--check", str(tmp_path / "n.nir")]) == 0
     checked = capsys.readouterr().out
-    assert "target 'norse', dt 0.0009765625, bn 'exact', leak 'exact', T 6" in checked
-    assert checked.splitlines()[1:] == out.splitlines()[2:-1]  # the same verdicts as the export printed
+    assert "target 'norse', dt 0.001, bn 'exact', leak 'exact', T 6" in checked
+    norse_line = next(line for line in checked.splitlines() if line.startswith("  norse "))
+    others = [line for line in checked.splitlines()[1:] if not line.startswith("  norse ")]
+    assert others == [line for line in out.splitlines()[2:-1] if not line.startswith("  norse ")]
+    try:
+        import norse.torch  # noqa: F401
+        assert norse_line.startswith("  norse     exact: ran here: 0 of 24 outputs differ from plif's (random input, "
+                                   "2 samples, T = 6;")
+    except ImportError:
+        assert norse_line.startswith("  norse     predicted (") and "norse is not installed here" in norse_line
     assert "  snntorch  no: it steps with dt = 0.0001" in checked and "all-zero outputs" in checked
     assert out.splitlines()[-1].startswith("for another importer: --for snntorch / sinabs / generic, or --for all")
     assert main(["export", str(run), "--nir", str(tmp_path / "s.nir"), "--for", "snntorch"]) == 0
@@ -71,6 +82,47 @@ def test_export_defaults_to_norse_at_an_exact_dt_and_for_names_the_importer(run_
     err = capsys.readouterr().err
     assert "dt = 0.0001" in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "bad.nir").exists()
+
+
+def test_check_runs_each_installed_importer_and_predicts_the_others(run_dir, tmp_path, capsys, monkeypatch):
+    """Issue 45.6: --check said "exact on this machine" for Norse where Norse was not installed, and
+    "close" for snnTorch where snnTorch, run, was bit-identical."""
+    pytest.importorskip("nir")
+    pytest.importorskip("snntorch")
+    from plif.deploy import nir_compare
+
+    run, _ = run_dir
+    path = tmp_path / "s.nir"
+    assert main(["export", str(run), "--nir", str(path), "--for", "snntorch"]) == 0
+    capsys.readouterr()
+    assert main(["export", "--check", str(path)]) == 0
+    captured = capsys.readouterr()
+    line = next(v for v in captured.out.splitlines() if v.startswith("  snntorch"))
+    assert line.startswith("  snntorch  same on this input: ran here: 0 of 24 outputs differ from plif's (random "
+                           "input, 2 samples, T = 6; ")
+    assert line.endswith("predicted from the file's nodes and metadata: close, not exact: it rounds differently "
+                         "from plif (snntorch.import_nir.import_from_nir)")
+    assert "running the file in snntorch ..." in captured.err
+    # an importer that computes otherwise is caught, with the first node that differs
+    real = nir_compare.framework_spikes
+
+    def off_by_one(graph, x, framework):
+        spikes, out = real(graph, x, framework)
+        spikes["6_plif"] = 1 - spikes["6_plif"]  # and 2_plif, before it, as plif's (a file's nodes come sorted)
+        return spikes, torch.cat([1 - out[:1], out[1:]])
+    import torch
+
+    monkeypatch.setattr(nir_compare, "framework_spikes", off_by_one)
+    assert main(["export", "--check", str(path)]) == 0
+    line = next(v for v in capsys.readouterr().out.splitlines() if v.startswith("  snntorch"))
+    assert line.startswith("  snntorch  differs: ran here: 4 of 24 outputs differ from plif's")
+    assert "the first spiking node that differs is '6_plif'" in line, line
+    # not installed: predicted, and from what
+    monkeypatch.setattr(nir_compare, "installed", lambda framework: framework == "plif")
+    assert main(["export", "--check", str(path)]) == 0
+    line = next(v for v in capsys.readouterr().out.splitlines() if v.startswith("  snntorch"))
+    assert line == ("  snntorch  predicted (from the file's nodes and metadata; snntorch is not installed here): "
+                    "close, not exact: it rounds differently from plif (snntorch.import_nir.import_from_nir)")
 
 
 def test_export_for_snntorch_refuses_what_it_cannot_run_and_for_all_skips_it(make_net, make_run, tmp_path, capsys):
@@ -104,7 +156,8 @@ def test_export_refuses_a_leak_no_float32_tau_reaches_unless_allowed(make_net, m
     assert main(argv + ["--allow-inexact-dt"]) == 0
     captured = capsys.readouterr()
     assert captured.err.startswith("note: layer 2 (PLIF): at dt = 0.001") and "0.0009765625" in captured.err
-    assert "  norse     close, not exact: a trained k without a float32 tau at this dt" in captured.out
+    assert ("  norse     predicted (from the file's nodes and metadata, its BN nodes run through torch's convolution "
+            "here): close, not exact: a trained k without a float32 tau at this dt") in captured.out
 
 
 def test_export_check_needs_a_file_alone(run_dir, tmp_path, capsys):
@@ -132,11 +185,14 @@ def test_export_for_all_writes_one_file_per_importer_named_after_it(run_dir, tmp
     for target in TARGETS:
         path = tmp_path / f"model.{target}.nir"
         meta = nir.read(path).metadata
-        assert meta["target"] == target and meta["dt"] == TARGETS[target].dt
+        dt = 1e-3 if target == "norse" else TARGETS[target].dt  # Norse's own: k = 1/2 has a float32 tau there
+        assert meta["target"] == target and meta["dt"] == dt
         assert f"wrote {path} (NIR for {target}" in out
         assert main(["export", "--check", str(path)]) == 0
-        assert capsys.readouterr().out.startswith(f"{path}: target '{target}', dt {TARGETS[target].dt!r}")
-    assert "  snntorch: close, not exact" in out and "  norse: exact on this machine" in out and "  plif: exact" in out
+        assert capsys.readouterr().out.startswith(f"{path}: target '{target}', dt {dt!r}")
+    said = "(predicted from the file; plif export --check FILE runs it): "
+    assert f"  snntorch {said}close, not exact" in out and f"  norse {said}exact on this machine" in out
+    assert "  plif: exact" in out
     assert nir.read(tmp_path / "model.norse.nir").metadata["importers"] == (
         "exact: plif; exact on the machine that exported it: norse; no: snntorch (--for snntorch), sinabs (--for "
         "sinabs)")

@@ -105,13 +105,13 @@ def test_the_norse_verdict_says_what_was_measured(monkeypatch):
         return dict(importer_report(graph))["norse"], importer_summary(graph)
 
     verdict, summary = norse(0)
-    assert verdict == ("exact on this machine (norse.torch.from_nir, dt=0.0009765625): torch's convolution computes "
+    assert verdict == ("exact on this machine (norse.torch.from_nir, dt=0.001): torch's convolution computes "
                        "its 2 BN nodes as BatchNorm here, not on every machine")
     assert summary.startswith("exact: plif; exact on the machine that exported it: norse; no: snntorch")
     verdict, summary = norse(3)
     assert verdict == ("close, not exact: torch's convolution computes 3 of the 8 channels of BN node '1_bn' (8x6x6) "
                        "with one rounding more than BatchNorm here (2 of its 2 BN nodes round otherwise) "
-                       "(norse.torch.from_nir, dt=0.0009765625)")
+                       "(norse.torch.from_nir, dt=0.001)")
     assert summary.startswith("exact: plif; close: norse; no: snntorch")
     verdict, _ = norse(None)
     assert verdict.startswith("close, not exact: BN node '1_bn' (8x6x6) is too large to measure whether")

@@ -311,7 +311,8 @@ def test_a_voting_group_without_an_exact_split_falls_back_to_one_node(make_net, 
 def test_the_default_dt_is_exact_and_an_inexact_one_is_refused_unless_allowed(make_net):
     """Issue 32: at dt = 1e-3 (the old default for Norse) about a quarter of the float32 k have no
     float32 tau (k = sigmoid(-0.4) is one), which changed outputs of the full CIFAR10-DVS network in
-    Norse; the default is now 2**-10, where every k has one, and 1e-3 must be asked for."""
+    Norse; the default is now Norse's own 1e-3 only where every k has one there (issue 45.6: then
+    ``norse.torch.from_nir(graph)`` runs it as users call it), else 2**-10, where every k has one."""
     import warnings
 
     from plif.deploy.nir_export import InexactLeakWarning
@@ -333,6 +334,9 @@ def test_the_default_dt_is_exact_and_an_inexact_one_is_refused_unless_allowed(ma
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # snnTorch's importer never runs plif's float32 leak: nothing to refuse
         assert to_nir(net, target="snntorch").metadata["dt"] == 1e-4
+    with torch.no_grad():
+        net.neuron_layers()[1].w.fill_(0.3)  # sigmoid(0.3) has a float32 tau at 1e-3: Norse's default dt
+    assert (to_nir(net).metadata["dt"], to_nir(net, target="generic").metadata["dt"]) == (1e-3, 1.0)
 
 
 def test_export_nir_and_to_nir_share_the_clis_defaults():
@@ -361,10 +365,10 @@ def test_which_importers_run_a_file_exactly(make_net):
     net = make_net()
     report = dict(importer_report(to_nir(net)))
     assert report["plif"] == "exact (plif.deploy.read_nir)" and report["norse"] == (
-        "exact on this machine (norse.torch.from_nir, dt=0.0009765625): torch's convolution computes its 2 BN nodes "
+        "exact on this machine (norse.torch.from_nir, dt=0.001): torch's convolution computes its 2 BN nodes "
         "as BatchNorm here, not on every machine")  # 8 channels: measured (test_nir_bn)
     no_bn = make_net("c4k3s1-PLIF-MPk2s2-FC20-PLIF-APk10s10", input_shape=(1, 8, 8), T=2)
-    assert dict(importer_report(to_nir(no_bn)))["norse"] == "exact (norse.torch.from_nir, dt=0.0009765625)"
+    assert dict(importer_report(to_nir(no_bn)))["norse"] == "exact (norse.torch.from_nir, dt=0.001)"
     assert report["snntorch"].startswith("no: it steps with dt = 0.0001")
     assert report["sinabs"].startswith("no: it steps with dt = 1")
     folded = dict(importer_report(to_nir(net, bn="fold")))

@@ -14,7 +14,7 @@ import torch
 nir = pytest.importorskip("nir")
 
 from plif.deploy.nir_compare import framework_spikes, plif_spikes  # noqa: E402
-from plif.deploy.nir_export import to_nir, write_nir  # noqa: E402
+from plif.deploy.nir_export import leaks_exact_at, to_nir, write_nir  # noqa: E402
 from plif.deploy.nir_import import read_nir, threshold_to_nir  # noqa: E402
 
 ZOO_NETWORKS = ["mnist", "fashion-mnist", "cifar10", "nmnist", "cifar10-dvs", "dvs128-gesture"]
@@ -73,7 +73,9 @@ def test_every_zoo_network_fires_identically_in_norse_and_snntorch(make_net, ent
     frameworks' own importers, each with the dt ``plif export --for`` writes for it (issues 24, 32)."""
     net = zoo_net(make_net, entry)
     norse_graph, snn_graph = to_nir(net, target="norse"), to_nir(net, target="snntorch")
-    assert (norse_graph.metadata["dt"], snn_graph.metadata["dt"]) == (2.0 ** -10, 1e-4)
+    # Norse's own default dt where every k has a float32 tau there (issue 45.6), else 2**-10
+    assert (norse_graph.metadata["dt"], snn_graph.metadata["dt"]) == (1e-3 if leaks_exact_at(net, 1e-3) else 2.0 ** -10,
+                                                                        1e-4)
     assert_same_spikes(net, norse_graph, "norse", frames(net))
     assert_same_spikes(net, snn_graph, "snntorch", frames(net))
 
@@ -123,7 +125,7 @@ def test_a_file_written_by_plif_runs_in_norse_with_lif_and_if(make_net, tmp_path
     x = frames(net, batch=4)
     path = write_nir(to_nir(net, target="norse"), tmp_path / "net.nir")
     graph = nir.read(path)
-    assert graph.metadata["dt"] == 2.0 ** -10 and graph.metadata["target"] == "norse"
+    assert graph.metadata["dt"] == 1e-3 and graph.metadata["target"] == "norse"  # tau0 = 3: exact at Norse's dt
     assert torch.equal(read_nir(path)(x), plif_spikes(net, x)[1])  # plif's own importer
     assert_same_spikes(net, graph, "norse", x)
 
@@ -187,3 +189,22 @@ def test_norse_runs_a_batchnorm_node_as_the_convolution_its_verdict_measures():
         as_bn = torch.equal(_load(graph, "norse", 2).get_submodule("0_bn")(x), bn(x))
     assert as_bn == (conv_channels_off(graph.nodes["0_bn"], (128, 32, 32)) == 0)
     assert as_bn == dict(importer_report(graph))["norse"].startswith("exact on this machine")
+
+
+def test_the_default_file_runs_in_norse_as_users_call_it(make_net):
+    """Issue 45.6: ``norse.torch.from_nir(graph)`` with no dt (Norse's 1e-3) runs plif's default
+    file bit for bit where every trained k has a float32 tau at 1e-3 (the zoo networks at their
+    initial tau: here the narrow MNIST one, k = sigmoid(0.35 i - 0.6) in layer i)."""
+    norse_torch = pytest.importorskip("norse.torch")
+    net = zoo_net(make_net, ZOO_NETWORKS[0])
+    graph = to_nir(net)
+    assert graph.metadata["dt"] == 1e-3
+    x = frames(net)
+    module = norse_torch.from_nir(graph)  # as its documentation calls it
+    outs, state = [], None
+    with torch.no_grad():
+        for t in range(net.T):
+            y, state = module(x[t], state)
+            outs.append(y)
+    want = plif_spikes(net, x)[1]
+    assert want.sum() > 0 and torch.equal(torch.stack(outs), want)

@@ -69,7 +69,8 @@ def run_export(args) -> int:
     if args.target == ALL_TARGETS and args.dt is not None:
         raise ValueError("--dt does not go with --for all: each importer's file takes the dt that importer steps "
                          "with (export --for norse or generic --dt DT for one file at yours)")
-    dt = None if args.target == ALL_TARGETS else target_dt(args.target, args.dt)  # refused before loading
+    if args.target != ALL_TARGETS:
+        target_dt(args.target, args.dt)  # refused before loading; None: the exporter picks the target's
     net, _ = load_checked_run(args.run, args.which, args.trust_module)
     with warnings.catch_warnings(record=True) as notes:
         warnings.simplefilter("always", InexactLeakWarning)
@@ -78,7 +79,7 @@ def run_export(args) -> int:
             written = export_nir_all(net, args.nir, verify=not args.no_verify, bn=args.bn,
                                      allow_inexact_dt=args.allow_inexact_dt)
         else:
-            written = {args.target: export_nir(net, args.nir, verify=not args.no_verify, dt=dt, target=args.target,
+            written = {args.target: export_nir(net, args.nir, verify=not args.no_verify, dt=args.dt, target=args.target,
                                                bn=args.bn, allow_inexact_dt=args.allow_inexact_dt)}
     for note in notes:
         print(f"note: {note.message}", file=sys.stderr)
@@ -98,22 +99,26 @@ def _written(path, target: str, T: int, bn: str, every: bool) -> None:
     """What export says of a file it wrote: how to load it, and which importers run it (``every``,
     as --check FILE says) or the one it is for."""
     from ..deploy.nir_import import read_graph
-    from ..deploy.nir_targets import IMPORTER_OF, TARGETS, describe, graph_meta, importer_report
+    from ..deploy.nir_describe import describe
+    from ..deploy.nir_targets import IMPORTER_OF, TARGETS, graph_meta, importer_report
 
     graph = read_graph(path)
     dt = float(graph_meta(graph, "dt"))
     print(f"wrote {path} (NIR for {target}; {'BN folded' if bn == 'fold' else 'BN exact'}, dt = {dt!r} in "
           f"metadata['dt'], T = {T})")
-    print("load it with " + TARGETS[target].load.format(dt=dt).replace("FILE", repr(str(path))))
+    print("load it with " + TARGETS[target].load_line(dt).replace("FILE", repr(str(path))))
     if every:
         print(*describe(graph)[1:], sep="\n")  # what --check FILE says of the file written
     else:
-        print(f"  {IMPORTER_OF[target]}: {dict(importer_report(graph))[IMPORTER_OF[target]]}")
+        name = IMPORTER_OF[target]
+        said = ": " if name == "plif" else " (predicted from the file; plif export --check FILE runs it): "
+        print(f"  {name}{said}{dict(importer_report(graph))[name]}")
 
 
 def _check(args) -> int:
-    """``plif export --check FILE``: which importers run the file exactly, from its nodes and metadata
-    (for Norse, its BatchNorm nodes measured on this machine)."""
+    """``plif export --check FILE``: which importers run the file exactly: each one installed here
+    runs it (random input) against plif's importer; the others are predicted from its nodes and
+    metadata (for Norse, its BatchNorm nodes measured on this machine), and say so."""
     if args.run or args.nir:
         raise ValueError("--check FILE takes no run folder and no --nir")
     given = [flag for flag, value in (("--which", args.which), ("--for", args.target), ("--dt", args.dt),
@@ -124,9 +129,9 @@ def _check(args) -> int:
         raise ValueError(f"--check FILE only reads the file: {', '.join(given)} {'is' if len(given) == 1 else 'are'} "
                          "for plif export RUN --nir FILE")
     from ..deploy.nir_import import read_graph
-    from ..deploy.nir_targets import describe
+    from ..deploy.nir_describe import describe
 
-    lines = describe(read_graph(args.check))
+    lines = describe(read_graph(args.check), run=True, log=lambda line: print(line, file=sys.stderr, flush=True))
     print(f"{args.check}: {lines[0]}", *lines[1:], sep="\n")
     return 0
 
@@ -158,8 +163,8 @@ def register(sub) -> None:
     e.add_argument("--no-verify", action="store_true",
                    help="skip re-importing the graph and comparing its outputs with the network as trained")
     e.add_argument("--for", dest="target", choices=[*TARGETS, ALL_TARGETS],
-                   help="importer the file is for: sets dt to the one it takes (Norse 2**-10, exact, pass it to "
-                        "from_nir; snnTorch 1e-4 fixed; Sinabs and generic 1), written to metadata['dt'] with the "
+                   help="importer the file is for: sets dt to the one it takes (Norse: its own default 1e-3 where every "
+                        "trained k has a float32 tau there, else 2**-10, exact, pass it to from_nir; snnTorch 1e-4 fixed; Sinabs and generic 1), written to metadata['dt'] with the "
                         "target, and refuses layers it would run differently from plif; no file runs in all of "
                         "them: 'all' writes one per importer, named after it (net.nir -> net.norse.nir, "
                         f"net.snntorch.nir, net.sinabs.nir, net.generic.nir) [{DEFAULT_TARGET}]")

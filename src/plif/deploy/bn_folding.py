@@ -66,5 +66,5 @@ def fold_batchnorm(net: SpikingNetwork) -> SpikingNetwork:
             continue
         layers.append(copy.deepcopy(layer))
         info.append(li)
-    folded = SpikingNetwork(net.spec, layers, info, net.input_shape, net.T)
+    folded = SpikingNetwork(net.spec, layers, info, net.input_shape, net.T, encoder=net.encoder)
     return folded.eval()

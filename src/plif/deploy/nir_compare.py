@@ -19,10 +19,11 @@ import warnings
 import torch
 
 from ..models import SpikingNetwork
+from ..models.inputs import repeat_over_time
 from ..neurons import SpikingNeuron
 from .bn_folding import fold_batchnorm
 from .nir_export import as_trained
-from .nir_import import NIRNeuron, from_nir, graph_dt
+from .nir_import import NIRNeuron, _chain, from_nir, graph_dt
 from .nir_targets import graph_meta
 
 __all__ = ["FRAMEWORKS", "plif_spikes", "framework_spikes", "compare_spikes"]
@@ -131,3 +132,54 @@ def compare_spikes(net: SpikingNetwork, graph, x: torch.Tensor, framework: str) 
     rows.append({"node": "output", "plif": want_out.numel(), framework: got_out.numel(),
                  "differ": int((got_out != want_out).sum()) if same_shape else -1})
     return rows
+
+
+def installed(framework: str) -> bool:
+    """Whether ``framework``'s importer can be imported here (plif's always)."""
+    import importlib.util
+
+    module = {"plif": "plif", "norse": "norse", "snntorch": "snntorch", "sinabs": "sinabs"}[framework]
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def check_input(graph, samples: int = 2, seed: int = 0) -> torch.Tensor:
+    """The input ``plif export --check`` runs a file on: ``samples`` random normal static inputs of
+    the file's input shape, repeated over its ``T`` steps (as :func:`~.nir_export.verify_nir` checks
+    an export), ``[T, samples, ...]``; at least 2 samples (module docstring of :mod:`.nir_targets`:
+    batch 1 can take another convolution path)."""
+    net = from_nir(graph)
+    if net.input_shape is None:
+        raise ValueError("the graph declares no input shape")
+    T = net.T or 1
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(max(2, samples), *net.input_shape, generator=g)
+    return repeat_over_time(x, T).contiguous()
+
+
+@torch.no_grad()
+def run_against_plif(graph, framework: str, x: torch.Tensor) -> dict:
+    """Run ``graph`` in ``framework``'s importer and in plif's (the trained network, for a file
+    plif's export verified) on ``x``: ``{"differ", "total", "first", "active"}``, the outputs that
+    differ, the outputs, the first spiking node (in graph order) whose spikes differ, with how many
+    (``(name, differ, spikes)``, None where none does), and plif's outputs that are not 0 (a
+    network that never fires agrees with anything)."""
+    want, want_out = _plif_importer_spikes(graph, x)
+    got, got_out = framework_spikes(graph, x, framework)
+    if got_out.shape != want_out.shape:
+        raise ValueError(f"{framework} gives outputs of shape {tuple(got_out.shape)}, plif {tuple(want_out.shape)}")
+    atol = 1e-5 if any(name.endswith("_voting_mean") for name in graph.nodes) else 0.0  # as verify_nir
+    first = None
+    spiking = set(_spiking_nodes(graph))
+    for name in (n for n in _chain(graph) if n in spiking):  # input to output (a file's nodes come back sorted)
+        a, b = got.get(name), want.get(name)
+        if a is None or b is None or a.shape != b.shape:
+            continue
+        n = int((a != b).sum())
+        if n:
+            first = (name, n, int(b.sum()))
+            break
+    return {"differ": int(((got_out - want_out).abs() > atol).sum()), "total": want_out.numel(), "first": first,
+            "active": int((want_out != 0).sum())}

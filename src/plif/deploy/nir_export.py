@@ -145,6 +145,21 @@ def tau_for_rate(k: np.ndarray, dt: float) -> np.ndarray:
     return best
 
 
+def _tau(layer: SpikingNeuron, shape: tuple, dt: float) -> tuple[np.ndarray, bool]:
+    """``(τ, exact)``: the float32 τ of the leaky ``layer``'s ``k`` at ``dt`` (:func:`tau_for_rate`)
+    over its output ``shape``, and whether every ``k`` comes back from it exactly."""
+    probe = torch.zeros((1, 1) + tuple(shape))
+    k = np.broadcast_to(layer.k(probe).detach().to(torch.float32).cpu().numpy(), shape)
+    tau = tau_for_rate(k, dt)
+    return tau, bool(np.array_equal(rate_from_tau(tau, dt).numpy(), k))
+
+
+def leaks_exact_at(net: SpikingNetwork, dt: float) -> bool:
+    """Whether every leaky neuron layer's trained ``k`` has a float32 τ at ``dt``."""
+    return all(_tau(m, info.out_shape, dt)[1] for m, info in zip(net.layers, net.info)
+               if isinstance(m, SpikingNeuron) and m.cfg.leak)
+
+
 def _neuron_node(nir, layer: SpikingNeuron, shape: tuple, where: str, dt: float, inexact: str):
     """``(node, leak exact)``: the layer's NIR neuron, and whether every ``k`` comes back at ``dt``;
     where one does not, ``inexact`` says what happens: ``refuse``, ``warn`` or ``allow`` (quietly:
@@ -156,10 +171,7 @@ def _neuron_node(nir, layer: SpikingNeuron, shape: tuple, where: str, dt: float,
     v_th = np.ascontiguousarray(threshold_to_nir(full(cfg.v_threshold)))
     if not cfg.leak:
         return nir.IF(r=full(1.0 / dt), v_threshold=v_th, v_reset=full(cfg.v_reset)), True
-    probe = torch.zeros((1, 1) + tuple(shape))
-    k = layer.k(probe).detach().to(torch.float32).cpu().numpy()
-    tau = tau_for_rate(np.broadcast_to(k, shape), dt)
-    exact = bool(np.array_equal(rate_from_tau(tau, dt).numpy(), np.broadcast_to(k, shape)))
+    tau, exact = _tau(layer, shape, dt)
     if not exact:
         message = (f"{where}: at dt = {dt!r} no float32 tau gives the trained k back exactly; importers (Norse, "
                    f"plif's) leak one float32 step differently, so a potential within ~1e-7 of the threshold can "
@@ -261,8 +273,8 @@ def to_nir(net: SpikingNetwork, dt: float | None = None, target: str = DEFAULT_T
            allow_inexact_dt: bool = False):
     """The ``nir.NIRGraph`` of ``net`` (eval mode): a chain ``input -> ... -> output``, for
     ``target``'s importer (:data:`~plif.deploy.nir_targets.TARGETS`, Norse by default) stepping it
-    with time-step ``dt`` (> 0; default: the one that importer assumes, a power of two where it
-    takes one).  ``bn``: ``exact`` (BatchNorm as its own node, computing what the trained network
+    with time-step ``dt`` (> 0; default: the one that importer assumes; for Norse its own default
+    1e-3 where every trained ``k`` has a float32 τ there, else the power of two ``2**-10``).  ``bn``: ``exact`` (BatchNorm as its own node, computing what the trained network
     computes) or ``fold`` (merged into the conv/linear before it; rounds differently).
     ``allow_inexact_dt``: export even where a trained ``k`` has no float32 τ at ``dt`` (a warning
     instead of :class:`NIRExportError`; targets whose importer is close, not exact, never refuse).
@@ -277,9 +289,12 @@ def to_nir(net: SpikingNetwork, dt: float | None = None, target: str = DEFAULT_T
     if bn not in BN_MODES:
         raise NIRExportError(f"bn must be one of {', '.join(BN_MODES)}, got {bn!r}")
     try:
-        dt = target_dt(target, dt)
+        asked, dt = dt, target_dt(target, dt)
     except ValueError as e:
         raise NIRExportError(str(e)) from None
+    own = TARGETS[target].importer_dt  # Norse's 1e-3: the file runs with from_nir(graph) as users call it
+    if asked is None and own is not None and leaks_exact_at(net, own):
+        dt = own
     # snnTorch's importer forms its leak in float64 from dt/tau, never plif's float32 k: no dt is exact there
     inexact = "allow" if not TARGETS[target].exact else "warn" if allow_inexact_dt else "refuse"
     src = fold_batchnorm(net) if bn == "fold" else net

@@ -5,8 +5,10 @@ importers run a given file exactly (``plif export --check FILE``).
 What each importer assumes, read from its source (Norse 1.1.0, snnTorch 1.0.0):
 
 - Norse: ``norse.torch.from_nir(graph, dt=0.001)``: ``dt`` is an argument, 1e-3 by default; plif
-  exports for ``dt = 2**-10`` (about 1e-3), a power of two, at which every float32 ``k`` has a τ
-  (1e-3 leaves about a quarter without one).  It has no ``AvgPool2d`` (the node is skipped, the
+  exports for that default where every trained ``k`` of the network has a float32 τ at 1e-3 (so
+  ``norse.torch.from_nir(graph)`` as a user calls it runs it exactly: every zoo network at its
+  initial τ, 89 % of learned ``k``), else for ``dt = 2**-10`` (about 1e-3), a power of two, at
+  which every float32 ``k`` has a τ (and the file must be loaded with ``dt=2**-10``).  It has no ``AvgPool2d`` (the node is skipped, the
   module cannot be built).  It computes plif's float32 operations, except that it runs a BatchNorm
   node as a convolution, which can round once more than BatchNorm depending on the width, the frame
   size and the machine (:mod:`.nir_bn`): exact where every BN node is measured to round as BatchNorm
@@ -32,7 +34,8 @@ import numpy as np
 from .nir_bn import bn_form, conv_channels_off
 
 __all__ = ["Target", "TARGETS", "DEFAULT_TARGET", "ALL_TARGETS", "BN_MODES", "DEFAULT_BN", "target_dt", "target_path",
-           "check_target", "graph_meta", "importer_report", "importer_summary", "describe", "IMPORTER_OF"]
+           "check_target", "graph_meta", "importer_report", "importer_summary", "IMPORTER_OF",
+           "IMPORTERS", "Verdict", "verdicts", "bn_nodes"]
 
 BN_MODES = ("exact", "fold")
 DEFAULT_BN = "exact"  # BatchNorm as its own node, computing what the trained network computes
@@ -46,10 +49,19 @@ class Target:
     exact: bool  # it computes plif's float32 operations (given an exact BN and leak; Norse: BN nodes measured)
     load: str  # how a user loads the file there (printed by plif export)
     other_dt: str = ""  # what its importer does with a file for another dt (dt_fixed targets)
+    importer_dt: float | None = None  # the dt its importer steps with when not given one
+
+    def load_line(self, dt: float) -> str:
+        """How to load a file for ``dt`` there (``FILE`` for the path): the importer's own default
+        needs no ``dt`` argument."""
+        if self.importer_dt is not None and dt == self.importer_dt:
+            return self.load.replace(", dt={dt!r}", "") + f" (its default dt = {dt!r}, the file's)"
+        return self.load.format(dt=dt)
 
 
 TARGETS = {
-    "norse": Target("norse", 2.0 ** -10, False, True, "norse.torch.from_nir(nir.read(FILE), dt={dt!r})"),
+    "norse": Target("norse", 2.0 ** -10, False, True, "norse.torch.from_nir(nir.read(FILE), dt={dt!r})",
+                    importer_dt=1e-3),
     "snntorch": Target("snntorch", 1e-4, True, False, "snntorch.import_nir.import_from_nir(nir.read(FILE))",
                        "it reads no dt from the file and runs it with other leaks and thresholds without an error "
                        "(plif's default file, for Norse, gives all-zero outputs there)"),
@@ -115,13 +127,13 @@ def check_target(graph, target: str) -> None:
 
 
 # the importers --check names, each with its target (the nodes and dt it needs)
-_IMPORTERS = (("plif", "generic", "plif.deploy.read_nir"), ("norse", "norse", "norse.torch.from_nir"),
+IMPORTERS = (("plif", "generic", "plif.deploy.read_nir"), ("norse", "norse", "norse.torch.from_nir"),
               ("snntorch", "snntorch", "snntorch.import_nir.import_from_nir"),
               ("sinabs", "sinabs", "plif.deploy.nir_sinabs.sinabs_from_nir"))
-IMPORTER_OF = {target: name for name, target, _ in _IMPORTERS}  # the importer a target's file is for
+IMPORTER_OF = {target: name for name, target, _ in IMPORTERS}  # the importer a target's file is for
 
 
-def _bn_nodes(graph) -> list[tuple[str, int | None, tuple | None]]:
+def bn_nodes(graph) -> list[tuple[str, int | None, tuple | None]]:
     """``[(name, channels torch's convolution rounds otherwise than BatchNorm here, input shape)]``
     for each BatchNorm node of ``graph`` (:func:`~.nir_bn.conv_channels_off`; None: not measured)."""
     out = []
@@ -137,7 +149,7 @@ def _bn_nodes(graph) -> list[tuple[str, int | None, tuple | None]]:
 def _norse_bn(graph) -> tuple[bool, str]:
     """Whether torch's convolution computes every BN node of ``graph`` as BatchNorm on this machine
     (the one thing Norse computes otherwise than plif), and what to say of it."""
-    nodes = _bn_nodes(graph)
+    nodes = bn_nodes(graph)
     off = [(name, n, shape) for name, n, shape in nodes if n is None or n > 0]
     if not off:
         return True, (f"torch's convolution computes its {len(nodes)} BN node{'s' * (len(nodes) != 1)} as "
@@ -153,46 +165,46 @@ def _norse_bn(graph) -> tuple[bool, str]:
                    f"with one rounding more than BatchNorm here{more}")
 
 
-class _Verdict(NamedTuple):
+class Verdict(NamedTuple):
     importer: str
     verdict: str  # exact, exact <where it was measured>, close, no or unknown: what importer_summary groups by
     line: str  # the verdict and why: what importer_report gives and --check prints
     retarget: bool = False  # the file is for another dt: export --for the importer's target runs there
 
 
-def _verdicts(graph, here: str) -> list[_Verdict]:
+def verdicts(graph, here: str) -> list[Verdict]:
     dt = graph_meta(graph, "dt")
     if graph_meta(graph, "source") != "plif" or dt is None:
-        return [_Verdict(name, "unknown", "unknown: not a file plif exported (no metadata['dt'])")
-                for name, _, _ in _IMPORTERS]
+        return [Verdict(name, "unknown", "unknown: not a file plif exported (no metadata['dt'])")
+                for name, _, _ in IMPORTERS]
     dt = float(dt)
     inexact = [why for key, why in (("bn", "BatchNorm folded into the conv"),
                                     ("leak", "a trained k without a float32 tau at this dt"))
                if graph_meta(graph, key) != "exact"]
     out = []
-    for name, target, call in _IMPORTERS:
+    for name, target, call in IMPORTERS:
         t = TARGETS[target]
         try:
             check_target(graph, target)
         except ValueError as e:
-            out.append(_Verdict(name, "no", f"no: {e}"))
+            out.append(Verdict(name, "no", f"no: {e}"))
             continue
         if t.dt_fixed and dt != t.dt:
-            out.append(_Verdict(name, "no", f"no: it steps with dt = {t.dt:g}, the file is for dt = {dt!r}; "
+            out.append(Verdict(name, "no", f"no: it steps with dt = {t.dt:g}, the file is for dt = {dt!r}; "
                                             f"{t.other_dt}: export --for {target}", retarget=True))
         elif not t.exact:
-            out.append(_Verdict(name, "close", f"close, not exact: it rounds differently from plif ({call})"))
+            out.append(Verdict(name, "close", f"close, not exact: it rounds differently from plif ({call})"))
         elif inexact:
-            out.append(_Verdict(name, "close", f"close, not exact: {' and '.join(inexact)} ({call})"))
+            out.append(Verdict(name, "close", f"close, not exact: {' and '.join(inexact)} ({call})"))
         else:
             where = f"({call}" + (")" if t.dt_fixed or name == "plif" else f", dt={dt!r})")
             bn_exact, bn_says = (True, "") if name == "plif" else _norse_bn(graph)
             if not bn_exact:
-                out.append(_Verdict(name, "close", f"close, not exact: {bn_says} {where}"))
+                out.append(Verdict(name, "close", f"close, not exact: {bn_says} {where}"))
             elif bn_says:
-                out.append(_Verdict(name, f"exact {here}", f"exact {here} {where}: {bn_says}"))
+                out.append(Verdict(name, f"exact {here}", f"exact {here} {where}: {bn_says}"))
             else:
-                out.append(_Verdict(name, "exact", f"exact {where}"))
+                out.append(Verdict(name, "exact", f"exact {where}"))
     return out
 
 
@@ -203,7 +215,7 @@ def importer_report(graph, here: str = "on this machine") -> list[tuple[str, str
     Norse runs a BatchNorm node as a convolution, which can round once more than BatchNorm
     (:mod:`.nir_bn`): it is ``exact`` only where each BN node is measured to round as BatchNorm on
     the machine that runs this (``here`` names that machine), else ``close``."""
-    return [(v.importer, v.line) for v in _verdicts(graph, here)]
+    return [(v.importer, v.line) for v in verdicts(graph, here)]
 
 
 def importer_summary(graph) -> str:
@@ -212,17 +224,7 @@ def importer_summary(graph) -> str:
     sinabs (--for sinabs)``; ``(--for TARGET)`` where exporting for the importer's target runs the
     network there (the file is for another dt), not where the importer cannot run its nodes."""
     groups: dict[str, list[str]] = {}
-    targets = {name: target for name, target, _ in _IMPORTERS}
-    for v in _verdicts(graph, "on the machine that exported it"):
+    targets = {name: target for name, target, _ in IMPORTERS}
+    for v in verdicts(graph, "on the machine that exported it"):
         groups.setdefault(v.verdict, []).append(v.importer + (f" (--for {targets[v.importer]})" if v.retarget else ""))
     return "; ".join(f"{verdict}: {', '.join(names)}" for verdict, names in groups.items())
-
-
-def describe(graph) -> list[str]:
-    """What ``plif export --check FILE`` prints: the file's metadata (target, dt, bn, leak, T), then
-    one line per importer of :func:`importer_report`."""
-    values = {key: graph_meta(graph, key) for key in ("target", "dt", "bn", "leak", "T")}
-    facts = ", ".join(f"{key} {v if isinstance(v, str) else v.item() if hasattr(v, 'item') else v!r}"
-                      for key, v in values.items() if v is not None)  # .item(): numpy scalars from HDF5
-    return ([facts or "no plif metadata", "importers (the trained network's spikes bit for bit: exact):"]
-            + [f"  {name:<9} {verdict}" for name, verdict in importer_report(graph)])

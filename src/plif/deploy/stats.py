@@ -24,6 +24,7 @@ from torch import nn
 from ..models import SpikingNetwork
 from ..layers import unwrap
 from ..models.inputs import is_static, repeat_over_time
+from ..monitor import FiringRateMonitor
 from ..models.structure import hoists_first_layer
 from ..neurons import SpikingNeuron
 from .bn_folding import fold_batchnorm
@@ -119,11 +120,20 @@ def _is_binary(x: torch.Tensor) -> bool:
     return bool(((x == 0) | (x == 1)).all())
 
 
+def _time_first(net: SpikingNetwork, x: torch.Tensor) -> torch.Tensor:
+    """The network's input as its first layer sees it: frames as they are; a static image encoded
+    (``net.encoder``: spikes over T), or once (``[1, B, ...]``, the hoisted first conv), or
+    repeated over T, as :meth:`SpikingNetwork.forward` feeds it."""
+    if not is_static(x, net.input_shape):
+        return x
+    if net.encoder is not None:
+        return net.encoder(x)
+    return x.unsqueeze(0) if hoists_first_layer(net.layers) else repeat_over_time(x, net.T)
+
+
 @torch.no_grad()
 def _accumulate(net: SpikingNetwork, x: torch.Tensor, st: NetworkStats) -> torch.Tensor:
-    static = is_static(x, net.input_shape)
-    hoist = static and hoists_first_layer(net.layers)
-    h = x.unsqueeze(0) if hoist else (repeat_over_time(x, net.T) if static else x)
+    h = _time_first(net, x)
     for layer, ls, info in zip(net.layers, st.layers, net.info):
         syn = unwrap(layer)
         if isinstance(syn, (nn.Conv2d, nn.Linear)):
@@ -139,8 +149,6 @@ def _accumulate(net: SpikingNetwork, x: torch.Tensor, st: NetworkStats) -> torch
         h = layer(h)
         if h.shape[0] == 1 and net.T > 1:
             h = repeat_over_time(h[0], net.T)
-        if isinstance(layer, SpikingNeuron):
-            ls.spikes += float(h.sum())
     return h
 
 
@@ -157,6 +165,17 @@ def collect_stats(net: SpikingNetwork, batches: Iterable, max_samples: int | Non
     net = fold_batchnorm(net) if fold_bn else net.eval()
     st = NetworkStats(net.spec, net.T, layers=[LayerStats(i, li.token, li.kind, li.neurons)
                                                for i, li in enumerate(net.info)])
+    with FiringRateMonitor(net) as monitor:  # the spikes of every spiking layer
+        _collect(net, batches, max_samples, progress, st)
+    for ls, spikes in zip((ls for ls in st.layers if isinstance(net.layers[ls.index], SpikingNeuron)),
+                          monitor.spike_totals().values()):
+        ls.spikes = spikes
+    if st.samples == 0:
+        raise ValueError("no samples to collect statistics on")
+    return st
+
+
+def _collect(net: SpikingNetwork, batches: Iterable, max_samples: int | None, progress, st: NetworkStats) -> None:
     for batch in batches:
         x, y = (batch if isinstance(batch, (tuple, list)) else (batch, None))
         static = is_static(x, net.input_shape)
@@ -175,9 +194,6 @@ def collect_stats(net: SpikingNetwork, batches: Iterable, max_samples: int | Non
             progress.update(b)
         if y is not None:
             st.correct = (st.correct or 0) + int((out.mean(0).argmax(-1) == y).sum())
-    if st.samples == 0:
-        raise ValueError("no samples to collect statistics on")
-    return st
 
 
 def _fmt(v: float) -> str:

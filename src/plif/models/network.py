@@ -51,9 +51,10 @@ class SpikingNetwork(nn.Module):
     """
 
     def __init__(self, spec: str, layers: list[nn.Module], info: list[LayerInfo], input_shape: tuple, T: int,
-                 memory: MemoryOptions | None = None):
+                 memory: MemoryOptions | None = None, encoder: nn.Module | None = None):
         super().__init__()
         self.spec = spec
+        self.encoder = encoder  # plif.encoding: a static input is encoded over T (None: fed at every step)
         self.layers = nn.ModuleList(layers)
         self.info = info
         self.input_shape = tuple(input_shape)
@@ -118,7 +119,9 @@ class SpikingNetwork(nn.Module):
         check_tensor(x, "net(x)", reference_tensor(self))
         x = to_time_first(x, self.input_shape, self.T, time_first)
         start = 0
-        if is_static(x, self.input_shape):
+        if is_static(x, self.input_shape) and self.encoder is not None:
+            x = self.encoder(x)  # [T, B, ...] spikes: nothing to hoist
+        elif is_static(x, self.input_shape):
             if hoists_first_layer(self.layers):
                 x = self.layers[0].layer(x)
                 start = 1
@@ -222,7 +225,7 @@ def _check_shape(input_shape) -> tuple:
 
 def build_network(spec: str, input_shape, T: int = 8, *, neuron: str | None = None, tau0: float = 2.0,
                   pool: str | None = None, bn_per_step: bool = False, per_channel_tau: bool = False,
-                  dropout_p: float | None = None, memory: MemoryOptions | None = None,
+                  dropout_p: float | None = None, memory: MemoryOptions | None = None, encoder=None,
                   **neuron_kwargs) -> SpikingNetwork:
     """Parse ``spec`` and build the network for per-sample ``input_shape`` (``(C, H, W)`` or ``(N,)``).
 
@@ -235,6 +238,10 @@ def build_network(spec: str, input_shape, T: int = 8, *, neuron: str | None = No
     - dropout_p: override the probability of every ``DP``.
     - memory: how training runs the layers (:class:`plif.models.memory.MemoryOptions`; default the
       ``fused`` preset, ``MemoryOptions()`` the composed layers).
+    - encoder: how a static ``[B, ...]`` input becomes ``[T, B, ...]``: None or ``"direct"`` (fed
+      at every step, the paper's), ``"poisson"``, ``"latency"``, an encoder of :mod:`plif.encoding`
+      or the dict a run stores (:func:`plif.encoding.make_encoder`); frames ``[T, B, ...]`` are fed
+      as they are.  It holds no parameters: the state dict is the same.
     - neuron_kwargs: passed to every neuron (``v_threshold``, ``v_reset``, ``surrogate``, ...).
 
     Build under ``with torch.device("meta"):`` to get shapes and parameter counts without
@@ -265,6 +272,9 @@ def build_network(spec: str, input_shape, T: int = 8, *, neuron: str | None = No
         raise TypeError(f"spec must be a network string like 'c128k3s1-BN-PLIF-FC10', got {spec!r} ({type(spec).__name__})")
     shape = input_shape = _check_shape(input_shape)
     T = _check_int("T", T, 1)
+    from ..encoding import make_encoder
+
+    encoder = make_encoder(encoder, T)
     if pool not in (None, "max", "avg"):
         raise ValueError(f"pool must be 'max' or 'avg', got {pool!r}")
     opts = BuildOptions(neuron=neuron, tau0=tau0, pool=pool, bn_per_step=bn_per_step, per_channel_tau=per_channel_tau,
@@ -285,5 +295,5 @@ def build_network(spec: str, input_shape, T: int = 8, *, neuron: str | None = No
             layers.append(module)
             info.append(LayerInfo(label, kind, out_shape, params, neurons))
             shape = out_shape
-    net = SpikingNetwork(spec, layers, info, input_shape, T, memory)
+    net = SpikingNetwork(spec, layers, info, input_shape, T, memory, encoder)
     return net.to(memory_format=torch.channels_last) if current().channels_last else net  # a GPU switch

@@ -14,6 +14,7 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from ..catalog import DATASETS, DatasetSpec, get_dataset
+from ..encoding import DEFAULT_ENCODER, ENCODERS, encoder_spec
 from ..models.memory import DEFAULT_MEMORY  # --memory left to plif, except where plif.train.speed compiles
 from ..surrogate import PAPER_SURROGATE, SURROGATES, surrogate_spec
 from .checks import NEURON_NAMES, check_effects, check_names, check_values, meta_network
@@ -61,6 +62,11 @@ class TrainConfig:
                 "on PYTHONPATH)", "metavar": "NAME"})
     detach_reset: bool = field(default=True, metadata={
         "help": "detach the reset from the graph (the authors' code does)"})
+    encoder: str = field(default=DEFAULT_ENCODER, metadata={
+        "help": "how a static image becomes T steps (plif.encoding): direct (the paper's: the image at every step, "
+                "the first conv is the learnt encoder), poisson (a spike with probability = the pixel's intensity in "
+                "[0, 1] at every step), latency (one spike at step round((T-1)(1-intensity))); event datasets feed "
+                "their frames", "choices": tuple(ENCODERS)})
     device: str = field(default="auto", metadata={"help": "auto (cuda if available), cpu, cuda, cuda:1, ..."})
     seed: int = field(default=0, metadata={
         "help": "seed of weights, shuffling, augmentation and dropout (0 to 2^32-1)"})
@@ -132,11 +138,15 @@ class TrainConfig:
     def network_kwargs(self) -> dict:
         """Keywords for :func:`plif.models.build_network` that rebuild exactly this network (the
         neuron backend is not among them: it is how the network runs, chosen where it runs)."""
-        return {
+        kw = {
             "neuron": self.neuron.upper(), "tau0": self.tau0, "pool": self.pool,
             "per_channel_tau": self.per_channel_tau, "bn_per_step": self.bn_per_step,
             "surrogate": self.surrogate, "detach_reset": self.detach_reset,
         }
+        if self.encoder != DEFAULT_ENCODER:  # the images come normalised: the encoder maps them back to [0, 1]
+            spec = self.dataset_spec
+            kw["encoder"] = encoder_spec(self.encoder, spec.mean, spec.std)
+        return kw
 
     def memory_options(self):
         """The :class:`plif.models.MemoryOptions` of ``memory`` and ``checkpoint_blocks``."""
@@ -183,7 +193,7 @@ class TrainConfig:
 
 # what a stored config.json without the key ran with: runs made before the field existed ran with
 # torch's defaults (fp32 matmuls, TF32 cuDNN convolutions: plif.device.TORCH_TF32)
-ABSENT_MEANS = {"tf32": None}
+ABSENT_MEANS = {"tf32": None, "encoder": DEFAULT_ENCODER}
 
 SPEED_AUTO = ("cuda_graph", "compile", "memory")
 """The settings :mod:`plif.train.speed` decides for the device and the processes where they are left
@@ -230,10 +240,18 @@ def resolve_config(cfg: TrainConfig, asked=True) -> TrainConfig:
     if resolved.T is None:
         resolved = dataclasses.replace(resolved, T=entry.T)
     check_values(resolved)
+    check_encoder(resolved.encoder, entry)
     if asked:
         check_effects(resolved, entry.authors_network, asked)
     return dataclasses.replace(resolved, neuron=cfg.neuron.lower(), input_shape=tuple(entry.input_shape),
                                num_classes=entry.num_classes, surrogate=surrogate_spec(cfg.surrogate, "--surrogate"))
+
+
+def check_encoder(encoder: str, entry: DatasetSpec) -> None:
+    """``--encoder`` other than ``direct`` encodes static images; an event dataset's input is its frames."""
+    if encoder != DEFAULT_ENCODER and entry.is_event:
+        raise ValueError(f"--encoder {encoder}: encodes static images, but {entry.name} is an event dataset whose "
+                         f"input is already its T frames of events; leave --encoder out (direct)")
 
 
 def check_stored(d: dict, source: str) -> None:

@@ -12,17 +12,14 @@ from __future__ import annotations
 from contextlib import contextmanager
 from pathlib import Path
 
-import torch
-
 __all__ = ["TensorBoardLog", "firing_rates", "spiking_layer_names", "summary_writer_class"]
 
 
 def spiking_layer_names(model) -> dict:
     """``{"<index>_<token>": layer}`` for every spiking layer of ``model``, in network order."""
-    from ..neurons import SpikingNeuron
+    from ..monitor import spiking_layers
 
-    return {f"{i}_{info.token}": layer for i, (layer, info) in enumerate(zip(model.layers, model.info))
-            if isinstance(layer, SpikingNeuron)}
+    return spiking_layers(model)
 
 
 def tau_names(model) -> list[str]:
@@ -32,43 +29,21 @@ def tau_names(model) -> list[str]:
 
 @contextmanager
 def firing_rates(model, all_reduce=None):
-    """Count spikes of every spiking layer of ``model`` while the block runs.
+    """Count spikes of every spiking layer of ``model`` while the block runs (a
+    :class:`plif.monitor.FiringRateMonitor`, on the epoch's test pass only: hooks make the fused
+    block run composed).
 
     Yields a dict that, after the block, maps ``"<index>_<token>"`` to the mean firing rate.  Counts
     stay on the device until the block ends (no host sync per batch).  all_reduce: sums a tensor
     over the processes (torchrun), so the rates are those of every process's share together.
     """
-    sums: dict[str, list] = {}
-    handles = []
+    from ..monitor import FiringRateMonitor
+
     result: dict[str, float] = {}
-    for key, layer in spiking_layer_names(model).items():
-        sums[key] = [None, 0]
-
-        def hook(_m, _inp, out, key=key):
-            s = out.detach().float().sum()
-            acc = sums[key]
-            acc[0] = s if acc[0] is None else acc[0] + s
-            acc[1] += out.numel()
-
-        handles.append(layer.register_forward_hook(hook))
-    try:
+    with FiringRateMonitor(model, all_reduce) as monitor:
         yield result
-        # only after a block that ended well: under torchrun every process joins this reduction
-        result.update(_rates(sums, all_reduce, next(model.parameters(), torch.empty(0)).device))
-    finally:
-        for h in handles:
-            h.remove()
-
-
-def _rates(sums: dict, all_reduce, device) -> dict[str, float]:
-    """``{key: spikes / values}`` of ``{key: [spike sum (a device tensor, or None), values seen]}``;
-    with ``all_reduce`` both counts are first summed over the processes (float64: exact to 2^53)."""
-    spikes = [0.0 if s is None else float(s) for s, _ in sums.values()]
-    counts = [float(n) for _, n in sums.values()]
-    if all_reduce is not None:
-        total = all_reduce(torch.tensor(spikes + counts, dtype=torch.float64, device=device)).tolist()
-        spikes, counts = total[:len(spikes)], total[len(spikes):]
-    return {k: s / n if n else float("nan") for k, s, n in zip(sums, spikes, counts)}
+    # only after a block that ended well: under torchrun every process joins this reduction
+    result.update(monitor.rates())
 
 
 def summary_writer_class():
