@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 
 
@@ -169,7 +170,7 @@ def run_verify(args) -> int:
     from pathlib import Path
 
     from ..data.events.cache import CacheError, check_cache
-    from ..data.events.clean import cache_like_folders
+    from ..data.events.clean import cache_like_folders, holds_cache_files
     from ..data.catalog import default_root
 
     folders = [Path(f) for f in args.folders]
@@ -184,6 +185,10 @@ def run_verify(args) -> int:
             return 0
     bad = 0
     for folder in folders:
+        if not holds_cache_files(folder):
+            bad += 1
+            print(f"plif data verify: error: {_not_a_cache(folder)}", file=sys.stderr)
+            continue
         try:
             meta = check_cache(folder, deep=True, sources=not args.no_sources)
             print(f"ok     {folder}: {meta['samples']} samples, T={meta['T']}, {len(meta['sources'])} recordings")
@@ -191,6 +196,20 @@ def run_verify(args) -> int:
             bad += 1
             print(f"plif data verify: error: {e}", file=sys.stderr)
     return 1 if bad else 0
+
+
+def _not_a_cache(folder) -> str:
+    """What ``folder`` (named to verify, holding no cache file) is, what verify checks and what to run instead."""
+    if not folder.is_dir():
+        return f"{folder}: no such folder (plif data verify checks frame cache folders)"
+    names = sorted(p.name for p in folder.iterdir())
+    held = f"it holds {len(names)} entries ({', '.join(map(repr, names[:3]))}{', ...' if len(names) > 3 else ''})" \
+        if names else "it is empty"
+    return (f"{folder}: not a frame cache ({held}, but no meta.json, frames.npy or labels.npy). plif data verify "
+            "checks the frame caches plif builds from recordings (their files, checksums and that the recordings "
+            "are unchanged), not the recordings themselves; nothing was changed. To check recordings, build their "
+            f"cache: plif data prepare DATASET --data-dir {shlex.quote(str(folder))} --verify (it reads every "
+            "recording whole), or read one file: plif data info FILE")
 
 
 def run_clean(args) -> int:
