@@ -20,7 +20,8 @@ def test_info(tmp_path, capsys):
     f = nmnist_file(tmp_path / "a.bin", EVENTS)
     assert main(["data", "info", str(f), "--json"]) == 0
     info = json.loads(capsys.readouterr().out)
-    assert info["format"] == "nmnist" and info["events"] == 5 and info["duration_us"] == 40
+    assert info["format"] == "atis-bin" and info["events"] == 5 and info["duration_us"] == 40
+    assert info["geometry"] == "events fit N-MNIST's 34x34 sensor"
     assert tuple(info["sensor_size"]) == (34, 34)
     assert main(["data", "info", str(f)]) == 0
     assert "events:      5" in capsys.readouterr().out

@@ -146,7 +146,9 @@ def run_info(args) -> int:
         return 0
     sensor = info.get("sensor_size")
     print(f"file:        {info['path']}")
-    print(f"format:      {info['format']}")
+    geometry = f" (header-less ATIS events, as N-MNIST and N-Caltech101 write them; {info['geometry']})" \
+        if "geometry" in info else ""
+    print(f"format:      {info['format']}{geometry}")
     print(f"events:      {info['events']}")
     print(f"duration:    {info['duration_us']} us ({info['duration_us'] / 1e6:.3f} s)")
     print(f"sensor size: {'x'.join(map(str, sensor)) + ' (H x W)' if sensor else 'unknown'}")
