@@ -14,7 +14,7 @@ kernel and records ``"equal": null``.
 
 Only Triton kernels are checked: the CPU kernels are compiled once per machine and checked by the
 suite on it.  Cost of one check on the CPU through Triton's interpreter (``TRITON_INTERPRET=1``, a 2-core
-AMD EPYC shared with other jobs): see docs/speed.md ("The first-use check").
+AMD EPYC shared with other jobs): docs/usage.md ("plif doctor").
 
 The hooks: :func:`passes` is called where the kernels are chosen:
 :func:`plif.layers.fused_block.block_kernels` and :func:`plif.neurons.dispatch.select_backend`.
@@ -27,7 +27,8 @@ import warnings
 
 import torch
 
-__all__ = ["passes", "results", "record", "run_checks", "reset", "BLOCK_CASE", "NEURON_CASE", "FAMILIES"]
+__all__ = ["passes", "results", "record", "run_checks", "reset", "block_g_y_tol", "BLOCK_CASE", "NEURON_CASE",
+           "FAMILIES"]
 
 FAMILIES = ("block", "neuron")
 CHECKED = "triton"  # the kernels that check themselves, by backend name
@@ -48,6 +49,11 @@ def _cases():
 
 BLOCK_CASE, NEURON_CASE = None, None  # filled on first use (importing the grids imports the neuron layers)
 _RESULTS: dict[tuple[str, str, str], dict] = {}
+
+
+def block_g_y_tol(backend: str, dtype: torch.dtype) -> float:
+    """How close the block's ``∂y`` must be to the reference's for ``backend`` (0: identical, the CPU kernel)."""
+    return G_Y_TOL.get(dtype, 1e-5) if backend == CHECKED else 0.0
 
 
 def _device_name(device) -> str:
@@ -81,7 +87,7 @@ def _check(family: str, device: str, dtype: torch.dtype) -> dict:
 
             forward, backward, input_grad, _ = load_backend(CHECKED)
             r = run_block_case(replace(BLOCK_CASE, dtype=_dtype_name(dtype)), forward, backward, input_grad, device,
-                               g_y_tol=G_Y_TOL.get(dtype, 1e-5))
+                               g_y_tol=block_g_y_tol(CHECKED, dtype))
         else:
             from .check import run_case
 
