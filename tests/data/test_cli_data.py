@@ -285,12 +285,18 @@ def test_prepare_verify_rebuilds_after_an_edit_that_kept_size_mtime_and_inode(tm
     assert np.load(folder / "frames.npy")[3, 0, 1, 2, 2] == 1  # the edited first event: x=2, y=2, ON
 
 
-def test_verify_reports_every_folder_that_looks_like_a_damaged_cache(tmp_path, capsys):
+def _test_split_cache(tmp_path):
+    """The frame cache of a 10-recording N-MNIST test split under ``tmp_path/cache`` (recordings in ``tmp_path/nm``)."""
     for d in range(10):
         nmnist_file(tmp_path / "nm" / "Test" / str(d) / "0.bin", EVENTS)
     assert main(["data", "prepare", "nmnist", "--root", str(tmp_path / "nm"), "--T", "1", "--test-only",
                  "--cache-dir", str(tmp_path / "cache"), "--workers", "0", "--quiet"]) == 0
     (folder,) = (tmp_path / "cache").iterdir()
+    return folder
+
+
+def test_verify_reports_every_folder_that_looks_like_a_damaged_cache(tmp_path, capsys):
+    folder = _test_split_cache(tmp_path)
     renamed = tmp_path / "cache" / "my-copy"
     (renamed / "chunks").mkdir(parents=True)  # not named like a cache, but holds a cache's files
     (tmp_path / "cache" / "notes").mkdir()  # anything else is left alone
@@ -469,11 +475,7 @@ def test_verify_on_raw_recordings_says_what_the_folder_is_and_never_advises_dele
 
 
 def test_a_damaged_cache_holding_a_users_file_is_never_advised_deleted(tmp_path, capsys):
-    for d in range(10):
-        nmnist_file(tmp_path / "nm" / "Test" / str(d) / "0.bin", EVENTS)
-    assert main(["data", "prepare", "nmnist", "--root", str(tmp_path / "nm"), "--T", "1", "--test-only",
-                 "--cache-dir", str(tmp_path / "cache"), "--workers", "0", "--quiet"]) == 0
-    (folder,) = (tmp_path / "cache").iterdir()
+    folder = _test_split_cache(tmp_path)
     (folder / "labels.npy").write_bytes(b"damaged")
     capsys.readouterr()
     assert main(["data", "verify", str(folder)]) == 1
