@@ -203,7 +203,8 @@ def run_verify(args) -> int:
 def _not_a_cache(folder) -> str:
     """What ``folder`` (named to verify, holding no cache file) is, what verify checks and what to run instead."""
     if not folder.is_dir():
-        return f"{folder}: no such folder (plif data verify checks frame cache folders)"
+        what = "a file, not a folder" if folder.exists() else "no such folder"
+        return f"{folder}: {what} (plif data verify checks frame cache folders)"
     names = sorted(p.name for p in folder.iterdir())
     held = f"it holds {len(names)} entries ({', '.join(map(repr, names[:3]))}{', ...' if len(names) > 3 else ''})" \
         if names else "it is empty"

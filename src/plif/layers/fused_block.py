@@ -147,7 +147,7 @@ def block_kernels(neuron: nn.Module, device: torch.device | str, dtype: torch.dt
     load_kernels()
     if name in _LOADED:
         kernels = _LOADED[name]
-        ok = kernels.supports(device, dtype) and self_check_passes("block", name, device, dtype)  # Triton: first use checked
+        ok = kernels.supports(device, dtype) and self_check_passes("block", name, device, dtype)  # Triton: checked
         return kernels if ok else None
     if name not in _WARNED:
         _WARNED.add(name)

@@ -156,7 +156,7 @@ def select_backend(x: torch.Tensor, cfg: NeuronConfig) -> str:
                    f"runs it on 'bptt' (same gradients, slower; register_surrogate's closed_form puts it in the kernels)")
         return "bptt"
     for name, supports in _SUPPORTS.items():
-        if supports(x, cfg) and self_check.passes("neuron", name, x.device, x.dtype):  # a Triton kernel's first use: checked
+        if supports(x, cfg) and self_check.passes("neuron", name, x.device, x.dtype):  # Triton: checked on first use
             return name
     for name, why in _FAILED.items():
         if FUSED[name].device == x.device.type:

@@ -194,7 +194,8 @@ def open_session(cfg: TrainConfig, resume, log, restart: bool = False, asked=Non
     self_check.run_checks(device, [torch.float32] + ([torch.bfloat16] if cfg.amp == "bf16" else []))  # CUDA: Triton
 
     def record(cfg: TrainConfig) -> dict:  # config.json and the copy in each checkpoint
-        return {**cfg.to_dict(), "out": str(folder.path), "speed_auto": auto, **_switches_record(), **self_check.record()}
+        return {**cfg.to_dict(), "out": str(folder.path), "speed_auto": auto, **_switches_record(),
+                **self_check.record()}
 
     s = Session(cfg, record(cfg), folder, device, dist, dist.is_main, resume, metrics=[], restarted=restarted)
     new_tensorboard = not folder.tensorboard.exists()
