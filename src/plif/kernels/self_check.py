@@ -104,8 +104,8 @@ def passes(family: str, name: str, device, dtype: torch.dtype) -> bool:
     """Whether kernel ``name`` of ``family`` (``"block"`` or ``"neuron"``) may run on ``device`` in
     ``dtype``: always for a kernel that is not checked; for a Triton kernel, its first-use check's
     verdict (run now, the first time, with one warning when it differs)."""
-    if name != CHECKED:
-        return True
+    if name != CHECKED or (torch.device(device).type == "cuda" and not torch.cuda.is_available()):
+        return True  # not a checked kernel, or a question about a device this machine lacks: nothing runs there
     key = (family, _device_name(device), _dtype_name(dtype))
     r = _RESULTS.get(key)
     if r is None:

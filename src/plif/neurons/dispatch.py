@@ -26,7 +26,6 @@ from typing import Callable
 
 import torch
 
-from ..kernels import self_check
 from ..surrogate import get_surrogate
 from .bptt import multi_step_bptt
 from .functional import NeuronConfig, initial_state, state_dtype
@@ -144,6 +143,13 @@ def _warn_once(name: str, message: str) -> None:
         warnings.warn(message, RuntimeWarning, stacklevel=3)
 
 
+def _first_use_checked(name: str, x: torch.Tensor) -> bool:
+    """A Triton kernel checks itself on first use (:mod:`plif.kernels.self_check`, imported here: not at import)."""
+    from ..kernels.self_check import passes
+
+    return passes("neuron", name, x.device, x.dtype)
+
+
 def select_backend(x: torch.Tensor, cfg: NeuronConfig) -> str:
     """The backend ``auto`` uses for this input: the first fused kernel that supports it, else ``bptt``.
 
@@ -156,7 +162,7 @@ def select_backend(x: torch.Tensor, cfg: NeuronConfig) -> str:
                    f"runs it on 'bptt' (same gradients, slower; register_surrogate's closed_form puts it in the kernels)")
         return "bptt"
     for name, supports in _SUPPORTS.items():
-        if supports(x, cfg) and self_check.passes("neuron", name, x.device, x.dtype):  # Triton: checked on first use
+        if supports(x, cfg) and _first_use_checked(name, x):
             return name
     for name, why in _FAILED.items():
         if FUSED[name].device == x.device.type:
