@@ -99,15 +99,24 @@ def test_nothing_is_checked_where_triton_does_not_run(monkeypatch):
     assert self_check.passes("block", "cpu", "cpu", torch.float32) and self_check.results() == []
 
 
-def test_a_first_use_inside_a_compiled_graph_is_used_and_recorded_unchecked(monkeypatch):
+def test_inside_a_compiled_graph_a_verdict_is_read_and_a_first_use_is_recorded_unchecked():
+    """torch.compile traces the look-up (fullgraph: no break); a check cannot run inside a trace."""
     self_check.reset()
-    monkeypatch.setattr(torch.compiler, "is_compiling", lambda: True)
+
+    def step(x):
+        return x + 1 if self_check.passes("block", "triton", x.device, x.dtype) else x - 1
+
     try:
-        assert self_check.passes("block", "triton", "cpu", torch.float32)
+        self_check._RESULTS[("block", "cpu", "float32")] = {"equal": False}
+        assert torch.compile(step, fullgraph=True, backend="eager")(torch.zeros(2)).tolist() == [-1, -1]
+        self_check.reset()
+        torch._dynamo.reset()
+        assert torch.compile(step, fullgraph=True, backend="eager")(torch.zeros(2)).tolist() == [1, 1]
         (r,) = self_check.results()
         assert r["equal"] is None and "not checked" in r["note"] and r["runs"] == "triton"
     finally:
         self_check.reset()
+        torch._dynamo.reset()
 
 
 def test_the_run_config_records_the_checks(tiny_fashion, tmp_path, monkeypatch):
