@@ -23,7 +23,7 @@ import argparse
 import numpy as np
 import torch
 
-from plif.data.catalog import get_dataset
+from plif.catalog import get_dataset
 from plif.deploy.nir_export import tau_for_rate
 from plif.deploy.nir_import import threshold_to_nir
 from plif.deploy.synthetic import liven_

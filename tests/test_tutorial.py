@@ -1,7 +1,8 @@
 """docs/tutorial.md runs as written: its Python blocks in one session and its `plif` commands, in
-order, in an empty folder (the shell's `plif train` is the Python run's config, parsed, not trained
-twice).  Fashion-MNIST is found as the page says: Debian's folder where installed, else a small
+order, in an empty folder (the shell's `plif train` is the Python run's config but for its folder,
+and is run too: issue 45 found it refused, the Python block having written its folder).  Fashion-MNIST is found as the page says: Debian's folder where installed, else a small
 synthetic set in its format under $PLIF_DATA_ROOT (no download)."""
+import dataclasses
 import re
 import shlex
 from pathlib import Path
@@ -43,6 +44,7 @@ def test_the_tutorial_runs_as_written(tmp_path, monkeypatch, capsys):
     from plif.cli.config_flags import given_settings
     from plif.cli.main import build_parser, main
     from plif.data.static import FASHION_SYSTEM_DIR
+    from plif.runs import read_metrics
     from plif.train import TrainConfig
 
     monkeypatch.chdir(tmp_path)
@@ -55,10 +57,10 @@ def test_the_tutorial_runs_as_written(tmp_path, monkeypatch, capsys):
         if language == "python":
             exec(compile(code, f"tutorial.md (block {i + 1})", "exec"), ns)
         for argv in commands(code) if language == "bash" else []:
-            if argv[0] == "train":  # the Python block trained this run: the command must be the same run
-                assert TrainConfig(**given_settings(build_parser("train").parse_args(argv))) == ns["cfg"]
-            else:
-                assert main(argv) == 0, argv
+            if argv[0] == "train":  # the Python block's run, into a folder of its own
+                shell = TrainConfig(**given_settings(build_parser("train").parse_args(argv)))
+                assert shell.out != ns["cfg"].out and dataclasses.replace(shell, out=ns["cfg"].out) == ns["cfg"]
+            assert main(argv) == 0, argv
             ran.append(argv[0])
     assert ran == ["train", "report", "plot", "export"]
 
@@ -69,4 +71,7 @@ def test_the_tutorial_runs_as_written(tmp_path, monkeypatch, capsys):
     assert (tmp_path / "reports" / "tutorial" / "report.md").is_file()
     assert len(list((tmp_path / "reports").rglob("*.png"))) >= 3
     assert (tmp_path / "tutorial.nir").is_file()
+    shell_run = tmp_path / "runs" / "tutorial-shell"
+    assert (shell_run / "checkpoints" / "best_test.pt").is_file()
+    assert read_metrics(shell_run)[-1]["test_acc"] == ns["last"]["test_acc"]  # the same run: same seed, same data
     assert "norse" in capsys.readouterr().out.lower()  # --check names the importer the file is for

@@ -34,7 +34,6 @@ import importlib
 import math
 import os
 import sys
-import warnings
 from dataclasses import dataclass
 from typing import Callable
 
@@ -311,18 +310,16 @@ def import_outside_cwd(module: str):
         sys.path[:] = saved + [p for p in sys.path if p not in saved]
 
 
-_UNFINDABLE: set[str] = set()
-
-
 def surrogate_spec(name: str, option: str = "surrogate") -> str:
-    """The name a run folder stores for surrogate ``name`` (:attr:`Surrogate.spec`); warns once when
-    only this process can find it (registered by a script)."""
+    """The name a run folder stores for surrogate ``name`` (:attr:`Surrogate.spec`).  One registered
+    by a script (``__main__``) is refused: the run folder could only name it bare, which ``--resume``,
+    ``plif eval``, ``stats`` and ``export`` would then call unknown (issue 45)."""
     entry = get_surrogate(name, option)
-    if entry.module == "__main__" and entry.name not in _UNFINDABLE:
-        _UNFINDABLE.add(entry.name)
-        warnings.warn(f"plif: surrogate {entry.name!r} was registered by a script (__main__): a run folder names it "
-                      f"{entry.name!r}, which --resume, plif eval, stats and export cannot find; register it in a "
-                      f"module and name it MODULE:{entry.name}", RuntimeWarning, stacklevel=2)
+    if entry.module == "__main__":
+        raise ValueError(f"{option} {entry.name!r}: registered by a script (__main__), so a run folder could only "
+                         f"name it {entry.name!r}, which --resume, plif eval, stats and export cannot find; move the "
+                         f"register_surrogate call into a module (installed or on PYTHONPATH) and name it "
+                         f"MODULE:{entry.name}")
     return entry.spec
 
 

@@ -20,7 +20,8 @@ def test_info(tmp_path, capsys):
     f = nmnist_file(tmp_path / "a.bin", EVENTS)
     assert main(["data", "info", str(f), "--json"]) == 0
     info = json.loads(capsys.readouterr().out)
-    assert info["format"] == "nmnist" and info["events"] == 5 and info["duration_us"] == 40
+    assert info["format"] == "atis-bin" and info["events"] == 5 and info["duration_us"] == 40
+    assert info["geometry"] == "events fit N-MNIST's 34x34 sensor"
     assert tuple(info["sensor_size"]) == (34, 34)
     assert main(["data", "info", str(f)]) == 0
     assert "events:      5" in capsys.readouterr().out
@@ -284,12 +285,18 @@ def test_prepare_verify_rebuilds_after_an_edit_that_kept_size_mtime_and_inode(tm
     assert np.load(folder / "frames.npy")[3, 0, 1, 2, 2] == 1  # the edited first event: x=2, y=2, ON
 
 
-def test_verify_reports_every_folder_that_looks_like_a_damaged_cache(tmp_path, capsys):
+def _test_split_cache(tmp_path):
+    """The frame cache of a 10-recording N-MNIST test split under ``tmp_path/cache`` (recordings in ``tmp_path/nm``)."""
     for d in range(10):
         nmnist_file(tmp_path / "nm" / "Test" / str(d) / "0.bin", EVENTS)
     assert main(["data", "prepare", "nmnist", "--root", str(tmp_path / "nm"), "--T", "1", "--test-only",
                  "--cache-dir", str(tmp_path / "cache"), "--workers", "0", "--quiet"]) == 0
     (folder,) = (tmp_path / "cache").iterdir()
+    return folder
+
+
+def test_verify_reports_every_folder_that_looks_like_a_damaged_cache(tmp_path, capsys):
+    folder = _test_split_cache(tmp_path)
     renamed = tmp_path / "cache" / "my-copy"
     (renamed / "chunks").mkdir(parents=True)  # not named like a cache, but holds a cache's files
     (tmp_path / "cache" / "notes").mkdir()  # anything else is left alone
@@ -449,3 +456,32 @@ def test_the_copy_check_is_kept_beside_the_cache_and_done_again_when_a_recording
     os.utime(rec, ns=(st.st_atime_ns, st.st_mtime_ns))
     with pytest.raises(ValueError, match=f"{rec} \\(train\\) holds the same bytes as {twin} \\(test\\)"):
         start()
+
+
+def test_verify_on_raw_recordings_says_what_the_folder_is_and_never_advises_deleting_it(tmp_path, capsys):
+    """Issue 45 item 4: a folder of recordings (not a frame cache) was told "or delete FOLDER (the next
+    load rebuilds it)"; the next load cannot rebuild recordings."""
+    for d in range(10):
+        nmnist_file(tmp_path / "nm" / "Test" / str(d) / "0.bin", EVENTS)
+    raw = tmp_path / "nm"
+    before = sorted(p.relative_to(raw) for p in raw.rglob("*"))
+    assert main(["data", "verify", str(raw)]) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.splitlines()) == 1 and "delete" not in err
+    assert f"{raw}: not a frame cache (it holds 1 entries ('Test')" in err
+    assert "checks the frame caches plif builds from recordings" in err and "nothing was changed" in err
+    assert f"plif data prepare DATASET --data-dir {raw} --verify" in err
+    assert sorted(p.relative_to(raw) for p in raw.rglob("*")) == before
+
+
+def test_a_damaged_cache_holding_a_users_file_is_never_advised_deleted(tmp_path, capsys):
+    folder = _test_split_cache(tmp_path)
+    (folder / "labels.npy").write_bytes(b"damaged")
+    capsys.readouterr()
+    assert main(["data", "verify", str(folder)]) == 1
+    assert f"or delete {folder} (the next load rebuilds it)" in capsys.readouterr().err  # only a cache's files
+    (folder / "my-notes.txt").write_text("mine")
+    assert main(["data", "verify", str(folder)]) == 1
+    err = capsys.readouterr().err
+    assert "or delete" not in err and f"do not delete {folder}: it also holds files a cache build does not " \
+        "write ('my-notes.txt')" in err

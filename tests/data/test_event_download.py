@@ -194,3 +194,25 @@ def test_train_download_checks_options_first_then_fetches(tmp_path, nmnist_serve
     monkeypatch.setattr(plif.train.run, "train_status", lambda cfg, resume=False, **kw: (seen.append(cfg), None))
     assert main(["train", "--dataset", "nmnist", "--data-dir", str(tmp_path / "d"), "--download"]) == 0
     assert len(seen) == 1 and len(list_samples(get_dataset("nmnist"), tmp_path / "d", train=True)) == 20
+
+
+def test_folders_of_the_right_names_holding_no_event_files_are_never_called_ready(tmp_path, monkeypatch):
+    """Issue 45: such a download was stamped ready, and only the next prepare refused it.  A sample of
+    each split's recordings is read first; a second call refuses it too instead of 'already downloaded'."""
+    zips = {split: _zip_bytes({f"{split}/{d}/{i:05d}.bin": (_nmnist_bin(50, d) if i else b"<html>not found</html>\n")
+                               for d in range(10) for i in range(2)}) for split in ("Train", "Test")}
+    with serve({f"/{s}.zip": z for s, z in zips.items()}) as (url, _):
+        _serve_archives(monkeypatch, "nmnist", url, {f"{s}.zip": z for s, z in zips.items()})
+        lines = []
+        with pytest.raises(ValueError) as e:
+            ed.download_event_dataset(get_dataset("nmnist"), tmp_path / "nm", progress=False, log=lines.append)
+    first = str(tmp_path / "nm" / "Train" / "0" / "00000.bin")
+    assert "the loaders do not find the dataset" in str(e.value) and first in str(e.value)
+    assert "not a recognised event file" in str(e.value) and not any("ready" in ln for ln in lines)
+    with pytest.raises(ValueError, match="the archives were unpacked .* but the loaders do not find the dataset"):
+        ed.download_event_dataset(get_dataset("nmnist"), tmp_path / "nm", progress=False, log=lines.append)
+
+
+def test_the_sample_read_spreads_over_the_list():
+    assert ed._spread(list("abcdefg"), 3) == ["a", "d", "g"] and ed._spread(list("ab"), 3) == ["a", "b"]
+    assert ed._spread(list("abc"), 1) == ["a"]

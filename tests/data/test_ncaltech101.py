@@ -156,6 +156,11 @@ def test_info_takes_the_sensor_it_is_given_and_frames_suggest_it(tmp_path, capsy
     assert main(["data", "info", str(f), "--sensor", "180,240", "--json"]) == 0
     info = json.loads(capsys.readouterr().out)
     assert info["events"] == 2 and info["sensor_size"] == [180, 240] and info["observed_size"] == [180, 240]
+    # the same 40-bit layout as N-MNIST (issue 45: it was labelled "nmnist"); its geometry says which
+    assert info["format"] == "atis-bin" and "larger than N-MNIST's 34x34" in info["geometry"]
+    assert main(["data", "info", str(f), "--sensor", "180,240"]) == 0
+    line = next(ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("format:"))
+    assert "nmnist" not in line and "atis-bin (header-less ATIS events, as N-MNIST and N-Caltech101" in line
     for argv in (["data", "frames", str(f), "--T", "2", "--out", str(tmp_path / "o.npy")], ["data", "info", str(f)]):
         assert main(argv) == 2
         err = capsys.readouterr().err

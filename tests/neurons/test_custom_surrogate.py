@@ -169,13 +169,21 @@ def test_module_colon_name_errors_are_one_line_naming_the_module(surrogate_modul
     assert "\n" not in str(e.value)
 
 
-def test_a_surrogate_registered_by_a_script_warns_that_runs_cannot_find_it(custom):
+def test_a_surrogate_registered_by_a_script_is_refused_at_the_start_of_training(custom, tmp_path):
+    """Issue 45: it was stored bare with a warning, and a later plif eval said "unknown"; now
+    training refuses it before the run folder is touched, saying how to make it findable."""
+    from plif.train import TrainConfig, train
+
     exec("from plif.surrogate import register_surrogate\n"
          "register_surrogate('scripted', grad=lambda x, a: x * 0 + 1)", {"__name__": "__main__"})
     try:
-        with pytest.warns(RuntimeWarning, match="registered by a script .* register it in a module and name it "
-                                                "MODULE:scripted"):
-            assert surrogate_spec("scripted") == "scripted"
+        with pytest.raises(ValueError, match=r"--surrogate 'scripted': registered by a script \(__main__\).* "
+                                             "name it MODULE:scripted"):
+            surrogate_spec("scripted", "--surrogate")
+        out = tmp_path / "run"
+        with pytest.raises(ValueError, match="registered by a script") as e:
+            train(TrainConfig(dataset="fashion-mnist", surrogate="scripted", epochs=1, device="cpu", out=str(out)))
+        assert "\n" not in str(e.value) and not out.exists()
         custom("here", grad=lambda x, a: x * 0 + 1)
         assert surrogate_spec("here") == f"{__name__}:here"
     finally:

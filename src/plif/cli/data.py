@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 
 
@@ -145,7 +146,9 @@ def run_info(args) -> int:
         return 0
     sensor = info.get("sensor_size")
     print(f"file:        {info['path']}")
-    print(f"format:      {info['format']}")
+    geometry = f" (header-less ATIS events, as N-MNIST and N-Caltech101 write them; {info['geometry']})" \
+        if "geometry" in info else ""
+    print(f"format:      {info['format']}{geometry}")
     print(f"events:      {info['events']}")
     print(f"duration:    {info['duration_us']} us ({info['duration_us'] / 1e6:.3f} s)")
     print(f"sensor size: {'x'.join(map(str, sensor)) + ' (H x W)' if sensor else 'unknown'}")
@@ -169,7 +172,7 @@ def run_verify(args) -> int:
     from pathlib import Path
 
     from ..data.events.cache import CacheError, check_cache
-    from ..data.events.clean import cache_like_folders
+    from ..data.events.clean import cache_like_folders, holds_cache_files
     from ..catalog import default_root
 
     folders = [Path(f) for f in args.folders]
@@ -184,6 +187,10 @@ def run_verify(args) -> int:
             return 0
     bad = 0
     for folder in folders:
+        if not holds_cache_files(folder):
+            bad += 1
+            print(f"plif data verify: error: {_not_a_cache(folder)}", file=sys.stderr)
+            continue
         try:
             meta = check_cache(folder, deep=True, sources=not args.no_sources)
             print(f"ok     {folder}: {meta['samples']} samples, T={meta['T']}, {len(meta['sources'])} recordings")
@@ -191,6 +198,21 @@ def run_verify(args) -> int:
             bad += 1
             print(f"plif data verify: error: {e}", file=sys.stderr)
     return 1 if bad else 0
+
+
+def _not_a_cache(folder) -> str:
+    """What ``folder`` (named to verify, holding no cache file) is, what verify checks and what to run instead."""
+    if not folder.is_dir():
+        what = "a file, not a folder" if folder.exists() else "no such folder"
+        return f"{folder}: {what} (plif data verify checks frame cache folders)"
+    names = sorted(p.name for p in folder.iterdir())
+    held = f"it holds {len(names)} entries ({', '.join(map(repr, names[:3]))}{', ...' if len(names) > 3 else ''})" \
+        if names else "it is empty"
+    return (f"{folder}: not a frame cache ({held}, but no meta.json, frames.npy or labels.npy). plif data verify "
+            "checks the frame caches plif builds from recordings (their files, checksums and that the recordings "
+            "are unchanged), not the recordings themselves; nothing was changed. To check recordings, build their "
+            f"cache: plif data prepare DATASET --data-dir {shlex.quote(str(folder))} --verify (it reads every "
+            "recording whole), or read one file: plif data info FILE")
 
 
 def run_clean(args) -> int:

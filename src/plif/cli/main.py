@@ -25,6 +25,7 @@ COMMANDS = {
     "plot": "experiments",
     "stats": "deploy",
     "export": "deploy",
+    "doctor": "doctor",
 }
 
 

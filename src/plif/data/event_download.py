@@ -10,7 +10,8 @@ of a ``.part`` left by an interrupted transfer), unpacked with :func:`plif.data.
 (no path traversal, links, bombs or duplicate names; the members the record says it holds must be
 there; moved into place only once complete), then a stamp ``.plif-unpacked/<archive>.md5``
 records it so a second call does nothing.  The dataset is called ready only once the loaders find
-both splits.  The archive is removed after unpacking unless ``keep_archives``.
+both splits and a few recordings of each (:data:`SAMPLE_FILES`, spread over the list) read as event
+files: folders of the right names holding something else are refused, not stamped ready.  The archive is removed after unpacking unless ``keep_archives``.
 """
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from .download import download_file, file_md5
 __all__ = ["download_event_dataset", "manual_steps", "dataset_root", "download_help"]
 
 _STAMPS = ".plif-unpacked"
+SAMPLE_FILES = 3  # recordings of each split read (first, middle, last) before a download is called ready
 
 
 def dataset_root(spec: DatasetSpec | str, root: str | Path | None) -> Path:
@@ -61,14 +63,25 @@ def _done(root: Path, a: Archive) -> bool:
     return s.is_file() and s.read_text().strip() == a.md5
 
 
+def _spread(paths: list[str], k: int) -> list[str]:
+    """Up to ``k`` of ``paths`` spread evenly from the first to the last (all when there are fewer)."""
+    if len(paths) <= k:
+        return paths
+    return [paths[round(i * (len(paths) - 1) / (k - 1))] for i in range(k)] if k > 1 else paths[:1]
+
+
 def _loaders_miss(spec: DatasetSpec, folder: Path) -> str | None:
-    """Why the loaders do not find both splits in ``folder``, or None when they do."""
+    """Why the loaders do not find both splits in ``folder`` or cannot read a sample of their recordings
+    (:data:`SAMPLE_FILES` a split, read as ``prepare`` reads them), or None when they can."""
     from .events.datasets import list_samples
+    from .events.detect import read_events
 
     try:
         for train in (True, False):
-            list_samples(spec, folder, train)
-    except (FileNotFoundError, ValueError) as e:
+            paths = list(dict.fromkeys(s.path for s in list_samples(spec, folder, train)))  # a file cut in several: once
+            for path in _spread(paths, SAMPLE_FILES):
+                read_events(path, sensor_size=tuple(spec.sensor_size))
+    except (OSError, ValueError) as e:
         return " ".join(str(e).split())
     return None
 

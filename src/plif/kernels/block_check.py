@@ -28,7 +28,7 @@ from .check import TAU, case_config
 
 __all__ = ["BlockCase", "block_grid", "make_block_inputs", "run_block_case", "load_backend", "main"]
 
-TOLERANCE = {"float64": 1e-10, "float32": 2e-5, "bfloat16": 2e-5}  # bf16 y: fp32 arithmetic on both sides
+TOLERANCE = {"float64": 1e-10, "float32": 2e-5, "bfloat16": 2e-5, "float16": 2e-5}  # half y: fp32 arithmetic on both sides
 
 
 @dataclass(frozen=True)
@@ -105,8 +105,9 @@ def _rel(a: torch.Tensor, b: torch.Tensor) -> float:
     return float((a - b).abs().max() / b.abs().max().clamp_min(1e-30)) if b.numel() else 0.0
 
 
-def run_block_case(case: BlockCase, forward, backward, input_grad, device="cpu") -> dict:
-    """Compare a backend's three functions with the reference on ``case``."""
+def run_block_case(case: BlockCase, forward, backward, input_grad, device="cpu", g_y_tol: float = 0.0) -> dict:
+    """Compare a backend's three functions with the reference on ``case``; ``g_y_tol``: ``∂y`` within
+    this of the reference's largest value instead of identical (Triton's stated exactness)."""
     a = make_block_inputs(case, device)
     fa = (a["y"], a["scale"], a["shift"], a["k"], a["v0"], a["cfg"], a["pool"], case.need_state)
     out, place, v_last = forward(*fa)
@@ -122,8 +123,9 @@ def run_block_case(case: BlockCase, forward, backward, input_grad, device="cpu")
     for training in (True, False):
         ia = (a["y"], a["mean"], a["invstd"], a["scale"], ref[3], ref[4], training)
         # a clone: a backend may write ∂y over the ∂z it is given (Triton's and the CPU's in-place one do)
-        same[f"g_y_{'train' if training else 'eval'}"] = torch.equal(input_grad(ref[0].clone(), *ia).cpu(),
-                                                                    bn_input_grad(ref[0], *ia).cpu())
+        got_y, ref_y = input_grad(ref[0].clone(), *ia).cpu(), bn_input_grad(ref[0], *ia).cpu()
+        same[f"g_y_{'train' if training else 'eval'}"] = (_rel(got_y, ref_y) <= g_y_tol if g_y_tol
+                                                          else torch.equal(got_y, ref_y))
     fired = bool(0 < r_out.sum() < r_out.numel()) or r_out.numel() == 0
     tol = TOLERANCE[case.dtype]
     ok = all(same.values()) and fired and all(e <= tol for e in errs.values())

@@ -6,7 +6,10 @@ so each input type is a translation unit of its own and they compile in parallel
 processes wait for one build (a lock beside the library) instead of repeating it.  It is cached under
 ``$PLIF_CACHE_DIR`` (default ``~/.cache/plif``) in a folder named by a hash of the sources, the
 compiler command and the compiler's version, and written atomically, so concurrent processes and
-edited sources never see a half-written or stale library.  Any failure (no compiler, no OpenMP,
+edited sources never see a half-written or stale library.  Beside it, a record of its size and
+SHA-256 (written atomically after it) is checked before every load: a library damaged later (a full
+disk, a killed copy, a truncation) would otherwise be mapped by ``dlopen`` and kill the process with
+SIGBUS and no word; a damaged or unrecorded one is rebuilt instead, with one line.  Any failure (no compiler, no OpenMP,
 read-only cache) leaves :func:`load_library` returning ``None`` and the caller falls back to the
 PyTorch backward; the reason is kept in :data:`BUILD_ERROR`.
 """
@@ -14,6 +17,7 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
+import json
 import os
 import platform
 import shutil
@@ -25,10 +29,11 @@ from pathlib import Path
 
 import torch
 
-from ..atomic import atomic_path
+from ..atomic import atomic_path, atomic_write_json
 from ..filelock import FileLock
 
-__all__ = ["load_library", "library_or_raise", "unavailable", "SUFFIX", "BUILD_ERROR", "cache_dir"]
+__all__ = ["load_library", "library_or_raise", "unavailable", "SUFFIX", "BUILD_ERROR", "cache_dir", "library_damage",
+           "cached_libraries", "loaded_library"]
 
 # one translation unit per input type, compiled in parallel: nearly all the build is the neuron
 # templates' variants (80 backward and 12 forward a type)
@@ -48,6 +53,7 @@ NATIVE = ["-march=native"]
 SUFFIX = {torch.float32: "f32", torch.float64: "f64", torch.bfloat16: "bf16"}  # the symbols' suffix by input dtype
 BUILD_ERROR: str | None = None
 _lib: ctypes.CDLL | None = None
+_lib_path: Path | None = None
 _tried = False
 _lock = threading.Lock()
 
@@ -67,7 +73,54 @@ _STATS_ARGS = [_P] * 3 + [_I64] * 5 + [_INT]
 
 
 def cache_dir() -> Path:
-    return Path(os.environ.get("PLIF_CACHE_DIR", Path.home() / ".cache" / "plif")) / "kernels"
+    """``$PLIF_CACHE_DIR/kernels``; an empty ``PLIF_CACHE_DIR`` counts as unset (``~/.cache/plif``),
+    not as the working directory."""
+    return Path(os.environ.get("PLIF_CACHE_DIR") or Path.home() / ".cache" / "plif") / "kernels"
+
+
+def _record_path(library: Path) -> Path:
+    return library.with_name(library.name + ".json")
+
+
+def _digest(path: Path) -> dict:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return {"size": path.stat().st_size, "sha256": h.hexdigest()}
+
+
+def library_damage(library: Path) -> str | None:
+    """Why the cached ``library`` must not be loaded (missing, unrecorded, a size or hash other than
+    the one recorded when it was built), or ``None`` when it is whole.  Reads the file (3 MB: a few ms)."""
+    if not library.is_file():
+        return "is missing"
+    try:
+        record = json.loads(_record_path(library).read_text())
+        want_size, want_hash = int(record["size"]), str(record["sha256"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return "has no readable size and hash record (an interrupted build or an older plif)"
+    try:
+        have = _digest(library)
+    except OSError as e:
+        return f"cannot be read ({e.strerror or e})"
+    if have["size"] != want_size:
+        return f"is damaged: {have['size']} bytes where {want_size} were built"
+    if have["sha256"] != want_hash:
+        return "is damaged: its SHA-256 differs from the one recorded when it was built"
+    return None
+
+
+def cached_libraries() -> dict[Path, str | None]:
+    """Every library in :func:`cache_dir` with :func:`library_damage`'s verdict (``plif doctor``)."""
+    root = cache_dir()
+    found = sorted(root.glob("*/libplif_cpu_neuron.so")) if root.is_dir() else []
+    return {lib: library_damage(lib) for lib in found}
+
+
+def loaded_library() -> Path | None:
+    """The file this process loaded, or ``None`` (none loaded yet, or it could not be had)."""
+    return _lib_path
 
 
 def _compiler() -> str | None:
@@ -97,19 +150,26 @@ def _target(cxx: str, flags: list[str], version: str) -> Path:
 
 def _build_with(cxx: str, flags: list[str], version: str) -> Path:
     target = _target(cxx, flags, version)
-    if target.exists():
+    if library_damage(target) is None:
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     lock = FileLock(target.with_name(target.name + ".lock"))
     lock.acquire()  # a process building the same library now: wait for it instead of compiling it twice
     try:
-        if target.exists():
+        damage = library_damage(target)
+        if damage is None:
             return target
+        if target.exists():
+            print(f"plif: the cached CPU kernel library {target} {damage}; rebuilding it (about 15-40 s)",
+                  file=sys.stderr, flush=True)
         with atomic_path(target) as tmp, tempfile.TemporaryDirectory(dir=target.parent) as objs:
             compile_ = [flag for flag in flags if flag != "-shared"] + ["-c"]
             units = [(src, Path(objs) / f"{src.stem}.o") for src in SOURCES]
             _run_all(cxx, [[cxx, *compile_, str(src), "-o", str(obj)] for src, obj in units], [src for src, _ in units])
             _run_all(cxx, [[cxx, *flags, *(str(obj) for _, obj in units), "-o", str(tmp)]], ["the link"])
+            record = _digest(tmp)
+        # after the library: a process killed between the two leaves a stale record, which fails the check
+        atomic_write_json(_record_path(target), record)
     finally:
         lock.release()
     return target
@@ -144,7 +204,7 @@ def _build(cxx: str) -> Path:
 
 def load_library() -> ctypes.CDLL | None:
     """The compiled library (building it on first use), or ``None`` if it cannot be had."""
-    global _lib, _tried, BUILD_ERROR
+    global _lib, _lib_path, _tried, BUILD_ERROR
     with _lock:
         if _tried:
             return _lib
@@ -156,7 +216,8 @@ def load_library() -> ctypes.CDLL | None:
             missing = [str(src) for src in SOURCES + HEADERS if not src.exists()]
             if missing:
                 raise RuntimeError(f"kernel source missing: {', '.join(missing)}")
-            lib = ctypes.CDLL(str(_build(cxx)))
+            path = _build(cxx)
+            lib = ctypes.CDLL(str(path))
             lib.plif_forward_bf16.argtypes, lib.plif_backward_bf16.argtypes = _FORWARD_ARGS, _BACKWARD_ARGS
             for dtype in ("f32", "f64", "bf16"):
                 getattr(lib, f"plif_block_forward_{dtype}").argtypes = _BLOCK_FORWARD_ARGS
@@ -169,7 +230,7 @@ def load_library() -> ctypes.CDLL | None:
                 getattr(lib, f"plif_backward_{dtype}").argtypes = _BACKWARD_ARGS
                 getattr(lib, f"plif_max_pool_forward_{dtype}").argtypes = _POOL_ARGS
                 getattr(lib, f"plif_max_pool_backward_{dtype}").argtypes = _POOL_ARGS
-            _lib = lib
+            _lib, _lib_path = lib, path
         except (OSError, RuntimeError, subprocess.SubprocessError) as e:
             BUILD_ERROR = str(e)
         return _lib

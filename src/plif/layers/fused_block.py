@@ -44,6 +44,7 @@ from torch import nn
 
 from ..kernels.block_backends import BLOCK_BACKENDS
 from ..kernels.block_reference import block_backward_reference, block_forward_reference, bn_input_grad
+from ..kernels.self_check import passes as self_check_passes
 from ..neurons import IF, LIF, PLIF, SpikingNeuron
 from ..neurons.functional import NeuronConfig, state_dtype
 from ..surrogate import get_surrogate
@@ -146,7 +147,8 @@ def block_kernels(neuron: nn.Module, device: torch.device | str, dtype: torch.dt
     load_kernels()
     if name in _LOADED:
         kernels = _LOADED[name]
-        return kernels if kernels.supports(device, dtype) else None
+        ok = kernels.supports(device, dtype) and self_check_passes("block", name, device, dtype)  # Triton: checked
+        return kernels if ok else None
     if name not in _WARNED:
         _WARNED.add(name)
         warnings.warn(f"plif: the fused block's {name!r} kernels failed to load ({_FAILED.get(name)}); the block "

@@ -143,6 +143,12 @@ def _warn_once(name: str, message: str) -> None:
         warnings.warn(message, RuntimeWarning, stacklevel=3)
 
 
+def _first_use_checked(name: str, x: torch.Tensor) -> bool:
+    """A Triton kernel checks itself on first use (:mod:`plif.kernels.self_check`).  Loaded by name, as
+    the kernel modules are (:data:`FUSED`): the neuron layer sits below the kernels and imports none."""
+    return importlib.import_module("plif.kernels.self_check").passes("neuron", name, x.device, x.dtype)
+
+
 def select_backend(x: torch.Tensor, cfg: NeuronConfig) -> str:
     """The backend ``auto`` uses for this input: the first fused kernel that supports it, else ``bptt``.
 
@@ -155,7 +161,7 @@ def select_backend(x: torch.Tensor, cfg: NeuronConfig) -> str:
                    f"runs it on 'bptt' (same gradients, slower; register_surrogate's closed_form puts it in the kernels)")
         return "bptt"
     for name, supports in _SUPPORTS.items():
-        if supports(x, cfg):
+        if supports(x, cfg) and _first_use_checked(name, x):
             return name
     for name, why in _FAILED.items():
         if FUSED[name].device == x.device.type:

@@ -40,7 +40,7 @@ def config_diff(old: dict, new: dict) -> list[str]:
     diffs = []
     old, new = _in_effect(old), _in_effect(new)
     for key in sorted(set(old) | set(new)):
-        if key in RESUMABLE_CHANGES or key in ("network_kwargs", "speed_auto"):
+        if key in RESUMABLE_CHANGES or key in ("network_kwargs", "speed_auto", "kernel_checks"):
             continue
         a, b = old.get(key, ABSENT_MEANS.get(key)), new.get(key, ABSENT_MEANS.get(key))
         if json.dumps(a) != json.dumps(b):

@@ -16,6 +16,7 @@ import torch
 
 from ..data.pipeline import load_train_data, planned_train_samples
 from ..device import pick_device, set_tf32
+from ..kernels import self_check
 from ..switches import changed as gpu_switches_on
 from ..models import build_network
 from ..runs.folder import CHECKPOINT_DIR, CHECKPOINTS, RunFolder, prepare_out
@@ -190,8 +191,11 @@ def open_session(cfg: TrainConfig, resume, log, restart: bool = False, asked=Non
     _check_batch_fits(cfg, planned_train_samples(cfg), dist.world)
     folder, resume, created = _agree_on_folder(cfg, resume, dist, log, restart)
 
+    self_check.run_checks(device, [torch.float32] + ([torch.bfloat16] if cfg.amp == "bf16" else []))  # CUDA: Triton
+
     def record(cfg: TrainConfig) -> dict:  # config.json and the copy in each checkpoint
-        return {**cfg.to_dict(), "out": str(folder.path), "speed_auto": auto, **_switches_record()}
+        return {**cfg.to_dict(), "out": str(folder.path), "speed_auto": auto, **_switches_record(),
+                **self_check.record()}
 
     s = Session(cfg, record(cfg), folder, device, dist, dist.is_main, resume, metrics=[], restarted=restarted)
     new_tensorboard = not folder.tensorboard.exists()

@@ -46,6 +46,7 @@ from ...atomic import atomic_save_npy, atomic_write_bytes
 from ...filelock import FileLock
 from ...progress import work_bar
 from .datasets import EventSample
+from .clean import foreign_entries
 from .detect import read_events
 from ..frames import check_frame_shape, events_to_frames
 from .fingerprint import file_hash, file_stat, fingerprint, same_content
@@ -468,7 +469,8 @@ def _check_file(folder: Path, name: str, info: dict, deep: bool) -> bool:
 def rebuild_advice(folder: Path, meta: dict | None = None) -> str:
     """How to rebuild ``folder``, true for every fault: ``plif data prepare --verify`` with the options of
     its build (it hashes everything, so it also rebuilds after an edit that kept size, mtime and inode,
-    which a plain load does not notice), or deleting it (the next load rebuilds it)."""
+    which a plain load does not notice), or deleting it (the next load rebuilds it), which is said only
+    when the folder holds nothing but a cache's files: never delete what plif did not write."""
     p = meta.get("params") if isinstance(meta, dict) and isinstance(meta.get("params"), dict) else {}
     if p.get("dataset") and isinstance(p.get("train"), bool):
         flags = [f"--T {meta['T']}", f"--split {meta['split']}", "--train-only" if p["train"] else "--test-only"]
@@ -478,6 +480,10 @@ def rebuild_advice(folder: Path, meta: dict | None = None) -> str:
                f"--data-dir {_data_dir(p)}")
     else:
         cmd = "plif data prepare DATASET --verify with the options of its build"
+    foreign = foreign_entries(folder)
+    if foreign:
+        return (f"rebuild it: {cmd}; do not delete {folder}: it also holds files a cache build does not "
+                f"write ({', '.join(map(repr, foreign[:3]))}{', ...' if len(foreign) > 3 else ''})")
     return f"rebuild it: {cmd}, or delete {folder} (the next load rebuilds it)"
 
 

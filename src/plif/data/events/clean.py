@@ -16,7 +16,8 @@ from pathlib import Path
 
 from ...filelock import FileLock
 
-__all__ = ["CacheFolder", "cache_folders", "cache_like_folders", "older_caches", "remove_cache", "NAME"]
+__all__ = ["CacheFolder", "cache_folders", "cache_like_folders", "older_caches", "remove_cache", "NAME",
+           "foreign_entries", "holds_cache_files"]
 
 CACHE_FILES = ("meta.json", "frames.npy", "labels.npy", "chunks", ".build.lock")  # what a cache folder holds
 NAME = re.compile(r"^(?P<dataset>.+)-(?P<split>train|test)-T(?P<T>\d+)-(?P<slicing>count|time)-(?P<key>[0-9a-f]{16})$")
@@ -60,7 +61,22 @@ def cache_like_folders(base: str | Path) -> list[Path]:
     if not base.is_dir():
         return []
     return sorted(d for d in base.iterdir() if d.is_dir() and not d.is_symlink()
-                  and (NAME.match(d.name) or any(os.path.lexists(d / f) for f in CACHE_FILES)))
+                  and (NAME.match(d.name) or holds_cache_files(d)))
+
+
+def holds_cache_files(folder: str | Path) -> bool:
+    """Whether ``folder`` holds any file a frame cache is made of (``meta.json``, ``frames.npy``, ...)."""
+    return any(os.path.lexists(Path(folder) / f) for f in CACHE_FILES)
+
+
+def foreign_entries(folder: str | Path) -> list[str]:
+    """The names in ``folder`` that no frame cache build writes (recordings, notes, anything a user
+    put there), sorted; empty when deleting ``folder`` would lose nothing but a cache."""
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return []
+    return sorted(n for n in names if n not in CACHE_FILES and not (n.startswith(".") and n.endswith(".tmp")))
 
 
 def older_caches(base: str | Path, keep: str | Path | None = None) -> list[CacheFolder]:

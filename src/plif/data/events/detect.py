@@ -154,15 +154,20 @@ def event_info(path: str | Path, sensor_size: tuple[int, int] | None = None) -> 
     """Summary of one file: format, event count, first/last time and duration (us), sensor size
     ``(H, W)`` the format or header states (or ``sensor_size`` when given), and the extent
     actually observed.  Events outside the sensor are an error, by the same rule as for frames
-    (:func:`read_for_sensor`)."""
+    (:func:`read_for_sensor`).  A header-less ATIS file is ``"atis-bin"`` (N-MNIST and N-Caltech101
+    share the layout), with ``geometry`` saying which dataset's extent its events have."""
     ev, sensor, fmt, nbytes = read_for_sensor(path, sensor_size=sensor_size)
     n = len(ev)
     warnings = [] if n else ["no events: an empty recording (datasets refuse it unless allow_empty=True)"]
-    info = {"path": str(path), "format": fmt, "events": n, "bytes": nbytes, "sensor_size": sensor,
-            "t_first_us": int(ev["t"][0]) if n else None, "t_last_us": int(ev["t"][-1]) if n else None,
+    observed = (int(ev["y"].max()) + 1, int(ev["x"].max()) + 1) if n else None
+    info = {"path": str(path), "format": nmnist.ATIS_BIN if fmt == "nmnist" else fmt, "events": n, "bytes": nbytes,
+            "sensor_size": sensor, "t_first_us": int(ev["t"][0]) if n else None,
+            "t_last_us": int(ev["t"][-1]) if n else None,
             "duration_us": int(ev["t"].max() - ev["t"].min()) if n else 0,
-            "observed_size": (int(ev["y"].max()) + 1, int(ev["x"].max()) + 1) if n else None,
+            "observed_size": observed,
             "on_fraction": float(ev["p"].mean()) if n else None,
             "backward_steps": backward_steps(ev["t"]),
             "warnings": warnings + time_warnings(ev)}
+    if fmt == "nmnist":
+        info["geometry"] = nmnist.atis_geometry(observed)
     return info

@@ -22,9 +22,26 @@ import numpy as np
 from ...catalog import ATIS_SENSOR, DATASETS
 from .types import EventFormatError, make_events, read_file_bytes
 
-__all__ = ["read_nmnist_bin", "parse_nmnist", "NMNIST_SENSOR", "OutsideSensorError"]
+__all__ = ["read_nmnist_bin", "parse_nmnist", "NMNIST_SENSOR", "OutsideSensorError", "ATIS_BIN", "atis_geometry"]
 
 NMNIST_SENSOR = DATASETS["nmnist"].sensor_size  # (H, W) = (34, 34), from the dataset's description
+ATIS_BIN = "atis-bin"
+"""What ``plif data info`` calls this format: N-MNIST and N-Caltech101 write the same 40-bit records (Tonic
+reads both with one reader, ``read_mnist_file``); they differ only in geometry, which :func:`atis_geometry` states."""
+
+
+def atis_geometry(observed: tuple[int, int] | None) -> str:
+    """Which dataset's geometry a recording whose events span ``observed`` ``(H, W)`` has: N-MNIST's
+    34 x 34 sensor, or larger, as N-Caltech101's recordings (each as wide as its image, up to 180 x 240)."""
+    if observed is None:
+        return "no events: the geometry is unknown"
+    h, w = observed
+    if h <= NMNIST_SENSOR[0] and w <= NMNIST_SENSOR[1]:
+        return f"events fit N-MNIST's {NMNIST_SENSOR[0]}x{NMNIST_SENSOR[1]} sensor"
+    return (f"events span {h}x{w}, larger than N-MNIST's {NMNIST_SENSOR[0]}x{NMNIST_SENSOR[1]}: the ATIS "
+            f"sensor's geometry, as N-Caltech101's recordings")
+
+
 class OutsideSensorError(EventFormatError):
     """A header-less file with an event outside the sensor asked for: not N-MNIST (or not a recording)."""
 

@@ -1,0 +1,108 @@
+"""Issue 45's classes: a damaged compiled kernel library, an empty ``PLIF_CACHE_DIR``, ``plif data
+verify`` given raw recordings or a cache holding a user's file (never told to delete them), an
+N-Caltech101 file described, and a custom surrogate only a script registered."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from .case import Case, Env, SkipCase
+from .cases_cache import _built
+from .damage import nmnist_tree, truncate_file, write
+
+FORWARD = ("import torch; from plif.neurons import PLIF; x = torch.randn(3, 2, 4, requires_grad=True); "
+           "PLIF()(x).sum().backward(); print('ran')")
+LOCATE = "from plif.kernels import cpu_build; assert cpu_build.load_library() is not None; print(cpu_build.loaded_library())"
+
+
+def _truncated_library(fraction: float):
+    """A library built into the case's own cache, then cut to ``fraction``; then a command runs.  The
+    "compiler" copies the library the suite built (a real g++ build takes 15-40 s, minutes on a busy machine)."""
+    def run(env: Env):
+        r = env.python(LOCATE, timeout=600)
+        if r.returncode != 0:
+            raise SkipCase(f"no CPU kernel library here: {r.stderr.strip()[-200:]}")
+        good = Path(r.stdout.strip().splitlines()[-1])
+        cxx = write(env.tmp / "fake-cxx", ('#!/bin/sh\ncase "$*" in *--version*) echo fake 1; exit 0;; esac\n'
+                                            'for a; do out=$a; done\n'
+                                            f'case " $* " in *" -c "*) : > "$out";; *) cp {good} "$out";; esac\n').encode())
+        cxx.chmod(0o755)
+        own = {"PLIF_CACHE_DIR": str(env.tmp / "cache"), "CXX": str(cxx)}
+        r = env.python(LOCATE, env=own)  # the case's cache as a finished build leaves it
+        if r.returncode != 0:
+            raise RuntimeError(f"the build before the damage failed: {r.stderr.strip()[-300:]}")
+        built = Path(r.stdout.strip().splitlines()[-1])
+        truncate_file(built, int(built.stat().st_size * fraction))
+        return env.python(FORWARD, env=own)
+    return run
+
+
+def _one_line_and_rebuilt(tmp, r):
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    if len(lines) != 1 or "is damaged" not in lines[0] or "rebuilding it" not in lines[0]:
+        return f"expected one line saying the library is damaged and rebuilt, got {r.stderr.strip()[-300:]!r}"
+    return None if r.stdout.strip() == "ran" else "the command did not run after the rebuild"
+
+
+def _nothing_in_cwd(tmp, r):
+    return "compiled into the working directory" if (tmp / "kernels").exists() else None
+
+
+def _no_delete_advice(tmp, r):
+    if "delete" in r.stderr:
+        return "advises deleting a folder plif did not write"
+    return None if len(list((tmp / "nm").rglob("*.bin"))) == 20 else "a recording is gone"
+
+
+def _users_file_cache(env: Env):
+    folder = _built(env)
+    write(folder / "my-notes.txt", b"mine")
+    (folder / "labels.npy").write_bytes(b"damaged")
+    return env.plif("data", "verify", str(folder))
+
+
+def _users_file_kept(tmp, r):
+    if "or delete" in r.stderr:
+        return "advises deleting a cache that holds a user's file"
+    return None if any(p.name == "my-notes.txt" for p in (tmp / "cache").rglob("*")) else "the user's file is gone"
+
+
+def _atis_label(tmp, r):
+    line = next((ln for ln in r.stdout.splitlines() if ln.startswith("format:")), "")
+    return None if "atis-bin" in line and "nmnist" not in line else f"labelled {line!r}"
+
+
+SCRIPTED = """
+import sys
+from plif.surrogate import register_surrogate
+from plif.train import TrainConfig, train
+register_surrogate("scripted", grad=lambda x, a: x * 0 + 1)
+try:
+    train(TrainConfig(dataset="fashion-mnist", surrogate="scripted", epochs=1, device="cpu", out="run"))
+except ValueError as e:
+    print(f"python: error: {e}", file=sys.stderr)
+    sys.exit(2)
+"""
+
+
+def _scripted_refused(tmp, r):
+    if (tmp / "run").exists():
+        return "a run folder was written"
+    return None if "registered by a script" in r.stderr and "MODULE:scripted" in r.stderr else "the fix is not said"
+
+
+CASES = [
+    Case("kernel-library-truncated-to-a-third", "disk", expect="ok", run=_truncated_library(1 / 3),
+         check=_one_line_and_rebuilt),
+    Case("kernel-library-truncated-to-nine-tenths", "disk", expect="ok", run=_truncated_library(9 / 10),
+         check=_one_line_and_rebuilt),
+    Case("kernel-cache-dir-empty", "disk", expect="ok", check=_nothing_in_cwd,
+         run=lambda env: env.python(FORWARD, timeout=600, env={"PLIF_CACHE_DIR": ""})),
+    Case("verify-raw-recordings", "cache", ["data", "verify", "{tmp}/nm"], check=_no_delete_advice,
+         setup=lambda tmp: nmnist_tree(tmp / "nm", per_class=1)),
+    Case("verify-a-damaged-cache-holding-a-users-file", "cache", run=_users_file_cache, check=_users_file_kept),
+    Case("info-ncaltech101-recording", "events", ["data", "info", "{tmp}/image_0001.bin", "--sensor", "180,240"],
+         expect="ok", check=_atis_label,
+         setup=lambda tmp: write(tmp / "image_0001.bin", bytes([239, 179, 0x80, 0, 10, 3, 4, 0, 0, 20]))),
+    Case("train-a-surrogate-only-a-script-registered", "api", run=lambda env: env.python(SCRIPTED, timeout=300),
+         check=_scripted_refused),
+]
