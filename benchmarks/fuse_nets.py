@@ -16,14 +16,15 @@ def paper_net(c: int = 128, hidden: int = 2048, classes: int = 10, size: int = 2
     pool = lambda: TimeFolded(nn.MaxPool2d(2, 2))  # noqa: E731
     return nn.Sequential(
         *conv_bn(1, c), PLIF(**neuron), pool(), *conv_bn(c, c), PLIF(**neuron), pool(),
-        TimeFolded(nn.Flatten()), TimeInvariantDropout(0.5), TimeFolded(nn.Linear(c * (size // 4) ** 2, hidden, bias=False)),
+        TimeInvariantDropout(0.5), TimeFolded(nn.Flatten()), TimeFolded(nn.Linear(c * (size // 4) ** 2, hidden, bias=False)),
         PLIF(**neuron), TimeInvariantDropout(0.5), TimeFolded(nn.Linear(hidden, classes * 10, bias=False)),
         PLIF(**neuron), Voting(10))
 
 
 class Block(nn.Module):
-    """A SEW-style residual block: two conv → BN → PLIF and a shortcut (a strided 1×1 conv → BN where
-    the shape changes) added to the block's spikes."""
+    """SEW ResNet's basic block (Fang et al., 2021, ADD): two conv → BN → PLIF, and where the shape
+    changes a downsampling shortcut strided 1×1 conv → BN → PLIF (as SpikingJelly's ``sew_resnet``
+    builds it), added to the block's spikes."""
 
     def __init__(self, cin: int, cout: int, stride: int = 1, **neuron):
         super().__init__()
@@ -31,7 +32,8 @@ class Block(nn.Module):
         self.sn1 = PLIF(**neuron)
         self.conv2, self.bn2 = conv_bn(cout, cout)
         self.sn2 = PLIF(**neuron)
-        self.shortcut = nn.Sequential(*conv_bn(cin, cout, 1, stride)) if stride != 1 or cin != cout else nn.Identity()
+        self.shortcut = (nn.Sequential(*conv_bn(cin, cout, 1, stride), PLIF(**neuron)) if stride != 1 or cin != cout
+                         else nn.Identity())
 
     def forward(self, x):
         out = self.sn1(self.bn1(self.conv1(x)))
@@ -58,3 +60,15 @@ class ResNet(nn.Module):
         x = self.sn1(self.bn1(self.conv1(x)))
         x = self.layer2(self.layer1(x))
         return self.vote(self.sn_out(self.fc(self.flat(self.pool(x)))))
+
+
+class StaticInput(nn.Module):
+    """``net`` fed an image ``[B, ...]`` at each of ``T`` steps as a stride-0 view (what a captured
+    step's input buffer holds is then the image, not its repeat)."""
+
+    def __init__(self, net: nn.Module, T: int):
+        super().__init__()
+        self.net, self.T = net, int(T)
+
+    def forward(self, x):
+        return self.net(x.unsqueeze(0).expand(self.T, *([-1] * x.dim())))

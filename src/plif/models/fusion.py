@@ -226,17 +226,16 @@ def _fuse_graph(module: nn.Module, graph: fx.Graph, prefix: str, opts: MemoryOpt
     """Replace each chain of ``graph`` whose plan saves something by one call of its plan, and make
     the code the module's forward."""
     binary = _binary_nodes(graph, module, spikes_in)
-    first_input = next((n for n in graph.nodes if n.op == "placeholder"), None)
     runs = {}
     chains = [(chain, chain[0].args[0]) for chain in _chains(graph)]  # before any is replaced
     for chain, fed_by in chains:
         layers = [module.get_submodule(n.target) for n in chain]
-        chain_opts = opts if fed_by is first_input else replace(opts, chunk_first_block=False)  # the network's first
-        run = _Run([n.target for n in chain], chain_opts, binary[fed_by])
+        first = chain is chains[0][0]  # the network's first block, where chunk_first_block chunks
+        run = _Run([n.target for n in chain], opts if first else replace(opts, chunk_first_block=False), binary[fed_by])
         steps = run.plan(layers)
         _explain_chain([_name(prefix, n.target) for n in chain], layers, run, lines,
                        [[u.name for u in n.users] for n in chain])
-        if all(step is layers[a] for a, _, step in steps) and not (fed_by is first_input and hoists_first_layer(layers)):
+        if all(step is layers[a] for a, _, step in steps) and not (first and hoists_first_layer(layers)):
             continue  # nothing to save: the layers run as written
         name = f"_plif_run_{len(runs)}"
         runs[name] = run
