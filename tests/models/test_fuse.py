@@ -161,6 +161,16 @@ def test_layers_fed_spikes_keep_them_as_one_byte():
     assert sum(isinstance(getattr(s, "fc", s), SpikeLinear) for _, _, s in plan) == 2
 
 
+def test_a_1x1_shortcut_is_not_run_as_a_few_tap_convolution():
+    """A residual network's 1×1 downsampling conv on 32 channels is within the few-tap limit but is a
+    matrix product: ATen's unfolding kernel made the fused residual network slower than as written."""
+    from plif.layers.few_tap_conv import few_taps
+
+    x = torch.rand(4, 32, 8, 8)
+    assert not few_taps(nn.Conv2d(32, 64, 1, 2, bias=False), x)
+    assert few_taps(nn.Conv2d(2, 64, 3, 1, 1, bias=False), x[:, :2])  # the event input's first conv still is
+
+
 def _explained(model, memory="fused"):
     return plif.fuse(model, memory, explain=True)[1]
 
