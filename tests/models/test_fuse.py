@@ -228,6 +228,8 @@ class _NotPlifNeuron(plif.PLIF):
 
 @pytest.mark.parametrize("model,expected", [
     (lambda: _Twice(bias=True), "conv → bn → sn: not fused: the convolution has a bias"),
+    (lambda: _Twice(conv=nn.Conv2d(2, 4, 3, padding=1, bias=False, padding_mode="reflect")),
+     "conv → bn → sn: not fused: padding_mode='reflect'"),
     (lambda: _Twice(bn=nn.BatchNorm2d(4, track_running_stats=False)), "conv → bn → sn: not fused: BatchNorm without running statistics"),
     (lambda: _Twice(bn=nn.BatchNorm2d(4, momentum=None)), "conv → bn → sn: not fused: BatchNorm without running statistics"),
     (lambda: _Twice(neuron=_NotPlifNeuron()), "not fused: a _NotPlifNeuron follows the BatchNorm, not an IF, LIF or PLIF"),
