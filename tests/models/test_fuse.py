@@ -312,9 +312,22 @@ def test_none_gives_the_model_back_as_written():
 
 
 def test_memory_takes_the_names_plif_train_takes():
+    """Every name ``plif train --memory`` takes, each training a step: the spikes of the model as
+    written (bf16 potentials aside), a gradient for every parameter."""
     assert tuple(MEMORY_PRESETS) == MEMORY_CHOICES
-    for name in MEMORY_PRESETS:
-        plif.fuse(_paper(), name)
+    torch.manual_seed(0)
+    written = nn.Sequential(_Twice(neuron=plif.PLIF(v_threshold=THRESHOLD)), *nets.conv_bn(4, 4),
+                            plif.PLIF(v_threshold=THRESHOLD))
+    x = (torch.rand(3, 2, 2, 8, 8, generator=torch.Generator().manual_seed(1)) > 0.5).float()
+    ref = written(x)
+    assert ref.sum() > 0
+    for name, opts in MEMORY_PRESETS.items():
+        net = plif.fuse(copy.deepcopy(written), name)
+        assert bool(plif.fused_blocks(net)) == opts.fused_block, name
+        out = net(x)
+        assert opts.h_bf16 or torch.equal(out, ref), name
+        out.sum().backward()
+        assert all(p.grad is not None for p in net.parameters()), name
     with pytest.raises(ValueError, match="unknown memory mode 'fast'; valid: fused, none"):
         plif.fuse(_paper(), "fast")
     with pytest.raises(TypeError, match="takes an nn.Module"):
