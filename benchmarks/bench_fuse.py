@@ -9,7 +9,9 @@ copied into each network.
 - ``residual``: a residual network with its own ``forward`` (a stem and two SEW ResNet blocks that halve
   the resolution) fused against as written (target: ≥ 1.3× faster), both fed the same CIFAR-10-shaped
   image as a stride-0 view; ``residual-frames``: the same on event frames ``[T, B, 2, H, W]`` (no static
-  input to hoist: what fusing the blocks alone gives).
+  input to hoist: what fusing the blocks alone gives); ``sew-pool-frames``: SEW ResNet as its paper builds
+  it for event data, conv → BN → PLIF → 2×2 max-pool downsampling stages and identity-shortcut blocks,
+  on event frames.
 
     python benchmarks/bench_fuse.py [--case paper,residual] [--rounds 8] [--json out.json]
 """
@@ -63,13 +65,14 @@ def paper_case(T: int, B: int):
             "by hand, as written": _step(written, static, y, 10)}, ("by hand + plif.fuse", "build_network")
 
 
-def residual_case(T: int, B: int, frames: bool = False, c: int = 32, size: int = 32):
+def residual_case(T: int, B: int, frames: bool = False, c: int = 32, size: int = 32, net=None):
     """A CIFAR-10-shaped static image fed as a stride-0 view (both networks get the same tensor), or
     with ``frames`` 2-channel event frames (nothing to hoist)."""
     torch.manual_seed(0)
     channels = 2 if frames else 3
-    written = fuse_nets.ResNet(c=c, size=size, in_channels=channels)
-    fused = fuse_nets.ResNet(c=c, size=size, in_channels=channels)
+    net = net or fuse_nets.ResNet
+    written = net(c=c, size=size, in_channels=channels)
+    fused = net(c=c, size=size, in_channels=channels)
     copy_weights(written, fused)
     plif.fuse(fused)
     g = torch.Generator().manual_seed(1)
@@ -84,12 +87,14 @@ def residual_case(T: int, B: int, frames: bool = False, c: int = 32, size: int =
 
 CASES = {"paper": (paper_case, 8, 16, "within 1.10x of build_network"),
          "residual": (residual_case, 4, 16, ">= 1.3x faster fused"),
-         "residual-frames": (lambda T, B: residual_case(T, B, frames=True), 4, 16, "(event frames: no static input)")}
+         "residual-frames": (lambda T, B: residual_case(T, B, frames=True), 4, 16, "(event frames: no static input)"),
+         "sew-pool-frames": (lambda T, B: residual_case(T, B, frames=True, net=fuse_nets.PoolResNet), 4, 16,
+                             "(max-pool downsampling, event frames)")}
 
 
 def main(argv=None) -> dict:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--case", default="paper,residual,residual-frames")
+    p.add_argument("--case", default="paper,residual,residual-frames,sew-pool-frames")
     p.add_argument("--rounds", type=int, default=8)
     p.add_argument("--warmup", type=int, default=2)
     p.add_argument("--T", type=int, help="time-steps (default: 8 for paper, 4 for residual)")

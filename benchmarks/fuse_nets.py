@@ -72,3 +72,21 @@ class StaticInput(nn.Module):
 
     def forward(self, x):
         return self.net(x.unsqueeze(0).expand(self.T, *([-1] * x.dim())))
+
+
+class PoolResNet(nn.Module):
+    """SEW ResNet as its paper builds it for event data (Fang et al., 2021): conv → BN → PLIF → 2×2
+    max-pool downsampling stages, each followed by a SEW block with an identity shortcut; two of each."""
+
+    def __init__(self, c: int = 32, classes: int = 10, size: int = 32, in_channels: int = 2, **neuron):
+        super().__init__()
+        pool = lambda: TimeFolded(nn.MaxPool2d(2, 2))  # noqa: E731
+        self.down1 = nn.Sequential(*conv_bn(in_channels, c), PLIF(**neuron), pool())
+        self.block1 = Block(c, c, 1, **neuron)
+        self.down2 = nn.Sequential(*conv_bn(c, 2 * c), PLIF(**neuron), pool())
+        self.block2 = Block(2 * c, 2 * c, 1, **neuron)
+        self.head = nn.Sequential(TimeFolded(nn.Flatten()), TimeFolded(nn.Linear(2 * c * (size // 4) ** 2, classes * 10,
+                                                                                 bias=False)), PLIF(**neuron), Voting(10))
+
+    def forward(self, x):
+        return self.head(self.block2(self.down2(self.block1(self.down1(x)))))

@@ -286,7 +286,7 @@ STAGES = {
     "sync": (stage_sync, 75),
     "neuron": (stage_neuron, 35),
     "train": (stage_train, 90),
-    "fuse": (stage_fuse, 80),
+    "fuse": (stage_fuse, 120),  # its compile+graph rows come last: a budget cut keeps the rest
     "protocol": (stage_protocol, None),
     "block": (stage_block, 90),
     "cifar10": (_net_stage("cifar10"), 90),
