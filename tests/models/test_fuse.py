@@ -333,3 +333,11 @@ def test_memory_takes_the_names_plif_train_takes():
     with pytest.raises(TypeError, match="takes an nn.Module"):
         plif.fuse("model")
     assert FusedSequential  # the class an untraceable nn.Sequential becomes
+
+
+def test_a_notation_network_inside_takes_the_memory_mode_and_names_its_runs():
+    net = plif.build_network("c4k3s1-BN-PLIF-MPk2s2-FC10-PLIF", (1, 8, 8), 2)
+    model = nn.Sequential(net)
+    assert plif.fused_blocks(plif.fuse(model)) == [("0.layers.0", "0.layers.1", "0.layers.2", "0.layers.3")]
+    assert net.memory == MEMORY_PRESETS["fused"]
+    assert plif.fused_blocks(plif.fuse(model, "none")) == [] and net.memory == MEMORY_PRESETS["none"]

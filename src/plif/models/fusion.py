@@ -16,7 +16,9 @@ layers) and the same exactness.  Where it looks:
 - an ``nn.Sequential`` that FX cannot trace runs its children as one plan, and a module FX cannot
   trace (a Python branch on a tensor's value, say) keeps its forward: its submodules are fused;
 - a forward that FX traces differently in training and evaluation mode (``if self.training:``)
-  is not rewritten (FX would freeze one of them): its submodules are fused.
+  is not rewritten (FX would freeze one of them): its submodules are fused;
+- a :class:`~plif.models.SpikingNetwork` inside (or the model itself) runs its own plan with
+  ``memory`` (:meth:`~plif.models.SpikingNetwork.set_memory`).
 
 A layer whose input is spikes (the output of a neuron, through max-pooling or flatten) keeps it as
 one byte (``spike_storage``) inside a user's model too.  An input ``x.unsqueeze(0).expand(T, ...)``
@@ -361,6 +363,11 @@ def fuse(model: nn.Module, memory=DEFAULT_MEMORY, explain: bool = False):
     opts = memory_options(memory)
     lines: list[str] = []
     _unfuse(model)
+    from .network import SpikingNetwork
+
+    for m in model.modules():
+        if isinstance(m, SpikingNetwork):  # a notation network inside (or the model): its own plan, these options
+            m.set_memory(opts)
     if opts.any():
         _fuse(model, "", opts, False, lines)
         if not model.training:
@@ -372,8 +379,13 @@ def fused_blocks(model: nn.Module) -> list[tuple[str, ...]]:
     """The qualified names of each run of ``model`` that :func:`fuse` runs as the fused block, in
     order: ``[("conv1", "bn1", "sn1"), ("layer1.0.conv1", "layer1.0.bn1", "layer1.0.sn1"), ...]``
     (four names where a 2×2 max-pool is fused too); empty for a model not fused."""
+    from .network import SpikingNetwork
+
     out = []
     for prefix, m in model.named_modules():
+        if isinstance(m, SpikingNetwork):
+            out += [tuple(_name(prefix, f"layers.{i}") for i in range(a, b)) for a, b, step in m.plan()
+                    if isinstance(step, (FusedBlock, TimeChunkedBlock))]
         for run in m.__dict__.get("_plif_runs", ()):
             names = list(m._modules) if isinstance(m, FusedSequential) else run.names
             layers = [m.get_submodule(n) for n in names]
