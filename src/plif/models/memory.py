@@ -34,7 +34,7 @@ when one of them is replaced, e.g. by ``convert_sync_batchnorm``).  A SyncBatchN
 into :class:`SpikeConvBN` (whose BatchNorm is ``native_batch_norm``, local to the process): its
 own forward runs, and a checkpointed block's recomputation runs it again (synchronised).  Which option lowers
 the *peak* of a step depends on the network: at T = 20 on 128×128 frames the peak is the first
-block's backward, which ``exact`` lowers and bf16/checkpointing do not (``docs/speed.md``).
+block's backward, which ``exact`` lowers and bf16/checkpointing do not (``docs/lab/memory.md``).
 """
 from __future__ import annotations
 
@@ -51,6 +51,7 @@ from ..layers.spike_input import SpikeConv2d, SpikeConvBN, SpikeLinear, conv_ref
 from ..layers.spike_pool import SpikeMaxPool2d
 from ..layers.time_chunked import TimeChunkedBlock
 from ..neurons import IF, LIF, PLIF, SpikingNeuron
+from .inputs import repeat_over_time
 from .structure import hoists_first_layer, same_every_step, spike_inputs
 
 __all__ = ["MemoryOptions", "make_plan", "run_plan", "MEMORY_PRESETS", "MEMORY_HELP", "DEFAULT_MEMORY", "fused_run",
@@ -307,7 +308,7 @@ def hoist_static(layers, x: torch.Tensor, T: int) -> tuple[torch.Tensor, int]:
         x, start = layers[0].layer(x), 1
         while start < len(layers) and same_every_step(layers[start]):
             x, start = layers[start].layer(x), start + 1
-    return x.unsqueeze(0).expand(T, *x.shape), start
+    return repeat_over_time(x, T), start
 
 
 def run_plan(steps: list[tuple[int, int, object]], x: torch.Tensor, start: int = 0) -> torch.Tensor:

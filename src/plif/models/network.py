@@ -16,12 +16,13 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from ..kernels.gpu_switches import current
+from ..switches import current
 from ..layers import TimeInvariantDropout
 from ..neurons import SpikingNeuron
+from ..values import check_value
 from .memory import DEFAULT_MEMORY, MEMORY_PRESETS, MemoryOptions, hoist_static, make_plan, run_plan
 from .builders import BUILDERS, BuildError, BuildOptions
-from .inputs import check_state, check_tensor, reference_tensor, to_time_first
+from .inputs import check_state, check_tensor, is_static, reference_tensor, to_time_first
 from .notation import MAX_INT, NotationError, parse
 from .stepping import NetworkState, initial_state, step
 from .structure import hoists_first_layer
@@ -95,9 +96,6 @@ class SpikingNetwork(nn.Module):
             self._state_key = key
         return self._state_shapes_now
 
-    def _hoistable(self) -> bool:
-        return hoists_first_layer(self.layers)
-
     def forward(self, x: torch.Tensor, *, time_first: bool | None = None) -> torch.Tensor:
         """``x [B, *input_shape]`` (static, repeated over T) or frames ``[T, B, *input_shape]`` ->
         ``[T, B, classes]``.  ``time_first=False`` takes frames batch-first, ``[B, T, *input_shape]``
@@ -120,8 +118,10 @@ class SpikingNetwork(nn.Module):
         """
         check_tensor(x, "net(x)", reference_tensor(self))
         x = to_time_first(x, self.input_shape, self.T, time_first)
+        if x.dim() == len(self.input_shape) + 2 and x.shape[0] == 0:
+            raise ValueError(f"net(x): frames [T, B, ...] need T >= 1 time-steps, got {list(x.shape)}")
         start = 0
-        if x.dim() == len(self.input_shape) + 1:  # static: [B, ...]
+        if is_static(x, self.input_shape):
             x, start = hoist_static(self.layers, x, self.T)
         return run_plan(self.plan(), x, start)
 
@@ -199,6 +199,14 @@ def _check_int(name: str, value, minimum: int) -> int:
     return int(value)
 
 
+# the kinds of build_network's options and of the neuron keywords it passes on, checked as plif train checks
+# its flags (plif.values.check_value): a NaN threshold gave all-zero output, a NaN alpha NaN gradients, and
+# detach_reset="False" (a truthy string) the opposite of what was asked
+_KINDS = {"tau0": (float, False), "bn_per_step": (bool, False), "per_channel_tau": (bool, False),
+          "dropout_p": (float, True), "v_threshold": (float, False), "v_reset": (float, True), "alpha": (float, True),
+          "detach_reset": (bool, False)}
+
+
 def _check_shape(input_shape) -> tuple:
     if isinstance(input_shape, (str, bytes)) or not hasattr(input_shape, "__len__"):
         raise TypeError(f"input_shape must be a tuple (C, H, W) or (N,), got {input_shape!r}")
@@ -254,6 +262,11 @@ def build_network(spec: str, input_shape, T: int = 8, *, neuron: str | None = No
     T = _check_int("T", T, 1)
     if pool not in (None, "max", "avg"):
         raise ValueError(f"pool must be 'max' or 'avg', got {pool!r}")
+    given = {"tau0": tau0, "bn_per_step": bn_per_step, "per_channel_tau": per_channel_tau, "dropout_p": dropout_p,
+             **neuron_kwargs}
+    for name, value in given.items():
+        if name in _KINDS:
+            check_value(name, value, *_KINDS[name])
     opts = BuildOptions(neuron=neuron, tau0=tau0, pool=pool, bn_per_step=bn_per_step, per_channel_tau=per_channel_tau,
                         dropout_p=dropout_p, neuron_kwargs=tuple(neuron_kwargs.items()))
     layers: list[nn.Module] = []
