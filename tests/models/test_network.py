@@ -171,7 +171,6 @@ def test_every_token_kind_has_a_builder():
     ("detach_reset", "False", "detach_reset must be bool, got 'False'"),
     ("bn_per_step", "no", "bn_per_step must be bool, got 'no'"),
     ("per_channel_tau", 1, "per_channel_tau must be bool, got 1"),
-    ("tau0", float("nan"), "tau0 must be a finite number, got nan"),
     ("dropout_p", float("nan"), "dropout_p must be a finite number, got nan"),
 ])
 def test_the_api_refuses_what_the_cli_refuses_with_its_words(option, value, message):

@@ -202,7 +202,8 @@ def _check_int(name: str, value, minimum: int) -> int:
 # the kinds of build_network's options and of the neuron keywords it passes on, checked as plif train checks
 # its flags (plif.values.check_value): a NaN threshold gave all-zero output, a NaN alpha NaN gradients, and
 # detach_reset="False" (a truthy string) the opposite of what was asked
-_KINDS = {"tau0": (float, False), "bn_per_step": (bool, False), "per_channel_tau": (bool, False),
+# (tau0 has its own check, plif.neurons.check_tau, which the layers and plif train share)
+_KINDS = {"bn_per_step": (bool, False), "per_channel_tau": (bool, False),
           "dropout_p": (float, True), "v_threshold": (float, False), "v_reset": (float, True), "alpha": (float, True),
           "detach_reset": (bool, False)}
 
@@ -262,7 +263,7 @@ def build_network(spec: str, input_shape, T: int = 8, *, neuron: str | None = No
     T = _check_int("T", T, 1)
     if pool not in (None, "max", "avg"):
         raise ValueError(f"pool must be 'max' or 'avg', got {pool!r}")
-    given = {"tau0": tau0, "bn_per_step": bn_per_step, "per_channel_tau": per_channel_tau, "dropout_p": dropout_p,
+    given = {"bn_per_step": bn_per_step, "per_channel_tau": per_channel_tau, "dropout_p": dropout_p,
              **neuron_kwargs}
     for name, value in given.items():
         if name in _KINDS:
