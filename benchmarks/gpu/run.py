@@ -29,6 +29,9 @@ where that run timed it; an H100 takes a little longer:
                            naive, auto, cuda-graph, cuda-graph+bf16, compile, compile+graph,
                            spikingjelly, spikingjelly+bf16, spikingjelly+graph, and cuda-graph without
                            TF32; kernels, device time and the bound per step
+  fuse            120   ~90 s (not yet measured; 4 Inductor compiles last): plif.fuse on networks written by hand, B16: the paper's
+                           Fashion-MNIST network by hand + fuse (a stride-0 image) beside build_network's,
+                           a SEW residual network fused and as written; eager, cuda-graph, compile+graph
   protocol         rest   the paper protocol as plif train --preset paper runs it by default for what is
                            left, at most --protocol-seconds (100: Inductor's compile, then ~15 epochs)
   expected ~320 s; every stage at its budget: ~500 s

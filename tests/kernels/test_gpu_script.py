@@ -16,7 +16,7 @@ from plif.catalog import get_dataset
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "benchmarks" / "gpu" / "run.sh"
 # both plans (spikingjelly needs a wheels folder): the first call's stages, then the second's
-STAGES = ("grid", "compile", "sync", "neuron", "train", "protocol", "block", "cifar10", "dvs128-gesture", "cifar10-dvs",
+STAGES = ("grid", "compile", "sync", "neuron", "train", "fuse", "protocol", "block", "cifar10", "dvs128-gesture", "cifar10-dvs",
           "memory")
 NETS = {"cifar10": "one random image batch [B, 3, 32, 32]", "dvs128-gesture": "synthetic event frames [T, B, 2, 128, 128]",
         "cifar10-dvs": "synthetic event frames [T, B, 2, 128, 128]"}
@@ -65,6 +65,11 @@ def test_dry_run_runs_every_stage_and_packs_them(tiny_fashion, tmp_path):
         assert sync["agree"] and sync["max_abs_param_err"] < 1e-5 and sync["eval"][2] == 11, sync
     block = recs["block"]["result"]  # plif.bench.block's interpreter run (tests/bench/test_block.py checks its rows)
     assert block["dry"] and block["check_ok"] and len(block["cases"]) == 2
+    fuse = recs["fuse"]["result"]  # plif.fuse's hand-written networks (issue 46), eager on the CPU
+    assert {r["network"] for r in fuse["rows"]} == {"paper, build_network", "paper, by hand + plif.fuse",
+                                                   "residual, as written", "residual, plif.fuse"}
+    assert all(r["ms_per_step"] > 0 for r in fuse["rows"]) and set(fuse["ratios"]["eager"]) == {
+        "paper by hand / build_network", "residual as written / fused"}
     neuron = recs["neuron"]["result"]["rows"]
     assert {(r["backend"], r["pass_"]) for r in neuron} == {(b, p) for b in ("cpu", "bptt") for p in ("fwd", "fwd+bwd")}
     assert all(r["time_ms"] > 0 and r["pct_copy_bound"] > 0 and r["extra"]["device_time"] == "needs CUDA" for r in neuron)

@@ -168,3 +168,12 @@ def record() -> dict:
 def reset() -> None:
     """Forget every verdict (tests): the next use checks again."""
     _RESULTS.clear()
+
+
+def _install() -> None:
+    from ..neurons.dispatch import set_first_use_check
+
+    set_first_use_check(passes)
+
+
+_install()  # imported with the Triton kernels: the neuron dispatch asks passes() from then on

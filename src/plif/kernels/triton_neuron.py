@@ -29,6 +29,7 @@ from torch.library import wrap_triton
 
 from ..neurons.functional import NeuronConfig, rest_potential
 from ..surrogate import get_surrogate
+from . import self_check  # noqa: F401  (puts the kernels' first-use check into the neuron dispatch)
 from .layout import flat_k, k_layout
 from .triton_launch import backward_flags, forward_flags, launch_config
 

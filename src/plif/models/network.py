@@ -17,14 +17,14 @@ import torch
 from torch import nn
 
 from ..switches import current
-from ..layers import TimeInvariantDropout, unwrap
+from ..layers import TimeInvariantDropout
 from ..neurons import SpikingNeuron
-from .memory import DEFAULT_MEMORY, MEMORY_PRESETS, MemoryOptions, make_plan, run_plan
+from ..values import check_value
+from .memory import DEFAULT_MEMORY, MEMORY_PRESETS, MemoryOptions, hoist_static, make_plan, run_plan
 from .builders import BUILDERS, BuildError, BuildOptions
-from .inputs import check_state, check_tensor, is_static, reference_tensor, repeat_over_time, to_time_first
+from .inputs import check_state, check_tensor, is_static, reference_tensor, to_time_first
 from .notation import MAX_INT, NotationError, parse
 from .stepping import NetworkState, initial_state, step
-from .structure import hoists_first_layer
 
 __all__ = ["LayerInfo", "SpikingNetwork", "build_network"]
 
@@ -118,17 +118,13 @@ class SpikingNetwork(nn.Module):
         """
         check_tensor(x, "net(x)", reference_tensor(self))
         x = to_time_first(x, self.input_shape, self.T, time_first)
+        if x.dim() == len(self.input_shape) + 2 and x.shape[0] == 0:
+            raise ValueError(f"net(x): frames [T, B, ...] need T >= 1 time-steps, got {list(x.shape)}")
         start = 0
         if is_static(x, self.input_shape) and self.encoder is not None:
             x = self.encoder(x)  # [T, B, ...] spikes: nothing to hoist
         elif is_static(x, self.input_shape):
-            if hoists_first_layer(self.layers):
-                x = self.layers[0].layer(x)
-                start = 1
-                while start < len(self.layers) and _same_every_step(self.layers[start]):
-                    x = self.layers[start].layer(x)
-                    start += 1
-            x = repeat_over_time(x, self.T)
+            x, start = hoist_static(self.layers, x, self.T)
         return run_plan(self.plan(), x, start)
 
     def initial_state(self) -> NetworkState:
@@ -194,16 +190,6 @@ class SpikingNetwork(nn.Module):
         return [float(m.tau.mean()) for m in self.neuron_layers() if hasattr(m, "w")]
 
 
-def _same_every_step(layer: nn.Module) -> bool:
-    """Whether ``layer`` maps a static input to a static output, element by element, so it may run
-    once before the input is repeated over T (bit-identical): BatchNorm in eval mode with running
-    statistics (an affine map per channel).  In training it normalises with the batch's statistics
-    over ``T*B``, which must see the repeated input."""
-    bn = unwrap(layer)
-    return (isinstance(bn, nn.modules.batchnorm._BatchNorm) and not bn.training and bn.running_mean is not None
-            and bn.running_var is not None)
-
-
 def _check_int(name: str, value, minimum: int) -> int:
     # bool is an int subclass and floats like 2.5 used to be truncated silently: both are refused
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
@@ -213,6 +199,15 @@ def _check_int(name: str, value, minimum: int) -> int:
     if value > MAX_INT:  # torch sizes are 64-bit and their products must stay so
         raise ValueError(f"{name} must be at most {MAX_INT} (2^31-1), got {value}")
     return int(value)
+
+
+# the kinds of build_network's options and of the neuron keywords it passes on, checked as plif train checks
+# its flags (plif.values.check_value): a NaN threshold gave all-zero output, a NaN alpha NaN gradients, and
+# detach_reset="False" (a truthy string) the opposite of what was asked
+# (tau0 has its own check, plif.neurons.check_tau, which the layers and plif train share)
+_KINDS = {"bn_per_step": (bool, False), "per_channel_tau": (bool, False),
+          "dropout_p": (float, True), "v_threshold": (float, False), "v_reset": (float, True), "alpha": (float, True),
+          "detach_reset": (bool, False)}
 
 
 def _check_shape(input_shape) -> tuple:
@@ -277,6 +272,11 @@ def build_network(spec: str, input_shape, T: int = 8, *, neuron: str | None = No
     encoder = make_encoder(encoder, T)
     if pool not in (None, "max", "avg"):
         raise ValueError(f"pool must be 'max' or 'avg', got {pool!r}")
+    given = {"bn_per_step": bn_per_step, "per_channel_tau": per_channel_tau, "dropout_p": dropout_p,
+             **neuron_kwargs}
+    for name, value in given.items():
+        if name in _KINDS:
+            check_value(name, value, *_KINDS[name])
     opts = BuildOptions(neuron=neuron, tau0=tau0, pool=pool, bn_per_step=bn_per_step, per_channel_tau=per_channel_tau,
                         dropout_p=dropout_p, neuron_kwargs=tuple(neuron_kwargs.items()))
     layers: list[nn.Module] = []
