@@ -69,7 +69,7 @@ def _triangle_form(u, a, b):
     return torch.clamp(a - b * u.abs(), min=0.0)
 
 
-# The kernels' formulas (kernels/triton_neuron.py ``_surrogate_grad``, kernels/cpu_neuron.h
+# The kernels' formulas (kernels/triton_neuron.py ``surrogate_grad``, kernels/cpu_neuron.h
 # ``surrogate_grad``), written once in PyTorch: the built-ins' derivatives are these.
 CLOSED_FORMS: dict[str, ClosedForm] = {
     "atan": ClosedForm(0, _atan_form),  # a / (1 + (b u)²)

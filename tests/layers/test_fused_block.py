@@ -265,3 +265,26 @@ def test_few_tap_conv_takes_any_layout(layout):
     torch.testing.assert_close(y, ref, rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(g_x, x_.grad, rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(g_w, conv.weight.grad, rtol=1e-5, atol=1e-5)
+
+
+def test_a_kernel_module_that_says_it_cannot_run_is_reported_with_its_reason(monkeypatch):
+    """The block's kernels load as the neuron's do (plif.neurons.dispatch.load_kernel_module): a module
+    whose ``unavailable()`` gives a reason (a failed build) is listed unavailable with that reason, and
+    the neuron's loader reads the same table entry the same way."""
+    import sys
+    import types
+
+    from plif.neurons.dispatch import load_kernel_module
+
+    mod = types.ModuleType("plif_test_unbuilt_kernels")
+    mod.f = mod.b = mod.g = mod.s = lambda *a: None
+    mod.why = lambda: "no C++ compiler found"
+    monkeypatch.setitem(sys.modules, mod.__name__, mod)
+    monkeypatch.setitem(fb.BLOCK_BACKENDS, "unbuilt", BlockBackend(mod.__name__, "meta", "f", "b", "g", "s",
+                                                                   unavailable="why"))
+    for name, value in (("_LOADED", {}), ("_FAILED", {}), ("_WARNED", set()), ("_tried", False)):
+        monkeypatch.setattr(fb, name, value)
+    assert fb.kernel_status()["unbuilt"] == "unavailable: no C++ compiler found"
+    assert load_kernel_module(mod.__name__, {"fn": "f"}, "why") == (None, "no C++ compiler found")
+    assert load_kernel_module(mod.__name__, {"fn": "f", "none": None}) == ({"fn": mod.f, "none": None}, None)
+    assert load_kernel_module(mod.__name__, {"fn": "missing"})[1].startswith("AttributeError")

@@ -36,7 +36,7 @@ import torch
 import torch.nn.functional as F
 
 from ..atomic import atomic_write_text
-from ..layers.fused_block import _affine as _scale_shift
+from ..layers.fused_block import bn_affine as _scale_shift
 from ..neurons.functional import NeuronConfig
 from .kernels import profile_kernels
 from .neuron import _timer

@@ -1,4 +1,6 @@
-"""Fused multi-step neuron kernels, listed in :data:`plif.neurons.dispatch.FUSED` and loaded lazily.
+"""Fused kernels: the neuron's, listed in :data:`plif.neurons.dispatch.FUSED`, and the conv block's,
+listed in :data:`.block_backends.BLOCK_BACKENDS`; both tables name modules and functions only, and
+one loader, :func:`plif.neurons.dispatch.load_kernel_module`, imports them lazily.
 
 - ``triton``: GPU kernels (:mod:`.triton_neuron`);
 - ``cpu``: a compiled C++/OpenMP loop (:mod:`.cpu_neuron`), built on first use.

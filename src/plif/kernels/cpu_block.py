@@ -20,7 +20,7 @@ from torch import Tensor
 
 from ..neurons.functional import NeuronConfig, rest_potential, state_dtype
 from ..surrogate import get_surrogate
-from .cpu_build import SUFFIX, library_or_raise
+from .cpu_build import SUFFIX, library_or_raise, unavailable  # noqa: F401  (unavailable: the table names it)
 
 __all__ = ["block_forward_cpu", "block_backward_cpu", "bn_input_grad_cpu", "bn_input_grad_cpu_", "block_backward_cpu_",
            "block_backward_summed_cpu", "batch_stats_cpu", "cpu_block_supports"]

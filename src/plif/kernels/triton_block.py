@@ -66,7 +66,7 @@ from ..neurons.functional import NeuronConfig, rest_potential, state_dtype
 from ..surrogate import get_surrogate
 from .triton_block_launch import (backward_flags, backward_launch, chunk_steps, forward_flags, forward_launch,
                                   input_grad_flags, plane_launch, stats_flags)
-from .triton_neuron import _dv_dh, _launch, _reset, _surrogate_grad
+from .triton_neuron import dv_dh, launch_kernel, spike_reset, surrogate_grad
 
 __all__ = ["block_forward_triton", "block_backward_triton", "bn_input_grad_triton", "block_stats_triton",
            "block_triton_supports"]
@@ -98,7 +98,7 @@ def _neuron_step(x, v, scale, shift, k, v_th, v_reset, LEAK: tl.constexpr, HARD:
     else:
         h = v + z
     spike = (h - v_th) >= 0.0  # fire
-    return drive, h, spike, _reset(h, spike, v_th, v_reset, HARD)  # reset
+    return drive, h, spike, spike_reset(h, spike, v_th, v_reset, HARD)  # reset
 
 
 @triton.jit
@@ -255,8 +255,8 @@ def _block_backward_kernel(y_ptr, scale_ptr, shift_ptr, mean_ptr, k_ptr, v_start
                 g_s = tl.where(chosen.to(tl.int32) == mine, g, 0.0)
             else:
                 g_s = tl.load(g_out_ptr + step + n, mask=now, other=0.0).to(acc)
-            sg = _surrogate_grad(h - v_th, sg_a, sg_b, SG)
-            g_h = g_s * sg + g_v * _dv_dh(h, sg, v_th, v_reset, HARD, DETACH)
+            sg = surrogate_grad(h - v_th, sg_a, sg_b, SG)
+            g_h = g_s * sg + g_v * dv_dh(h, sg, v_th, v_reset, HARD, DETACH)
             if LEAK:
                 g_z = g_h * k
                 g_prev = g_h * (1.0 - k)
@@ -272,7 +272,7 @@ def _block_backward_kernel(y_ptr, scale_ptr, shift_ptr, mean_ptr, k_ptr, v_start
                     v_prev = v_in
                 else:
                     h_prev = hs[CHUNK - 2 - ii]
-                    v_prev = _reset(h_prev, (h_prev - v_th) >= 0.0, v_th, v_reset, HARD)
+                    v_prev = spike_reset(h_prev, (h_prev - v_th) >= 0.0, v_th, v_reset, HARD)
                 drive, _, _, _ = _neuron_step(x, v_prev, scale, shift, k, v_th, v_reset, LEAK, HARD)
                 sum_k += tl.where(now, g_h * drive, 0.0)
             g_v = tl.where(t < T, g_prev, g_v)
@@ -379,7 +379,7 @@ def _block_forward_op(y: Tensor, scale: Tensor, shift: Tensor, k: Tensor, v0: Te
     launch = forward_launch(H, W, pool)
     units = ((H + 1) // 2) * ((W + 1) // 2) if pool else H * W
     flags = forward_flags(pool, leak, hard, k.numel() > 1, v0 is not None, need_state, launch.block)
-    _launch(_block_forward_kernel, (B * C, triton.cdiv(units, launch.block)),
+    launch_kernel(_block_forward_kernel, (B * C, triton.cdiv(units, launch.block)),
             y, scale, shift, k, _unused(acc, y.device) if v0 is None else v0, out,
             place if pool else _unused(torch.uint8, y.device), v_last if need_state else _unused(acc, y.device),
             T, C, H, W, HO, WO, B * C * H * W, B * C * HO * WO, v_th, v_rest, **flags, num_warps=launch.num_warps)
@@ -410,7 +410,7 @@ def _block_backward_op(y: Tensor, scale: Tensor, shift: Tensor, mean: Tensor, k:
                 else _unused(acc, y.device))
         flags = backward_flags(pool, leak, hard, detach, sg_code, k.numel() > 1, v0 is not None,
                                g_v_last is not None, need_k, chunk, launch.block)
-        _launch(_block_backward_kernel, (B * C, blocks),
+        launch_kernel(_block_backward_kernel, (B * C, blocks),
                 y, scale, shift, mean, k, g_v0 if v0 is None else v0, place if pool else _unused(torch.uint8, y.device),
                 g_out,
                 g_v0 if g_v_last is None else g_v_last, g_z, g_v0, ckpt, parts,
@@ -433,7 +433,7 @@ def _bn_input_grad_into(g_y: Tensor, g_z: Tensor, y: Tensor, mean: Tensor, invst
     sum_g, sum_gc = _state(sum_g, acc), _state(sum_gc, acc)
     if y.numel() > 0:
         launch = plane_launch(H, W)
-        _launch(_bn_input_grad_kernel, (T * B * C, triton.cdiv(H * W, launch.block)),
+        launch_kernel(_bn_input_grad_kernel, (T * B * C, triton.cdiv(H * W, launch.block)),
                 g_z, y, mean, invstd, scale, sum_g, sum_gc, g_y, C, H * W, T * B * H * W,
                 **input_grad_flags(training, launch.block), num_warps=launch.num_warps)
 
@@ -461,7 +461,7 @@ def _block_stats_op(y: Tensor) -> tuple[Tensor, Tensor]:
     pivot = y[0, 0, :, 0, 0].to(acc).contiguous()
     parts = torch.empty((2, C, T * B), dtype=acc, device=y.device)
     launch = plane_launch(H, W)
-    _launch(_block_stats_kernel, (C, T * B), y, pivot, parts, C, H * W, **stats_flags(launch.block),
+    launch_kernel(_block_stats_kernel, (C, T * B), y, pivot, parts, C, H * W, **stats_flags(launch.block),
             num_warps=launch.num_warps)
     sums = parts.to(torch.float64).sum(dim=2)  # [2, C]
     count = T * B * H * W

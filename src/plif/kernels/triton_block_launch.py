@@ -12,7 +12,7 @@ device: a launch is deterministic and replays unchanged in a CUDA graph.
 """
 from __future__ import annotations
 
-from .triton_launch import Launch, _pow2_at_least
+from .triton_launch import Launch, pow2_at_least
 
 __all__ = ["MAX_CHUNK", "chunk_steps", "forward_launch", "backward_launch", "plane_launch",
            "forward_flags", "backward_flags", "input_grad_flags", "stats_flags"]
@@ -31,21 +31,21 @@ def forward_launch(h, w, pool: bool) -> Launch:
     """Windows (``pool``: ``ceil(H/2)·ceil(W/2)`` of them, the last row or column of an odd plane
     in windows of its own) or pixels per program."""
     if pool:
-        block = _pow2_at_least(((h + 1) // 2) * ((w + 1) // 2), 16, _FORWARD_NEURONS // 4)
+        block = pow2_at_least(((h + 1) // 2) * ((w + 1) // 2), 16, _FORWARD_NEURONS // 4)
         return Launch(block, _warps(4 * block))
-    block = _pow2_at_least(h * w, 16, _FORWARD_NEURONS)
+    block = pow2_at_least(h * w, 16, _FORWARD_NEURONS)
     return Launch(block, _warps(block))
 
 
 def backward_launch(h, w) -> Launch:
     """Pixels per program, one per thread (a warp at least)."""
-    block = _pow2_at_least(h * w, 32, _BACKWARD_NEURONS)
+    block = pow2_at_least(h * w, 32, _BACKWARD_NEURONS)
     return Launch(block, block // 32)
 
 
 def plane_launch(h, w) -> Launch:
     """Pixels per program of the elementwise passes."""
-    block = _pow2_at_least(h * w, 16, _PLANE_NEURONS)
+    block = pow2_at_least(h * w, 16, _PLANE_NEURONS)
     return Launch(block, _warps(block))
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["Launch", "MAX_BLOCK", "launch_config", "forward_flags", "backward_flags"]
+__all__ = ["Launch", "MAX_BLOCK", "launch_config", "forward_flags", "backward_flags", "pow2_at_least"]
 
 MAX_BLOCK = 1024
 
@@ -30,7 +30,7 @@ class Launch:
     num_warps: int
 
 
-def _pow2_at_least(n, low: int, high: int) -> int:
+def pow2_at_least(n, low: int, high: int) -> int:
     """The smallest power of two ``>= n``, clamped to ``[low, high]`` (sizes may be symbolic: only compared)."""
     if n >= high:
         return high
@@ -41,7 +41,7 @@ def launch_config(m) -> Launch:
     """The launch for groups of ``m`` neurons: the smallest power of two holding them, between 16
     and :data:`MAX_BLOCK` (8 neurons a thread at 1,024), 4 warps.  A size below one block is
     specialised (small layers only)."""
-    return Launch(_pow2_at_least(m, 16, MAX_BLOCK), 4)
+    return Launch(pow2_at_least(m, 16, MAX_BLOCK), 4)
 
 
 def forward_flags(leak: bool, hard: bool, per_channel: bool, block: int) -> dict:

@@ -33,12 +33,13 @@ from . import self_check  # noqa: F401  (puts the kernels' first-use check into 
 from .layout import flat_k, k_layout
 from .triton_launch import backward_flags, forward_flags, launch_config
 
-__all__ = ["multi_step_triton", "triton_supports", "triton_forward", "triton_backward"]
+__all__ = ["multi_step_triton", "triton_supports", "triton_forward", "triton_backward", "surrogate_grad", "spike_reset",
+           "dv_dh", "launch_kernel"]
 
 
 # ----------------------------------------------------------------------------------------- kernels
 @triton.jit
-def _surrogate_grad(u, sg_a, sg_b, SG: tl.constexpr):
+def surrogate_grad(u, sg_a, sg_b, SG: tl.constexpr):
     """σ'(u) for surrogate ``code`` SG; ``sg_a``/``sg_b`` are constants folded on the host."""
     if SG == 0:  # atan: (α/2) / (1 + (π/2·α·u)²); sg_a = α/2, sg_b = π/2·α
         z = sg_b * u
@@ -53,7 +54,7 @@ def _surrogate_grad(u, sg_a, sg_b, SG: tl.constexpr):
 
 
 @triton.jit
-def _reset(h, spike, v_th, v_reset, HARD: tl.constexpr):
+def spike_reset(h, spike, v_th, v_reset, HARD: tl.constexpr):
     """``V_t`` from ``H_t``; ``where`` equals ``H(1-S) + V_reset S`` exactly for S in {0, 1}."""
     if HARD:
         return tl.where(spike, v_reset, h)
@@ -62,7 +63,7 @@ def _reset(h, spike, v_th, v_reset, HARD: tl.constexpr):
 
 
 @triton.jit
-def _dv_dh(h, sg, v_th, v_reset, HARD: tl.constexpr, DETACH: tl.constexpr):
+def dv_dh(h, sg, v_th, v_reset, HARD: tl.constexpr, DETACH: tl.constexpr):
     """``∂V_t/∂H_t``: the reset's own path, plus the spike's through the surrogate unless detached."""
     if HARD:
         d = tl.where(h - v_th >= 0.0, 0.0, 1.0)
@@ -108,7 +109,7 @@ def _forward_kernel(x_ptr, k_ptr, v0_ptr, s_ptr, h_ptr, v_last_ptr,
         else:
             h = v + x
         spike = (h - v_th) >= 0.0  # fire
-        v = _reset(h, spike, v_th, v_reset, HARD)  # reset
+        v = spike_reset(h, spike, v_th, v_reset, HARD)  # reset
         tl.store(s_ptr + step, tl.where(spike, 1.0, 0.0).to(s_ptr.dtype.element_ty), mask=mask)
         tl.store(h_ptr + step, h.to(h_ptr.dtype.element_ty), mask=mask)
         step += N
@@ -139,12 +140,12 @@ def _backward_kernel(g_s_ptr, g_v_last_ptr, h_ptr, v0_ptr, k_ptr, g_x_ptr, g_v0_
         has_prev = step >= N  # i.e. t > 0, since step = t N + offs with offs < N
         h_prev = tl.load(h_ptr + step - N, mask=mask & has_prev, other=0.0).to(tl.float32)
         g_s = tl.load(g_s_ptr + step, mask=mask, other=0.0).to(tl.float32)
-        sg = _surrogate_grad(h - v_th, sg_a, sg_b, SG)
-        g_h = g_s * sg + g_v * _dv_dh(h, sg, v_th, v_reset, HARD, DETACH)
+        sg = surrogate_grad(h - v_th, sg_a, sg_b, SG)
+        g_h = g_s * sg + g_v * dv_dh(h, sg, v_th, v_reset, HARD, DETACH)
         if LEAK:
             tl.store(g_x_ptr + step, (g_h * k).to(g_x_ptr.dtype.element_ty), mask=mask)
             if NEED_K:
-                v_prev = tl.where(has_prev, _reset(h_prev, (h_prev - v_th) >= 0.0, v_th, v_reset, HARD), v0)
+                v_prev = tl.where(has_prev, spike_reset(h_prev, (h_prev - v_th) >= 0.0, v_th, v_reset, HARD), v0)
                 g_k += g_h * ((h - v_prev) / k)
             g_v = g_h * (1.0 - k)
         else:
@@ -163,7 +164,7 @@ def _grid(channels: int, m, block: int):
     return (channels, triton.cdiv(m, block))
 
 
-def _launch(kernel, grid, x, *args, **meta):
+def launch_kernel(kernel, grid, x, *args, **meta):
     """Eagerly: launch with FMA contraction off (``H_t`` bit-identical to PyTorch).  While the
     operator is traced (``torch.compile``, ``opcheck``): hand the kernel over through
     ``wrap_triton``.  Inductor does not forward ``enable_fp_fusion`` for user kernels, so a
@@ -220,7 +221,7 @@ def _forward_impl(x: Tensor, k: Tensor, v0: Tensor, inner: int, leak: bool, hard
     h_seq = torch.empty_like(x, dtype=torch.bfloat16 if h_bf16 else torch.float32)
     v_last = torch.empty_like(v0)
     launch = launch_config(m)
-    _launch(_forward_kernel, _grid(channels, m, launch.block),
+    launch_kernel(_forward_kernel, _grid(channels, m, launch.block),
         x, k, v0, spikes, h_seq, v_last, T, n, m, inner, channels, v_th, v_rest,
         **forward_flags(leak, hard, channels > 1, launch.block), num_warps=launch.num_warps)
     return spikes, h_seq, v_last
@@ -244,7 +245,7 @@ def _backward_impl(g_s: Tensor, g_v_last: Tensor, h_seq: Tensor, v0: Tensor, k: 
     grid = _grid(channels, m, launch.block)
     # the direct call never reads the partials it does not need, and the kernel writes all it needs
     g_k_part = (torch.empty if direct else torch.zeros)(grid, dtype=torch.float32, device=h_seq.device)
-    _launch(_backward_kernel, grid,
+    launch_kernel(_backward_kernel, grid,
         g_s, g_v_last, h_seq, v0, k, g_x, g_v0, g_k_part, T, n, (T - 1) * n, m, inner, channels,
         v_th, v_rest, sg_a, sg_b,
         **backward_flags(leak, hard, detach, sg_code, channels > 1, need_k, launch.block),

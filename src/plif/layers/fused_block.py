@@ -33,7 +33,6 @@ threshold can fire differently; the statistics and gradients agree to rounding.
 """
 from __future__ import annotations
 
-import importlib
 import warnings
 from dataclasses import dataclass
 from typing import Callable
@@ -46,13 +45,15 @@ from ..kernels.block_backends import BLOCK_BACKENDS
 from ..kernels.block_reference import block_backward_reference, block_forward_reference, bn_input_grad
 from ..kernels.self_check import passes as self_check_passes
 from ..neurons import IF, LIF, PLIF, SpikingNeuron
+from ..neurons.dispatch import load_kernel_module
 from ..neurons.functional import NeuronConfig, state_dtype
 from ..surrogate import get_surrogate
 from .few_tap_conv import few_tap_conv2d, few_tap_conv_backward, few_taps
-from .spike_input import SpikeConv2d, _autocast, _conv_backward, _pack, _unpack, conv_args, conv_refusal
+from .spike_input import SpikeConv2d, autocast_inputs, conv_backward, pack_spikes, unpack_spikes, conv_args, conv_refusal
 
 __all__ = ["BlockKernels", "block_kernels", "load_kernels", "kernel_status", "FusedBlock", "fused_block",
-           "batch_statistics", "fusable_pool", "fusable_now", "Route", "fused_route"]
+           "batch_statistics", "record_statistics", "bn_affine", "BlockConv", "fusable_pool", "fusable_now", "Route",
+           "fused_route"]
 
 
 @dataclass(frozen=True)
@@ -102,20 +103,16 @@ def load_kernels() -> None:
     if _tried:
         return
     _tried = True
+    names = ("forward", "backward", "input_grad", "input_grad_into", "stats", "backward_into", "backward_summed",
+             "supports")
     for name, b in BLOCK_BACKENDS.items():
-        try:
-            mod = importlib.import_module(b.module)
-            if name == "cpu":
-                from ..kernels import cpu_build
-                if cpu_build.load_library() is None:
-                    raise RuntimeError(cpu_build.BUILD_ERROR or "the C++ library did not load")
-            get = lambda attr: getattr(mod, attr) if attr else None  # noqa: E731
-            _LOADED[name] = BlockKernels(name, get(b.forward), get(b.backward), get(b.input_grad),
-                                         get(b.input_grad_into), get(b.stats) or _torch_stats,
-                                         get(b.backward_into), get(b.backward_summed), b.reads_repeated,
-                                         get(b.supports))
-        except Exception as e:  # noqa: BLE001  (a broken Triton install raises more than ImportError; kept, shown)
-            _FAILED[name] = f"{type(e).__name__}: {e}"
+        found, reason = load_kernel_module(b.module, {n: getattr(b, n) for n in names}, b.unavailable)
+        if reason:
+            _FAILED[name] = reason
+            continue
+        _LOADED[name] = BlockKernels(name, found["forward"], found["backward"], found["input_grad"],
+                                     found["input_grad_into"], found["stats"] or _torch_stats, found["backward_into"],
+                                     found["backward_summed"], b.reads_repeated, found["supports"])
 
 
 def kernel_status() -> dict[str, str]:
@@ -188,10 +185,10 @@ def batch_statistics(y: torch.Tensor, bn: nn.BatchNorm2d, kernels: BlockKernels)
         # would copy the view (Triton) read that step; the others read the view, the same bits as a copy
         once = y.shape[0] > 1 and y.stride(0) == 0 and not kernels.reads_repeated
         mean64, var64 = kernels.stats((y[:1] if once else y).detach())
-        return _record_statistics(bn, mean64, var64, var64 * (n / (n - 1)), wide)
+        return record_statistics(bn, mean64, var64, var64 * (n / (n - 1)), wide)
 
 
-def _record_statistics(bn: nn.BatchNorm2d, mean64: torch.Tensor, var64: torch.Tensor, unbiased64: torch.Tensor,
+def record_statistics(bn: nn.BatchNorm2d, mean64: torch.Tensor, var64: torch.Tensor, unbiased64: torch.Tensor,
                        wide: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
     """BatchNorm's running statistics updated with a batch's ``mean64``, biased ``var64`` and unbiased
     ``unbiased64`` variance (fp64, each caller forms it as it has the sums), as ``nn.BatchNorm2d``
@@ -210,7 +207,7 @@ def _running_statistics(bn: nn.BatchNorm2d, wide: torch.dtype):
         return bn.running_mean.to(wide), 1 / torch.sqrt(bn.running_var.to(wide) + bn.eps)
 
 
-def _affine(gamma, beta, mean, invstd):
+def bn_affine(gamma, beta, mean, invstd):
     """BatchNorm as ``scale, shift`` (``scale = invstd·γ``, ``shift = β − mean·scale``, as PyTorch forms them)."""
     scale = invstd if gamma is None else invstd * gamma.to(invstd.dtype)
     shift = -mean * scale if beta is None else beta.to(invstd.dtype) - mean * scale
@@ -228,7 +225,7 @@ _FRESH_BYTES = 32 * 2**20
 
 
 @dataclass(frozen=True)
-class _Conv:
+class BlockConv:
     """A bias-free convolution a block's backward runs again: ``args`` (:func:`conv_args`), whether its
     input is spikes (kept as one byte) and whether it has few taps (:mod:`plif.layers.few_tap_conv`)."""
 
@@ -247,7 +244,7 @@ class _Conv:
         """``(∂x, ∂weight)`` for ``g [N, C', H', W']``; ``x_of()`` makes the input ``[N, C, H, W]``."""
         if self.few:
             return few_tap_conv_backward(g, x_of(), weight, self.args[0], self.args[1], mask)
-        return _conv_backward(g, x_of, shape, weight, self.args, mask)
+        return conv_backward(g, x_of, shape, weight, self.args, mask)
 
 
 @dataclass(frozen=True)
@@ -259,7 +256,7 @@ class _Spec:
     pool: bool
     need_state: bool
     training: bool
-    conv: _Conv | None = None  # when backward recomputes y from the conv's input
+    conv: BlockConv | None = None  # when backward recomputes y from the conv's input
     in_place: bool = False  # backward may write ∂y over y (eager: a compiled graph keeps its tensors)
     repeat: int = 0  # y is [B, C, H, W], the same at each of this many steps (a static input)
 
@@ -280,13 +277,13 @@ class _FusedBlockFunction(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, y, x, weight, gamma, beta, k, v0, mean, invstd, spec):
-        scale, shift = _affine(gamma, beta, mean, invstd)
+        scale, shift = bn_affine(gamma, beta, mean, invstd)
         out, place, v_last = spec.kernels.forward(_over_time(y, spec), scale, shift, k, v0, spec.cfg, spec.pool,
                                                   spec.need_state)
         if spec.conv is None:
             ctx.save_for_backward(y, gamma, mean, invstd, scale, shift, k, v0, place)
         else:
-            ctx.save_for_backward(_pack(x) if spec.conv.binary else x, weight, gamma, mean, invstd, scale, shift, k, v0, place)
+            ctx.save_for_backward(pack_spikes(x) if spec.conv.binary else x, weight, gamma, mean, invstd, scale, shift, k, v0, place)
             ctx.x_dtype = x.dtype
         ctx.spec, ctx.beta_dtype = spec, None if beta is None else beta.dtype
         ctx.set_materialize_grads(False)
@@ -303,7 +300,7 @@ class _FusedBlockFunction(torch.autograd.Function):
             y, gamma, mean, invstd, scale, shift, k, v0, place = ctx.saved_tensors
         else:
             saved, weight, gamma, mean, invstd, scale, shift, k, v0, place = ctx.saved_tensors
-            x_of = (lambda: _unpack(saved, None, ctx.x_dtype)) if spec.conv.binary else (lambda: saved)
+            x_of = (lambda: unpack_spikes(saved, None, ctx.x_dtype)) if spec.conv.binary else (lambda: saved)
             y = spec.conv(x_of(), weight)  # recomputed, not kept
         if g_out is None:
             shape = (spec.repeat, *y.shape) if spec.repeat else y.shape  # what the kernels read, [T, B, C, H, W]
@@ -353,7 +350,7 @@ def fused_block(y: torch.Tensor, bn: nn.BatchNorm2d, neuron: SpikingNeuron, pool
     ``(out [T, B, C, H', W'], V_{T-1} [B, C, H, W] or an empty tensor)``.
 
     - v0: the neuron's starting potential (None: rest); need_state: return ``V_{T-1}``.
-    - conv: ``(x, weight, conv)``: ``y = conv(x)`` (a ``_Conv``) is not kept, backward recomputes it.
+    - conv: ``(x, weight, conv)``: ``y = conv(x)`` (a ``BlockConv``) is not kept, backward recomputes it.
     - repeat: ``y`` is ``[B, C, H, W]``, the same at each of ``repeat`` steps (a static input's hoisted
       convolution): read in place, and its gradient summed over time as the kernel goes.
     """
@@ -472,8 +469,8 @@ class FusedBlock:
         # a few-tap first conv (the CPU, event input) is cheap to make again and its output the step's largest:
         # made again in backward also where it is in eval mode under a training BatchNorm
         if torch.is_grad_enabled() and (start == 0 and (self.recompute or few) and self.conv.training or here):
-            xc, weight = _autocast(x, self.conv.weight)
-            conv = _Conv(tuple(conv_args(self.conv)), self.binary, few)
+            xc, weight = autocast_inputs(x, self.conv.weight)
+            conv = BlockConv(tuple(conv_args(self.conv)), self.binary, few)
             with torch.no_grad():
                 y = conv(xc, weight)
             return fused_block(y, self.bn, self.neuron, self.pool, kernels, conv=(xc, weight, conv))[0]
@@ -482,7 +479,7 @@ class FusedBlock:
         if start == 1:
             y = x
         elif here:  # without gradients
-            xc, weight = _autocast(x, self.conv.weight)
+            xc, weight = autocast_inputs(x, self.conv.weight)
             y = few_tap_conv2d(xc.flatten(0, 1), weight, self.conv.stride, self.conv.padding).unflatten(0, x.shape[:2])
         else:
             y = self.conv_step(x)

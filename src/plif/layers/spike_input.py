@@ -29,19 +29,22 @@ from torch import nn
 from .fold import TimeFolded
 
 __all__ = ["SpikeConv2d", "SpikeLinear", "SpikeConvBN", "spike_conv2d", "spike_linear", "spike_conv_bn", "conv_args",
-           "conv_refusal", "conv_weight_grad", "conv_input_grad"]
+           "conv_refusal", "conv_weight_grad", "conv_input_grad", "conv_backward", "pack_spikes", "unpack_spikes",
+           "autocast_inputs", "saves_for_backward"]
 
 
-def _pack(s: torch.Tensor) -> torch.Tensor:
+def pack_spikes(s: torch.Tensor) -> torch.Tensor:
+    """Spikes ``s`` (0 or the value of one) kept as one byte each: ``bool``."""
     return s != 0
 
 
-def _unpack(packed: torch.Tensor, keep, dtype) -> torch.Tensor:
+def unpack_spikes(packed: torch.Tensor, keep, dtype) -> torch.Tensor:
+    """The floats :func:`pack_spikes` kept, in ``dtype``, times the dropout mask ``keep`` (or None)."""
     x = packed.to(dtype)
     return x if keep is None else x * keep
 
 
-def _autocast(*tensors):
+def autocast_inputs(*tensors):
     """``tensors`` in the autocast dtype when autocast is on for their device (else unchanged)."""
     device = tensors[0].device.type
     if not torch.is_autocast_enabled(device):
@@ -92,7 +95,7 @@ def conv_input_grad(g: torch.Tensor, shape, weight: torch.Tensor, args) -> torch
 _ONE_CALL_BYTES = 32 * 2**20  # an unpacked input below this: both gradients in one call (its reorders shared)
 
 
-def _conv_backward(g, x_of, shape, weight, args, mask):
+def conv_backward(g, x_of, shape, weight, args, mask):
     """``(∂x, ∂weight)``, one gradient at a time: the input ``x_of()`` (unpacked from one byte) is
     made only for the weight's gradient and freed before the input's gradient is allocated.  A small
     input takes both in one ``convolution_backward`` call, as autograd makes it (the cpu preset's
@@ -110,14 +113,14 @@ class _SpikeConv(torch.autograd.Function):
     @staticmethod
     def forward(ctx, s, weight, args):
         stride, padding, dilation, groups = args
-        ctx.save_for_backward(_pack(s), weight)
+        ctx.save_for_backward(pack_spikes(s), weight)
         ctx.args, ctx.dtype = args, s.dtype
         return F.conv2d(s, weight, None, stride, padding, dilation, groups)
 
     @staticmethod
     def backward(ctx, g):
         packed, weight = ctx.saved_tensors
-        g_s, g_w = _conv_backward(g, lambda: _unpack(packed, None, ctx.dtype), packed.shape, weight, ctx.args,
+        g_s, g_w = conv_backward(g, lambda: unpack_spikes(packed, None, ctx.dtype), packed.shape, weight, ctx.args,
                                   ctx.needs_input_grad[:2])
         return g_s, g_w, None
 
@@ -128,7 +131,7 @@ class _SpikeLinear(torch.autograd.Function):
     @staticmethod
     def forward(ctx, s, keep, weight):
         x = s if keep is None else s * keep
-        ctx.save_for_backward(_pack(s), keep, weight)
+        ctx.save_for_backward(pack_spikes(s), keep, weight)
         ctx.dtype = s.dtype
         return x.flatten(0, 1).mm(weight.t()).unflatten(0, s.shape[:2])
 
@@ -143,7 +146,7 @@ class _SpikeLinear(torch.autograd.Function):
             if keep is not None:
                 g_s = g_s * keep
         if ctx.needs_input_grad[2]:
-            g_w = g2.t().mm(_unpack(packed, keep, ctx.dtype).flatten(0, 1))
+            g_w = g2.t().mm(unpack_spikes(packed, keep, ctx.dtype).flatten(0, 1))
         return g_s, None, g_w
 
 
@@ -156,7 +159,7 @@ class _ConvBN(torch.autograd.Function):
         z, mean, invstd = torch.ops.aten.native_batch_norm(y, bn_weight, bn_bias, running_mean, running_var,
                                                            True, momentum, eps)
         del y
-        ctx.save_for_backward(_pack(x) if binary else x, weight, bn_weight, mean, invstd)
+        ctx.save_for_backward(pack_spikes(x) if binary else x, weight, bn_weight, mean, invstd)
         ctx.args, ctx.eps, ctx.dtype, ctx.binary = args, eps, x.dtype, binary
         return z
 
@@ -164,27 +167,27 @@ class _ConvBN(torch.autograd.Function):
     def backward(ctx, g):
         saved, weight, bn_weight, mean, invstd = ctx.saved_tensors
         stride, padding, dilation, groups = ctx.args
-        x = _unpack(saved, None, ctx.dtype) if ctx.binary else saved
+        x = unpack_spikes(saved, None, ctx.dtype) if ctx.binary else saved
         y = F.conv2d(x, weight, None, stride, padding, dilation, groups)  # recomputed, not saved
         del x  # unpacked again for the weight's gradient: one fewer input-sized tensor beside BN's backward
         need = ctx.needs_input_grad
         g_y, g_gamma, g_beta = torch.ops.aten.native_batch_norm_backward(
             g, y, bn_weight, None, None, mean, invstd, True, ctx.eps, [True, need[2], need[3]])
         del y
-        g_x, g_w = _conv_backward(g_y, lambda: _unpack(saved, None, ctx.dtype) if ctx.binary else saved, saved.shape,
+        g_x, g_w = conv_backward(g_y, lambda: unpack_spikes(saved, None, ctx.dtype) if ctx.binary else saved, saved.shape,
                                   weight, ctx.args, need[:2])
         return g_x, g_w, g_gamma, g_beta, None, None, None, None, None, None
 
 
 def spike_conv2d(s: torch.Tensor, conv: nn.Conv2d) -> torch.Tensor:
     """``conv(s)`` for binary ``s [N, C, H, W]`` (bias-free conv), keeping ``s`` as one byte for backward."""
-    return _SpikeConv.apply(*_autocast(s, conv.weight), conv_args(conv))
+    return _SpikeConv.apply(*autocast_inputs(s, conv.weight), conv_args(conv))
 
 
 def spike_linear(s: torch.Tensor, fc: nn.Linear, keep: torch.Tensor | None = None) -> torch.Tensor:
     """``fc(s * keep)`` for binary ``s [T, B, F]`` and ``keep [B, F]`` (or None), bias-free,
     keeping ``s`` as one byte for backward: ``[T, B, O]``."""
-    s, keep, weight = _autocast(s, keep, fc.weight)
+    s, keep, weight = autocast_inputs(s, keep, fc.weight)
     return _SpikeLinear.apply(s, keep, weight)
 
 
@@ -195,12 +198,14 @@ def spike_conv_bn(x: torch.Tensor, conv: nn.Conv2d, bn: nn.BatchNorm2d, binary: 
     if bn.momentum is None:
         raise ValueError("spike_conv_bn needs a BatchNorm with a momentum (cumulative averages are not supported)")
     bn.num_batches_tracked.add_(1)
-    x, weight = _autocast(x, conv.weight)
+    x, weight = autocast_inputs(x, conv.weight)
     return _ConvBN.apply(x, weight, bn.weight, bn.bias, bn.running_mean, bn.running_var,
                          conv_args(conv), bn.momentum, bn.eps, binary)
 
 
-def _usable(layer: nn.Module) -> bool:
+def saves_for_backward(layer: nn.Module) -> bool:
+    """Whether ``layer`` keeps anything for backward here, so that the one-byte layers pay: training,
+    gradients on, and for a convolution one that ``F.conv2d`` computes (:func:`conv_refusal`)."""
     # eval mode and no-grad runs keep nothing for backward: the plain layer is as small and as fast;
     # a convolution F.conv2d does not compute as it is (reflect padding, ...) runs as it is
     return layer.training and torch.is_grad_enabled() and (not isinstance(layer, nn.Conv2d)
@@ -211,7 +216,7 @@ class SpikeConv2d(TimeFolded):
     """``[T, B, C, H, W]`` bias-free convolution of spikes; ``.layer`` is the ``nn.Conv2d`` it wraps."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if not _usable(self.layer):
+        if not saves_for_backward(self.layer):
             return super().forward(x)
         T, B = x.shape[:2]
         return spike_conv2d(x.flatten(0, 1), self.layer).unflatten(0, (T, B))
@@ -224,7 +229,7 @@ class SpikeLinear(TimeFolded):
     """``[T, B, F]`` bias-free linear layer of spikes; ``.layer`` is the ``nn.Linear`` it wraps."""
 
     def forward(self, x: torch.Tensor, keep: torch.Tensor | None = None) -> torch.Tensor:
-        if not _usable(self.layer):
+        if not saves_for_backward(self.layer):
             return super().forward(x if keep is None else x * keep)
         return spike_linear(x, self.layer, keep)
 
@@ -244,7 +249,7 @@ class SpikeConvBN(nn.Module):
         """``start=1``: ``x`` is already the convolution's output (a static input's hoisted encoder)."""
         if start == 1:
             return self.bn(x)
-        if not (_usable(self.conv.layer) and self.bn.layer.training):
+        if not (saves_for_backward(self.conv.layer) and self.bn.layer.training):
             return self.bn(self.conv(x))
         T, B = x.shape[:2]
         return spike_conv_bn(x.flatten(0, 1), self.conv.layer, self.bn.layer, self.binary).unflatten(0, (T, B))

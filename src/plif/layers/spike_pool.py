@@ -22,7 +22,7 @@ from torch import nn
 
 from ..kernels.pool_autograd import pooled_size, register_pool_autograd
 from .fold import TimeFolded
-from .spike_input import _usable
+from .spike_input import saves_for_backward
 
 __all__ = ["spike_max_pool2d", "SpikeMaxPool2d"]
 
@@ -105,7 +105,7 @@ class SpikeMaxPool2d(TimeFolded):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         # nothing is kept for backward (the plain pool, as the other saving layers do), or the plain
         # CPU kernel keeps less than this op would
-        if not _usable(self.layer) or self._plain_is_smaller(x):
+        if not saves_for_backward(self.layer) or self._plain_is_smaller(x):
             return super().forward(x)
         T, B = x.shape[:2]
         return spike_max_pool2d(x.flatten(0, 1), self.k, self.s).unflatten(0, (T, B))

@@ -40,7 +40,7 @@ import torch
 from torch import nn
 
 from ..neurons.functional import NeuronConfig
-from .fused_block import _affine, _Conv, _record_statistics, BlockKernels, fused_route, load_kernels
+from .fused_block import bn_affine, BlockConv, record_statistics, BlockKernels, fused_route, load_kernels
 from .spike_input import conv_args
 
 __all__ = ["TimeChunkedBlock", "chunk_length"]
@@ -69,7 +69,7 @@ class _Block:
     cfg: NeuronConfig
     pool: bool
     kernels: BlockKernels
-    op: _Conv
+    op: BlockConv
 
     def conv_out(self, x: torch.Tensor) -> torch.Tensor:
         """The convolution of ``x [n, B, C, H, W]`` -> ``[n, B, C', H', W']``, without autograd."""
@@ -128,9 +128,9 @@ class _ChunkedFunction(torch.autograd.Function):
                 mean64 = mean64 + delta * (n / (count + n))
                 m2 = m2 + var_c * n + delta.square() * (count * n / (count + n))
             count += n
-        mean, invstd = _record_statistics(bn, mean64, m2 / count, m2 / max(count - 1, 1), x.dtype)
+        mean, invstd = record_statistics(bn, mean64, m2 / count, m2 / max(count - 1, 1), x.dtype)
         # pass 2: the fused block, chunk after chunk; the neuron's state at each chunk's start is kept
-        scale, shift = _affine(gamma, beta, mean, invstd)
+        scale, shift = bn_affine(gamma, beta, mean, invstd)
         out = place = None
         starts, v = [], None
         for t0, t1 in chunks:
@@ -275,7 +275,7 @@ class TimeChunkedBlock:
                 or x.dtype not in (torch.float32, torch.float64)
                 or (route := fused_route(self.layers, x)) is None):
             return self._plain(x, start)
-        b = _Block(conv, bn, self.cfg, self.pool, route.kernels, _Conv(self._conv_args, False, route.few))
+        b = _Block(conv, bn, self.cfg, self.pool, route.kernels, BlockConv(self._conv_args, False, route.few))
         # k as the neuron makes it (sigmoid(w) for PLIF), from an empty tensor with the block's channels
         k = self.neuron.k(x.new_empty((0, 0, conv.out_channels, 0, 0))).reshape(-1)
         return _ChunkedFunction.apply(x, b, chunk_length(x.shape[0]), conv.weight, bn.weight, bn.bias, k)[0]

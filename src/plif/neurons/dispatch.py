@@ -32,7 +32,8 @@ from .functional import NeuronConfig, initial_state, state_dtype
 from .reference import multi_step_reference
 
 __all__ = ["BACKENDS", "FUSED", "FusedBackend", "register_backend", "multi_step", "available_backends",
-           "backend_status", "load_backends", "select_backend", "auto_order", "reset", "check_backend"]
+           "backend_status", "load_backends", "select_backend", "auto_order", "reset", "check_backend",
+           "load_kernel_module"]
 
 Backend = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, NeuronConfig], tuple]
 
@@ -80,18 +81,28 @@ def register_backend(name: str, fn: Backend, supports: Callable | None = None) -
         _SUPPORTS[name] = supports
 
 
-def _load_one(name: str, entry: FusedBackend) -> None:
+def load_kernel_module(module: str, attrs: dict[str, str | None], unavailable: str | None = None):
+    """The one loader of plif's kernels (the neuron's here, the fused block's in
+    :func:`plif.layers.fused_block.load_kernels`): import ``module``, take each of ``attrs`` (key ->
+    attribute name; None stays None) and ask ``module.<unavailable>()`` why it cannot run here (a
+    failed build).  ``({key: attribute}, None)``, or ``(None, reason)`` when any of it fails: a
+    broken Triton install raises more than ImportError, so every error is kept as the reason, shown."""
     try:
-        module = importlib.import_module(entry.module)
-        fn, supports = getattr(module, entry.attr), getattr(module, entry.supports)
-        reason = getattr(module, entry.unavailable)() if entry.unavailable else None
-    except Exception as e:  # noqa: BLE001  (a broken Triton install raises more than ImportError; kept, shown)
-        reason = f"{type(e).__name__}: {e}"
+        mod = importlib.import_module(module)
+        found = {key: None if attr is None else getattr(mod, attr) for key, attr in attrs.items()}
+        reason = getattr(mod, unavailable)() if unavailable else None
+    except Exception as e:  # noqa: BLE001
+        return None, f"{type(e).__name__}: {e}"
+    return (None, reason) if reason else (found, None)
+
+
+def _load_one(name: str, entry: FusedBackend) -> None:
+    found, reason = load_kernel_module(entry.module, {"fn": entry.attr, "supports": entry.supports}, entry.unavailable)
     if reason:
         _FAILED[name] = reason
     else:
-        BACKENDS[name] = fn
-        _SUPPORTS[name] = supports
+        BACKENDS[name] = found["fn"]
+        _SUPPORTS[name] = found["supports"]
 
 
 def load_backends() -> None:
