@@ -56,7 +56,7 @@ def test_a_run_of_short_epochs_saves_batchnorm_statistics_re_estimated_on_the_tr
     assert next(line for line in lines if line.startswith("precise BN: ")).endswith("evaluated and saved")
     net, _ = load_run(run, "last")
     saved = {k: v.clone() for k, v in net.state_dict().items() if "running" in k}
-    data = load_train_data(resolve_config(cfg), torch.device("cpu"))
+    data = load_train_data(resolve_config(cfg).data_options(), torch.device("cpu"))
     reestimate_bn(net, data.eval_batches(data.train, cfg.eval_batch_size))
     assert saved and all(torch.equal(v, net.state_dict()[k]) for k, v in saved.items())
 

@@ -20,7 +20,7 @@ from ..surrogate import get_surrogate
 from .fields import field_kind, flag_name, value_fits
 
 __all__ = ["NEURON_NAMES", "MAX_SEED", "LR_RANGE", "check_names", "check_values", "check_effects", "idle_settings",
-           "check_outputs", "meta_network", "check_network"]
+           "check_outputs", "meta_network", "check_network", "check_weights_fit"]
 
 NEURON_NAMES = tuple(name.lower() for name in NEURONS)
 MAX_SEED = 2**32 - 1  # every generator seeded from it stays inside torch's 64-bit seeds
@@ -132,6 +132,11 @@ def idle_settings(config_type, values) -> dict[str, tuple[object, str]]:
     if neuron == "if":
         why["tau0"] = ("with --neuron if: IF integrates without a leak, it has no time constant (--neuron lif or "
                        "plif have one)")
+    if values.get("model"):
+        from .user_model import NOTATION_ONLY
+
+        why.update({name: (f"with --model: {values['model']} builds its own network (its layers, neurons and "
+                           "surrogates are its code's)") for name in NOTATION_ONLY if name != "network"})
     if not values.get("val_split", default["val_split"]):
         why["max_val_samples"] = ("without --val-split: no validation split is held out (protocol B: e.g. "
                                   "--val-split 0.15)")
@@ -184,21 +189,32 @@ def check_network(cfg, asked=True) -> None:
     Adam's state, or one batch of input, alone exceed the memory of the machine or device; and
     options that would have no effect on it, as :func:`plif.train.config.resolve_config` takes
     ``asked`` (True: all, False: none, field names: those)."""
+    if cfg.model is not None:
+        from .user_model import check_user_model
+
+        return check_user_model(cfg)
     model = meta_network(cfg)
     if asked:
         check_network_effects(model, cfg, asked)
-    limit, where = _memory_size(cfg.device)
+    limit, where = check_weights_fit(model, f"--network {cfg.network!r}", cfg.device)
     if not limit:
         return
-    params = sum(p.numel() for p in model.parameters())
-    need = 4 * 4 * params  # fp32 weights, gradients and Adam's two moments
-    if need > limit:
-        raise ValueError(f"--network {cfg.network!r}: {params:,} weights need {_gib(need)} with their gradients and "
-                         f"Adam's state, more than the {_gib(limit)} of {where}")
     batch = 4 * cfg.T * cfg.batch_size * math.prod(cfg.input_shape)
     if batch > limit:
         raise ValueError(f"--T {cfg.T} with --batch-size {cfg.batch_size}: one batch of input alone is {_gib(batch)}, "
                          f"more than the {_gib(limit)} of {where}")
+
+
+def check_weights_fit(model, what: str, device: str) -> tuple[int, str]:
+    """Refuse ``model`` (``what`` names it) when its fp32 weights with their gradients and Adam's two
+    moments exceed the memory of ``device``; returns ``(bytes, description)`` of that memory."""
+    limit, where = _memory_size(device)
+    params = sum(p.numel() for p in model.parameters())
+    need = 4 * 4 * params
+    if limit and need > limit:
+        raise ValueError(f"{what}: {params:,} weights need {_gib(need)} with their gradients and Adam's state, more "
+                         f"than the {_gib(limit)} of {where}")
+    return limit, where
 
 
 def _gib(n: int) -> str:
