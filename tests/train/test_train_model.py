@@ -10,9 +10,8 @@ import torch
 from plif.cli.main import main
 from plif.runs import load_run, read_metrics
 from plif.train import TrainConfig, train
-from plif.train import loop as loop_mod
 
-from plif_testing import quiet
+from plif_testing import quiet, train_killed_at_step, without_times
 
 # the tiny notation network of the other tests (c4k3s1-BN-PLIF-MPk4s4-DP-FC100-PLIF-APk10s10 without the
 # dropout), written by hand with its own forward
@@ -86,10 +85,6 @@ def _cfg(root, out, model, **kw):
                           "data_dir": str(root), "out": str(out), **kw})
 
 
-def _strip(rows):
-    return [{k: v for k, v in r.items() if "time" not in k and k != "samples_per_s"} for r in rows]
-
-
 def test_a_model_from_a_file_trains_and_a_killed_run_resumes_bit_for_bit(model_file, tiny_fashion, tmp_path,
                                                                            monkeypatch):
     ref = f"{model_file}:make"
@@ -100,20 +95,9 @@ def test_a_model_from_a_file_trains_and_a_killed_run_resumes_bit_for_bit(model_f
     config = json.loads((full / "config.json").read_text())
     assert config["model"] == ref and config["network"] is None
 
-    calls, real_step = {"n": 0}, loop_mod.train_step
-
-    def dying_step(*a, **k):
-        calls["n"] += 1
-        if calls["n"] == 6:  # mid-way through epoch 2 (4 steps per epoch)
-            raise KeyboardInterrupt
-        return real_step(*a, **k)
-
-    monkeypatch.setattr(loop_mod, "train_step", dying_step)
-    with pytest.raises(KeyboardInterrupt):
-        train(_cfg(tiny_fashion, tmp_path / "killed", ref), log=quiet)
-    monkeypatch.setattr(loop_mod, "train_step", real_step)
+    train_killed_at_step(_cfg(tiny_fashion, tmp_path / "killed", ref), 6, monkeypatch)  # in epoch 2 (4 steps an epoch)
     resumed = train(_cfg(tiny_fashion, tmp_path / "killed", ref), resume=True, log=quiet)
-    assert _strip(read_metrics(resumed)) == _strip(rows)
+    assert without_times(read_metrics(resumed)) == without_times(rows)
     a = torch.load(full / "checkpoints" / "last.pt", weights_only=True)["model"]
     b = torch.load(resumed / "checkpoints" / "last.pt", weights_only=True)["model"]
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)

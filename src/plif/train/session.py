@@ -226,7 +226,9 @@ def open_session(cfg: TrainConfig, resume, log, restart: bool = False, asked=Non
         _check_batch_fits(cfg, len(data.train), dist.world)
         net = setup_parallel(model, cfg, device, dist.world)
         # --cuda-graph: captured lazily, after any resume has loaded the state it replays on
-        trainer = GraphTrainer(model, optimizer, cfg.num_classes, device, amp=cfg.amp, net=net) if cfg.cuda_graph else None
+        time_major = cfg.model is not None or data_options.spec.is_event  # batches [T, B, ...]
+        trainer = (GraphTrainer(model, optimizer, cfg.num_classes, device, amp=cfg.amp, net=net, time_major=time_major)
+                   if cfg.cuda_graph else None)
     except BaseException:
         if tb is not None:
             tb.close()
