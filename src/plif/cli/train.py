@@ -47,10 +47,10 @@ def run_train(args) -> int:
     # kept as it ran with them)
     asked = set(given)
     if args.download:  # checked as train checks them, before the data folder is made and a long download
-        from ..train.checks import check_network
         from ..train.config import resolve_config
+        from ..train.user_model import check_run_network
 
-        check_network(resolve_config(cfg, asked=asked), asked=asked)
+        check_run_network(resolve_config(cfg, asked=asked), asked=asked)
         _download(cfg)
     return train(cfg, resume=True, asked=asked)
 

@@ -21,10 +21,10 @@ import numpy as np
 import torch
 
 from ..device import free_memory
-from .catalog import DatasetSpec, as_dataset
+from ..catalog import DatasetSpec, as_dataset
 
 __all__ = ["Split", "TrainData", "DataOptions", "DataSource", "LoadOptions", "data_source", "eval_batches", "load_test_split",
-           "load_train_data", "over_time", "cap_and_split", "planned_train_samples", "epoch_generator", "fits_on_device",
+           "load_train_data", "cap_and_split", "planned_train_samples", "epoch_generator", "fits_on_device",
            "free_memory", "LOADER_WORKERS"]
 
 LOADER_WORKERS = 2  # threads gathering streamed batches (benchmarks/bench_streaming.py: 1-2 are best here)
@@ -38,7 +38,7 @@ class DataOptions:
     ``--data-on-device``).  ``plif.train.TrainConfig.data_options`` makes it from a run's config."""
 
     spec: DatasetSpec
-    data_dir: str | None = None  # None: the default folder (plif.data.catalog.default_root)
+    data_dir: str | None = None  # None: the default folder (plif.catalog.default_root)
     T: int = 1  # event datasets: the frames per sample
     seed: int = 0  # the validation split's draw
     val_split: float = 0.0
@@ -269,17 +269,6 @@ def eval_batches(split: Split, prepare, batch_size: int, rank: int = 0, world: i
         yield prepare(split.x[i:j], None), split.y[i:j]
 
 
-def over_time(prepare, T: int):
-    """``prepare`` with each static batch ``[B, C, H, W]`` repeated over ``T`` time-steps as a stride-0
-    view ``[T, B, C, H, W]`` (no copy; what a network written as ``nn.Module`` code takes, and what
-    :func:`plif.fuse`'s hoisted first convolution recognises)."""
-    def prepare_over_time(x, gen=None):
-        x = prepare(x, gen)
-        return x.unsqueeze(0).expand(T, *x.shape)
-
-    return prepare_over_time
-
-
 def fits_on_device(nbytes: int, free: int) -> bool:
     """``auto``: resident when the splits take at most :data:`RESIDENT_FRACTION` of free memory
     (the rest is for the network's activations)."""
@@ -325,7 +314,7 @@ def planned_train_samples(cfg: DataOptions) -> int | None:
     info = cfg.spec
     if not info.is_event:
         return None
-    from .catalog import default_root
+    from ..catalog import default_root
     from .events.datasets import list_samples
 
     root = cfg.data_dir if cfg.data_dir is not None else default_root() / info.name

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Callable
 
 __all__ = ["MODEL_FACTORIES", "register_model", "ModelError", "parse_model_ref", "model_module", "load_factory",
-           "build_model", "check_model_output", "spiking_modules", "FACTORY_ARGS"]
+           "build_model", "check_model_output", "spiking_modules", "over_time", "FACTORY_ARGS"]
 
 MODEL_FACTORIES: dict[str, "Callable | str"] = {}
 """name -> factory (a callable, or ``"package.module:FACTORY"`` imported only when that name is
@@ -157,6 +157,19 @@ def spiking_modules(model) -> dict:
     from ..neurons import SpikingNeuron
 
     return {name: m for name, m in model.named_modules() if isinstance(m, SpikingNeuron)}
+
+
+def over_time(prepare: Callable, T: int) -> Callable:
+    """A data pipeline's ``prepare(x, gen)`` for a static dataset made to give what a factory's network
+    takes: each batch ``[B, C, H, W]`` repeated over ``T`` as a stride-0 view ``[T, B, C, H, W]``
+    (:func:`plif.models.inputs.repeat_over_time`, which :func:`plif.fuse`'s hoisted first convolution
+    recognises)."""
+    from .inputs import repeat_over_time
+
+    def prepare_over_time(x, gen=None):
+        return repeat_over_time(prepare(x, gen), T)
+
+    return prepare_over_time
 
 
 def check_model_output(model, ref: str, x, num_classes: int) -> None:

@@ -95,8 +95,9 @@ def run_test_split(config: dict, data_dir=None, limit: int | None = None, device
     """
     import os
 
-    from ..data.catalog import get_dataset
-    from ..data.pipeline import load_test_split, over_time
+    from ..catalog import get_dataset
+    from ..data.pipeline import load_test_split
+    from ..models.factories import over_time
 
     if not config.get("dataset"):
         raise ValueError(f"{source}: the run config names no 'dataset', so it has no test split")

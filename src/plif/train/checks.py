@@ -19,7 +19,7 @@ from ..neurons import NEURONS, check_tau
 from ..surrogate import get_surrogate
 from .fields import field_kind, flag_name, value_fits
 
-__all__ = ["NEURON_NAMES", "MAX_SEED", "LR_RANGE", "check_names", "check_values", "check_effects", "idle_settings",
+__all__ = ["NEURON_NAMES", "NOTATION_ONLY", "MAX_SEED", "LR_RANGE", "check_names", "check_values", "check_effects", "idle_settings",
            "check_outputs", "meta_network", "check_network", "check_weights_fit"]
 
 NEURON_NAMES = tuple(name.lower() for name in NEURONS)
@@ -29,6 +29,11 @@ LR_RANGE = (2.0**-126, (2 - 2.0**-23) * 2.0**127)
 (``|m/√v|`` about 1, at most ~3) is computed in float32 (the captured step's rate is a float32
 tensor): a smaller rate is subnormal there, or 0 (``1e-320``), and changes no weight but one within
 ~1e-31 of 0 (a step below half a float32 ulp rounds away); a larger one is infinite."""
+
+
+NOTATION_ONLY = ("network", "neuron", "tau0", "pool", "per_channel_tau", "authors_code", "bn_per_step", "surrogate",
+                 "detach_reset", "checkpoint_blocks")
+"""The settings that build or shape a network from its notation: a ``--model`` network is its own code's."""
 
 
 def check_names(cfg, presets) -> None:
@@ -133,8 +138,6 @@ def idle_settings(config_type, values) -> dict[str, tuple[object, str]]:
         why["tau0"] = ("with --neuron if: IF integrates without a leak, it has no time constant (--neuron lif or "
                        "plif have one)")
     if values.get("model"):
-        from .user_model import NOTATION_ONLY
-
         why.update({name: (f"with --model: {values['model']} builds its own network (its layers, neurons and "
                            "surrogates are its code's)") for name in NOTATION_ONLY if name != "network"})
     if not values.get("val_split", default["val_split"]):
@@ -189,10 +192,6 @@ def check_network(cfg, asked=True) -> None:
     Adam's state, or one batch of input, alone exceed the memory of the machine or device; and
     options that would have no effect on it, as :func:`plif.train.config.resolve_config` takes
     ``asked`` (True: all, False: none, field names: those)."""
-    if cfg.model is not None:
-        from .user_model import check_user_model
-
-        return check_user_model(cfg)
     model = meta_network(cfg)
     if asked:
         check_network_effects(model, cfg, asked)

@@ -15,12 +15,12 @@ from pathlib import Path
 
 import torch
 
-from ..data.pipeline import load_train_data, over_time, planned_train_samples
+from ..data.pipeline import load_train_data, planned_train_samples
 from ..device import pick_device, set_tf32
-from ..kernels.gpu_switches import changed as gpu_switches_on
+from ..switches import changed as gpu_switches_on
 from ..models import build_network
 from ..runs.folder import CHECKPOINT_DIR, CHECKPOINTS, RunFolder, prepare_out
-from .checks import check_network, check_outputs
+from .checks import check_outputs
 from .config import SPEED_AUTO, TrainConfig, resolve_config
 from .distributed import all_gather_object, broadcast_object, init_distributed, restart_count
 from .graph import GraphTrainer, check_graph_options
@@ -28,6 +28,7 @@ from .optim import adam, graph_adam
 from .resume import restore
 from .speed import resolve_speed
 from .state import Progress, Session
+from .user_model import check_run_network
 
 __all__ = ["open_session", "default_run_dir", "setup_run_folder", "setup_model", "setup_optimizer"]
 
@@ -167,7 +168,7 @@ def open_session(cfg: TrainConfig, resume, log, restart: bool = False, asked=Non
     given anew).  On any error the lock is released, and a fresh run's folder is left as it was found."""
     asked = not resume if asked is None else asked
     cfg = resolve_config(cfg, asked=asked)
-    check_network(cfg, asked=asked)  # built on the meta device: a bad network is refused before the folder is touched
+    check_run_network(cfg, asked=asked)  # a bad network is refused before the folder is touched
     device = pick_device(cfg.device)
     dist = init_distributed(device.type)
     restarted = any(all_gather_object(restart_count() > 0, dist.world))  # one machine's agent may not count it
@@ -222,6 +223,8 @@ def open_session(cfg: TrainConfig, resume, log, restart: bool = False, asked=Non
             tb = TensorBoardLog(folder.tensorboard, model)
         data = load_train_data(data_options, device)
         if cfg.model is not None and not data_options.spec.is_event:  # a --model network takes [T, B, ...]
+            from ..models.factories import over_time
+
             data = dataclasses.replace(data, prepare=over_time(data.prepare, cfg.T))
         _check_batch_fits(cfg, len(data.train), dist.world)
         net = setup_parallel(model, cfg, device, dist.world)

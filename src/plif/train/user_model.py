@@ -12,18 +12,15 @@ from __future__ import annotations
 
 import torch
 
-__all__ = ["NOTATION_ONLY", "check_user_model", "setup_user_model", "sample_input"]
-
-NOTATION_ONLY = ("network", "neuron", "tau0", "pool", "per_channel_tau", "authors_code", "bn_per_step", "surrogate",
-                 "detach_reset", "checkpoint_blocks")
-"""The settings that build or shape a network from its notation: a ``--model`` network is its own."""
+__all__ = ["check_run_network", "check_user_model", "setup_user_model", "sample_input"]
 
 
 def sample_input(cfg, batch: int = 2, device="cpu") -> torch.Tensor:
     """A batch of the dataset's input as a ``--model`` network gets it: ``[T, batch, *input_shape]``
     (zeros: only its shape matters)."""
-    x = torch.zeros((batch, *cfg.input_shape), device=device)
-    return x.unsqueeze(0).expand(cfg.T, *x.shape)
+    from ..models.inputs import repeat_over_time
+
+    return repeat_over_time(torch.zeros((batch, *cfg.input_shape), device=device), cfg.T)
 
 
 def _build(cfg) -> torch.nn.Module:
@@ -31,6 +28,17 @@ def _build(cfg) -> torch.nn.Module:
 
     torch.manual_seed(cfg.seed)
     return build_model(cfg.model, cfg.input_shape, cfg.num_classes, cfg.T, cfg.backend, option="--backend")
+
+
+def check_run_network(cfg, asked=True) -> None:
+    """The network of ``cfg`` checked before anything is written: a ``--model`` network by
+    :func:`check_user_model`, a notation network by :func:`plif.train.checks.check_network`."""
+    from .checks import check_network
+
+    if cfg.model is not None:
+        check_user_model(cfg)
+    else:
+        check_network(cfg, asked=asked)
 
 
 def check_user_model(cfg) -> None:
