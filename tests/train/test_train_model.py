@@ -185,3 +185,19 @@ def test_a_registered_name_and_a_module_reference_build_the_same_network(model_f
     b = factories.build_model("tiny_model:make", (1, 28, 28), 10, 2)
     assert all(torch.equal(x, y) for x, y in zip(a.state_dict().values(), b.state_dict().values()))
     assert factories.model_module("tiny-test") == "tiny_model" == factories.model_module(f"{model_file}:make")
+
+
+def test_the_model_is_fused_per_memory_keeping_its_state_dict(model_file, tiny_fashion, tmp_path):
+    """--memory fused (the default) runs the model's conv -> BN -> PLIF as the fused block (plif.fuse);
+    --memory none trains the layers as written; both from the same seeded weights and state-dict keys."""
+    from plif import fused_blocks
+    from plif.train import resolve_config
+    from plif.train.user_model import setup_user_model
+
+    cfg = resolve_config(_cfg(tiny_fashion, tmp_path / "run", f"{model_file}:make"))
+    fused = setup_user_model(cfg, torch.device("cpu"))
+    composed = setup_user_model(resolve_config(_cfg(tiny_fashion, tmp_path / "run", f"{model_file}:make",
+                                                    memory="none")), torch.device("cpu"))
+    assert fused_blocks(fused) == [("conv", "bn", "sn1")] and fused_blocks(composed) == []
+    a, b = fused.state_dict(), composed.state_dict()
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)

@@ -57,13 +57,9 @@ def check_user_model(cfg) -> None:
 def setup_user_model(cfg, device: torch.device) -> torch.nn.Module:
     """The ``--model`` network, seeded, fused per ``--memory``, its neurons on ``--backend``, on ``device``."""
     model = _build(cfg)
-    if cfg.memory_options().any():
-        from ..models.memory import DEFAULT_MEMORY
+    memory = cfg.memory_options()
+    if memory.any():  # the same table as a notation network's --memory (plif.models.MEMORY_PRESETS)
+        from ..models import fuse
 
-        try:
-            from ..models.fuse import fuse
-        except ImportError:  # TEMPORARY until the fuse branch is merged: composed layers
-            fuse = None
-        if fuse is not None:
-            model = fuse(model, memory=cfg.memory or DEFAULT_MEMORY)
+        model = fuse(model, memory=memory)
     return model.to(device)
