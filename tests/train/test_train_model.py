@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from plif.cli.main import main
+from plif.models.factories import file_module_name
 from plif.runs import load_run, read_metrics
 from plif.train import TrainConfig, train
 
@@ -113,7 +114,7 @@ def test_the_command_line_trains_evaluates_and_resumes_a_model_run_and_refuses_w
             "--max-train-samples", "40", "--device", "cpu", "--data-dir", str(tiny_fashion), "--out", str(out)]
     assert main(argv) == 0
     capsys.readouterr()
-    monkeypatch.delitem(sys.modules, "plif_user_model_tiny_model")  # as in a new process: not imported already
+    monkeypatch.delitem(sys.modules, file_module_name(model_file))  # as in a new process: not imported already
     assert main(["eval", str(out)]) == 2  # a run folder from elsewhere imports no code unless trusted
     err = capsys.readouterr().err
     assert "model" in err and "--trust-module tiny_model" in err
@@ -184,7 +185,8 @@ def test_a_registered_name_and_a_module_reference_build_the_same_network(model_f
     torch.manual_seed(0)
     b = factories.build_model("tiny_model:make", (1, 28, 28), 10, 2)
     assert all(torch.equal(x, y) for x, y in zip(a.state_dict().values(), b.state_dict().values()))
-    assert factories.model_module("tiny-test") == "tiny_model" == factories.model_module(f"{model_file}:make")
+    assert factories.model_module("tiny_model:make") == "tiny_model" == factories.model_module(f"{model_file}:make")
+    assert factories.model_module("tiny-test") is None  # the registry is code running already: nothing to trust
 
 
 def test_the_model_is_fused_per_memory_keeping_its_state_dict(model_file, tiny_fashion, tmp_path):

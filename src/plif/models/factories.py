@@ -21,8 +21,8 @@ import sys
 from pathlib import Path
 from typing import Callable
 
-__all__ = ["MODEL_FACTORIES", "register_model", "ModelError", "parse_model_ref", "model_module", "load_factory",
-           "build_model", "check_model_output", "spiking_modules", "over_time", "FACTORY_ARGS"]
+__all__ = ["MODEL_FACTORIES", "register_model", "ModelError", "parse_model_ref", "model_module", "file_module_name",
+           "load_factory", "build_model", "check_model_output", "spiking_modules", "over_time", "FACTORY_ARGS"]
 
 MODEL_FACTORIES: dict[str, "Callable | str"] = {}
 """name -> factory (a callable, or ``"package.module:FACTORY"`` imported only when that name is
@@ -75,15 +75,17 @@ def parse_model_ref(ref: str) -> tuple[str, str, str]:
 def model_module(ref: str) -> str | None:
     """The module a reference makes plif import, as ``--trust-module`` names it: the module of
     ``package.module:FACTORY``, the file name without ``.py`` of ``FILE.py:FACTORY`` (the name it is
-    imported as), that of a registered ``"package.module:FACTORY"`` string; None for a registered
-    callable (plif's own, or imported already)."""
+    imported as); None for a registered name (the registry is code running already: plif's zoo, or
+    what this process registered)."""
     kind, where, _ = parse_model_ref(ref)
     if kind == "file":
         return Path(where).stem
-    if kind == "module":
-        return where
-    entry = MODEL_FACTORIES[where]
-    return entry.partition(":")[0] if isinstance(entry, str) else None
+    return where if kind == "module" else None
+
+
+def file_module_name(path) -> str:
+    """The name under ``sys.modules`` of the module a ``FILE.py:FACTORY`` reference loads from ``path``."""
+    return f"plif_user_model_{re.sub(r'[^0-9A-Za-z_]', '_', Path(path).stem)}"
 
 
 def load_factory(ref: str) -> Callable:
@@ -97,7 +99,7 @@ def load_factory(ref: str) -> Callable:
     if kind == "file":
         if not os.path.isfile(where):
             raise ModelError(f"--model {ref}: {where}: no such file")
-        module_name = f"plif_user_model_{re.sub(r'[^0-9A-Za-z_]', '_', Path(where).stem)}"
+        module_name = file_module_name(where)
         spec = importlib.util.spec_from_file_location(module_name, where)
         module = importlib.util.module_from_spec(spec)
         sys.modules[module_name] = module  # dataclasses and torch.compile look a class's module up there

@@ -95,16 +95,17 @@ def stored_model(ref, source, trust_modules: Iterable[str] = ()) -> str:
     here by the rule that covers a surrogate's module: its module (a file's name without ``.py``) is
     trusted (``trust_modules`` or ``$PLIF_TRUST_MODULES``) or imported already; otherwise refused in
     one line naming it and how to trust it.  Returns the reference; errors name ``source``."""
-    from ..models.factories import model_module
+    from ..models.factories import file_module_name, model_module, parse_model_ref
 
     if not isinstance(ref, str):
         raise ValueError(f"{source}: model must be a string (FILE.py:FACTORY, package.module:FACTORY or a name), "
                          f"got {ref!r}")
     try:
+        kind, where, _ = parse_model_ref(ref)
         module = model_module(ref)
     except ValueError as e:
         raise ValueError(f"{source}: {e}") from None
-    imported = module is None or module in sys.modules or f"plif_user_model_{module}" in sys.modules
+    imported = module is None or (file_module_name(where) if kind == "file" else module) in sys.modules
     if not imported and not _trusted(module, trust_modules):
         raise ValueError(f"{source}: model {ref!r} names module {module!r}, which plif imports (running its code) "
                          f"only when you trust it: --trust-module {module}, or {TRUST_ENV}={module} "
