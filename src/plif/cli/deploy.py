@@ -16,16 +16,25 @@ def run_stats(args) -> int:
     if not args.random and args.seed is not None:
         raise ValueError("--seed has no effect without --random: it seeds the random input; the test split is "
                          "read in order")
-    net, config = load_checked_run(args.run, args.which, args.trust_module,
-                                   notation=("plif stats", "its SynOps and energy are counted per layer of the notation"))
+    net, config = load_checked_run(args.run, args.which, args.trust_module)
+    model = config.get("model")  # plif train --model: counted by forward hooks (plif.deploy.module_stats)
     if args.random:
-        batches = random_batches(net.input_shape, args.samples, args.batch_size, seed=args.seed or 0)
+        batches = random_batches(tuple(config["input_shape"]), args.samples, args.batch_size, seed=args.seed or 0)
+        if model:
+            from ..models.inputs import repeat_over_time
+
+            batches = (repeat_over_time(x, int(config["T"])) for x in batches)
     else:
         batches = _test_batches(args.run, config, args.data_dir, args.samples, args.batch_size)
     from ..progress import sample_bar
 
     with sample_bar(args.samples, "stats") as bar:
-        st = collect_stats(net, batches, max_samples=args.samples, progress=bar)
+        if model:
+            from ..deploy.module_stats import collect_module_stats
+
+            st = collect_module_stats(net, batches, int(config["T"]), f"--model {model}", args.samples, progress=bar)
+        else:
+            st = collect_stats(net, batches, max_samples=args.samples, progress=bar)
     print(render_stats(st))
     if args.json:
         from ..atomic import atomic_write_text as write_text_atomic
