@@ -47,7 +47,7 @@ from torch.utils.checkpoint import checkpoint
 from ..layers import PerStepBatchNorm, TimeFolded, TimeInvariantDropout, unwrap
 from ..layers.fused_block import FusedBlock, fusable_pool
 from ..layers.saved_dtype import BF16SavedPotential
-from ..layers.spike_input import SpikeConv2d, SpikeConvBN, SpikeLinear
+from ..layers.spike_input import SpikeConv2d, SpikeConvBN, SpikeLinear, conv_refusal
 from ..layers.spike_pool import SpikeMaxPool2d
 from ..layers.time_chunked import TimeChunkedBlock
 from ..neurons import IF, LIF, PLIF, SpikingNeuron
@@ -109,7 +109,7 @@ _PRESETS: dict[str, tuple[MemoryOptions, str]] = {
 
 MEMORY_PRESETS: dict[str, MemoryOptions] = {name: opts for name, (opts, _) in _PRESETS.items()}
 """The one table of memory modes: ``plif train --memory``, :func:`plif.fuse`'s ``memory``, ``plif bench
-memory`` and the GPU script take these names, with these meanings (:data:`MEMORY_HELP`): ``fused`` (the
+memory`` and the GPU script take these names, with these meanings (:data:`plif.models.memory.MEMORY_HELP`): ``fused`` (the
 default) runs each conv block's BatchNorm, neuron and pool as one fused step; ``none`` is the composed
 PyTorch layers; ``exact`` gives the same results as ``fused`` with the conv outputs recomputed in
 backward, and ``spikes`` and ``checkpoint`` the same results as ``none``; ``low`` and ``all`` add the
@@ -217,6 +217,8 @@ def _fused_run(layers, i: int) -> tuple[int, str]:
                    else f"a {kind}, not a time-folded nn.Conv2d")
     if conv.layer.bias is not None:
         return 0, "the convolution has a bias (nn.Conv2d(..., bias=False): BatchNorm's shift replaces it)"
+    if (refused := conv_refusal(conv.layer)) is not None:
+        return 0, f"{refused} (the fused block convolves as F.conv2d does, zero padding)"
     if i + 1 >= len(layers):
         return 0, "no BatchNorm follows the convolution"
     bn = layers[i + 1]
