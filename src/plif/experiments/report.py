@@ -53,7 +53,9 @@ def _protocol(run: RunRecord) -> str:
     notes = []
     try:
         entry = get_dataset(run.dataset)
-        if c.get("network") not in (entry.network, entry.authors_network):
+        if c.get("model"):
+            notes.append(f"--model {c['model']}")
+        elif c.get("network") not in (entry.network, entry.authors_network):
             notes.append("smaller network")
         if c.get("T") != entry.T:
             notes.append(f"T={c.get('T')} (paper {entry.T})")

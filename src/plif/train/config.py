@@ -41,6 +41,11 @@ class TrainConfig:
         "choices": ("paper", "cpu")})
     network: str | None = field(default=None, metadata={
         "help": "network string in the paper's notation [the preset's / the dataset's zoo network]"})
+    model: str | None = field(default=None, metadata={
+        "help": "train a network written as nn.Module code instead of --network: FILE.py:FACTORY, "
+                "package.module:FACTORY or a registered name (plif.models.factories); FACTORY gets those of "
+                "input_shape, num_classes and T it takes and returns a module mapping [T, B, ...] to "
+                "[T, B, classes]", "metavar": "REF"})
     T: int | None = field(default=None, metadata={"help": "time-steps per sample [preset / zoo]"})
     epochs: int | None = field(default=None, metadata={"help": "epochs to train [paper 1024, cpu 2]"})
     batch_size: int | None = field(default=None, metadata={"help": "training batch size per process [paper 16, cpu 64]"})
@@ -129,6 +134,14 @@ class TrainConfig:
         """The record of ``dataset`` (:mod:`plif.catalog`): what the data pipeline, the summary
         and the resolution read; an unknown name raises ``ValueError`` listing the valid ones."""
         return get_dataset(self.dataset)
+
+    def data_options(self):
+        """What the data layer reads of this run (:class:`plif.data.pipeline.DataOptions`), the
+        dataset's record resolved here once."""
+        from ..data.pipeline import DataOptions
+
+        return DataOptions(self.dataset_spec, self.data_dir, self.T, self.seed, self.val_split, self.max_train_samples,
+                           self.max_val_samples, self.max_test_samples, self.data_on_device)
 
     def network_kwargs(self) -> dict:
         """Keywords for :func:`plif.models.build_network` that rebuild exactly this network (the
@@ -224,12 +237,21 @@ def resolve_config(cfg: TrainConfig, asked=True) -> TrainConfig:
     preset = dict(PRESETS[cfg.preset])
     if preset.pop("cpu_network", False):  # the dataset's own CPU-sized network
         preset["network"] = entry.network_string(cpu=True)
+    if cfg.model is not None:
+        preset.pop("network", None)  # the model is the network
+        if cfg.network is not None:
+            raise ValueError(f"--network {cfg.network!r} and --model {cfg.model}: give one of them (--model trains a "
+                             "network written as nn.Module code)")
+        from ..models.factories import parse_model_ref
+
+        kind, where, attr = parse_model_ref(cfg.model)
+        cfg = dataclasses.replace(cfg, model=f"{where}:{attr}" if kind == "file" else cfg.model)  # recorded absolute
     values = {name: preset.get(name) for name in ("T", "epochs", "batch_size", "lr", "t_max", "network")
               if getattr(cfg, name) is None}
     if cfg.t_max is None and "t_max" not in preset:
         values["t_max"] = cfg.epochs if cfg.epochs is not None else preset["epochs"]
     resolved = dataclasses.replace(cfg, **{k: v for k, v in values.items() if v is not None})
-    if resolved.network is None:
+    if resolved.network is None and cfg.model is None:
         resolved = dataclasses.replace(resolved, network=entry.network_string(cfg.authors_code))
     if resolved.T is None:
         resolved = dataclasses.replace(resolved, T=entry.T)
@@ -266,6 +288,11 @@ def check_stored(d: dict, source: str) -> None:
         if unknown:
             raise ValueError(f"network_kwargs has unknown keys {', '.join(map(repr, unknown))}; "
                              f"valid: {', '.join(resolved.network_kwargs())}")
+        if cfg.model is not None:  # a reference plif can read (its module is imported only where trusted)
+            from ..models.factories import parse_model_ref
+
+            parse_model_ref(cfg.model)
+            return
         # the network string and its sizes (the loaded weights check the rest)
         meta_network(dataclasses.replace(resolved, input_shape=cfg.input_shape or resolved.input_shape), outputs=False)
     except ValueError as e:
