@@ -58,11 +58,14 @@ FOLDABLE = tuple(_PLAIN)
 
 
 def _is_sj(m) -> bool:
-    return type(m).__module__.startswith("spikingjelly")
+    """``m`` is exactly the SpikingJelly layer of its name (a subclass, e.g. ``WSConv2d``, is not)."""
+    from spikingjelly.activation_based import layer
+
+    return type(m) is getattr(layer, type(m).__name__, None)
 
 
 def _is_torch(m) -> bool:
-    return type(m).__module__.startswith("torch.nn")
+    return type(m) is getattr(nn, type(m).__name__, None)
 
 
 def plain_layer(m, path: str, refuse) -> nn.Module:

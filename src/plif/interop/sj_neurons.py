@@ -38,8 +38,10 @@ SURROGATES = {
 
 def surrogate_of(sg, path: str, refuse) -> tuple[str, float]:
     """``(plif surrogate, alpha)`` for the SpikingJelly surrogate module ``sg`` of the neuron at ``path``."""
+    from spikingjelly.activation_based import surrogate as sj_surrogate
+
     name = type(sg).__name__
-    if name not in SURROGATES or not type(sg).__module__.startswith("spikingjelly"):
+    if name not in SURROGATES or type(sg) is not getattr(sj_surrogate, name):
         refuse(path, "surrogate_function", f"{name} has no plif counterpart (plif has {', '.join(SURROGATES)})")
     if not getattr(sg, "spiking", True):
         refuse(path, "surrogate_function", f"{name}(spiking=False) forwards its primitive, not spikes")
@@ -62,9 +64,11 @@ def _check_common(m, path: str, refuse) -> None:
 def convert_neuron(m, path: str, refuse):
     """The plif neuron computing what SpikingJelly's ``IFNode``/``LIFNode``/``ParametricLIFNode`` ``m``
     computes; a ``ParametricLIFNode``'s ``w`` is the same parameter object.  ``None`` for any other type."""
-    kind = type(m).__name__ if type(m).__module__.startswith("spikingjelly") else None
-    if kind not in ("IFNode", "LIFNode", "ParametricLIFNode"):
-        return None
+    from spikingjelly.activation_based import neuron as sj_neuron
+
+    kind = type(m).__name__
+    if kind not in ("IFNode", "LIFNode", "ParametricLIFNode") or type(m) is not getattr(sj_neuron, kind):
+        return None  # a subclass (ILIFNode, a user's) may change the equations: refused by the caller
     _check_common(m, path, refuse)
     surrogate, alpha = surrogate_of(m.surrogate_function, path, refuse)
     kw = dict(v_threshold=float(m.v_threshold), v_reset=None if m.v_reset is None else float(m.v_reset),

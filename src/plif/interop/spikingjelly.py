@@ -83,11 +83,11 @@ def _convert(module: nn.Module, prefix: str) -> nn.Module:
         new = convert_layer(module, prefix, _refuse)
     if new is not None:
         return new
-    if type(module).__module__.startswith("spikingjelly"):
-        from spikingjelly.activation_based import base
+    from spikingjelly.activation_based import base, surrogate
 
-        if isinstance(module, (base.MemoryModule, base.StepModule)) or not len(module._modules):
-            _refuse(prefix, type(module).__name__, "has no plif counterpart")
+    stateful = isinstance(module, (base.MemoryModule, base.StepModule, surrogate.SurrogateFunctionBase))
+    if stateful or (type(module).__module__.startswith("spikingjelly") and not len(module._modules)):
+        _refuse(prefix, type(module).__name__, "has no plif counterpart")
     for key, child in list(module._modules.items()):
         if child is not None:
             module._modules[key] = _convert(child, f"{prefix}.{key}" if prefix else key)
