@@ -107,3 +107,26 @@ def test_fused_by_default():
 def test_bad_options_refused(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+def test_every_entry_is_a_named_model_factory():
+    """``plif train --model NAME`` finds each zoo entry through plif.models.factories, without importing it first."""
+    import importlib
+
+    from plif.models.factories import MODEL_FACTORIES
+
+    for name, (factory, _) in RESIDUAL_ZOO.items():
+        module, attr = MODEL_FACTORIES[name].split(":")
+        assert getattr(importlib.import_module(module), attr) is factory, name
+
+
+def test_plif_zoo_lists_the_residual_networks(capsys):
+    from plif.cli.main import main
+
+    assert main(["zoo"]) == 0
+    out = capsys.readouterr().out
+    assert "sew-7b-net        dvs128-gesture  input=2x128x128  params=     130,426" in out
+    assert "plif train --model sew-resnet18 --dataset cifar10" in out
+    assert main(["zoo", "sew-wide-7b-net"]) == 0
+    out = capsys.readouterr().out
+    assert "SEWEventNet(" in out and "params=   1,192,218" in out

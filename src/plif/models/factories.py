@@ -15,6 +15,11 @@ __all__ = ["MODEL_FACTORIES", "register_model"]
 MODEL_FACTORIES: dict[str, "Callable | str"] = {}
 """name -> factory (a callable, or ``"package.module:FACTORY"``), what ``--model NAME`` trains."""
 
+# plif's residual zoo (plif.models.residual.RESIDUAL_ZOO): each factory named as its entry, "_" for "-"
+MODEL_FACTORIES.update({name: f"plif.models.residual:{name.replace('-', '_')}" for name in (
+    "sew-resnet18", "sew-resnet18-and", "sew-resnet18-iand", "sew-resnet34", "sew-resnet34-and", "sew-resnet34-iand",
+    "spiking-resnet18", "spiking-resnet34", "sew-7b-net", "sew-wide-7b-net")})
+
 
 def register_model(name: str, factory: "Callable | str | None" = None):
     """Register ``factory`` under ``name`` (usable as a decorator: ``@register_model("sew-resnet18")``).

@@ -36,7 +36,8 @@ from ..layers import MaxPool2d, TimeFolded
 from ..neurons import make_neuron
 
 __all__ = ["CONNECT", "SEWBasicBlock", "SpikingBasicBlock", "ResNet", "SEWEventNet", "RESIDUAL_ZOO",
-           "sew_resnet18", "sew_resnet34", "spiking_resnet18", "spiking_resnet34", "sew_7b_net", "sew_wide_7b_net"]
+           "sew_resnet18", "sew_resnet34", "sew_resnet18_and", "sew_resnet18_iand", "sew_resnet34_and",
+           "sew_resnet34_iand", "spiking_resnet18", "spiking_resnet34", "sew_7b_net", "sew_wide_7b_net"]
 
 CONNECT = {"ADD": lambda a, s: a + s, "AND": lambda a, s: a * s, "IAND": lambda a, s: a * (1.0 - s)}
 """SEW's element-wise connect functions ``g(identity a, block output s)``."""
@@ -259,19 +260,23 @@ def _with(factory, **fixed):
     def build(input_shape, num_classes, T=None, **kwargs):
         return factory(input_shape, num_classes, T, **fixed, **kwargs)
 
-    build.__doc__ = factory.__doc__
-    build.__name__ = factory.__name__
+    build.__doc__ = f"{factory.__name__} with {fixed}: " + (factory.__doc__ or "")
+    build.__name__ = factory.__name__ + "".join(f"_{str(v).lower()}" for v in fixed.values())
     return build
 
 
-# name -> (factory, the dataset whose shape and classes it is listed with)
+sew_resnet18_and, sew_resnet18_iand = _with(sew_resnet18, connect="AND"), _with(sew_resnet18, connect="IAND")
+sew_resnet34_and, sew_resnet34_iand = _with(sew_resnet34, connect="AND"), _with(sew_resnet34, connect="IAND")
+
+# name -> (factory, the dataset whose shape and classes it is listed with); the factory's name is the
+# entry's with "_" for "-" (plif.models.factories names them so, importing this module only when asked)
 RESIDUAL_ZOO = {
     "sew-resnet18": (sew_resnet18, "cifar10"),
-    "sew-resnet18-and": (_with(sew_resnet18, connect="AND"), "cifar10"),
-    "sew-resnet18-iand": (_with(sew_resnet18, connect="IAND"), "cifar10"),
+    "sew-resnet18-and": (sew_resnet18_and, "cifar10"),
+    "sew-resnet18-iand": (sew_resnet18_iand, "cifar10"),
     "sew-resnet34": (sew_resnet34, "cifar10"),
-    "sew-resnet34-and": (_with(sew_resnet34, connect="AND"), "cifar10"),
-    "sew-resnet34-iand": (_with(sew_resnet34, connect="IAND"), "cifar10"),
+    "sew-resnet34-and": (sew_resnet34_and, "cifar10"),
+    "sew-resnet34-iand": (sew_resnet34_iand, "cifar10"),
     "spiking-resnet18": (spiking_resnet18, "cifar10"),
     "spiking-resnet34": (spiking_resnet34, "cifar10"),
     "sew-7b-net": (sew_7b_net, "dvs128-gesture"),
