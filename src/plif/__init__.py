@@ -10,16 +10,19 @@ Tensors are time-first everywhere: a layer takes and returns ``[T, B, ...]``.  W
 - `plif.data`, `plif.data.events`, `plif.data.frames`: datasets, event-file readers, frame integration;
 - `plif.train`: ``plif.train.TrainConfig`` and ``plif.train.train``;
 - `plif.deploy`: ``plif.deploy.load_run``, BN folding, spike-only inference, NIR export;
-- `plif.experiments`: the ablation sweep, the report and the figures.
+- `plif.experiments`: the ablation sweep, the report and the figures;
+- `plif.interop`: ``plif.from_spikingjelly``, a SpikingJelly 2.0 model as plif layers.
 """
 from ._lazy import lazy_names
 
 __version__ = "0.1.0"
-__all__ = ["IF", "LIF", "PLIF", "NeuronConfig", "multi_step", "build_network", "build_zoo", "parse", "__version__"]
+__all__ = ["IF", "LIF", "PLIF", "NeuronConfig", "multi_step", "build_network", "build_zoo", "parse", "from_spikingjelly",
+           "__version__"]
 
 # imported on first use, so that torch-free parts (the event readers behind `plif data info`) stay light
 _WHERE = {"build_network": ".models", "build_zoo": ".models", "parse": ".models", "IF": ".neurons",
-          "LIF": ".neurons", "PLIF": ".neurons", "NeuronConfig": ".neurons", "multi_step": ".neurons"}
+          "LIF": ".neurons", "PLIF": ".neurons", "NeuronConfig": ".neurons", "multi_step": ".neurons",
+          "from_spikingjelly": ".interop"}
 
 
 __getattr__, __dir__ = lazy_names(__name__, _WHERE, globals())
