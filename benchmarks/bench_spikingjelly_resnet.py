@@ -9,29 +9,17 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import time
-import types
 
 import torch
 
 
-def _stand_in_torchvision() -> None:
-    """SpikingJelly's model zoo imports torchvision only for ``load_state_dict_from_url``."""
-    try:
-        import torchvision.models.utils  # noqa: F401
-    except Exception:  # noqa: BLE001
-        import torch.hub
-
-        for name in ("torchvision", "torchvision.models", "torchvision.models.utils"):
-            sys.modules.setdefault(name, types.ModuleType(name))
-        sys.modules["torchvision.models.utils"].load_state_dict_from_url = torch.hub.load_state_dict_from_url
-
-
 def build(cnf: str = "ADD", num_classes: int = 10):
-    _stand_in_torchvision()
     from spikingjelly.activation_based import functional, neuron, surrogate
-    from spikingjelly.activation_based.model.sew_resnet import sew_resnet18
+
+    from plif.bench.spikingjelly import spikingjelly_model
+
+    sew_resnet18 = spikingjelly_model("sew_resnet").sew_resnet18
 
     torch.manual_seed(0)
     sj = sew_resnet18(cnf=cnf, num_classes=num_classes, spiking_neuron=neuron.ParametricLIFNode,
