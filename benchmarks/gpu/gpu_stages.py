@@ -19,9 +19,10 @@ import torch
 
 from gpu_checks import stage_compile, stage_grid, stage_spikingjelly, stage_sync
 from gpu_residual import stage_residual
+from plif.bench.memory import select_configs
 
 DRY_CASE = ("dry-T4-B2-C8-8x8", (4, 2, 8, 8, 8))
-MEMORY_CONFIGS = ("naive", "spikingjelly", "default", "exact", "low")
+MEMORY_CONFIGS = select_configs("naive", "spikingjelly", "default", "exact", "low")  # plif bench memory's names
 TRAIN_VARIANTS = ("naive", "auto", "cuda-graph", "cuda-graph+bf16", "compile", "compile+graph", "spikingjelly",
                   "spikingjelly+bf16", "spikingjelly+graph")
 # the paper networks users train for hours: plif's eager step, the captured one (compiled inside,
@@ -141,6 +142,97 @@ def stage_block(ctx, st) -> dict:
     return {"ok": result["check_ok"], **result}
 
 
+FUSE_VARIANTS = ("eager", "cuda-graph", "compile+graph")  # the step as it runs, captured, compiled inside the capture
+
+
+def _fuse_nets():
+    """The hand-written networks of ``benchmarks/fuse_nets.py`` (``plif.fuse``'s CPU benchmark has them too)."""
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    import fuse_nets
+
+    return fuse_nets
+
+
+def _fuse_step(model, variant: str, x, y, dev):
+    """``plif train``'s step of ``model`` as ``variant`` runs it: eagerly, or captured by the graph
+    trainer (with Inductor's compiled model inside for ``compile+graph``)."""
+    from plif.train.graph import GraphTrainer
+    from plif.train.loop import train_step
+    from plif.train.optim import adam, graph_adam
+
+    model = model.to(dev).train()
+    if variant == "eager":
+        opt = adam(model.parameters(), 1e-3)
+        return lambda: train_step(model, opt, x, y, 10)
+    trainer = GraphTrainer(model, graph_adam(model.parameters(), 1e-3, dev), 10, dev,
+                           net=torch.compile(model) if variant.startswith("compile") else None)
+    return lambda: trainer.train_step(x, y)
+
+
+def stage_fuse(ctx, st) -> dict:
+    """``plif.fuse`` on networks written by hand (issue 46), B16: the paper's Fashion-MNIST network
+    written with plif's layers and fused, fed a static image as a stride-0 view, beside
+    ``build_network``'s (T = 8), and a residual network with its own forward (a stem, two
+    downsampling blocks; T = 4 event frames) fused and as written; each as :data:`FUSE_VARIANTS`,
+    ms per step (the memory mode is ``fused`` throughout).  Ratios: by hand / notation, as written / fused."""
+    import plif
+    from plif.bench.neuron import machine_description
+
+    nets = _fuse_nets()
+    dev = ctx.device
+    T, B, c, size, hidden, variants, warmup, iters = ((2, 2, 4, 8, 16, ("eager",), 0, 1) if ctx.dry
+                                                      else (8, 16, 32, 32, 2048, FUSE_VARIANTS, 3, 10))
+    g = torch.Generator().manual_seed(0)
+    image, frames = torch.rand(B, 1, 28, 28, generator=g).to(dev), torch.poisson(
+        torch.full((T // 2 or 1, B, 2, size, size), 0.3), generator=g).to(dev)
+    y = torch.randint(0, 10, (B,), generator=g).to(dev)
+    paper = (f"{{c{c}k3s1-BN-PLIF-MPk2s2}}*2-DP-FC{hidden}-PLIF-DP-FC100-PLIF-APk10s10" if ctx.dry
+             else "{c128k3s1-BN-PLIF-MPk2s2}*2-DP-FC2048-PLIF-DP-FC100-PLIF-APk10s10")
+    by_hand = dict(c=c, hidden=hidden) if ctx.dry else {}
+    cases = {
+        "paper, build_network": (lambda: plif.build_network(paper, (1, 28, 28), T), image),
+        "paper, by hand + plif.fuse": (lambda: plif.fuse(nets.StaticInput(nets.paper_net(**by_hand), T)), image),
+        "residual, as written": (lambda: nets.ResNet(c=c, size=size, in_channels=2), frames),
+        "residual, plif.fuse": (lambda: plif.fuse(nets.ResNet(c=c, size=size, in_channels=2)), frames),
+    }
+    rows, errors = [], {}
+    st.partial.update(rows=rows, errors=errors)
+    for v in variants:
+        for name, (make, x) in cases.items():
+            if time.monotonic() > st.deadline - 5:
+                errors[f"{name} {v}"] = "not run: the stage's time budget was spent"
+                continue
+            try:
+                torch.manual_seed(0)
+                step = _fuse_step(make(), v, x, y, dev)
+                for _ in range(warmup):
+                    step()
+                if dev.type == "cuda":
+                    torch.cuda.synchronize(dev)
+                t0 = time.perf_counter()
+                for _ in range(iters):
+                    step()
+                if dev.type == "cuda":
+                    torch.cuda.synchronize(dev)
+                rows.append({"network": name, "variant": v, "ms_per_step": (time.perf_counter() - t0) / iters * 1e3})
+            except Exception as e:  # noqa: BLE001
+                errors[f"{name} {v}"] = f"{type(e).__name__}: {e}"
+                print(f"fuse {name} {v} failed: {errors[f'{name} {v}']}", file=sys.stderr, flush=True)
+            if dev.type == "cuda":
+                torch.cuda.empty_cache()
+    ms = {(r["network"], r["variant"]): r["ms_per_step"] for r in rows}
+    ratios = {v: {k: ms[a, v] / ms[b, v] for k, a, b in (
+        ("paper by hand / build_network", "paper, by hand + plif.fuse", "paper, build_network"),
+        ("residual as written / fused", "residual, as written", "residual, plif.fuse")) if (a, v) in ms and (b, v) in ms}
+        for v in variants}
+    for r in rows:
+        print(f"{r['network']:30s} {r['variant']:14s} {r['ms_per_step']:9.2f} ms", flush=True)
+    return {"ok": not errors, "machine": machine_description(dev), "T": T, "B": B, "rows": rows, "ratios": ratios,
+            "errors": errors}
+
+
 # ------------------------------------------------------------------------------- protocol
 def _protocol(ctx, st, epochs: int) -> dict:
     """The paper protocol on Fashion-MNIST as ``plif train --preset paper`` runs it by default (on CUDA
@@ -195,6 +287,7 @@ STAGES = {
     "sync": (stage_sync, 75),
     "neuron": (stage_neuron, 35),
     "train": (stage_train, 90),
+    "fuse": (stage_fuse, 80),
     "protocol": (stage_protocol, None),
     "block": (stage_block, 90),
     "cifar10": (_net_stage("cifar10"), 90),
@@ -208,6 +301,6 @@ STAGES = {
 # Two device calls of under 9 minutes each (the device has 15 in all, a machine start costs 1-2):
 # "first" checks and times Fashion-MNIST with the new defaults, "second" the three big paper networks.
 PLANS = {
-    "first": ("spikingjelly", "grid", "compile", "sync", "neuron", "train", "residual", "protocol"),
+    "first": ("spikingjelly", "grid", "compile", "sync", "neuron", "train", "fuse", "residual", "protocol"),
     "second": ("spikingjelly", "block", "cifar10", "dvs128-gesture", "cifar10-dvs", "memory"),
 }

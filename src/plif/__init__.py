@@ -6,7 +6,8 @@ Tensors are time-first everywhere: a layer takes and returns ``[T, B, ...]``.  W
 - `plif.surrogate`: the surrogate-gradient registry, ``plif.surrogate.register_surrogate``;
 - `plif.layers`: ``plif.layers.TimeFolded``, ``plif.layers.TimeInvariantDropout``,
   ``plif.layers.Voting``, ``plif.layers.SpikeMaxPool2d``, ...;
-- `plif.models`: the paper's network notation, ``build_network`` and the zoo (``build_zoo``);
+- `plif.models`: the paper's network notation, ``build_network`` and the zoo (``build_zoo``), and
+  ``fuse`` / ``fused_blocks`` for the networks you write yourself;
 - `plif.data`, `plif.data.events`, `plif.data.frames`: datasets, event-file readers, frame integration;
 - `plif.train`: ``plif.train.TrainConfig`` and ``plif.train.train``;
 - `plif.deploy`: ``plif.deploy.load_run``, BN folding, spike-only inference, NIR export;
@@ -16,11 +17,12 @@ Tensors are time-first everywhere: a layer takes and returns ``[T, B, ...]``.  W
 from ._lazy import lazy_names
 
 __version__ = "0.1.0"
-__all__ = ["IF", "LIF", "PLIF", "NeuronConfig", "multi_step", "build_network", "build_zoo", "parse", "from_spikingjelly",
-           "__version__"]
+__all__ = ["IF", "LIF", "PLIF", "NeuronConfig", "multi_step", "build_network", "build_zoo", "parse", "fuse",
+           "fused_blocks", "from_spikingjelly", "__version__"]
 
 # imported on first use, so that torch-free parts (the event readers behind `plif data info`) stay light
-_WHERE = {"build_network": ".models", "build_zoo": ".models", "parse": ".models", "IF": ".neurons",
+_WHERE = {"build_network": ".models", "build_zoo": ".models", "parse": ".models", "fuse": ".models",
+          "fused_blocks": ".models", "IF": ".neurons",
           "LIF": ".neurons", "PLIF": ".neurons", "NeuronConfig": ".neurons", "multi_step": ".neurons",
           "from_spikingjelly": ".interop"}
 

@@ -16,7 +16,7 @@ from plif.data.catalog import get_dataset
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "benchmarks" / "gpu" / "run.sh"
 # both plans (spikingjelly needs a wheels folder): the first call's stages, then the second's
-STAGES = ("grid", "compile", "sync", "neuron", "train", "residual", "protocol", "block", "cifar10", "dvs128-gesture", "cifar10-dvs",
+STAGES = ("grid", "compile", "sync", "neuron", "train", "fuse", "residual", "protocol", "block", "cifar10", "dvs128-gesture", "cifar10-dvs",
           "memory")
 NETS = {"cifar10": "one random image batch [B, 3, 32, 32]", "dvs128-gesture": "synthetic event frames [T, B, 2, 128, 128]",
         "cifar10-dvs": "synthetic event frames [T, B, 2, 128, 128]"}

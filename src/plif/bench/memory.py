@@ -21,12 +21,8 @@ spikingjelly   the same network built from SpikingJelly 2.0 layers (:mod:`plif.b
                row's ``note``), when SpikingJelly is installed
 default        plif as it trains by default (``--memory fused``: each conv block's BatchNorm, neuron and
                max-pool as one fused step keeping the conv's output)
-none           ``--memory none``: the composed layers, each neuron fused on its own saving ``H``
-spikes         the composed layers with one-byte spikes and two-byte pool offsets (no recomputation)
-exact          ``--memory exact``: the fused blocks with each conv's output recomputed in backward
-low            ``--memory low``: exact + the first block run in chunks of time-steps, replayed in backward
-all            ``--memory all``: low + bf16 ``H``
-all+checkpoint ``--memory all --checkpoint-blocks``
+and every other memory mode of :data:`plif.models.MEMORY_PRESETS` by its name (``none``, ``spikes``,
+``exact``, ``low``, ``checkpoint``, ``all``, ``all+checkpoint``), as ``plif train --memory`` runs it.
 
 The largest batch that fits a memory budget is *derived* from two measured batches: the peak
 grows linearly with the batch, ``peak(B) = a + b·B``, so ``B_max = floor((budget - a) / b)``.
@@ -40,9 +36,21 @@ import sys
 import time
 from dataclasses import asdict, dataclass
 
-__all__ = ["CONFIGS", "MemoryResult", "measure", "bench_memory", "fit_batches", "format_memory_table", "config_memory"]
+from ..models.memory import DEFAULT_MEMORY, MEMORY_PRESETS
 
-CONFIGS = ("naive", "spikingjelly", "default", "none", "spikes", "exact", "low", "all", "all+checkpoint")
+__all__ = ["CONFIGS", "MemoryResult", "measure", "bench_memory", "fit_batches", "format_memory_table", "config_memory",
+           "select_configs"]
+
+CONFIGS = ("naive", "spikingjelly", "default", *(name for name in MEMORY_PRESETS if name != DEFAULT_MEMORY))
+"""The configurations: two references, the default, and the other memory modes of the one table."""
+
+
+def select_configs(*names: str) -> tuple[str, ...]:
+    """``names``, each checked to be one of :data:`CONFIGS` (a selection to measure, e.g. the GPU script's)."""
+    unknown = [n for n in names if n not in CONFIGS]
+    if unknown:
+        raise ValueError(f"unknown memory configuration {', '.join(map(repr, unknown))}; valid: {', '.join(CONFIGS)}")
+    return names
 
 
 @dataclass
@@ -77,8 +85,7 @@ def config_memory(config: str):
     """The :class:`plif.models.MemoryOptions` a configuration's plif network trains with: ``naive``
     the composed layers (with the reference neuron), ``default`` the training default, a preset its
     own; SpikingJelly's twin is built from the default network's layers."""
-    from ..models import MEMORY_PRESETS, MemoryOptions
-    from ..models.memory import DEFAULT_MEMORY
+    from ..models import MemoryOptions
 
     if config == "naive":
         return MemoryOptions()

@@ -51,9 +51,10 @@ from ..layers.spike_input import SpikeConv2d, SpikeConvBN, SpikeLinear
 from ..layers.spike_pool import SpikeMaxPool2d
 from ..layers.time_chunked import TimeChunkedBlock
 from ..neurons import IF, LIF, PLIF, SpikingNeuron
-from .structure import spike_inputs
+from .structure import hoists_first_layer, same_every_step, spike_inputs
 
-__all__ = ["MemoryOptions", "make_plan", "run_plan", "MEMORY_PRESETS", "DEFAULT_MEMORY", "fused_run"]
+__all__ = ["MemoryOptions", "make_plan", "run_plan", "MEMORY_PRESETS", "MEMORY_HELP", "DEFAULT_MEMORY", "fused_run",
+           "why_not_fused", "memory_options", "hoist_static"]
 
 
 @dataclass(frozen=True)
@@ -86,24 +87,48 @@ class MemoryOptions:
         return any(getattr(self, f.name) for f in fields(self))
 
 
-MEMORY_PRESETS: dict[str, MemoryOptions] = {
-    "fused": MemoryOptions(spike_storage=True, fused_block=True),
-    "none": MemoryOptions(),
-    "spikes": MemoryOptions(spike_storage=True),
-    "exact": MemoryOptions(spike_storage=True, recompute_bn=True, fused_block=True),
-    "low": MemoryOptions(spike_storage=True, recompute_bn=True, chunk_first_block=True, fused_block=True),
-    "checkpoint": MemoryOptions(checkpoint_blocks=True),
-    "all": MemoryOptions(spike_storage=True, recompute_bn=True, h_bf16=True, chunk_first_block=True, fused_block=True),
-    "all+checkpoint": MemoryOptions(spike_storage=True, recompute_bn=True, h_bf16=True, checkpoint_blocks=True,
-                                    chunk_first_block=True, fused_block=True),
+_PRESETS: dict[str, tuple[MemoryOptions, str]] = {
+    "fused": (MemoryOptions(spike_storage=True, fused_block=True),
+              "each conv's BN, neuron and 2x2 max-pool as one fused step that keeps only the conv's output; "
+              "gradients equal to the composed layers' to rounding"),
+    "none": (MemoryOptions(), "the composed PyTorch layers"),
+    "spikes": (MemoryOptions(spike_storage=True),
+               "the composed layers, inputs that are spikes kept as one byte: the same results as none"),
+    "exact": (MemoryOptions(spike_storage=True, recompute_bn=True, fused_block=True),
+              "fused, the conv outputs recomputed from one-byte spikes in backward: the same results as fused"),
+    "low": (MemoryOptions(spike_storage=True, recompute_bn=True, chunk_first_block=True, fused_block=True),
+            "exact + the first conv block of event input run a few time-steps at a time and replayed in backward"),
+    "checkpoint": (MemoryOptions(checkpoint_blocks=True),
+                   "each conv block keeps only its input and runs again in backward: the same results as none"),
+    "all": (MemoryOptions(spike_storage=True, recompute_bn=True, h_bf16=True, chunk_first_block=True, fused_block=True),
+            "low + bf16 potentials of the other neurons"),
+    "all+checkpoint": (MemoryOptions(spike_storage=True, recompute_bn=True, h_bf16=True, checkpoint_blocks=True,
+                                     chunk_first_block=True, fused_block=True), "all + checkpoint"),
 }
-"""Named :class:`MemoryOptions` (``plif train --memory`` picks one): ``fused`` (the default) runs each
-conv block's BatchNorm, neuron and pool as one fused step; ``none`` is the composed PyTorch layers;
-``exact`` gives the same results as ``fused`` with the conv outputs recomputed in backward, and
-``spikes`` and ``checkpoint`` the same results as ``none``; ``low`` and ``all`` add the inexact savings."""
+
+MEMORY_PRESETS: dict[str, MemoryOptions] = {name: opts for name, (opts, _) in _PRESETS.items()}
+"""The one table of memory modes: ``plif train --memory``, :func:`plif.fuse`'s ``memory``, ``plif bench
+memory`` and the GPU script take these names, with these meanings (:data:`MEMORY_HELP`): ``fused`` (the
+default) runs each conv block's BatchNorm, neuron and pool as one fused step; ``none`` is the composed
+PyTorch layers; ``exact`` gives the same results as ``fused`` with the conv outputs recomputed in
+backward, and ``spikes`` and ``checkpoint`` the same results as ``none``; ``low`` and ``all`` add the
+inexact savings."""
+
+MEMORY_HELP: dict[str, str] = {name: text for name, (_, text) in _PRESETS.items()}
+"""What each of :data:`MEMORY_PRESETS` does, in one line (``plif train --help`` shows them)."""
 
 DEFAULT_MEMORY = "fused"
 """The preset networks train with unless told otherwise (``plif train --memory``, :func:`build_network`)."""
+
+
+def memory_options(memory) -> MemoryOptions:
+    """The :class:`MemoryOptions` of a preset's name (or ``memory`` itself, if it is one); an
+    unknown name is refused in one line listing the valid ones."""
+    if isinstance(memory, MemoryOptions):
+        return memory
+    if not isinstance(memory, str) or memory not in MEMORY_PRESETS:
+        raise ValueError(f"unknown memory mode {memory!r}; valid: {', '.join(MEMORY_PRESETS)}")
+    return MEMORY_PRESETS[memory]
 
 
 def _is(m: nn.Module, cls) -> bool:
@@ -173,30 +198,58 @@ class _CheckpointedBlock:
 def fused_run(layers: list[nn.Module], i: int) -> int:
     """How many layers from ``i`` the fused block takes: conv (no bias), exactly ``BatchNorm2d`` over
     ``T·B`` with running statistics and a momentum, an IF, LIF or PLIF layer, and a 2×2 stride-2
-    max-pool if one follows; 0 where the layers are not such a run."""
-    if i + 3 > len(layers) or not (_is(layers[i], nn.Conv2d) and layers[i].layer.bias is None):
-        return 0
+    max-pool if one follows; 0 where the layers are not such a run (:func:`why_not_fused` says why)."""
+    return _fused_run(layers, i)[0]
+
+
+def why_not_fused(layers: list[nn.Module], i: int) -> str:
+    """Why the layers from the convolution ``layers[i]`` are not a fused run, in a few words ("" if
+    they are one): the reasons :func:`fused_run` has, as ``plif.fuse(model, explain=True)`` shows them."""
+    return _fused_run(layers, i)[1]
+
+
+def _fused_run(layers, i: int) -> tuple[int, str]:
+    conv = layers[i]
+    if not _is(conv, nn.Conv2d):
+        kind = type(unwrap(conv)).__name__
+        return 0, (f"a {kind}: the fused block takes a 2-d convolution" if isinstance(unwrap(conv), nn.Conv1d | nn.Conv3d)
+                   else f"a {kind}, not a time-folded nn.Conv2d")
+    if conv.layer.bias is not None:
+        return 0, "the convolution has a bias (nn.Conv2d(..., bias=False): BatchNorm's shift replaces it)"
+    if i + 1 >= len(layers):
+        return 0, "no BatchNorm follows the convolution"
     bn = layers[i + 1]
-    if not (_is(bn, nn.BatchNorm2d) and type(bn.layer) is nn.BatchNorm2d and bn.layer.track_running_stats
-            and bn.layer.momentum is not None and type(layers[i + 2]) in (IF, LIF, PLIF)):
-        return 0
+    inner = unwrap(bn)
+    if not isinstance(inner, nn.modules.batchnorm._BatchNorm):
+        return 0, f"a {type(inner).__name__} follows the convolution, not a BatchNorm2d"
+    if not _is(bn, nn.BatchNorm2d) or type(inner) is not nn.BatchNorm2d:
+        how = "per time-step" if isinstance(bn, PerStepBatchNorm) else f"a {type(inner).__name__}"
+        return 0, f"the BatchNorm is {how}, not exactly nn.BatchNorm2d over T*B"
+    if not inner.track_running_stats or inner.momentum is None:
+        return 0, "BatchNorm without running statistics or a momentum (track_running_stats=False, momentum=None)"
+    if i + 2 >= len(layers):
+        return 0, "no neuron follows the BatchNorm"
+    if type(layers[i + 2]) not in (IF, LIF, PLIF):
+        return 0, f"a {type(layers[i + 2]).__name__} follows the BatchNorm, not an IF, LIF or PLIF layer"
     if i + 3 < len(layers) and _is(layers[i + 3], nn.MaxPool2d) and fusable_pool(layers[i + 3].layer):
-        return 4
-    return 3
+        return 4, ""
+    return 3, ""
 
 
-def make_plan(layers: list[nn.Module], opts: MemoryOptions) -> list[tuple[int, int, object]]:
+def make_plan(layers: list[nn.Module], opts: MemoryOptions, spikes_in: bool = False) -> list[tuple[int, int, object]]:
     """``[(first layer, end layer, step)]``: the callables ``forward`` runs in order, each
-    running the layers ``first .. end-1``.  With every option off, each layer is its own step."""
+    running the layers ``first .. end-1``.  With every option off, each layer is its own step.
+    ``spikes_in``: the first layer's input is spikes (layers inside a model, :func:`plif.fuse`);
+    a network's input is not assumed to be."""
     steps: list[tuple[int, int, object]] = []
-    fed = spike_inputs(layers, training=True)  # the network's input is not assumed to be spikes
+    fed = spike_inputs(layers, training=True, spikes_in=spikes_in)
     i, n = 0, len(layers)
     # what runs where the fused block cannot (a device without its kernels, an exotic surrogate)
     composed = make_plan(layers, replace(opts, fused_block=False, chunk_first_block=False,
-                                         checkpoint_blocks=False)) if opts.fused_block else None
+                                         checkpoint_blocks=False), spikes_in) if opts.fused_block else None
     used = fused_run(layers, 0) if opts.chunk_first_block else 0
     if used:
-        first = make_plan(layers[:used], replace(opts, chunk_first_block=False, checkpoint_blocks=False))
+        first = make_plan(layers[:used], replace(opts, chunk_first_block=False, checkpoint_blocks=False), spikes_in)
         steps.append((0, used, TimeChunkedBlock(list(layers[:used]), _runner(first, 0))))
         i = used
     while i < n:
@@ -238,6 +291,21 @@ def _within(steps, lo: int, hi: int) -> list:
 def _runner(steps, offset: int):
     """``(x, start) ->`` the ``steps`` on ``x``, ``start`` counted from layer ``offset``."""
     return lambda x, start=0: run_plan(steps, x, offset + start)
+
+
+def hoist_static(layers, x: torch.Tensor, T: int) -> tuple[torch.Tensor, int]:
+    """``(input of the plan's layer start, start)`` for a static input ``x [B, ...]`` fed at each of ``T``
+    steps: the first layer, when it is a time-folded convolution or linear layer, runs once on ``x``
+    (and after it what maps a static input to a static output, :func:`~.structure.same_every_step`),
+    and its output is repeated over time as a stride-0 view (which the fused block reads in place and
+    whose gradient it sums over time as it goes); otherwise ``x`` is repeated.  Exactly the result of
+    repeating the input first.  ``run_plan(steps, *hoist_static(layers, x, T))`` runs the rest."""
+    start = 0
+    if hoists_first_layer(layers):
+        x, start = layers[0].layer(x), 1
+        while start < len(layers) and same_every_step(layers[start]):
+            x, start = layers[start].layer(x), start + 1
+    return x.unsqueeze(0).expand(T, *x.shape), start
 
 
 def run_plan(steps: list[tuple[int, int, object]], x: torch.Tensor, start: int = 0) -> torch.Tensor:

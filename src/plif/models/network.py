@@ -17,9 +17,9 @@ import torch
 from torch import nn
 
 from ..kernels.gpu_switches import current
-from ..layers import TimeInvariantDropout, unwrap
+from ..layers import TimeInvariantDropout
 from ..neurons import SpikingNeuron
-from .memory import DEFAULT_MEMORY, MEMORY_PRESETS, MemoryOptions, make_plan, run_plan
+from .memory import DEFAULT_MEMORY, MEMORY_PRESETS, MemoryOptions, hoist_static, make_plan, run_plan
 from .builders import BUILDERS, BuildError, BuildOptions
 from .inputs import check_state, check_tensor, reference_tensor, to_time_first
 from .notation import MAX_INT, NotationError, parse
@@ -121,14 +121,8 @@ class SpikingNetwork(nn.Module):
         check_tensor(x, "net(x)", reference_tensor(self))
         x = to_time_first(x, self.input_shape, self.T, time_first)
         start = 0
-        if x.dim() == len(self.input_shape) + 1:
-            if self._hoistable():
-                x = self.layers[0].layer(x)
-                start = 1
-                while start < len(self.layers) and _same_every_step(self.layers[start]):
-                    x = self.layers[start].layer(x)
-                    start += 1
-            x = x.unsqueeze(0).expand(self.T, *x.shape)
+        if x.dim() == len(self.input_shape) + 1:  # static: [B, ...]
+            x, start = hoist_static(self.layers, x, self.T)
         return run_plan(self.plan(), x, start)
 
     def initial_state(self) -> NetworkState:
@@ -192,16 +186,6 @@ class SpikingNetwork(nn.Module):
     def taus(self) -> list[float]:
         """τ of every PLIF layer, in order (mean over channels where τ is per channel)."""
         return [float(m.tau.mean()) for m in self.neuron_layers() if hasattr(m, "w")]
-
-
-def _same_every_step(layer: nn.Module) -> bool:
-    """Whether ``layer`` maps a static input to a static output, element by element, so it may run
-    once before the input is repeated over T (bit-identical): BatchNorm in eval mode with running
-    statistics (an affine map per channel).  In training it normalises with the batch's statistics
-    over ``T*B``, which must see the repeated input."""
-    bn = unwrap(layer)
-    return (isinstance(bn, nn.modules.batchnorm._BatchNorm) and not bn.training and bn.running_mean is not None
-            and bn.running_var is not None)
 
 
 def _check_int(name: str, value, minimum: int) -> int:

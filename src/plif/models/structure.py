@@ -17,7 +17,7 @@ from ..layers import TimeFolded, TimeInvariantDropout, unwrap
 from ..neurons import SpikingNeuron
 from .notation import parse
 
-__all__ = ["keeps_binary", "spike_inputs", "spike_fed_layers", "hoists_first_layer", "spec_as_built"]
+__all__ = ["keeps_binary", "spike_inputs", "spike_fed_layers", "hoists_first_layer", "same_every_step", "spec_as_built"]
 
 
 def keeps_binary(layer: nn.Module, training: bool = False) -> bool:
@@ -27,10 +27,10 @@ def keeps_binary(layer: nn.Module, training: bool = False) -> bool:
     return isinstance(layer, TimeFolded) and isinstance(unwrap(layer), (nn.Flatten, nn.MaxPool2d, nn.Identity))
 
 
-def spike_inputs(layers, training: bool = False) -> list[bool]:
-    """For each layer, whether its input is a spike tensor (the network's input is not), in eval
-    mode or, with ``training``, in training mode."""
-    out, binary = [], False
+def spike_inputs(layers, training: bool = False, spikes_in: bool = False) -> list[bool]:
+    """For each layer, whether its input is a spike tensor, in eval mode or, with ``training``, in
+    training mode; ``spikes_in``: whether the first layer's input is (a network's input is not)."""
+    out, binary = [], bool(spikes_in)
     for layer in layers:
         out.append(binary)
         binary = isinstance(layer, SpikingNeuron) or (binary and keeps_binary(layer, training))
@@ -47,6 +47,16 @@ def hoists_first_layer(layers) -> bool:
     it is repeated over T: true when that layer is a time-folded convolution or linear layer."""
     first = layers[0] if len(layers) else None
     return isinstance(first, TimeFolded) and isinstance(unwrap(first), (nn.Conv2d, nn.Linear))
+
+
+def same_every_step(layer: nn.Module) -> bool:
+    """Whether ``layer`` maps a static input to a static output, element by element, so it may run
+    once before the input is repeated over T (bit-identical): BatchNorm in eval mode with running
+    statistics (an affine map per channel).  In training it normalises with the batch's statistics
+    over ``T*B``, which must see the repeated input."""
+    bn = unwrap(layer)
+    return (isinstance(bn, nn.modules.batchnorm._BatchNorm) and not bn.training and bn.running_mean is not None
+            and bn.running_var is not None)
 
 
 def spec_as_built(spec: str, input_shape, neuron: str | None = None, pool: str | None = None) -> str:

@@ -14,7 +14,7 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from ..data.catalog import DATASETS, DatasetSpec, get_dataset
-from ..models.memory import DEFAULT_MEMORY  # --memory left to plif, except where plif.train.speed compiles
+from ..models.memory import DEFAULT_MEMORY, MEMORY_HELP, MEMORY_PRESETS  # --memory left to plif, except where plif.train.speed compiles
 from ..surrogate import PAPER_SURROGATE, SURROGATES, surrogate_spec
 from .checks import NEURON_NAMES, check_effects, check_names, check_values, meta_network
 from .fields import field_kind, is_int, value_fits
@@ -22,7 +22,7 @@ from .fields import field_kind, is_int, value_fits
 __all__ = ["TrainConfig", "PRESETS", "resolve_config", "check_stored", "MEMORY_CHOICES", "SPEED_AUTO",
            "left_to_plif"]
 
-MEMORY_CHOICES = ("fused", "none", "exact", "low", "all")  # --memory: presets of plif.models.MEMORY_PRESETS
+MEMORY_CHOICES = tuple(MEMORY_PRESETS)  # --memory: the one table of memory modes (plif.fuse takes the same)
 
 
 @dataclass(frozen=True)
@@ -99,12 +99,7 @@ class TrainConfig:
         "choices": ("bf16",)})
     memory: str | None = field(default=None, metadata={
         "help": "how training runs the layers [auto: fused, except none where the network is compiled inside the "
-                "CUDA graph as measured faster (plif.train.speed)]: fused (each conv's BN, neuron and 2x2 max-pool as "
-                "one fused step that "
-                "keeps only the conv's output; gradients equal to the composed layers' to rounding); none (the "
-                "composed PyTorch layers); exact (fused, the conv outputs recomputed from one-byte spikes in "
-                "backward: the same results as fused); low (exact + the first conv block of event input run a few "
-                "time-steps at a time and replayed in backward); all (low + bf16 potentials of the other neurons)",
+                "CUDA graph as measured faster (plif.train.speed)]: " + "; ".join(f"{k} ({v})" for k, v in MEMORY_HELP.items()),
         "choices": MEMORY_CHOICES})
     checkpoint_blocks: bool = field(default=False, metadata={
         "help": "keep only each convolutional block's input for backward and recompute the block (exact)"})
@@ -140,12 +135,11 @@ class TrainConfig:
 
     def memory_options(self):
         """The :class:`plif.models.MemoryOptions` of ``memory`` and ``checkpoint_blocks``."""
-        from ..models import MEMORY_PRESETS
-
         memory = DEFAULT_MEMORY if self.memory is None else self.memory  # auto, before plif.train.speed decides it
         if memory not in MEMORY_CHOICES:
             raise ValueError(f"unknown --memory {memory!r}; valid: {', '.join(MEMORY_CHOICES)}")
-        return dataclasses.replace(MEMORY_PRESETS[memory], checkpoint_blocks=bool(self.checkpoint_blocks))
+        opts = MEMORY_PRESETS[memory]
+        return dataclasses.replace(opts, checkpoint_blocks=opts.checkpoint_blocks or bool(self.checkpoint_blocks))
 
     def to_dict(self) -> dict:
         """Every field as JSON-ready values plus the network's keyword arguments (a run's ``config.json``)."""
