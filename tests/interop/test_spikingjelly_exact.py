@@ -20,10 +20,8 @@ import torch
 
 from sj_testing import sj
 
+import plif
 from plif.interop import from_spikingjelly
-
-import importlib.util
-FUSE = importlib.util.find_spec('plif.models.fuse') is not None  # TEMP until issue 46 lands
 
 
 def _sj_name(plif_name: str) -> str:
@@ -41,14 +39,16 @@ def _run(net, x, r):
     return out.detach()
 
 
-def check_same(s, model, x, tol=1e-9, **convert):
-    """Convert ``model`` (multi-step, float64), run both on ``x`` in training mode, compare everything."""
+def check_same(s, model, x, tol=1e-9, fused=True, **convert):
+    """Convert ``model`` (multi-step, float64), run both on ``x`` in training mode, compare everything;
+    ``fused``: the conversion runs some conv -> BN -> neuron chain as plif's fused block."""
     s.functional.set_step_mode(model, "m")
     for m in model.modules():
         if type(m).__name__ == "Dropout":
             m.p = 0.0
     model = model.double().train()
-    net = from_spikingjelly(model, fuse=FUSE, **convert)
+    net = from_spikingjelly(model, **convert)
+    assert bool(plif.fused_blocks(net)) == fused, plif.fused_blocks(net)
     torch.manual_seed(1)
     out_sj = model(x)
     r = torch.randn_like(out_sj)
@@ -128,7 +128,7 @@ def test_spiking_vgg11_bn():
     k.pop("spiking_neuron")
     model.classifier = torch.nn.Sequential(L.Linear(512, 64), N.ParametricLIFNode(**k), L.Dropout(),
                                            L.Linear(64, 64), N.ParametricLIFNode(**k), L.Dropout(), L.Linear(64, 10))
-    check_same(s, model, _image(B=2, T=2) * 3)
+    check_same(s, model, _image(B=2, T=2) * 3, fused=False)  # its convolutions have a bias: nothing fuses
 
 
 @pytest.mark.parametrize("surrogate,settings", [
@@ -145,7 +145,7 @@ def test_neuron_settings(neuron, surrogate, settings):
     sn = getattr(s.neuron, neuron)(surrogate_function=getattr(s.surrogate, surrogate)(), **settings, **extra)
     model = torch.nn.Sequential(s.layer.Linear(6, 16), sn, s.layer.Linear(16, 4))
     x = torch.randn(5, 3, 6, dtype=torch.float64) * 2
-    check_same(s, model, x)
+    check_same(s, model, x, fused=False)
 
 
 def test_float32_same_spikes():
@@ -156,7 +156,7 @@ def test_float32_same_spikes():
     for m in model.modules():
         if type(m).__name__ == "Dropout":
             m.p = 0.0
-    net = from_spikingjelly(model, fuse=FUSE)
+    net = from_spikingjelly(model)
     x = _image(B=2, T=3, shape=(1, 28, 28)).float() * 4
     with torch.no_grad():
         want = model(x)

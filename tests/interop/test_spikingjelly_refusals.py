@@ -2,16 +2,12 @@
 the SpikingJelly model is left as it was, with copies or (share=True) the same tensors."""
 from __future__ import annotations
 
-import importlib.util
-
 import pytest
 import torch
 
 from sj_testing import sj
 
 from plif.interop import ConversionError, from_spikingjelly
-
-FUSE = importlib.util.find_spec("plif.models.fuse") is not None  # TEMP until issue 46 lands
 
 
 def _net(s, neuron=None, **kw):
@@ -24,7 +20,7 @@ def _net(s, neuron=None, **kw):
 
 def _refused(net, match, **kw):
     with pytest.raises(ConversionError, match=match) as e:
-        from_spikingjelly(net, fuse=FUSE, **kw)
+        from_spikingjelly(net, **kw)
     assert "\n" not in str(e.value)
 
 
@@ -103,7 +99,7 @@ def test_state_dict_loaded_and_model_untouched():
     s = sj()
     net, other = _net(s), _net(s)
     before = {k: v.clone() for k, v in net.state_dict().items()}
-    out = from_spikingjelly(net, state_dict=other.state_dict(), fuse=FUSE)
+    out = from_spikingjelly(net, state_dict=other.state_dict())
     for k, v in net.state_dict().items():
         assert torch.equal(v, before[k]), k  # the SpikingJelly model kept its own weights
     assert torch.equal(out[0].layer.weight, other[0].weight)
@@ -114,7 +110,7 @@ def test_state_dict_loaded_and_model_untouched():
 def test_share_holds_the_same_tensors():
     s = sj()
     net = _net(s)
-    out = from_spikingjelly(net, share=True, fuse=FUSE)
+    out = from_spikingjelly(net, share=True)
     assert out[0].layer.weight is net[0].weight
     assert out[2][0].w is net[2][0].w
     assert out[1].layer.running_mean is net[1].running_mean

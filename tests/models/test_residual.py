@@ -3,14 +3,10 @@ function as SpikingJelly's sew_resnet18 given its weights, the SEW event network
 published structure, and the one-line refusals."""
 from __future__ import annotations
 
-import importlib.util
-
 import pytest
 import torch
 
 from plif.models.residual import RESIDUAL_ZOO, parameter_count, sew_7b_net, sew_resnet18, sew_wide_7b_net
-
-FUSE = importlib.util.find_spec("plif.models.fuse") is not None  # TEMP until issue 46 lands
 
 
 def _sj():
@@ -89,7 +85,6 @@ def test_every_entry_builds_and_maps_time_first():
         assert tuple(out.shape) == (2, 1, 7), name
 
 
-@pytest.mark.skipif(not FUSE, reason="plif.fuse (issue 46) not merged yet")
 def test_fused_by_default():
     import plif
 

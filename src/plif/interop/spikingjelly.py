@@ -131,7 +131,7 @@ def from_spikingjelly(model: nn.Module, *, state_dict: dict | None = None, share
         _load(converted, state_dict)
     converted = _convert(converted, "")
     if fuse:
-        from ..models.fuse import fuse as plif_fuse
+        from ..models.fusion import fuse as plif_fuse
 
         converted = plif_fuse(converted, memory=memory)
     return converted

@@ -198,7 +198,7 @@ def _shape(input_shape) -> tuple:
 def _finish(net: nn.Module, fused: bool, memory: str) -> nn.Module:
     if not fused:
         return net
-    from .fuse import fuse
+    from .fusion import fuse
 
     return fuse(net, memory=memory)
 
