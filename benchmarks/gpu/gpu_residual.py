@@ -1,13 +1,12 @@
 """The GPU script's residual stage (issue 47): one training step of plif's residual zoo beside
 SpikingJelly 2.0's network of the same structure, eager and under bf16 autocast.
 
-- ``sew-resnet18``, CIFAR-10 (3x32x32, CIFAR stem), T = 4, B = 16: plif's zoo entry (fused by default),
-  and SpikingJelly's ``sew_resnet18`` (ADD, ParametricLIFNode) with the same 3x3 stem and no max-pool,
-  holding the zoo network's weights;
-- ``sew-7b-net``, DVS128 Gesture (2x128x128 synthetic event frames, Poisson counts with mean 0.3),
-  T = 16, B = 16: the SEW paper's 7B-Net, and the same network written with SpikingJelly 2.0's layers as
-  Spike-Element-Wise-ResNet's ``dvsgesture/smodels.py`` writes it (its own initialisation: dense
-  convolutions cost the same whatever the weights).
+- ``sew-resnet18``, CIFAR-10 (3x32x32, CIFAR stem), T = 4, B = 16;
+- ``sew-7b-net``, DVS128 Gesture (2x128x128 synthetic event frames, Poisson counts with mean 0.3), T = 16,
+  B = 16;
+each plif's zoo entry (fused by default) and its SpikingJelly twin holding the same weights
+(:func:`plif.bench.residual_twin.spikingjelly_residual_twin`: SpikingJelly's ``sew_resnet18`` with the
+CIFAR stem, the 7B-Net in SpikingJelly's layers as Spike-Element-Wise-ResNet writes it).
 
 Each row: plif's training step (MSE on the firing rate, Adam; SpikingJelly's state reset after its
 step), median milliseconds over ``iters`` steps after ``warmup``.  The CPU dry run: T = 2, B = 1, 8x8 images
@@ -15,64 +14,12 @@ step), median milliseconds over ``iters`` steps after ``warmup``.  The CPU dry r
 """
 from __future__ import annotations
 
-import re
 import statistics
 import sys
 import time
 
 import torch
-from torch import nn
-
 VARIANTS = ("plif", "plif+bf16", "spikingjelly", "spikingjelly+bf16")
-
-
-def _sj_name(name: str) -> str:
-    """A plif parameter's name in the SpikingJelly network: the time wrappers' ``.layer`` removed."""
-    return re.sub(r"\.layer(?=\.|$)", "", name)
-
-
-def _sj_sew_resnet18(plif_net, width: int):
-    """SpikingJelly's sew_resnet18 with the CIFAR stem, holding ``plif_net``'s weights."""
-    from spikingjelly.activation_based import functional, layer, neuron, surrogate
-
-    from plif.bench.spikingjelly import spikingjelly_model
-
-    net = spikingjelly_model("sew_resnet").sew_resnet18(cnf="ADD", num_classes=10,
-                                                        spiking_neuron=neuron.ParametricLIFNode,
-                                                        surrogate_function=surrogate.ATan(), detach_reset=True)
-    if width != 64:
-        raise ValueError("SpikingJelly's sew_resnet18 is 64 channels wide")
-    net.conv1 = layer.Conv2d(3, 64, 3, 1, 1, bias=False)
-    net.maxpool = nn.Identity()
-    functional.set_step_mode(net, "m")
-    net.load_state_dict({_sj_name(k): v for k, v in plif_net.state_dict().items()})
-    return net
-
-
-class _SJSEWBlock(nn.Module):
-    def __init__(self, c, conv_bn_sn):
-        super().__init__()
-        self.conv = nn.Sequential(conv_bn_sn(c, c, 3), conv_bn_sn(c, c, 3))
-
-    def forward(self, x):
-        return self.conv(x) + x
-
-
-def _sj_7b_net(width: int, classes: int = 11, hw: int = 128):
-    """The 7B-Net as Spike-Element-Wise-ResNet's dvsgesture/smodels.py writes it, in SpikingJelly 2.0."""
-    from spikingjelly.activation_based import functional, layer, neuron, surrogate
-
-    def conv_bn_sn(cin, cout, k):
-        return nn.Sequential(layer.SeqToANNContainer(nn.Conv2d(cin, cout, k, padding=k // 2, bias=False),
-                                                     nn.BatchNorm2d(cout)),
-                             neuron.ParametricLIFNode(init_tau=2.0, detach_reset=True,
-                                                      surrogate_function=surrogate.ATan()))
-    layers = [conv_bn_sn(2, width, 1)]
-    for _ in range(7):
-        layers += [_SJSEWBlock(width, conv_bn_sn), layer.SeqToANNContainer(nn.MaxPool2d(2, 2))]
-    net = nn.Sequential(*layers, nn.Flatten(2), nn.Linear(width * (hw >> 7) ** 2, classes))
-    functional.set_step_mode(net, "m")
-    return net
 
 
 def _time_step(model, x, y, classes, device, amp, warmup, iters, after=None) -> float:
@@ -135,10 +82,10 @@ def stage_residual(ctx, st) -> dict:
                 if v.startswith("spikingjelly"):
                     if sj_missing:
                         raise RuntimeError(f"SpikingJelly unavailable: {sj_missing}")
-                    from spikingjelly.activation_based import functional
+                    from plif.bench.residual_twin import spikingjelly_residual_twin
 
-                    sj = (_sj_sew_resnet18(net, width) if name == "sew-resnet18" else _sj_7b_net(width)).to(ctx.device)
-                    ms = _time_step(sj, x, y, classes, ctx.device, amp, warmup, iters, functional.reset_net)
+                    sj, reset_net = spikingjelly_residual_twin(net)
+                    ms = _time_step(sj.to(ctx.device), x, y, classes, ctx.device, amp, warmup, iters, reset_net)
                 else:
                     ms = _time_step(net, x, y, classes, ctx.device, amp, warmup, iters)
                 rows.append({"network": name, "variant": v, "T": T, "batch": B, "width": width, "ms_per_step": ms})
