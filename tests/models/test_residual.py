@@ -125,3 +125,14 @@ def test_plif_zoo_lists_the_residual_networks(capsys):
     assert main(["zoo", "sew-wide-7b-net"]) == 0
     out = capsys.readouterr().out
     assert "SEWEventNet(" in out and "params=   1,192,218" in out
+
+
+def test_bench_train_times_a_zoo_network():
+    from plif.bench.train import bench_train
+
+    rows = bench_train("dvs128-gesture", (1,), "cpu", ["auto+none"], 0, 1, 1, kernels=False, model="sew-7b-net")
+    assert [(r.variant, r.memory) for r in rows] == [("auto+none", "none")] and rows[0].ms_per_step > 0
+    with pytest.raises(ValueError, match=r"unknown model 'resnet'; valid: sew-resnet18, "):
+        bench_train("cifar10", (1,), "cpu", ["auto"], model="resnet")
+    with pytest.raises(ValueError, match=r"unknown variant 'naive' for --model sew-7b-net; valid: auto, auto\+none"):
+        bench_train("dvs128-gesture", (1,), "cpu", ["naive"], model="sew-7b-net")
