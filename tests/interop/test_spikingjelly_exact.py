@@ -13,19 +13,14 @@ Inputs: 3x16x16 (1x28x28 for FashionMNISTNet), B=1-2, T=2-3.
 """
 from __future__ import annotations
 
-import re
-
 import pytest
 import torch
 
 from sj_testing import sj
 
 import plif
+from plif.bench.residual_twin import sj_key
 from plif.interop import from_spikingjelly
-
-
-def _sj_name(plif_name: str) -> str:
-    return re.sub(r"(^|\.)layer(?=\.)", "", plif_name).lstrip(".").replace("..", ".")
 
 
 def _rel(a: torch.Tensor, b: torch.Tensor) -> float:
@@ -59,16 +54,16 @@ def check_same(s, model, x, tol=1e-9, fused=True, **convert):
     assert _rel(out, out_sj.detach()) <= tol, "outputs differ"
     sj_params = dict(model.named_parameters())
     names = [n for n, _ in net.named_parameters()]
-    assert sorted(_sj_name(n) for n in names) == sorted(sj_params), "not the same parameters"
+    assert sorted(sj_key(n) for n in names) == sorted(sj_params), "not the same parameters"
     for name, p in net.named_parameters():
-        q = sj_params[_sj_name(name)]
+        q = sj_params[sj_key(name)]
         assert p is not q
         assert p.grad is not None and q.grad is not None, name
         assert _rel(p.grad, q.grad) <= tol, f"gradient of {name}: {_rel(p.grad, q.grad):.3g}"
     sj_buffers = dict(model.named_buffers())
     for name, b in net.named_buffers():
-        if _sj_name(name) in sj_buffers:
-            assert _rel(b.double(), sj_buffers[_sj_name(name)].double()) <= tol, f"buffer {name}"
+        if sj_key(name) in sj_buffers:
+            assert _rel(b.double(), sj_buffers[sj_key(name)].double()) <= tol, f"buffer {name}"
     return net, model
 
 
