@@ -24,7 +24,7 @@ import torch
 
 from plif.bench.alternate import alternate
 from plif.bench.neuron import machine_description
-from plif.data.catalog import get_dataset
+from plif.catalog import get_dataset
 from plif.models import MEMORY_PRESETS, build_network
 from plif.train.loop import train_step
 from plif.train.malloc import keep_freed_memory

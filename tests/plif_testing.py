@@ -19,7 +19,7 @@ def narrow_zoo(name):
     were measured on these 32 classes.)"""
     import re
 
-    from plif.data.catalog import get_dataset
+    from plif.catalog import get_dataset
 
     e = get_dataset(name)
     spec = re.sub(r"c\d+k", "c8k", e.network)
@@ -201,6 +201,33 @@ def save_run(run, net=None, spec: str = SMALL_NET, input_shape=(1, 16, 16), T: i
 
 def quiet(*a, **k):
     """A ``log`` that prints nothing."""
+
+
+def train_killed_at_step(cfg, step: int, monkeypatch) -> None:
+    """Train ``cfg`` until its ``step``-th training step (counted over the run), interrupted there
+    (KeyboardInterrupt, as a kill would stop it); the step function is put back after."""
+    import pytest
+
+    from plif.train import loop as loop_mod
+    from plif.train import train
+
+    calls, real_step = {"n": 0}, loop_mod.train_step
+
+    def dying_step(*a, **k):
+        calls["n"] += 1
+        if calls["n"] == step:
+            raise KeyboardInterrupt
+        return real_step(*a, **k)
+
+    monkeypatch.setattr(loop_mod, "train_step", dying_step)
+    with pytest.raises(KeyboardInterrupt):
+        train(cfg, log=quiet)
+    monkeypatch.setattr(loop_mod, "train_step", real_step)
+
+
+def without_times(rows: list[dict]) -> list[dict]:
+    """Metrics rows without what the clock measures (times, samples/s): what a resume reproduces."""
+    return [{k: v for k, v in r.items() if "time" not in k and k != "samples_per_s"} for r in rows]
 
 
 def watch_chunk_builds(monkeypatch, kill_after: int | None = None) -> list:

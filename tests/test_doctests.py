@@ -8,7 +8,7 @@ import tempfile
 import pytest
 import torch
 
-MODULES = ["plif.neurons.modules", "plif.neurons.dispatch", "plif.models.network", "plif.models.zoo",
+MODULES = ["plif.neurons.modules", "plif.neurons.dispatch", "plif.models.network", "plif.models.fusion", "plif.models.zoo",
            "plif.data.idx", "plif.data.events.nmnist", "plif.data.events.aedat2", "plif.data.events.aedat3",
            "plif.data.events.aedat4", "plif.data.events.detect", "plif.data.frames", "plif.runs.load",
            "plif.train.run", "plif.deploy.nir_export"]
@@ -20,6 +20,7 @@ ENTRY_POINTS = {
     "plif.neurons.dispatch": ["multi_step"],
     "plif.models.network": ["build_network", "SpikingNetwork.forward", "SpikingNetwork.step",
                             "SpikingNetwork.initial_state"],
+    "plif.models.fusion": ["fuse"],
     "plif.models.zoo": ["build_zoo"],
     "plif.data.idx": ["read_idx"],
     "plif.data.events.nmnist": ["read_nmnist_bin"],

@@ -72,7 +72,7 @@ def _step(net, x):
 def test_a_fused_training_step_equals_the_model_as_written(case, memory):
     written = CASES[case][0]()
     fused = plif.fuse(copy.deepcopy(written), memory)
-    assert len(plif.fused_blocks(fused)) == (2 if case == "sequential" else 5)
+    assert len(plif.fused_blocks(fused)) == (2 if case == "sequential" else 7)
     x = _input(case)
     (l1, s1, g1, p1, b1), (l0, s0, g0, p0, b0) = _step(fused, x), _step(written, x)
     assert torch.equal(l1, l0) and torch.equal(s1, s0) and s0.sum() > 0
@@ -87,8 +87,10 @@ def test_fused_blocks_names_each_run_by_its_qualified_names():
     net = plif.fuse(_resnet())
     assert plif.fused_blocks(net) == [
         ("conv1", "bn1", "sn1"), ("layer1.0.conv1", "layer1.0.bn1", "layer1.0.sn1"),
-        ("layer1.0.conv2", "layer1.0.bn2", "layer1.0.sn2"), ("layer2.0.conv1", "layer2.0.bn1", "layer2.0.sn1"),
-        ("layer2.0.conv2", "layer2.0.bn2", "layer2.0.sn2")]
+        ("layer1.0.conv2", "layer1.0.bn2", "layer1.0.sn2"),
+        ("layer1.0.shortcut.0", "layer1.0.shortcut.1", "layer1.0.shortcut.2"),
+        ("layer2.0.conv1", "layer2.0.bn1", "layer2.0.sn1"), ("layer2.0.conv2", "layer2.0.bn2", "layer2.0.sn2"),
+        ("layer2.0.shortcut.0", "layer2.0.shortcut.1", "layer2.0.shortcut.2")]
     assert plif.fused_blocks(plif.fuse(_paper())) == [("0", "1", "2", "3"), ("4", "5", "6", "7")]
     assert plif.fused_blocks(_resnet()) == [] and plif.fused_blocks(plif.fuse(_resnet(), "none")) == []
 
@@ -152,11 +154,21 @@ def test_layers_fed_spikes_keep_them_as_one_byte():
     assert [b.binary for b in blocks["conv1"]] == [False]  # the stem reads the input
     assert [b.binary for b in blocks["layer1.0.conv1"]] == [True, True]  # the block's convs read spikes
     assert all(isinstance(b.conv_step, SpikeConv2d) for b in blocks["layer1.0.conv1"])
-    assert isinstance(steps["layer1.0.shortcut.0"][0][2], SpikeConv2d)  # a conv → BN without a neuron too
+    assert [b.binary for b in blocks["layer1.0.shortcut.0"]] == [True]
     assert [b.binary for b in blocks["layer2.0.conv1"]] == [False, True]  # a sum of spikes is not binary
     paper = plif.fuse(_paper())
     plan = paper._plif_runs[0].plan(list(paper))  # dropout → linear: the spikes in one byte, the mask beside
     assert sum(isinstance(getattr(s, "fc", s), SpikeLinear) for _, _, s in plan) == 2
+
+
+def test_a_1x1_shortcut_is_not_run_as_a_few_tap_convolution():
+    """A residual network's 1×1 downsampling conv on 32 channels is within the few-tap limit but is a
+    matrix product: ATen's unfolding kernel made the fused residual network slower than as written."""
+    from plif.layers.few_tap_conv import few_taps
+
+    x = torch.rand(4, 32, 8, 8)
+    assert not few_taps(nn.Conv2d(32, 64, 1, 2, bias=False), x)
+    assert few_taps(nn.Conv2d(2, 64, 3, 1, 1, bias=False), x[:, :2])  # the event input's first conv still is
 
 
 def _explained(model, memory="fused"):
@@ -196,13 +208,18 @@ class _Moody(_Twice):
         return self.sn(self.conv(x))
 
 
+class _Gate(nn.Module):
+    def forward(self, x):
+        return x if x.sum() >= 0 else -x  # a branch on a value: FX cannot trace it
+
+
 class _Untraceable(nn.Module):
     def __init__(self):
         super().__init__()
-        self.body = nn.Sequential(*nets.conv_bn(2, 4), plif.PLIF())
+        self.body = nn.Sequential(*nets.conv_bn(2, 4), plif.PLIF(), _Gate())
 
     def forward(self, x):
-        return self.body(x) if x.sum() > 0 else x  # a branch on a value
+        return self.body(x)
 
 
 class _NotPlifNeuron(plif.PLIF):
@@ -211,6 +228,8 @@ class _NotPlifNeuron(plif.PLIF):
 
 @pytest.mark.parametrize("model,expected", [
     (lambda: _Twice(bias=True), "conv → bn → sn: not fused: the convolution has a bias"),
+    (lambda: _Twice(conv=nn.Conv2d(2, 4, 3, padding=1, bias=False, padding_mode="reflect")),
+     "conv → bn → sn: not fused: padding_mode='reflect'"),
     (lambda: _Twice(bn=nn.BatchNorm2d(4, track_running_stats=False)), "conv → bn → sn: not fused: BatchNorm without running statistics"),
     (lambda: _Twice(bn=nn.BatchNorm2d(4, momentum=None)), "conv → bn → sn: not fused: BatchNorm without running statistics"),
     (lambda: _Twice(neuron=_NotPlifNeuron()), "not fused: a _NotPlifNeuron follows the BatchNorm, not an IF, LIF or PLIF"),
@@ -241,9 +260,18 @@ def test_a_hook_makes_a_run_run_as_written_while_it_is_there():
 
 
 def test_a_model_fx_cannot_trace_is_fused_in_its_sequential_containers():
-    net = plif.fuse(_Untraceable())
+    torch.manual_seed(0)
+    written = _Untraceable()
+    net = plif.fuse(copy.deepcopy(written))
     assert plif.fused_blocks(net) == [("body.0", "body.1", "body.2")]
-    assert type(net) is _Untraceable
+    assert type(net) is _Untraceable and isinstance(net.body, FusedSequential)
+    x = torch.rand(3, 2, 2, 6, 6)
+    out, ref = net(x), written(x)
+    assert torch.equal(out, ref) and out.sum() > 0
+    out.sum().backward()
+    ref.sum().backward()
+    for p, q in zip(net.parameters(), written.parameters()):
+        assert (p.grad - q.grad).abs().max() <= 1e-4 * q.grad.abs().max().clamp_min(1e-12)
 
 
 def test_an_evaluation_mode_model_is_told_and_runs_as_written():
@@ -258,7 +286,7 @@ def test_a_replaced_layer_is_the_one_that_runs():
     net = plif.fuse(_resnet())
     net.layer1[0].bn1 = TimeFolded(nn.SyncBatchNorm(8))  # as convert_sync_batchnorm replaces it
     assert ("layer1.0.conv1", "layer1.0.bn1", "layer1.0.sn1") not in plif.fused_blocks(net)
-    assert len(plif.fused_blocks(net)) == 4
+    assert len(plif.fused_blocks(net)) == 6
 
 
 def test_copies_and_pickles_stay_fused_and_separate():

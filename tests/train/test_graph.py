@@ -210,3 +210,14 @@ def test_graph_step_is_the_loop_step_and_flags_divergence():
         trainer.train_epoch([(x, y)])
     trainer.reset_totals()
     assert bool(trainer.finite)  # each epoch starts with a clean flag
+
+
+def test_the_evaluation_pads_time_major_batches_along_their_batch_dimension():
+    """Event frames and a --model network's input are [T, B, ...]: the static evaluation buffer was
+    padded along dim 0 (T), and a short batch failed to copy into it."""
+    torch.manual_seed(0)
+    net = build_network("FC20-PLIF-FC100-PLIF-APk10s10", (2, 4, 4), 3)
+    x, y = (torch.rand(3, 10, 2, 4, 4) > 0.5).float(), torch.arange(10) % 10
+    batches = [(x[:, i:i + 4], y[i:i + 4]) for i in (0, 4, 8)]  # the last one short: padded and masked
+    trainer = GraphTrainer(net, None, 10, torch.device("cpu"), capture=False, time_major=True)
+    assert trainer.evaluate(batches, 4) == evaluate(net, batches, 10)

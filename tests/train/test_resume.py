@@ -1,5 +1,6 @@
 import dataclasses
 import math
+import types
 
 import pytest
 import torch
@@ -45,35 +46,36 @@ def test_a_stretched_schedule_goes_on_from_the_closed_form(tensor_lr):
     assert torch.is_tensor(opt.param_groups[0]["lr"]) == tensor_lr
 
 
-def test_restore_returns_what_it_read_and_leaves_the_session_as_it_was(tmp_path):
-    """The session is the set-up's record: restore loads the states in place and hands back the rest."""
+def test_restore_loads_the_states_in_place_and_returns_the_progress_it_read(tmp_path):
+    """The session is built once, after the restore: restore loads the states in place and hands back
+    the config and the run's progress (the rows, where a mid-epoch checkpoint left off)."""
     from plif.runs import RunFolder, save_checkpoint
     from plif.train.distributed import DistInfo
     from plif.train.resume import Restored, restore, resume_state
     from plif.train.session import setup_model, setup_optimizer
-    from plif.train.state import Session
+    from plif.train.state import Progress
 
-    def session(cfg):
-        folder = RunFolder(tmp_path)
-        model = setup_model(cfg, torch.device("cpu"))
-        s = Session(cfg, {**cfg.to_dict(), "out": str(folder.path)}, folder, torch.device("cpu"), DistInfo(), True,
-                    True, model=model, metrics=[])
-        s.optimizer, s.scheduler = setup_optimizer(model, cfg, s.device)
-        return s
+    folder, device = RunFolder(tmp_path), torch.device("cpu")
+
+    def parts(cfg):
+        model = setup_model(cfg, device)
+        return (model, *setup_optimizer(model, cfg, device))
 
     cfg = resolve_config(TrainConfig(network="FC20-PLIF-FC100-PLIF-APk10s10", epochs=2, device="cpu"))
-    old = session(cfg)
+    old = parts(cfg)
     with torch.no_grad():
-        next(old.model.parameters()).add_(1.0)  # trained: not what a fresh session starts from
+        next(old[0].parameters()).add_(1.0)  # trained: not what a fresh session starts from
     rows = [{"epoch": 1}, {"epoch": 2}]
-    save_checkpoint(old.folder.checkpoint("last"), resume_state(old, 2, rows))
-    s = session(dataclasses.replace(cfg, epochs=5))  # --resume --epochs 5: the period follows
-    before = dataclasses.replace(s)
-    r = restore(s, log=lambda *a: None)
-    assert r == Restored(dataclasses.replace(cfg, epochs=5, t_max=5), 2, 0, None, rows)
-    assert all(getattr(s, f.name) is getattr(before, f.name) for f in dataclasses.fields(s))
-    assert s.cfg.t_max == 2 and s.cfg_dict["t_max"] == 2
-    for a, b in zip(old.model.state_dict().values(), s.model.state_dict().values()):
+    old_session = types.SimpleNamespace(model=old[0], optimizer=old[1], scheduler=old[2],
+                                        cfg_dict={**cfg.to_dict(), "out": str(folder.path)})
+    save_checkpoint(folder.checkpoint("last"), resume_state(old_session, 2, rows))
+    new_cfg = dataclasses.replace(cfg, epochs=5)  # --resume --epochs 5: the period follows
+    new_dict = {**new_cfg.to_dict(), "out": str(folder.path)}
+    new = parts(new_cfg)
+    r = restore(folder, new_cfg, new_dict, *new, device, DistInfo(), log=lambda *a: None)
+    assert r == Restored(dataclasses.replace(cfg, epochs=5, t_max=5), Progress(tuple(rows)))
+    assert r.progress.epoch == 2 and new_dict["t_max"] == 2  # the caller's record is left as it was
+    for a, b in zip(old[0].state_dict().values(), new[0].state_dict().values()):
         assert torch.equal(a, b)  # the weights were loaded in place
 
 

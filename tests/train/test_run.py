@@ -9,7 +9,7 @@ from plif.train import TrainConfig, train
 from plif.train import loop as loop_mod
 from plif.train.summary import run_summary
 
-from plif_testing import TINY_NET, quiet, tiny_train_config
+from plif_testing import TINY_NET, quiet, tiny_train_config, train_killed_at_step, without_times
 
 
 _cfg = tiny_train_config
@@ -56,7 +56,7 @@ def test_a_run_of_short_epochs_saves_batchnorm_statistics_re_estimated_on_the_tr
     assert next(line for line in lines if line.startswith("precise BN: ")).endswith("evaluated and saved")
     net, _ = load_run(run, "last")
     saved = {k: v.clone() for k, v in net.state_dict().items() if "running" in k}
-    data = load_train_data(resolve_config(cfg), torch.device("cpu"))
+    data = load_train_data(resolve_config(cfg).data_options(), torch.device("cpu"))
     reestimate_bn(net, data.eval_batches(data.train, cfg.eval_batch_size))
     assert saved and all(torch.equal(v, net.state_dict()[k]) for k, v in saved.items())
 
@@ -79,26 +79,12 @@ def test_protocol_b_bookkeeping(tmp_path):
     assert "accuracy_B" not in run_summary(rows, TrainConfig(epochs=4), tmp_path, True)
 
 
-def _strip(rows):
-    return [{k: v for k, v in r.items() if "time" not in k and k != "samples_per_s"} for r in rows]
+_strip = without_times
 
 
 def test_kill_and_resume_is_exact(tiny_fashion, tmp_path, monkeypatch):
     full = train(_cfg(tiny_fashion, tmp_path / "full"), log=_quiet)
-
-    calls = {"n": 0}
-    real_step = loop_mod.train_step
-
-    def dying_step(*a, **k):
-        calls["n"] += 1
-        if calls["n"] == 14:  # mid-way through epoch 2 (8 steps per epoch)
-            raise KeyboardInterrupt
-        return real_step(*a, **k)
-
-    monkeypatch.setattr(loop_mod, "train_step", dying_step)
-    with pytest.raises(KeyboardInterrupt):
-        train(_cfg(tiny_fashion, tmp_path / "killed"), log=_quiet)
-    monkeypatch.setattr(loop_mod, "train_step", real_step)
+    train_killed_at_step(_cfg(tiny_fashion, tmp_path / "killed"), 14, monkeypatch)  # mid-way through epoch 2 (8 steps an epoch)
     assert torch.load(tmp_path / "killed" / "checkpoints" / "last.pt", weights_only=True)["epoch"] == 1
     resumed = train(_cfg(tiny_fashion, tmp_path / "killed"), resume=True, log=_quiet)
 

@@ -17,7 +17,7 @@ def _batches(cfg, mode, workers=None):
     """Every batch of two epochs, the test and the validation split, drawn lazily (a streamed
     batch lives until the next is drawn) and cloned."""
     cfg = resolve_config(TrainConfig(**{**cfg, "data_on_device": mode}))
-    data = load_train_data(cfg, torch.device("cpu"))
+    data = load_train_data(cfg.data_options(), torch.device("cpu"))
     data.workers = workers
     assert data.train.streamed == (mode == "no")
     for epoch in (0, 1):
@@ -52,9 +52,9 @@ def test_auto_streams_what_does_not_fit(nmnist_root, monkeypatch):
     assert fits_on_device(50, 100) and not fits_on_device(51, 100)
     cfg = resolve_config(TrainConfig(dataset="nmnist", data_dir=str(root), T=3))
     monkeypatch.setattr(data_mod, "free_memory", lambda device: 10**12)
-    assert not load_train_data(cfg, torch.device("cpu")).train.streamed
+    assert not load_train_data(cfg.data_options(), torch.device("cpu")).train.streamed
     monkeypatch.setattr(data_mod, "free_memory", lambda device: 1000)
-    data = load_train_data(cfg, torch.device("cpu"))
+    data = load_train_data(cfg.data_options(), torch.device("cpu"))
     assert data.train.streamed and data.test.streamed
     with pytest.raises(ValueError, match="--data-on-device 'maybe': unknown; valid: auto, yes, no"):
         resolve_config(TrainConfig(dataset="nmnist", data_on_device="maybe"))

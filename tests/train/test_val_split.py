@@ -11,14 +11,14 @@ from plif.data.pipeline import Split, cap_and_split
 def test_validation_is_sized_from_the_capped_pool():
     labels = torch.arange(60_000) % 10
     cfg = TrainConfig(max_train_samples=3072, val_split=0.15)
-    tr, va = cap_and_split(Split(labels, labels), cfg)
+    tr, va = cap_and_split(Split(labels, labels), cfg.data_options())
     assert len(tr) + len(va) == 3072 and len(va) == 460  # 46 of each class of the 3072, not 9000
     assert set(tr.rows.tolist()).isdisjoint(va.rows.tolist())
     per_class = torch.bincount(torch.cat([tr.y, va.y]), minlength=10)  # the cap is a stratified subset
     assert per_class.min() >= 307 and per_class.max() <= 308
-    tr, va = cap_and_split(Split(labels, labels), TrainConfig(max_train_samples=3072, val_split=0.15, max_val_samples=100))
+    tr, va = cap_and_split(Split(labels, labels), TrainConfig(max_train_samples=3072, val_split=0.15, max_val_samples=100).data_options())
     assert len(tr) == 3072 - 460 and len(va) == 100
-    tr, va = cap_and_split(Split(labels, labels), TrainConfig(max_train_samples=500))
+    tr, va = cap_and_split(Split(labels, labels), TrainConfig(max_train_samples=500).data_options())
     assert len(tr) == 500 and va is None
 
 

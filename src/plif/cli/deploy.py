@@ -17,14 +17,24 @@ def run_stats(args) -> int:
         raise ValueError("--seed has no effect without --random: it seeds the random input; the test split is "
                          "read in order")
     net, config = load_checked_run(args.run, args.which, args.trust_module)
+    model = config.get("model")  # plif train --model: counted by forward hooks (plif.deploy.module_stats)
     if args.random:
-        batches = random_batches(net.input_shape, args.samples, args.batch_size, seed=args.seed or 0)
+        batches = random_batches(tuple(config["input_shape"]), args.samples, args.batch_size, seed=args.seed or 0)
+        if model:
+            from ..models.inputs import repeat_over_time
+
+            batches = (repeat_over_time(x, int(config["T"])) for x in batches)
     else:
-        batches = _test_batches(config, args.data_dir, args.samples, args.batch_size)
+        batches = _test_batches(args.run, config, args.data_dir, args.samples, args.batch_size)
     from ..progress import sample_bar
 
     with sample_bar(args.samples, "stats") as bar:
-        st = collect_stats(net, batches, max_samples=args.samples, progress=bar)
+        if model:
+            from ..deploy.module_stats import collect_module_stats
+
+            st = collect_module_stats(net, batches, int(config["T"]), f"--model {model}", args.samples, progress=bar)
+        else:
+            st = collect_stats(net, batches, max_samples=args.samples, progress=bar)
     print(render_stats(st))
     if args.json:
         from ..atomic import atomic_write_text as write_text_atomic
@@ -34,16 +44,14 @@ def run_stats(args) -> int:
     return 0
 
 
-def _test_batches(config: dict, data_dir, samples: int, batch_size: int):
-    """The first ``samples`` of the run's test split, prepared as in training (static images
-    normalised as the supplement's Preprocessing section says, ``[B, C, H, W]``; event datasets as
-    frames ``[T, B, 2, H, W]``), with their labels."""
-    from ..data.catalog import get_dataset
-    from ..data.pipeline import eval_batches, load_test_split
+def _test_batches(run, config: dict, data_dir, samples: int, batch_size: int):
+    """The first ``samples`` of the run's test split (:func:`plif.runs.run_test_split`), prepared as
+    in training (static images normalised as the supplement's Preprocessing section says,
+    ``[B, C, H, W]``; event datasets as frames ``[T, B, 2, H, W]``), with their labels."""
+    from ..data.pipeline import eval_batches
+    from ..runs import RunFolder, run_test_split
 
-    if not config.get("dataset"):
-        raise ValueError("the run config names no 'dataset'; pass --random to use random input")
-    split, prepare = load_test_split(get_dataset(config["dataset"]), data_dir, int(config["T"]), samples)
+    split, prepare = run_test_split(config, data_dir, samples, source=RunFolder(run).config)
     return eval_batches(split, prepare, batch_size)
 
 
@@ -70,7 +78,9 @@ def run_export(args) -> int:
         raise ValueError("--dt does not go with --for all: each importer's file takes the dt that importer steps "
                          "with (export --for norse or generic --dt DT for one file at yours)")
     dt = None if args.target == ALL_TARGETS else target_dt(args.target, args.dt)  # refused before loading
-    net, _ = load_checked_run(args.run, args.which, args.trust_module)
+    net, _ = load_checked_run(args.run, args.which, args.trust_module,
+                              notation=("plif export --nir", "NIR export (and its BN folding) maps each layer of the "
+                                        "notation to NIR nodes and checks them with net.step"))
     with warnings.catch_warnings(record=True) as notes:
         warnings.simplefilter("always", InexactLeakWarning)
         warnings.simplefilter("always", InexactExportWarning)

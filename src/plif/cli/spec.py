@@ -35,7 +35,7 @@ def _residual_zoo(name: str | None) -> None:
     """List plif's residual zoo (:mod:`plif.models.residual`), or show entry ``name``'s modules."""
     import torch
 
-    from ..data.catalog import get_dataset
+    from ..catalog import get_dataset
     from ..models.residual import RESIDUAL_ZOO, parameter_count
 
     for entry, (factory, dataset) in RESIDUAL_ZOO.items():
@@ -52,7 +52,7 @@ def _residual_zoo(name: str | None) -> None:
 
 
 def run_zoo(args) -> int:
-    from ..data.catalog import DATASETS
+    from ..catalog import DATASETS
     from ..models import build_zoo, layer_table
     from ..models.residual import RESIDUAL_ZOO
 
@@ -90,7 +90,7 @@ def register(sub) -> None:
     p.set_defaults(func=run_spec)
 
     z = sub.add_parser("zoo", help="list the paper's networks and the residual zoo, or show one")
-    from ..data.catalog import DATASETS
+    from ..catalog import DATASETS
 
     z.add_argument("name", nargs="?", help=f"dataset name ({', '.join(DATASETS)}) or a residual network "
                    "(sew-resnet18, sew-7b-net, ...: the list without a name shows them)")

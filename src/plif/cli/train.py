@@ -17,10 +17,10 @@ def run_train(args) -> int:
     if not args.resume:
         from ..train import TrainConfig
 
-        if args.trust_module:  # the --surrogate typed here is imported as asked
+        if args.trust_module:  # the --surrogate and --model typed here are imported as asked
             raise ValueError("--trust-module is for --resume, eval, stats, export and plot encoder: the modules a "
-                             "run folder's config may make plif import (a --surrogate MODULE:NAME you give is "
-                             "imported as given)")
+                             "run folder's config may make plif import (a --surrogate MODULE:NAME or --model you "
+                             "give is imported as given)")
 
         cfg = TrainConfig(**given)
         if args.download:
@@ -36,16 +36,21 @@ def run_train(args) -> int:
     # Continue with the run's own settings; anything given explicitly must agree with them
     # (train() refuses and lists the differences), except what a resume may change (--epochs, --device).
     typed = given.get("surrogate", "")  # a MODULE:NAME typed again is the user's choice of MODULE
-    stored = _stored_config(run, [*args.trust_module, *([typed.partition(":")[0]] if ":" in typed else [])])
+    trust = [*args.trust_module, *([typed.partition(":")[0]] if ":" in typed else [])]
+    if given.get("model"):  # so is a --model typed again
+        from ..models.factories import model_module
+
+        trust += [m for m in [model_module(given["model"])] if m]
+    stored = _stored_config(run, trust)
     cfg = dataclasses.replace(stored, **{**given, "out": str(run)})
     # the options given are refused where they would have no effect (train checks them; the run's own are
     # kept as it ran with them)
     asked = set(given)
     if args.download:  # checked as train checks them, before the data folder is made and a long download
-        from ..train.checks import check_network
         from ..train.config import resolve_config
+        from ..train.user_model import check_run_network
 
-        check_network(resolve_config(cfg, asked=asked), asked=asked)
+        check_run_network(resolve_config(cfg, asked=asked), asked=asked)
         _download(cfg)
     return train(cfg, resume=True, asked=asked)
 
@@ -76,51 +81,13 @@ def _stored_config(run, trust_modules):
 
 
 def run_eval(args) -> int:
-    """``plif eval RUN``: accuracy A and B of a run's best checkpoints on its test split, with the
-    numerics the run trained with (its ``tf32`` and ``amp``); eagerly, since one pass over the test
-    split costs less than capturing a graph or compiling for it."""
-    from ..progress import sample_bar
-    from ..device import pick_device, set_tf32
-    from ..train.graph import autocast_context
-    from ..data.pipeline import eval_batches, load_test_split
-    from ..runs import RunFolder, load_run
-    from ..train.config import TrainConfig
-    from ..train.loop import evaluate
-    from .run_folder import run_config
+    """``plif eval RUN``: accuracy A and B of a run's best checkpoints on its test split
+    (:func:`plif.train.evaluate_run.evaluate_run`)."""
+    from ..train.evaluate_run import evaluate_run
 
-    folder = RunFolder(args.run)
-    config = run_config(folder, args.trust_module)
-    cfg = TrainConfig.from_dict(config)
-    device = pick_device(args.device)
-    set_tf32(cfg.tf32)
-    present = [w for w in ("best_test", "best_val") if folder.checkpoint(w).is_file()]
-    if not present:
-        raise FileNotFoundError(f"{folder.path}: no best_test.pt or best_val.pt under checkpoints/ "
-                                "(the run finished no epoch)")
-    import os
-
-    data_dir = args.data_dir or cfg.data_dir
-    if data_dir and not os.path.isdir(data_dir):  # never created: it is an input
-        raise ValueError(f"{folder.config}: data_dir {data_dir}: no such folder (moved?); pass --data-dir")
-    results, test = {}, None
-    for which in present:
-        net, _ = load_run(folder.path, which, config=config)
-        if test is None:
-            test = load_test_split(cfg.dataset_spec, data_dir, cfg.T, cfg.max_test_samples, device)
-        split, prepare = test
-        with sample_bar(len(split), f"eval {which}") as bar, autocast_context(device, cfg.amp):
-            _, acc, n = evaluate(net.to(device), eval_batches(split, prepare, cfg.eval_batch_size), cfg.num_classes,
-                                 progress=bar)
-        results[which] = (acc, n)
-    summary = folder.read_summary()
-    if "best_test" in results:
-        acc, n = results["best_test"]
-        ep = summary.get("accuracy_A", {}).get("epoch", "?")
-        print(f"accuracy A: {acc:.2%} on {n} test samples (best-test checkpoint, epoch {ep})")
-    if "best_val" in results:
-        acc, n = results["best_val"]
-        ep = summary.get("accuracy_B", {}).get("epoch", "?")
-        print(f"accuracy B: {acc:.2%} on {n} test samples (best-validation checkpoint, epoch {ep})")
+    for r in evaluate_run(args.run, args.data_dir, args.device, args.trust_module, progress=True):
+        name, checkpoint = ("A", "best-test") if r.which == "best_test" else ("B", "best-validation")
+        print(f"accuracy {name}: {r.accuracy:.2%} on {r.samples} test samples ({checkpoint} checkpoint, epoch {r.epoch})")
     return 0
 
 

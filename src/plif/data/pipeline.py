@@ -15,15 +15,15 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 from dataclasses import dataclass, field, replace
-from typing import Callable, Iterator, Protocol
+from typing import Callable, Iterator
 
 import numpy as np
 import torch
 
 from ..device import free_memory
-from .catalog import DatasetSpec, as_dataset
+from ..catalog import DatasetSpec, as_dataset
 
-__all__ = ["Split", "TrainData", "DataSource", "LoadOptions", "data_source", "eval_batches", "load_test_split",
+__all__ = ["Split", "TrainData", "DataOptions", "DataSource", "LoadOptions", "data_source", "eval_batches", "load_test_split",
            "load_train_data", "cap_and_split", "planned_train_samples", "epoch_generator", "fits_on_device",
            "free_memory", "LOADER_WORKERS"]
 
@@ -31,18 +31,21 @@ LOADER_WORKERS = 2  # threads gathering streamed batches (benchmarks/bench_strea
 RESIDENT_FRACTION = 0.5  # auto: resident when the splits need at most this share of free memory
 
 
-class DataConfig(Protocol):
-    """What :func:`load_train_data` reads of a run's configuration (``plif.train.TrainConfig`` has it)."""
+@dataclass(frozen=True)
+class DataOptions:
+    """What a run asks of the data layer: the dataset's record (resolved once, where the run starts),
+    its folder, T, and how the splits are cut (:func:`cap_and_split`) and placed (``on_device``:
+    ``--data-on-device``).  ``plif.train.TrainConfig.data_options`` makes it from a run's config."""
 
-    dataset_spec: DatasetSpec  # the record of the dataset
-    data_dir: str
-    T: int
-    seed: int
-    val_split: float
-    max_train_samples: int | None
-    max_val_samples: int | None
-    max_test_samples: int | None
-    data_on_device: str
+    spec: DatasetSpec
+    data_dir: str | None = None  # None: the default folder (plif.catalog.default_root)
+    T: int = 1  # event datasets: the frames per sample
+    seed: int = 0  # the validation split's draw
+    val_split: float = 0.0
+    max_train_samples: int | None = None
+    max_val_samples: int | None = None
+    max_test_samples: int | None = None
+    on_device: str = "auto"
 
 
 @dataclass
@@ -292,7 +295,7 @@ def load_test_split(info: DatasetSpec | str, data_dir, T: int, limit: int | None
     return split, src.prepare
 
 
-def cap_and_split(train: Split, cfg: DataConfig) -> tuple[Split, Split | None]:
+def cap_and_split(train: Split, cfg: DataOptions) -> tuple[Split, Split | None]:
     """``--max-train-samples`` caps the training pool first; ``--val-split`` then holds out that
     fraction of each class of the capped pool (so 3072 and 0.15 give 2612 train + 460 validation,
     not 9000 validation samples), and ``--max-val-samples`` caps what was held out."""
@@ -305,13 +308,13 @@ def cap_and_split(train: Split, cfg: DataConfig) -> tuple[Split, Split | None]:
     return train.subset(torch.as_tensor(tr_idx)), train.subset(torch.as_tensor(va_idx)).limit(cfg.max_val_samples)
 
 
-def planned_train_samples(cfg: DataConfig) -> int | None:
+def planned_train_samples(cfg: DataOptions) -> int | None:
     """The training samples :func:`load_train_data` will keep, from the file list alone (event
     datasets, before any frame cache is built); ``None`` for static datasets (loaded quickly anyway)."""
-    info = cfg.dataset_spec
+    info = cfg.spec
     if not info.is_event:
         return None
-    from .catalog import default_root
+    from ..catalog import default_root
     from .events.datasets import list_samples
 
     root = cfg.data_dir if cfg.data_dir is not None else default_root() / info.name
@@ -320,12 +323,12 @@ def planned_train_samples(cfg: DataConfig) -> int | None:
     return len(train)
 
 
-def load_train_data(cfg: DataConfig, device: torch.device) -> TrainData:
+def load_train_data(cfg: DataOptions, device: torch.device) -> TrainData:
     """Load the dataset of ``cfg`` for ``device`` (resident or streamed, see the module
     docstring), with the validation split of protocol B (:func:`cap_and_split`)."""
-    src = data_source(cfg.dataset_spec, cfg.data_dir, cfg.T)
+    src = data_source(cfg.spec, cfg.data_dir, cfg.T)
     train, test = src.load(True), src.load(False)
     train, val = cap_and_split(train, cfg)
     test = test.limit(cfg.max_test_samples)  # --max-test-samples caps only the test split
-    train, val, test = _place([train, val, test], cfg.data_on_device, device)
+    train, val, test = _place([train, val, test], cfg.on_device, device)
     return TrainData(train, val, test, src.prepare, src.augment)

@@ -62,11 +62,9 @@ def load_test_inputs(config: dict, n: int, data_dir: str | None = None) -> tuple
 
     Static: normalised images ``[n, C, H, W]``; events: frames ``[T, n, 2, H, W]``.
     """
-    from ..data.catalog import get_dataset
-    from ..data.pipeline import load_test_split
+    from ..runs import run_test_split
 
-    data_dir = data_dir or config.get("data_dir")
-    split, prepare = load_test_split(get_dataset(config["dataset"]), data_dir, int(config["T"]), limit=n)
+    split, prepare = run_test_split(config, data_dir, limit=n)
     return prepare(split.x, None), split.y
 
 
@@ -173,14 +171,16 @@ def plot_encoder_figures(run_dir: str | Path, out: str | Path, channels: str | N
     file's frames.  Each figure has a JSON of its data beside it.  ``trust_modules``: as
     :func:`plif.runs.load_run`'s.
     """
-    from ..runs import load_run
+    from ..runs import load_run, read_run_config, refuse_model_run
     from .figures import FigureOutput, save_figure, save_json
 
+    config = read_run_config(run_dir, trust_modules=trust_modules)
+    refuse_model_run(config, "plif plot encoder", "its layer numbers count the layers of the notation", source=run_dir)
     if samples < 0:
         raise ValueError(f"--samples must be 0 or more, got {samples}")
     if samples == 0 and event_file is None:
         raise ValueError("nothing to plot: --samples 0 and no --event file")
-    net, config = load_run(run_dir, which, trust_modules=trust_modules)
+    net, config = load_run(run_dir, which, config=config)
     out, output = Path(out), output or FigureOutput()
     written = []
     sources = []

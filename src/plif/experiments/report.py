@@ -46,14 +46,16 @@ class ReportRow:
 
 def _protocol(run: RunRecord) -> str:
     """How far the run is from the paper's protocol, in a few words (empty: it is the paper's)."""
-    from ..data.catalog import get_dataset
+    from ..catalog import get_dataset
     from ..train.config import PRESETS  # here: reading runs needs no training stack
 
     c = run.config
     notes = []
     try:
         entry = get_dataset(run.dataset)
-        if c.get("network") not in (entry.network, entry.authors_network):
+        if c.get("model"):
+            notes.append(f"--model {c['model']}")
+        elif c.get("network") not in (entry.network, entry.authors_network):
             notes.append("smaller network")
         if c.get("T") != entry.T:
             notes.append(f"T={c.get('T')} (paper {entry.T})")

@@ -1,19 +1,41 @@
-"""Named model factories for ``plif train --model NAME``: networks written as ``nn.Module`` code
-rather than in the paper's notation (e.g. the residual zoo entries).
+"""Networks written as ``nn.Module`` code, by reference: what ``plif train --model`` trains.
 
-``MODEL_FACTORIES`` maps a name to a factory, or to ``"package.module:FACTORY"`` imported only when
-that name is asked for (so the table costs no import).  A factory takes those of ``input_shape``,
-``num_classes`` and ``T`` it names and returns an ``nn.Module`` mapping ``[T, B, ...]`` to
-``[T, B, num_classes]``.  Add an entry with :func:`register_model` or by writing into the dict.
+A reference is ``FILE.py:FACTORY`` (a Python file), ``package.module:FACTORY`` (an importable
+module) or ``NAME``, a factory registered in :data:`MODEL_FACTORIES` (the residual zoo entries, for
+instance).  A factory takes those of ``input_shape``, ``num_classes`` and ``T`` it names (or all
+three through ``**kwargs``) and returns an ``nn.Module`` that maps ``[T, B, ...]`` to
+``[T, B, num_classes]``: its signature is read, so ``def net(num_classes): ...`` is a factory.
+
+Every way a reference can fail (a file or module that does not import, no such attribute, a factory
+that raises or returns no module, an output of another shape) raises ``ValueError`` in one line
+naming the reference and what was wrong (:class:`ModelError`).
 """
 from __future__ import annotations
 
+import importlib
+import importlib.util
+import inspect
+import os
+import re
+import sys
+from pathlib import Path
 from typing import Callable
 
-__all__ = ["MODEL_FACTORIES", "register_model"]
+__all__ = ["MODEL_FACTORIES", "register_model", "ModelError", "parse_model_ref", "model_module", "file_module_name",
+           "load_factory", "build_model", "check_model_output", "spiking_modules", "over_time", "FACTORY_ARGS"]
 
 MODEL_FACTORIES: dict[str, "Callable | str"] = {}
-"""name -> factory (a callable, or ``"package.module:FACTORY"``), what ``--model NAME`` trains."""
+"""name -> factory (a callable, or ``"package.module:FACTORY"`` imported only when that name is
+asked for, so the table costs no import): what ``--model NAME`` trains."""
+
+FACTORY_ARGS = ("input_shape", "num_classes", "T")
+"""What plif passes a factory, those of them its signature names."""
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+
+
+class ModelError(ValueError):
+    """A ``--model`` reference that cannot be trained, in one line naming it."""
 
 # plif's residual zoo (plif.models.residual.RESIDUAL_ZOO): each factory named as its entry, "_" for "-"
 MODEL_FACTORIES.update({name: f"plif.models.residual:{name.replace('-', '_')}" for name in (
@@ -31,3 +53,154 @@ def register_model(name: str, factory: "Callable | str | None" = None):
         return f
 
     return add if factory is None else add(factory)
+
+
+def parse_model_ref(ref: str) -> tuple[str, str, str]:
+    """``(kind, where, attribute)`` of a reference: ``("file", "/abs/net.py", "make")``,
+    ``("module", "pkg.nets", "make")`` or ``("name", "sew-resnet18", "")``.  A file's path is made
+    absolute (a run's config.json records it so, for a resume from elsewhere)."""
+    if not isinstance(ref, str) or not ref.strip():
+        raise ModelError(f"--model {ref!r}: expected FILE.py:FACTORY, package.module:FACTORY or a registered name")
+    where, colon, attr = ref.rpartition(":")
+    if not colon:
+        if ref not in MODEL_FACTORIES:
+            known = ", ".join(sorted(MODEL_FACTORIES)) or "none registered"
+            raise ModelError(f"--model {ref}: not a registered model name (known: {known}); give FILE.py:FACTORY "
+                             "or package.module:FACTORY")
+        return "name", ref, ""
+    if not attr.isidentifier():
+        raise ModelError(f"--model {ref}: {attr!r} is not a Python name (FACTORY is the function or class to call)")
+    if where.endswith(".py"):
+        return "file", os.path.abspath(os.path.expanduser(where)), attr
+    if not _NAME.match(where):
+        raise ModelError(f"--model {ref}: {where!r} is neither a .py file nor a module name (package.module)")
+    return "module", where, attr
+
+
+def model_module(ref: str) -> str | None:
+    """The module a reference makes plif import, as ``--trust-module`` names it: the module of
+    ``package.module:FACTORY``, the file name without ``.py`` of ``FILE.py:FACTORY`` (the name it is
+    imported as); None for a registered name (the registry is code running already: plif's zoo, or
+    what this process registered)."""
+    kind, where, _ = parse_model_ref(ref)
+    if kind == "file":
+        return Path(where).stem
+    return where if kind == "module" else None
+
+
+def file_module_name(path) -> str:
+    """The name under ``sys.modules`` of the module a ``FILE.py:FACTORY`` reference loads from ``path``."""
+    return f"plif_user_model_{re.sub(r'[^0-9A-Za-z_]', '_', Path(path).stem)}"
+
+
+def load_factory(ref: str) -> Callable:
+    """The factory a reference names, its file or module imported."""
+    kind, where, attr = parse_model_ref(ref)
+    if kind == "name":
+        entry = MODEL_FACTORIES[where]
+        if callable(entry):
+            return entry
+        kind, where, attr = parse_model_ref(entry)
+    if kind == "file":
+        if not os.path.isfile(where):
+            raise ModelError(f"--model {ref}: {where}: no such file")
+        module_name = file_module_name(where)
+        spec = importlib.util.spec_from_file_location(module_name, where)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[module_name] = module  # dataclasses and torch.compile look a class's module up there
+        try:
+            spec.loader.exec_module(module)
+        except Exception as e:
+            del sys.modules[module_name]
+            raise ModelError(f"--model {ref}: importing {where} failed: {_one_line(e)}") from None
+    else:
+        try:
+            module = importlib.import_module(where)
+        except Exception as e:
+            raise ModelError(f"--model {ref}: importing module {where} failed: {_one_line(e)}") from None
+    factory = getattr(module, attr, None)
+    if factory is None:
+        raise ModelError(f"--model {ref}: {where} has no attribute {attr!r}")
+    if not callable(factory):
+        raise ModelError(f"--model {ref}: {attr} in {where} is a {type(factory).__name__}, not a function or class")
+    return factory
+
+
+def build_model(ref: str, input_shape, num_classes: int, T: int, backend: str = "auto", option: str = "backend"):
+    """Call the factory of ``ref`` with those of ``input_shape``, ``num_classes`` and ``T`` it takes;
+    the module it returns, its neurons set to ``backend`` (``option`` names it in an error), not yet
+    checked against the data (:func:`check_model_output`)."""
+    import torch
+
+    from ..neurons.dispatch import check_backend
+
+    factory = load_factory(ref)
+    given = {"input_shape": tuple(input_shape), "num_classes": int(num_classes), "T": int(T)}
+    try:
+        params = inspect.signature(factory).parameters.values()
+    except (TypeError, ValueError):  # a builtin without a signature: called with nothing
+        params = ()
+    takes_all = any(p.kind is p.VAR_KEYWORD for p in params)
+    kwargs = {name: value for name, value in given.items() if takes_all or any(p.name == name for p in params)}
+    missing = [p.name for p in params if p.default is p.empty and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+               and p.name not in kwargs]
+    if missing:
+        raise ModelError(f"--model {ref}: the factory needs {', '.join(map(repr, missing))}, which plif cannot give "
+                         f"(it passes {', '.join(FACTORY_ARGS)}: give the others defaults)")
+    try:
+        model = factory(**kwargs)
+    except Exception as e:
+        raise ModelError(f"--model {ref}: the factory raised {_one_line(e)}") from None
+    if not isinstance(model, torch.nn.Module):
+        raise ModelError(f"--model {ref}: the factory returned a {type(model).__name__}, not a torch.nn.Module")
+    for m in spiking_modules(model).values():  # how the neurons run here: not part of the network
+        check_backend(backend, surrogate=m.cfg.surrogate, option=option)
+        m.backend = backend
+    return model
+
+
+def spiking_modules(model) -> dict:
+    """``{qualified name: neuron}`` of every spiking neuron of ``model``, in module order."""
+    from ..neurons import SpikingNeuron
+
+    return {name: m for name, m in model.named_modules() if isinstance(m, SpikingNeuron)}
+
+
+def over_time(prepare: Callable, T: int) -> Callable:
+    """A data pipeline's ``prepare(x, gen)`` for a static dataset made to give what a factory's network
+    takes: each batch ``[B, C, H, W]`` repeated over ``T`` as a stride-0 view ``[T, B, C, H, W]``
+    (:func:`plif.models.inputs.repeat_over_time`, which :func:`plif.fuse`'s hoisted first convolution
+    recognises)."""
+    from .inputs import repeat_over_time
+
+    def prepare_over_time(x, gen=None):
+        return repeat_over_time(prepare(x, gen), T)
+
+    return prepare_over_time
+
+
+def check_model_output(model, ref: str, x, num_classes: int) -> None:
+    """Run ``model`` on ``x`` (``[T, B, ...]``, the dataset's input) without gradients and refuse,
+    naming ``ref``, an error or an output that is not ``[T, B, num_classes]``."""
+    import torch
+
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            out = model(x)
+    except Exception as e:
+        raise ModelError(f"--model {ref}: its forward on the dataset's input {list(x.shape)} ([T, B, ...]) raised "
+                         f"{_one_line(e)}") from None
+    finally:
+        model.train(was_training)
+    want = (x.shape[0], x.shape[1], num_classes)
+    if not isinstance(out, torch.Tensor) or tuple(out.shape) != want:
+        got = list(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
+        raise ModelError(f"--model {ref}: its output for the dataset's input {list(x.shape)} is {got}, not "
+                         f"[T, B, classes] = {list(want)}")
+
+
+def _one_line(e: BaseException) -> str:
+    text = " ".join(str(e).split()) or "(no message)"
+    return f"{type(e).__name__}: {text[:300]}"

@@ -34,7 +34,7 @@ when one of them is replaced, e.g. by ``convert_sync_batchnorm``).  A SyncBatchN
 into :class:`SpikeConvBN` (whose BatchNorm is ``native_batch_norm``, local to the process): its
 own forward runs, and a checkpointed block's recomputation runs it again (synchronised).  Which option lowers
 the *peak* of a step depends on the network: at T = 20 on 128×128 frames the peak is the first
-block's backward, which ``exact`` lowers and bf16/checkpointing do not (``docs/speed.md``).
+block's backward, which ``exact`` lowers and bf16/checkpointing do not (``docs/lab/memory.md``).
 """
 from __future__ import annotations
 
@@ -47,10 +47,11 @@ from torch.utils.checkpoint import checkpoint
 from ..layers import PerStepBatchNorm, TimeFolded, TimeInvariantDropout, unwrap
 from ..layers.fused_block import FusedBlock, fusable_pool
 from ..layers.saved_dtype import BF16SavedPotential
-from ..layers.spike_input import SpikeConv2d, SpikeConvBN, SpikeLinear
+from ..layers.spike_input import SpikeConv2d, SpikeConvBN, SpikeLinear, conv_refusal
 from ..layers.spike_pool import SpikeMaxPool2d, spike_poolable
 from ..layers.time_chunked import TimeChunkedBlock
 from ..neurons import IF, LIF, PLIF, SpikingNeuron
+from .inputs import repeat_over_time
 from .structure import hoists_first_layer, same_every_step, spike_inputs
 
 __all__ = ["MemoryOptions", "make_plan", "run_plan", "MEMORY_PRESETS", "MEMORY_HELP", "DEFAULT_MEMORY", "fused_run",
@@ -108,7 +109,7 @@ _PRESETS: dict[str, tuple[MemoryOptions, str]] = {
 
 MEMORY_PRESETS: dict[str, MemoryOptions] = {name: opts for name, (opts, _) in _PRESETS.items()}
 """The one table of memory modes: ``plif train --memory``, :func:`plif.fuse`'s ``memory``, ``plif bench
-memory`` and the GPU script take these names, with these meanings (:data:`MEMORY_HELP`): ``fused`` (the
+memory`` and the GPU script take these names, with these meanings (:data:`plif.models.memory.MEMORY_HELP`): ``fused`` (the
 default) runs each conv block's BatchNorm, neuron and pool as one fused step; ``none`` is the composed
 PyTorch layers; ``exact`` gives the same results as ``fused`` with the conv outputs recomputed in
 backward, and ``spikes`` and ``checkpoint`` the same results as ``none``; ``low`` and ``all`` add the
@@ -216,6 +217,8 @@ def _fused_run(layers, i: int) -> tuple[int, str]:
                    else f"a {kind}, not a time-folded nn.Conv2d")
     if conv.layer.bias is not None:
         return 0, "the convolution has a bias (nn.Conv2d(..., bias=False): BatchNorm's shift replaces it)"
+    if (refused := conv_refusal(conv.layer)) is not None:
+        return 0, f"{refused} (the fused block convolves as F.conv2d does, zero padding)"
     if i + 1 >= len(layers):
         return 0, "no BatchNorm follows the convolution"
     bn = layers[i + 1]
@@ -305,7 +308,7 @@ def hoist_static(layers, x: torch.Tensor, T: int) -> tuple[torch.Tensor, int]:
         x, start = layers[0].layer(x), 1
         while start < len(layers) and same_every_step(layers[start]):
             x, start = layers[start].layer(x), start + 1
-    return x.unsqueeze(0).expand(T, *x.shape), start
+    return repeat_over_time(x, T), start
 
 
 def run_plan(steps: list[tuple[int, int, object]], x: torch.Tensor, start: int = 0) -> torch.Tensor:

@@ -16,15 +16,14 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from ..kernels.gpu_switches import current
+from ..switches import current
 from ..layers import TimeInvariantDropout
 from ..neurons import SpikingNeuron
 from .memory import DEFAULT_MEMORY, MEMORY_PRESETS, MemoryOptions, hoist_static, make_plan, run_plan
 from .builders import BUILDERS, BuildError, BuildOptions
-from .inputs import check_state, check_tensor, reference_tensor, to_time_first
+from .inputs import check_state, check_tensor, is_static, reference_tensor, to_time_first
 from .notation import MAX_INT, NotationError, parse
 from .stepping import NetworkState, initial_state, step
-from .structure import hoists_first_layer
 
 __all__ = ["LayerInfo", "SpikingNetwork", "build_network"]
 
@@ -95,9 +94,6 @@ class SpikingNetwork(nn.Module):
             self._state_key = key
         return self._state_shapes_now
 
-    def _hoistable(self) -> bool:
-        return hoists_first_layer(self.layers)
-
     def forward(self, x: torch.Tensor, *, time_first: bool | None = None) -> torch.Tensor:
         """``x [B, *input_shape]`` (static, repeated over T) or frames ``[T, B, *input_shape]`` ->
         ``[T, B, classes]``.  ``time_first=False`` takes frames batch-first, ``[B, T, *input_shape]``
@@ -121,7 +117,7 @@ class SpikingNetwork(nn.Module):
         check_tensor(x, "net(x)", reference_tensor(self))
         x = to_time_first(x, self.input_shape, self.T, time_first)
         start = 0
-        if x.dim() == len(self.input_shape) + 1:  # static: [B, ...]
+        if is_static(x, self.input_shape):  # [B, ...]
             x, start = hoist_static(self.layers, x, self.T)
         return run_plan(self.plan(), x, start)
 

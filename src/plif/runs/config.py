@@ -24,7 +24,7 @@ from ..surrogate import Surrogate, get_surrogate, is_module_name
 from .checkpoint import load_checkpoint
 from .folder import RunFolder, read_json_file
 
-__all__ = ["read_run_config", "read_config_json", "stored_surrogate", "trusted_modules", "NETWORK_KEYS",
+__all__ = ["read_run_config", "read_config_json", "stored_surrogate", "stored_model", "trusted_modules", "NETWORK_KEYS",
            "TRUST_ENV"]
 
 TRUST_ENV = "PLIF_TRUST_MODULES"
@@ -90,6 +90,29 @@ def stored_surrogate(spec: str, source, trust_modules: Iterable[str] = ()) -> Su
         raise ValueError(f"{source}: {e}") from None
 
 
+def stored_model(ref, source, trust_modules: Iterable[str] = ()) -> str:
+    """The ``--model`` reference a stored config names (``plif train --model``), allowed to be imported
+    here by the rule that covers a surrogate's module: its module (a file's name without ``.py``) is
+    trusted (``trust_modules`` or ``$PLIF_TRUST_MODULES``) or imported already; otherwise refused in
+    one line naming it and how to trust it.  Returns the reference; errors name ``source``."""
+    from ..models.factories import file_module_name, model_module, parse_model_ref
+
+    if not isinstance(ref, str):
+        raise ValueError(f"{source}: model must be a string (FILE.py:FACTORY, package.module:FACTORY or a name), "
+                         f"got {ref!r}")
+    try:
+        kind, where, _ = parse_model_ref(ref)
+        module = model_module(ref)
+    except ValueError as e:
+        raise ValueError(f"{source}: {e}") from None
+    imported = module is None or (file_module_name(where) if kind == "file" else module) in sys.modules
+    if not imported and not _trusted(module, trust_modules):
+        raise ValueError(f"{source}: model {ref!r} names module {module!r}, which plif imports (running its code) "
+                         f"only when you trust it: --trust-module {module}, or {TRUST_ENV}={module} "
+                         f"(Python: trust_modules=[{module!r}])")
+    return ref
+
+
 def trusted_modules(trust_modules: Iterable[str] = ()) -> list[str]:
     """The modules a run folder may make plif import: ``trust_modules`` and those ``$PLIF_TRUST_MODULES``
     names (comma-separated); a name that is not a module name is refused, naming where it came from."""
@@ -124,6 +147,8 @@ def _ready(d, source: Path, check, trust_modules: Iterable[str] = ()) -> dict:
     for spec in dict.fromkeys((d.get("surrogate"), kwargs.get("surrogate"))):
         if isinstance(spec, str):  # another type: the check names it
             stored_surrogate(spec, source, trust_modules)
+    if d.get("model") is not None:
+        stored_model(d["model"], source, trust_modules)
     if check is not None:
         check(d, str(source))
     return d

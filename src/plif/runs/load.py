@@ -1,4 +1,5 @@
-"""Loading a trained network back from a run folder (``config.json`` + ``checkpoints/<name>.pt``)."""
+"""Loading a trained network back from a run folder (``config.json`` + ``checkpoints/<name>.pt``),
+and the test split it was evaluated on."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -8,7 +9,7 @@ from .checkpoint import check_finite, load_checkpoint
 from .config import read_run_config
 from .folder import CHECKPOINTS, RunFolder
 
-__all__ = ["load_run"]
+__all__ = ["load_run", "run_test_split", "refuse_model_run"]
 
 
 def load_run(run_dir: str | Path, which: str = "best", map_location="cpu", backend: str = "auto",
@@ -62,14 +63,62 @@ def load_run(run_dir: str | Path, which: str = "best", map_location="cpu", backe
         raise FileNotFoundError(f"{run_dir}: no {path.name} under checkpoints/ (the run finished no epoch?)")
     state = load_checkpoint(path, map_location)
     check_finite(state, path)
+    model = config.get("model")
     try:
-        net = build_network(config["network"], config["input_shape"], config["T"],
-                            **config.get("network_kwargs", {})).set_backend(backend)
+        if model is not None:  # plif train --model: the factory (read_run_config checked it is trusted)
+            from ..models.factories import build_model
+
+            net = build_model(model, config["input_shape"], config["num_classes"], config["T"], backend)
+        else:
+            net = build_network(config["network"], config["input_shape"], config["T"],
+                                **config.get("network_kwargs", {})).set_backend(backend)
     except (ValueError, TypeError) as e:
         raise ValueError(f"{folder.config}: {e}") from None
     try:
         net.load_state_dict(state["model"], strict=True)
     except RuntimeError as e:
-        raise ValueError(f"{path}: checkpoint does not match the network {config['network']!r} "
+        what = f"--model {model}" if model is not None else f"the network {config['network']!r}"
+        raise ValueError(f"{path}: checkpoint does not match {what} "
                          f"for input {tuple(config['input_shape'])}: {str(e).splitlines()[0]}") from None
     return net.eval(), config
+
+
+def run_test_split(config: dict, data_dir=None, limit: int | None = None, device="cpu", source="the run's config"):
+    """The test split of the run whose stored config is ``config``, as its training evaluated it:
+    ``(Split, prepare)`` (:func:`plif.data.pipeline.load_test_split`; ``prepare(x, None)`` makes a
+    batch network input), the one loader of ``plif eval``, ``plif stats`` and ``plif plot encoder``.
+
+    - data_dir: the dataset's folder; None: the run's own ``data_dir`` (refused, naming ``source``,
+      when that folder is gone), or the default folder where the run named none.
+    - limit: at most this many samples, the class-stratified subset ``--max-test-samples`` takes;
+      None: the run's own ``max_test_samples`` (all of them where it set none).
+    """
+    import os
+
+    from ..catalog import get_dataset
+    from ..data.pipeline import load_test_split
+    from ..models.factories import over_time
+
+    if not config.get("dataset"):
+        raise ValueError(f"{source}: the run config names no 'dataset', so it has no test split")
+    if data_dir is None:
+        data_dir = config.get("data_dir")
+        if data_dir and not os.path.isdir(data_dir):  # never created: it is an input
+            raise ValueError(f"{source}: data_dir {data_dir}: no such folder (moved?); pass --data-dir")
+    try:
+        spec = get_dataset(config["dataset"])
+    except ValueError as e:
+        raise ValueError(f"{source}: {e}") from None
+    limit = config.get("max_test_samples") if limit is None else limit
+    split, prepare = load_test_split(spec, data_dir, int(config["T"]), limit, device)
+    if config.get("model") and not spec.is_event:  # a --model network takes [T, B, ...]
+        prepare = over_time(prepare, int(config["T"]))
+    return split, prepare
+
+
+def refuse_model_run(config: dict, what: str, why: str, source="the run") -> None:
+    """Refuse ``what`` (``"plif export --nir"``) for a run that trained a ``--model`` network, in one
+    line naming the run (``source``) and ``why`` it needs a network in the paper's notation."""
+    if config.get("model"):
+        raise ValueError(f"{what}: {source} trained --model {config['model']}, a network written as nn.Module "
+                         f"code; {why}, which only a network in the paper's notation has")

@@ -19,8 +19,8 @@ from ..neurons import NEURONS, check_tau
 from ..surrogate import get_surrogate
 from .fields import field_kind, flag_name, value_fits
 
-__all__ = ["NEURON_NAMES", "MAX_SEED", "LR_RANGE", "check_names", "check_values", "check_effects", "idle_settings",
-           "check_outputs", "meta_network", "check_network"]
+__all__ = ["NEURON_NAMES", "NOTATION_ONLY", "MAX_SEED", "LR_RANGE", "check_names", "check_values", "check_effects", "idle_settings",
+           "check_outputs", "meta_network", "check_network", "check_weights_fit"]
 
 NEURON_NAMES = tuple(name.lower() for name in NEURONS)
 MAX_SEED = 2**32 - 1  # every generator seeded from it stays inside torch's 64-bit seeds
@@ -29,6 +29,11 @@ LR_RANGE = (2.0**-126, (2 - 2.0**-23) * 2.0**127)
 (``|m/√v|`` about 1, at most ~3) is computed in float32 (the captured step's rate is a float32
 tensor): a smaller rate is subnormal there, or 0 (``1e-320``), and changes no weight but one within
 ~1e-31 of 0 (a step below half a float32 ulp rounds away); a larger one is infinite."""
+
+
+NOTATION_ONLY = ("network", "neuron", "tau0", "pool", "per_channel_tau", "authors_code", "bn_per_step", "surrogate",
+                 "detach_reset", "checkpoint_blocks")
+"""The settings that build or shape a network from its notation: a ``--model`` network is its own code's."""
 
 
 def check_names(cfg, presets) -> None:
@@ -132,6 +137,9 @@ def idle_settings(config_type, values) -> dict[str, tuple[object, str]]:
     if neuron == "if":
         why["tau0"] = ("with --neuron if: IF integrates without a leak, it has no time constant (--neuron lif or "
                        "plif have one)")
+    if values.get("model"):
+        why.update({name: (f"with --model: {values['model']} builds its own network (its layers, neurons and "
+                           "surrogates are its code's)") for name in NOTATION_ONLY if name != "network"})
     if not values.get("val_split", default["val_split"]):
         why["max_val_samples"] = ("without --val-split: no validation split is held out (protocol B: e.g. "
                                   "--val-split 0.15)")
@@ -187,18 +195,25 @@ def check_network(cfg, asked=True) -> None:
     model = meta_network(cfg)
     if asked:
         check_network_effects(model, cfg, asked)
-    limit, where = _memory_size(cfg.device)
+    limit, where = check_weights_fit(model, f"--network {cfg.network!r}", cfg.device)
     if not limit:
         return
-    params = sum(p.numel() for p in model.parameters())
-    need = 4 * 4 * params  # fp32 weights, gradients and Adam's two moments
-    if need > limit:
-        raise ValueError(f"--network {cfg.network!r}: {params:,} weights need {_gib(need)} with their gradients and "
-                         f"Adam's state, more than the {_gib(limit)} of {where}")
     batch = 4 * cfg.T * cfg.batch_size * math.prod(cfg.input_shape)
     if batch > limit:
         raise ValueError(f"--T {cfg.T} with --batch-size {cfg.batch_size}: one batch of input alone is {_gib(batch)}, "
                          f"more than the {_gib(limit)} of {where}")
+
+
+def check_weights_fit(model, what: str, device: str) -> tuple[int, str]:
+    """Refuse ``model`` (``what`` names it) when its fp32 weights with their gradients and Adam's two
+    moments exceed the memory of ``device``; returns ``(bytes, description)`` of that memory."""
+    limit, where = _memory_size(device)
+    params = sum(p.numel() for p in model.parameters())
+    need = 4 * 4 * params
+    if limit and need > limit:
+        raise ValueError(f"{what}: {params:,} weights need {_gib(need)} with their gradients and Adam's state, more "
+                         f"than the {_gib(limit)} of {where}")
+    return limit, where
 
 
 def _gib(n: int) -> str:

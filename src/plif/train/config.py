@@ -2,7 +2,7 @@
 
 ``paper`` is the paper's protocol exactly (its supplement, Hyper-Parameters: the zoo network, its T,
 batch 16, Adam 1e-3, cosine T_max=64 per epoch, 1024 epochs).  ``cpu`` is the main job: each dataset's narrower network of the same form
-(``cpu_network`` in :mod:`plif.data.catalog`: 32 instead of 128 channels, FC512, T = 4) for 2 epochs, which reached 89.3% test accuracy on Fashion-MNIST in
+(``cpu_network`` in :mod:`plif.catalog`: 32 instead of 128 channels, FC512, T = 4) for 2 epochs, which reached 89.3% test accuracy on Fashion-MNIST in
 3 minutes on a 2-core CPU (REPRODUCTION.md).
 
 The checks :func:`resolve_config` runs are :mod:`plif.train.checks`; a field's kind and flag,
@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-from ..data.catalog import DATASETS, DatasetSpec, get_dataset
+from ..catalog import DATASETS, DatasetSpec, get_dataset
 from ..models.memory import DEFAULT_MEMORY, MEMORY_HELP, MEMORY_PRESETS  # --memory left to plif, except where plif.train.speed compiles
 from ..surrogate import PAPER_SURROGATE, SURROGATES, surrogate_spec
 from .checks import NEURON_NAMES, check_effects, check_names, check_values, meta_network
@@ -40,6 +40,11 @@ class TrainConfig:
         "choices": ("paper", "cpu")})
     network: str | None = field(default=None, metadata={
         "help": "network string in the paper's notation [the preset's / the dataset's zoo network]"})
+    model: str | None = field(default=None, metadata={
+        "help": "train a network written as nn.Module code instead of --network: FILE.py:FACTORY, "
+                "package.module:FACTORY or a registered name (plif.models.factories); FACTORY gets those of "
+                "input_shape, num_classes and T it takes and returns a module mapping [T, B, ...] to "
+                "[T, B, classes]", "metavar": "REF"})
     T: int | None = field(default=None, metadata={"help": "time-steps per sample [preset / zoo]"})
     epochs: int | None = field(default=None, metadata={"help": "epochs to train [paper 1024, cpu 2]"})
     batch_size: int | None = field(default=None, metadata={"help": "training batch size per process [paper 16, cpu 64]"})
@@ -120,9 +125,17 @@ class TrainConfig:
 
     @property
     def dataset_spec(self) -> DatasetSpec:
-        """The record of ``dataset`` (:mod:`plif.data.catalog`): what the data pipeline, the summary
+        """The record of ``dataset`` (:mod:`plif.catalog`): what the data pipeline, the summary
         and the resolution read; an unknown name raises ``ValueError`` listing the valid ones."""
         return get_dataset(self.dataset)
+
+    def data_options(self):
+        """What the data layer reads of this run (:class:`plif.data.pipeline.DataOptions`), the
+        dataset's record resolved here once."""
+        from ..data.pipeline import DataOptions
+
+        return DataOptions(self.dataset_spec, self.data_dir, self.T, self.seed, self.val_split, self.max_train_samples,
+                           self.max_val_samples, self.max_test_samples, self.data_on_device)
 
     def network_kwargs(self) -> dict:
         """Keywords for :func:`plif.models.build_network` that rebuild exactly this network (the
@@ -193,7 +206,7 @@ def left_to_plif(d: dict) -> dict:
 # preset -> values for the fields left at None
 PRESETS: dict[str, dict] = {
     "paper": {"epochs": 1024, "batch_size": 16, "lr": 1e-3, "t_max": 64},
-    # the network is each dataset's cpu_network (plif.data.catalog), e.g. 32 channels and FC512;
+    # the network is each dataset's cpu_network (plif.catalog), e.g. 32 channels and FC512;
     # t_max: the epochs (resolve_config)
     "cpu": {"epochs": 2, "batch_size": 64, "lr": 2e-3, "T": 4, "cpu_network": True},
 }
@@ -214,12 +227,21 @@ def resolve_config(cfg: TrainConfig, asked=True) -> TrainConfig:
     preset = dict(PRESETS[cfg.preset])
     if preset.pop("cpu_network", False):  # the dataset's own CPU-sized network
         preset["network"] = entry.network_string(cpu=True)
+    if cfg.model is not None:
+        preset.pop("network", None)  # the model is the network
+        if cfg.network is not None:
+            raise ValueError(f"--network {cfg.network!r} and --model {cfg.model}: give one of them (--model trains a "
+                             "network written as nn.Module code)")
+        from ..models.factories import parse_model_ref
+
+        kind, where, attr = parse_model_ref(cfg.model)
+        cfg = dataclasses.replace(cfg, model=f"{where}:{attr}" if kind == "file" else cfg.model)  # recorded absolute
     values = {name: preset.get(name) for name in ("T", "epochs", "batch_size", "lr", "t_max", "network")
               if getattr(cfg, name) is None}
     if cfg.t_max is None and "t_max" not in preset:
         values["t_max"] = cfg.epochs if cfg.epochs is not None else preset["epochs"]
     resolved = dataclasses.replace(cfg, **{k: v for k, v in values.items() if v is not None})
-    if resolved.network is None:
+    if resolved.network is None and cfg.model is None:
         resolved = dataclasses.replace(resolved, network=entry.network_string(cfg.authors_code))
     if resolved.T is None:
         resolved = dataclasses.replace(resolved, T=entry.T)
@@ -248,6 +270,11 @@ def check_stored(d: dict, source: str) -> None:
         if unknown:
             raise ValueError(f"network_kwargs has unknown keys {', '.join(map(repr, unknown))}; "
                              f"valid: {', '.join(resolved.network_kwargs())}")
+        if cfg.model is not None:  # a reference plif can read (its module is imported only where trusted)
+            from ..models.factories import parse_model_ref
+
+            parse_model_ref(cfg.model)
+            return
         # the network string and its sizes (the loaded weights check the rest)
         meta_network(dataclasses.replace(resolved, input_shape=cfg.input_shape or resolved.input_shape), outputs=False)
     except ValueError as e:

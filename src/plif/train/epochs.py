@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import math
 import time
+from typing import Iterator
 
 import torch
 
@@ -22,9 +23,10 @@ from .graph import autocast_context
 from .loop import Diverged, EpochTotals, evaluate, train_epoch
 from .precise_bn import precise_bn_note, reestimate_bn
 from .resume import resume_state, rng_state, set_rng_state
-from .state import Session
+from .state import Progress, Session
 from .stopping import Stopper
 from .summary import epoch_line, run_summary
+from .tb_log import firing_rates, layer_taus
 
 __all__ = ["run_epochs"]
 
@@ -33,39 +35,43 @@ class _StopNow(Exception):
     """Raised after a mid-epoch checkpoint when the run should stop there."""
 
 
-def run_epochs(s: Session, stopper: Stopper, log) -> str | None:
-    """Train from the session's start to ``--epochs``; returns why the run stopped before its last
-    epoch (``"time limit"``, ``"SIGTERM"``, ...) or None.  Every finished epoch is in ``s.metrics``."""
+def run_epochs(s: Session, progress: Progress, stopper: Stopper, log) -> Iterator[Progress]:
+    """Train from ``progress`` (a fresh run's empty one, or what a resume restored) to ``--epochs``,
+    yielding the new :class:`Progress` after each epoch is written, and once more, with its
+    ``stopped`` reason (``"time limit"``, ``"SIGTERM"``, ...), when the run stops before its last
+    epoch.  The caller keeps the last one: what the run finished, however the loop ends."""
     cfg = s.cfg
     reduce = all_reduce_sum if s.dist.world > 1 else None
     steps = s.data.steps_per_epoch(cfg.batch_size, s.dist.world)
     note = precise_bn_note(s.model, steps)
     precise = note is not None
-    first = s.start_epoch
+    first = progress.epoch
     if precise and s.main and first < cfg.epochs:
         log(note)
     if s.restarted and first < cfg.epochs and any_rank(stopper.expired(), s.device, s.dist.world):
         # a group torchrun started again (after a crash) past --time-limit stops at once instead of
         # training one stretch more
-        return "time limit"
+        yield progress.stop("time limit")
+        return
     for epoch in range(first, cfg.epochs):
         try:
-            row = _run_epoch(s, epoch, steps, reduce, stopper, precise)
+            row = _run_epoch(s, progress, epoch, steps, reduce, stopper, precise)
         except _StopNow as e:
-            return str(e)
+            yield progress.stop(str(e))
+            return
         s.scheduler.step()
         if s.main:
-            _save_epoch(s, row)  # appends the row once everything of the epoch is written
+            _save_epoch(s, progress, row)
             if s.tb is not None:
                 s.tb.epoch(row)
             log(epoch_line(row, cfg))
-        else:
-            s.metrics.append(row)
+        progress = progress.after(row)
+        yield progress
         if epoch + 1 < cfg.epochs:
             stopped = _stop_reason(s, stopper)
             if stopped:
-                return stopped
-    return None
+                yield progress.stop(stopped)
+                return
 
 
 def _stop_reason(s: Session, stopper: Stopper) -> str | None:
@@ -88,22 +94,23 @@ def _diverged(s: Session, epoch: int) -> FloatingPointError:
                     f"stopped without saving them; {good}")
 
 
-def _run_epoch(s: Session, epoch: int, steps: int, reduce, stopper: Stopper, precise_bn: bool = False) -> dict:
+def _run_epoch(s: Session, progress: Progress, epoch: int, steps: int, reduce, stopper: Stopper,
+               precise_bn: bool = False) -> dict:
+    """Epoch ``epoch + 1`` trained and evaluated: its metrics row (``progress``: the run before it)."""
     cfg, data, dist = s.cfg, s.data, s.dist
     gen = epoch_generator(cfg.seed, epoch)
     torch.manual_seed(cfg.seed * 7919 + epoch * 104729 + dist.rank)  # dropout masks
     totals, skip = None, 0
-    if s.start_step and epoch == s.start_epoch:  # resumed from a mid-epoch checkpoint
-        skip, totals = s.start_step, EpochTotals.from_state(s.rank_state["totals"], s.device)
-        set_rng_state(s.rank_state["rng"], s.device)
-        s.start_step, s.rank_state = 0, None
+    if progress.step:  # resumed from a mid-epoch checkpoint of this epoch
+        skip, totals = progress.step, EpochTotals.from_state(progress.rank_state["totals"], s.device)
+        set_rng_state(progress.rank_state["rng"], s.device)
     lr = float(s.optimizer.param_groups[0]["lr"])  # a device tensor under --cuda-graph: one read per epoch
     t0 = time.perf_counter()
     with sample_bar((steps - skip) * cfg.batch_size, f"epoch {epoch + 1}/{cfg.epochs}", s.main) as bar, _autocast(s):
         batches = data.train_batches(cfg.batch_size, gen, dist.rank, dist.world)
         if skip:  # drawn (the same augmentation draws) and dropped: the epoch goes on at the same batch
             batches = itertools.islice(batches, skip, None)
-        after_step = _step_checkpoints(s, epoch, steps, stopper) if cfg.checkpoint_every else None
+        after_step = _step_checkpoints(s, progress, epoch, steps, stopper) if cfg.checkpoint_every else None
         try:
             if s.trainer is not None:
                 train_loss, train_acc, n_train = s.trainer.train_epoch(batches, bar)
@@ -123,8 +130,6 @@ def _run_epoch(s: Session, epoch: int, steps: int, reduce, stopper: Stopper, pre
     # spike counts by forward hooks: a replayed CUDA graph runs none, and adding them to a compiled
     # network each epoch would make it recompile
     if s.trainer is None and not s.cfg.compile:
-        from .tb_log import firing_rates
-
         with firing_rates(s.model, reduce) as rates:
             test_loss, test_acc, _ = _evaluate(s, data.test, "test", reduce)
     else:
@@ -133,8 +138,7 @@ def _run_epoch(s: Session, epoch: int, steps: int, reduce, stopper: Stopper, pre
            "test_loss": test_loss, "test_acc": test_acc}
     if data.val is not None:
         row["val_loss"], row["val_acc"], _ = _evaluate(s, data.val, "validation", reduce)
-    taus = [float(m.tau.mean()) for m in s.model.neuron_layers() if hasattr(m, "w")]
-    row.update({"taus": taus, "epoch_time_s": time.perf_counter() - t0, "train_time_s": train_time,
+    row.update({"taus": layer_taus(s.model), "epoch_time_s": time.perf_counter() - t0, "train_time_s": train_time,
                 "samples_per_s": n_train / train_time if train_time > 0 else float("nan")})
     if precise_bn:
         row["bn_reestimated"] = True
@@ -143,7 +147,7 @@ def _run_epoch(s: Session, epoch: int, steps: int, reduce, stopper: Stopper, pre
     return row
 
 
-def _step_checkpoints(s: Session, epoch: int, steps: int, stopper: Stopper):
+def _step_checkpoints(s: Session, progress: Progress, epoch: int, steps: int, stopper: Stopper):
     """``train_epoch``'s ``after_step`` for ``--checkpoint-every``: every that many steps (not the
     epoch's last, which the epoch's checkpoint covers) rank 0 writes ``last.pt`` with the step and
     every rank's RNG states and partial totals; then the run stops there if it should."""
@@ -157,7 +161,8 @@ def _step_checkpoints(s: Session, epoch: int, steps: int, stopper: Stopper):
             raise Diverged(f"the loss or a parameter became NaN or infinite (seen at step {t.steps})")
         ranks = all_gather_object({"rng": rng_state(s.device), "totals": t.state_dict()}, s.dist.world)
         if s.main:
-            save_checkpoint(s.folder.checkpoint("last"), {**resume_state(s, epoch, s.metrics), "step": t.steps, "ranks": ranks})
+            save_checkpoint(s.folder.checkpoint("last"),
+                            {**resume_state(s, epoch, progress.metrics), "step": t.steps, "ranks": ranks})
         reason = _stop_reason(s, stopper)
         if reason:
             raise _StopNow(reason)
@@ -179,17 +184,16 @@ def _evaluate(s: Session, split, name: str, reduce):
         return evaluate(s.net, batches, s.cfg.num_classes, reduce, progress=bar)
 
 
-def _save_epoch(s: Session, row: dict) -> None:
-    """Write the epoch's checkpoints, metrics and summary, then record ``row`` in ``s.metrics``:
-    if a write fails (a full disk), the summary written on the way out names no epoch whose files
-    were not all written."""
-    metrics, folder = [*s.metrics, row], s.folder
+def _save_epoch(s: Session, progress: Progress, row: dict) -> None:
+    """Write the epoch's checkpoints, metrics and summary (``progress``: the run before it); the
+    caller then counts the epoch as finished, so if a write fails (a full disk), the summary written
+    on the way out names no epoch whose files were not all written."""
+    metrics, folder = [*progress.metrics, row], s.folder
     weights = {"model": s.model.state_dict(), "epoch": row["epoch"], "config": s.cfg_dict}
-    if row["test_acc"] > max((m["test_acc"] for m in metrics[:-1]), default=-1.0):
+    if row["test_acc"] > progress.best("test_acc"):
         save_checkpoint(folder.checkpoint("best_test"), {**weights, "test_acc": row["test_acc"]})
-    if "val_acc" in row and row["val_acc"] > max((m["val_acc"] for m in metrics[:-1]), default=-1.0):
+    if "val_acc" in row and row["val_acc"] > progress.best("val_acc"):
         save_checkpoint(folder.checkpoint("best_val"), {**weights, "val_acc": row["val_acc"], "test_acc": row["test_acc"]})
     folder.write_metrics(metrics)
     save_checkpoint(folder.checkpoint("last"), resume_state(s, row["epoch"], metrics))
     folder.write_summary(run_summary(metrics, s.cfg, folder.path, finished=False))
-    s.metrics.append(row)

@@ -119,12 +119,13 @@ class GraphTrainer:
 
     def __init__(self, model: torch.nn.Module, optimizer: torch.optim.Optimizer, num_classes: int,
                  device: torch.device, capture: bool = True, amp: str | None = None, warmup: int = 3,
-                 net: torch.nn.Module | None = None):
+                 net: torch.nn.Module | None = None, time_major: bool = False):
         if capture and device.type != "cuda":
             raise ValueError(f"CUDA-graph capture needs a CUDA device, got {device}")
         self.model, self.optimizer, self.num_classes = model, optimizer, num_classes
         self.net = model if net is None else net
         self.device, self.capture, self.amp, self.warmup = device, capture, amp, warmup
+        self.batch_dim = 1 if time_major else 0  # [T, B, ...] input (event frames, a --model network) or [B, ...]
         for group in optimizer.param_groups if optimizer is not None else ():
             if not torch.is_tensor(group["lr"]):  # e.g. resumed from an eager run's checkpoint:
                 # a float would be baked into the graph and the schedule would never reach it
@@ -211,7 +212,8 @@ class GraphTrainer:
 
     # ----------------------------------------------------------------------------------- eval
     def _eval_slot(self, x: torch.Tensor, y: torch.Tensor, size: int):
-        key = (size, *x.shape[1:])
+        d = self.batch_dim
+        key = (*x.shape[:d], size, *x.shape[d + 1:])
         if key not in self._eval:
             sx = torch.zeros(key, dtype=x.dtype, device=x.device)
             sy = torch.zeros(size, dtype=y.dtype, device=y.device)
@@ -240,7 +242,7 @@ class GraphTrainer:
             if b > batch_size:
                 raise ValueError(f"an evaluation batch of {b} exceeds the static buffer of {batch_size}")
             sx, sy, n_valid, run = self._eval_slot(x, y, batch_size)
-            sx[:b].copy_(x, non_blocking=True)
+            sx.narrow(self.batch_dim, 0, b).copy_(x, non_blocking=True)
             sy[:b].copy_(y, non_blocking=True)
             if b < batch_size:  # the padding holds stale samples: finite, masked out
                 sy[b:].zero_()

@@ -23,7 +23,8 @@ from ..runs.checkpoint import check_finite, load_checkpoint
 from ..runs.folder import read_metrics
 from .checks import idle_settings
 from .config import ABSENT_MEANS, PRESETS, TrainConfig
-from .state import Session
+from .distributed import DistInfo
+from .state import Progress, Session
 
 __all__ = ["restore", "Restored", "resume_state", "rng_state", "set_rng_state", "config_diff", "RESUMABLE_CHANGES"]
 
@@ -57,21 +58,19 @@ def _in_effect(d: dict) -> dict:
 @dataclass(frozen=True)
 class Restored:
     """What :func:`restore` read from ``last.pt`` beside the states it loaded into the model,
-    optimiser and schedule: where the run goes on, and its config (the cosine period may follow
-    new ``--epochs``)."""
+    optimiser and schedule: the run's config (the cosine period may follow new ``--epochs``) and
+    where it goes on (:class:`plif.train.state.Progress`: the rows of epochs 1..E, and for a
+    mid-epoch checkpoint the step and this rank's RNG states and partial totals)."""
 
     cfg: TrainConfig
-    start_epoch: int  # epochs finished
-    start_step: int  # a mid-epoch checkpoint: steps of epoch start_epoch + 1 already done
-    rank_state: dict | None  # ... and this rank's RNG states and partial totals then
-    metrics: list[dict]  # the rows of epochs 1..start_epoch
+    progress: Progress
 
 
-def resume_state(s: Session, epoch: int, metrics: list[dict]) -> dict:
+def resume_state(s: Session, epoch: int, metrics) -> dict:
     """``last.pt`` after ``epoch`` epochs: everything a resume needs, with a copy of the metrics."""
     return {"model": s.model.state_dict(), "optimizer": s.optimizer.state_dict(),
             "scheduler": s.scheduler.state_dict(), "epoch": epoch, "config": s.cfg_dict, "best": {},
-            "metrics": metrics}
+            "metrics": list(metrics)}
 
 
 def rng_state(device: torch.device) -> dict:
@@ -88,44 +87,46 @@ def set_rng_state(state: dict, device: torch.device) -> None:
         torch.cuda.set_rng_state(state["cuda"], device)
 
 
-def restore(s: Session, log) -> Restored:
-    """Load ``last.pt`` into the model, optimiser and schedule of session ``s``; refuse a different
-    config.  Returns what else it read (``s`` itself is left as it was)."""
-    state = load_checkpoint(s.folder.checkpoint("last"), map_location=s.device)
-    check_finite(state, s.folder.checkpoint("last"))  # a NaN last.pt is nothing to continue from
+def restore(folder, cfg: TrainConfig, cfg_dict: dict, model, optimizer, scheduler, device: torch.device,
+            dist: DistInfo, log) -> Restored:
+    """Load ``last.pt`` of run ``folder`` into ``model``, ``optimizer`` and ``scheduler``; refuse a
+    config (``cfg``, recorded as ``cfg_dict``) that differs from the run's.  Returns what else it read."""
+    main = dist.is_main
+    last = folder.checkpoint("last")
+    state = load_checkpoint(last, map_location=device)
+    check_finite(state, last)  # a NaN last.pt is nothing to continue from
     missing = [k for k in ("optimizer", "scheduler", "epoch") if not isinstance(state.get(k), dict if k != "epoch" else int)]
     step = state.get("step", 0)  # a --checkpoint-every checkpoint: steps done of epoch "epoch" + 1
     if missing or isinstance(state["epoch"], bool) or state["epoch"] < (0 if step else 1):
-        raise ValueError(f"{s.folder.checkpoint('last')}: not a plif resume checkpoint "
+        raise ValueError(f"{last}: not a plif resume checkpoint "
                          f"({', '.join(missing) or 'epoch'} missing or malformed; nothing was changed)")
     stored = state["config"] if isinstance(state["config"], dict) else {}  # {}: every setting differs
-    period = _carried_period(stored, s.cfg)
-    cfg, cfg_dict = s.cfg, s.cfg_dict
+    period = _carried_period(stored, cfg)
     if period is not None:
         cfg, cfg_dict = dataclasses.replace(cfg, t_max=period), {**cfg_dict, "t_max": period}
         stored = {**stored, "t_max": period}
     diffs = config_diff(stored, cfg_dict)
     if diffs:
-        raise ValueError(f"--resume: {s.folder.path} was started with a different config:\n" + "\n".join(diffs))
+        raise ValueError(f"--resume: {folder.path} was started with a different config:\n" + "\n".join(diffs))
     ranks = state.get("ranks")
-    if step and (not isinstance(ranks, list) or len(ranks) != s.dist.world):
-        raise ValueError(f"--resume: {s.folder.checkpoint('last')} was saved in the middle of epoch "
+    if step and (not isinstance(ranks, list) or len(ranks) != dist.world):
+        raise ValueError(f"--resume: {last} was saved in the middle of epoch "
                          f"{state['epoch'] + 1} by {len(ranks or ())} processes; resume it with as many "
-                         f"(now {s.dist.world})")
-    s.model.load_state_dict(state["model"])
-    s.optimizer.load_state_dict(state["optimizer"])
-    s.scheduler.load_state_dict(state["scheduler"])
-    if period is not None and s.scheduler.T_max != period:
-        _stretch_schedule(s.scheduler, period)
-        if s.main:
+                         f"(now {dist.world})")
+    model.load_state_dict(state["model"])
+    optimizer.load_state_dict(state["optimizer"])
+    scheduler.load_state_dict(state["scheduler"])
+    if period is not None and scheduler.T_max != period:
+        _stretch_schedule(scheduler, period)
+        if main:
             log(f"--epochs {cfg.epochs} (the run had {state['config']['epochs']}): the cosine period follows "
-                f"the epochs, now {period}; the learning rate goes on at {s.scheduler.get_last_lr()[0]:.3g}")
+                f"the epochs, now {period}; the learning rate goes on at {scheduler.get_last_lr()[0]:.3g}")
     epoch = state["epoch"]
-    metrics = _resumed_metrics(s, epoch, state, log)
-    if s.main:
+    metrics = _resumed_metrics(folder, main, epoch, state, log)
+    if main:
         where = f"at step {step} of epoch {epoch + 1}" if step else f"after epoch {epoch}"
-        log(f"resuming {s.folder.path} {where}")
-    return Restored(cfg, epoch, step, ranks[s.dist.rank] if step else None, metrics)
+        log(f"resuming {folder.path} {where}")
+    return Restored(cfg, Progress(tuple(metrics), step, ranks[dist.rank] if step else None))
 
 
 def _carried_period(stored: dict, cfg) -> int | None:
@@ -154,14 +155,14 @@ def _stretch_schedule(scheduler, period: int) -> None:
     scheduler._last_lr = lrs
 
 
-def _resumed_metrics(s: Session, epoch: int, state: dict, log) -> list[dict]:
+def _resumed_metrics(folder, main: bool, epoch: int, state: dict, log) -> list[dict]:
     """The rows of epochs 1..E of a resume after epoch E (``epoch``): from ``metrics.jsonl``, or, when that is
     damaged or short, from the copy ``last.pt`` keeps.  A damaged file (also a torn line after the
     rows the resume needs, as a finished run may have) is rewritten and the log says so; refused
     naming the file when neither has them all."""
-    last, notes = s.folder.checkpoint("last"), []
+    last, notes = folder.checkpoint("last"), []
     want = list(range(1, epoch + 1))
-    rows = [m for m in read_metrics(s.folder.path, notes) if isinstance(m.get("epoch"), int) and m["epoch"] <= epoch]
+    rows = [m for m in read_metrics(folder.path, notes) if isinstance(m.get("epoch"), int) and m["epoch"] <= epoch]
     complete = [m["epoch"] for m in rows] == want
     if complete and not notes:
         return rows
@@ -171,12 +172,12 @@ def _resumed_metrics(s: Session, epoch: int, state: dict, log) -> list[dict]:
     elif complete:
         good, source = rows, f"its rows of epochs 1 to {epoch}, which {last} follows"
     else:
-        raise ValueError(f"--resume: {s.folder.metrics} records epochs {[m['epoch'] for m in rows]} but {last} is "
+        raise ValueError(f"--resume: {folder.metrics} records epochs {[m['epoch'] for m in rows]} but {last} is "
                          f"after epoch {epoch}" + (f" ({'; '.join(notes)})" if notes else "")
                          + "; nothing was changed; put metrics.jsonl back, or pass --restart to delete this run and "
                          "train from scratch")
-    if s.main:
-        s.folder.write_metrics(good)
-        log(f"{s.folder.metrics} was damaged or short ({'; '.join(notes) or f'{len(rows)} of {len(want)} epochs'}); "
+    if main:
+        folder.write_metrics(good)
+        log(f"{folder.metrics} was damaged or short ({'; '.join(notes) or f'{len(rows)} of {len(want)} epochs'}); "
             f"rewrote it from {source}")
     return good

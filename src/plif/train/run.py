@@ -16,7 +16,7 @@ from .config import TrainConfig
 from .distributed import shutdown
 from .epochs import run_epochs
 from .session import default_run_dir, open_session
-from .state import Session
+from .state import Progress, Session
 from .stopping import EXIT_STOPPED, Stopper, parse_duration, stopped_exit_status
 from .summary import final_report, run_summary, start_lines
 
@@ -69,21 +69,22 @@ def train_status(cfg: TrainConfig, resume=False, log=print, restart: bool = Fals
     limit = None if cfg.time_limit is None else parse_duration(cfg.time_limit)
     stopper = Stopper(limit, signals=int(os.environ.get("WORLD_SIZE", "1")) <= 1, log=log)
     with stopper:  # signals are handled from the start; torchrun's workers leave them to the agent
-        s = open_session(cfg, resume, log, restart, asked)
-        return _run(s, stopper, log)
+        s, progress = open_session(cfg, resume, log, restart, asked)
+        return _run(s, progress, stopper, log)
 
 
-def _run(s: Session, stopper: Stopper, log) -> tuple[Path, str | None]:
+def _run(s: Session, progress: Progress, stopper: Stopper, log) -> tuple[Path, str | None]:
     cfg, folder = s.cfg, s.folder
-    finished, stopped = True, None
+    finished = True
     try:
         if s.main:
             for line in start_lines(s):
                 log(line)
-        stopped = run_epochs(s, stopper, log)
+        for progress in run_epochs(s, progress, stopper, log):
+            pass  # the last one is what the run finished, however the loop ends
     except KeyboardInterrupt:
         finished = False
-        if s.main and s.metrics:
+        if s.main and progress.metrics:
             log(f"\ninterrupted; the last complete epoch is saved in {folder.checkpoint('last')} "
                 f"(continue with --resume --out {folder.path})")
         elif s.main:
@@ -95,12 +96,12 @@ def _run(s: Session, stopper: Stopper, log) -> tuple[Path, str | None]:
     finally:
         if s.tb is not None:
             s.tb.close()
-            s.tb = None
-        if s.main and not s.metrics and s.undo is not None and not finished and not folder.has_finished_epoch():
+        metrics, stopped = list(progress.metrics), progress.stopped
+        if s.main and not metrics and s.undo is not None and not finished and not folder.has_finished_epoch():
             s.undo()  # a fresh run that finished no epoch (diverged, interrupted) leaves no stub
-        if s.main and s.metrics:
+        if s.main and metrics:
             try:
-                summary = run_summary(s.metrics, cfg, folder.path, finished and len(s.metrics) == cfg.epochs)
+                summary = run_summary(metrics, cfg, folder.path, finished and len(metrics) == cfg.epochs)
                 folder.write_summary({**summary, "stopped": stopped} if stopped else summary)
             except OSError:
                 if finished:
@@ -112,5 +113,5 @@ def _run(s: Session, stopper: Stopper, log) -> tuple[Path, str | None]:
             log(f"stopped ({stopped}) with {folder.checkpoint('last')} saved; run the same command again "
                 f"(or --resume {folder.path}) to continue; exit status {stopped_exit_status()}")
         else:
-            log(final_report(folder, s.metrics, cfg))
+            log(final_report(folder, metrics, cfg))
     return folder.path, stopped

@@ -1,6 +1,7 @@
 """A run's session: the config resolved, every rank agreed on one locked run folder, and the
 model, optimiser, schedule and data set up (or restored from ``last.pt``) before the first epoch,
-in the :class:`plif.train.state.Session` record the epochs then use.
+in the frozen :class:`plif.train.state.Session` record the epochs then use, built here once, with the
+run's :class:`plif.train.state.Progress` so far.
 
 Every value is validated and the run folder is locked before any data is loaded.  Under torchrun
 rank 0 alone names, locks, judges and writes the folder; the other ranks get its verdict.  A fresh
@@ -16,17 +17,18 @@ import torch
 
 from ..data.pipeline import load_train_data, planned_train_samples
 from ..device import pick_device, set_tf32
-from ..kernels.gpu_switches import changed as gpu_switches_on
+from ..switches import changed as gpu_switches_on
 from ..models import build_network
 from ..runs.folder import CHECKPOINT_DIR, CHECKPOINTS, RunFolder, prepare_out
-from .checks import check_network, check_outputs
+from .checks import check_outputs
 from .config import SPEED_AUTO, TrainConfig, resolve_config
 from .distributed import all_gather_object, broadcast_object, init_distributed, restart_count
 from .graph import GraphTrainer, check_graph_options
 from .optim import adam, graph_adam
 from .resume import restore
 from .speed import resolve_speed
-from .state import Session
+from .state import Progress, Session
+from .user_model import check_run_network
 
 __all__ = ["open_session", "default_run_dir", "setup_run_folder", "setup_model", "setup_optimizer"]
 
@@ -103,7 +105,12 @@ def _agree_on_folder(cfg: TrainConfig, resume, dist, log, restart: bool = False)
 # --- the model, optimiser and data ---------------------------------------------------------------
 
 def setup_model(cfg: TrainConfig, device: torch.device) -> torch.nn.Module:
-    """The network, seeded, on ``device``; its output width must equal the dataset's classes."""
+    """The network, seeded, on ``device``; its output width must equal the dataset's classes.  A
+    ``--model`` network: :func:`plif.train.user_model.setup_user_model`."""
+    if cfg.model is not None:
+        from .user_model import setup_user_model
+
+        return setup_user_model(cfg, device)
     torch.manual_seed(cfg.seed)
     model = build_network(cfg.network, cfg.input_shape, cfg.T, **cfg.network_kwargs())
     check_outputs(model, cfg)
@@ -120,18 +127,17 @@ def setup_optimizer(model, cfg: TrainConfig, device: torch.device):
     return optimizer, torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=cfg.t_max)
 
 
-def setup_parallel(s: Session) -> torch.nn.Module:
+def setup_parallel(model: torch.nn.Module, cfg: TrainConfig, device: torch.device, world: int) -> torch.nn.Module:
     """The module the loop (or the graph trainer) runs: SyncBN / DDP / torch.compile around the model
     as configured."""
-    net = s.model
-    if s.cfg.sync_bn and s.device.type != "cuda":
+    net = model
+    if cfg.sync_bn and device.type != "cuda":
         raise ValueError("--sync-bn needs CUDA devices (PyTorch's SyncBatchNorm has no CPU implementation)")
-    if s.cfg.sync_bn and s.dist.world > 1:
+    if cfg.sync_bn and world > 1:
         net = torch.nn.SyncBatchNorm.convert_sync_batchnorm(net)
-    if s.dist.world > 1:
-        net = torch.nn.parallel.DistributedDataParallel(
-            net, device_ids=[s.device.index] if s.device.type == "cuda" else None)
-    if s.cfg.compile:
+    if world > 1:
+        net = torch.nn.parallel.DistributedDataParallel(net, device_ids=[device.index] if device.type == "cuda" else None)
+    if cfg.compile:
         net = torch.compile(net)
     return net
 
@@ -153,15 +159,16 @@ def _switches_record() -> dict:
 
 # --- the whole set-up ----------------------------------------------------------------------------
 
-def open_session(cfg: TrainConfig, resume, log, restart: bool = False, asked=None) -> Session:
-    """Every set-up step in order, returning the session with its run folder locked (rank 0).
+def open_session(cfg: TrainConfig, resume, log, restart: bool = False, asked=None) -> tuple[Session, Progress]:
+    """Every set-up step in order, returning the session with its run folder locked (rank 0) and the
+    run's progress so far (none for a fresh run, what ``last.pt`` holds for a resume).
 
     asked: the options refused where they would have no effect, as :func:`resolve_config` takes it;
     None: ``not resume`` (a resume's settings are the run's own; ``plif train --resume`` names those
     given anew).  On any error the lock is released, and a fresh run's folder is left as it was found."""
     asked = not resume if asked is None else asked
     cfg = resolve_config(cfg, asked=asked)
-    check_network(cfg, asked=asked)  # built on the meta device: a bad network is refused before the folder is touched
+    check_run_network(cfg, asked=asked)  # a bad network is refused before the folder is touched
     device = pick_device(cfg.device)
     dist = init_distributed(device.type)
     restarted = any(all_gather_object(restart_count() > 0, dist.world))  # one machine's agent may not count it
@@ -186,44 +193,51 @@ def open_session(cfg: TrainConfig, resume, log, restart: bool = False, asked=Non
         from .tb_log import summary_writer_class
 
         summary_writer_class()  # missing package: refused before the run folder is touched
+    data_options = cfg.data_options()  # the dataset's record, resolved once for the whole run
     # event datasets: the file list gives the training size before any frame cache is built
-    _check_batch_fits(cfg, planned_train_samples(cfg), dist.world)
+    _check_batch_fits(cfg, planned_train_samples(data_options), dist.world)
     folder, resume, created = _agree_on_folder(cfg, resume, dist, log, restart)
 
     def record(cfg: TrainConfig) -> dict:  # config.json and the copy in each checkpoint
         return {**cfg.to_dict(), "out": str(folder.path), "speed_auto": auto, **_switches_record()}
 
-    s = Session(cfg, record(cfg), folder, device, dist, dist.is_main, resume, metrics=[], restarted=restarted)
-    new_tensorboard = not folder.tensorboard.exists()
-    if s.main and not resume:
-        s.undo = lambda: folder.discard_new(created, new_tensorboard)
+    cfg_dict, main, undo, tb = record(cfg), dist.is_main, None, None
+    if main and not resume:
+        new_tensorboard = not folder.tensorboard.exists()
+        undo = lambda: folder.discard_new(created, new_tensorboard)  # noqa: E731
     try:
-        if s.main and not resume:
-            folder.write_config(s.cfg_dict)  # before the data loads: a full disk fails now
+        if main and not resume:
+            folder.write_config(cfg_dict)  # before the data loads: a full disk fails now
             folder.write_metrics([])
-        s.model = setup_model(cfg, device)
-        s.optimizer, s.scheduler = setup_optimizer(s.model, cfg, device)
-        if resume:
-            r = restore(s, log)  # loads last.pt into the model, optimiser and schedule
-            s.cfg, s.cfg_dict = r.cfg, record(r.cfg)  # the cosine period may follow new --epochs
-            s.start_epoch, s.start_step, s.rank_state, s.metrics = r.start_epoch, r.start_step, r.rank_state, r.metrics
-            if s.main:
-                folder.write_config(s.cfg_dict)  # what a resume may change (--epochs, --device) is recorded
-        cfg = s.cfg  # a resume's: the cosine period may follow new --epochs
-        if s.main and cfg.log == "tensorboard":
+        model = setup_model(cfg, device)
+        optimizer, scheduler = setup_optimizer(model, cfg, device)
+        progress = Progress()
+        if resume:  # loads last.pt into the model, optimiser and schedule
+            r = restore(folder, cfg, cfg_dict, model, optimizer, scheduler, device, dist, log)
+            cfg, cfg_dict, progress = r.cfg, record(r.cfg), r.progress  # the cosine period may follow new --epochs
+            if main:
+                folder.write_config(cfg_dict)  # what a resume may change (--epochs, --device) is recorded
+        if main and cfg.log == "tensorboard":
             from .tb_log import TensorBoardLog
 
-            s.tb = TensorBoardLog(folder.tensorboard, s.model)
-        s.data = load_train_data(cfg, device)
-        _check_batch_fits(cfg, len(s.data.train), dist.world)
-        s.net = setup_parallel(s)
-        if cfg.cuda_graph:  # captured lazily, after any resume has loaded the state it replays on
-            s.trainer = GraphTrainer(s.model, s.optimizer, cfg.num_classes, device, amp=cfg.amp, net=s.net)
+            tb = TensorBoardLog(folder.tensorboard, model)
+        data = load_train_data(data_options, device)
+        if cfg.model is not None and not data_options.spec.is_event:  # a --model network takes [T, B, ...]
+            from ..models.factories import over_time
+
+            data = dataclasses.replace(data, prepare=over_time(data.prepare, cfg.T))
+        _check_batch_fits(cfg, len(data.train), dist.world)
+        net = setup_parallel(model, cfg, device, dist.world)
+        # --cuda-graph: captured lazily, after any resume has loaded the state it replays on
+        time_major = cfg.model is not None or data_options.spec.is_event  # batches [T, B, ...]
+        trainer = (GraphTrainer(model, optimizer, cfg.num_classes, device, amp=cfg.amp, net=net, time_major=time_major)
+                   if cfg.cuda_graph else None)
     except BaseException:
-        if s.tb is not None:
-            s.tb.close()
-        if s.undo is not None:  # a refused fresh run leaves no stub run folder behind
-            s.undo()
+        if tb is not None:
+            tb.close()
+        if undo is not None:  # a refused fresh run leaves no stub run folder behind
+            undo()
         folder.unlock()
         raise
-    return s
+    return Session(cfg, cfg_dict, folder, device, dist, bool(resume), restarted, model, net, optimizer, scheduler,
+                   data_options, data, tb, trainer, undo), progress

@@ -51,8 +51,9 @@ def start_lines(s: "Session") -> list[str]:
     lines = [f"run folder: {s.folder.path}",
              f"{cfg.dataset}: {len(s.data.train)} train, {len(s.data.val) if s.data.val else 0} val{capped}, "
              f"{len(s.data.test)} test samples on {s.device}; "
-             f"network {spec_as_built(cfg.network, cfg.input_shape, cfg.neuron, cfg.pool)}, T={cfg.T}, "
-             f"every neuron {_neuron_label(cfg)}" + (f", {cfg.pool} pooling" if cfg.pool else "")]
+             + (f"--model {cfg.model} ({type(s.model).__name__}), T={cfg.T}" if cfg.model is not None else
+                f"network {spec_as_built(cfg.network, cfg.input_shape, cfg.neuron, cfg.pool)}, T={cfg.T}, "
+                f"every neuron {_neuron_label(cfg)}" + (f", {cfg.pool} pooling" if cfg.pool else ""))]
     if s.dist.world > 1:
         lines.append(_placement(s))
     return lines
@@ -73,7 +74,7 @@ def _placement(s: "Session") -> str:
     if not s.data.train.streamed:
         return f"data: each of the {n} processes keeps every split whole on its device ({mb:.0f} MB each)"
     source = ("the memory-mapped frame cache (pages shared by the processes of a machine)"
-              if s.cfg.dataset_spec.is_event else f"host memory (every process holds the {mb:.0f} MB of uint8 images)")
+              if s.data_options.spec.is_event else f"host memory (every process holds the {mb:.0f} MB of uint8 images)")
     return (f"data: each of the {n} processes streams only its own 1/{n} of every epoch and evaluation, from {source}")
 
 

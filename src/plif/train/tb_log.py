@@ -14,20 +14,33 @@ from pathlib import Path
 
 import torch
 
-__all__ = ["TensorBoardLog", "firing_rates", "spiking_layer_names", "summary_writer_class"]
+__all__ = ["TensorBoardLog", "firing_rates", "spiking_layer_names", "tau_names", "layer_taus", "summary_writer_class"]
 
 
 def spiking_layer_names(model) -> dict:
-    """``{"<index>_<token>": layer}`` for every spiking layer of ``model``, in network order."""
+    """``{"<index>_<token>": layer}`` for every spiking layer of ``model``, in network order; for a
+    ``--model`` network (no notation) ``{qualified module name: layer}``, in module order."""
     from ..neurons import SpikingNeuron
 
+    if not hasattr(model, "info"):
+        from ..models.factories import spiking_modules
+
+        return spiking_modules(model)
     return {f"{i}_{info.token}": layer for i, (layer, info) in enumerate(zip(model.layers, model.info))
             if isinstance(layer, SpikingNeuron)}
 
 
 def tau_names(model) -> list[str]:
-    """The names of the PLIF layers, in the order of ``Network.taus()`` (metrics' ``taus``)."""
+    """The names of the PLIF layers, in the order of :func:`layer_taus` (metrics' ``taus``)."""
     return [name for name, layer in spiking_layer_names(model).items() if hasattr(layer, "w")]
+
+
+def layer_taus(model) -> list[float]:
+    """τ of every PLIF layer: ``Network.taus()``, and for a ``--model`` network the same of each
+    PLIF module, in the order of :func:`tau_names`."""
+    if hasattr(model, "taus"):
+        return model.taus()
+    return [float(layer.tau.mean()) for layer in spiking_layer_names(model).values() if hasattr(layer, "w")]
 
 
 @contextmanager

@@ -1,0 +1,240 @@
+"""``plif train --model FILE.py:FACTORY``: a network written as nn.Module code trains and resumes bit for
+bit as a notation run does; every bad reference is refused before training, in one line naming the
+file, the factory and what was wrong, with nothing written to --out."""
+import json
+import sys
+
+import pytest
+import torch
+
+from plif.cli.main import main
+from plif.models.factories import file_module_name
+from plif.runs import load_run, read_metrics
+from plif.train import TrainConfig, train
+
+from plif_testing import quiet, train_killed_at_step, without_times
+
+# the tiny notation network of the other tests (c4k3s1-BN-PLIF-MPk4s4-DP-FC100-PLIF-APk10s10 without the
+# dropout), written by hand with its own forward
+TINY_MODEL = '''
+import torch
+from torch import nn
+from plif import PLIF
+from plif.layers import TimeFolded, Voting
+
+
+class Tiny(nn.Module):
+    def __init__(self, channels, side, classes):
+        super().__init__()
+        self.conv = TimeFolded(nn.Conv2d(channels, 4, 3, padding=1, bias=False))
+        self.bn = TimeFolded(nn.BatchNorm2d(4))
+        self.sn1 = PLIF()
+        self.pool = TimeFolded(nn.MaxPool2d(4))
+        self.fc = TimeFolded(nn.Linear(4 * (side // 4) ** 2, classes * 10, bias=False))
+        self.sn2 = PLIF()
+        self.vote = Voting(10)
+
+    def forward(self, x):  # [T, B, C, H, W] -> [T, B, classes]
+        x = self.pool(self.sn1(self.bn(self.conv(x))))
+        return self.vote(self.sn2(self.fc(x.flatten(2))))
+
+
+def make(input_shape, num_classes):
+    return Tiny(input_shape[0], input_shape[1], num_classes)
+
+
+def needs_more(input_shape, depth):
+    return Tiny(input_shape[0], input_shape[1], 10)
+
+
+def raises(T):
+    raise RuntimeError("out of ideas")
+
+
+def not_a_module():
+    return 42
+
+
+def wrong_width(input_shape):
+    return Tiny(input_shape[0], input_shape[1], 7)
+
+
+def wrong_time(input_shape, num_classes):
+    return nn.Sequential(Tiny(input_shape[0], input_shape[1], num_classes), TimeFolded(nn.Identity()),
+                         _Mean())
+
+
+class _Mean(nn.Module):
+    def forward(self, x):
+        return x.mean(0)
+
+
+NOT_CALLABLE = 3
+'''
+
+
+@pytest.fixture
+def model_file(tmp_path):
+    path = tmp_path / "tiny_model.py"
+    path.write_text(TINY_MODEL)
+    return path
+
+
+def _cfg(root, out, model, **kw):
+    return TrainConfig(**{"dataset": "fashion-mnist", "model": model, "T": 2, "batch_size": 20, "device": "cpu",
+                          "epochs": 2, "lr": 5e-3, "t_max": 2, "eval_batch_size": 32, "max_train_samples": 80,
+                          "data_dir": str(root), "out": str(out), **kw})
+
+
+def test_a_model_from_a_file_trains_and_a_killed_run_resumes_bit_for_bit(model_file, tiny_fashion, tmp_path,
+                                                                           monkeypatch):
+    ref = f"{model_file}:make"
+    full = train(_cfg(tiny_fashion, tmp_path / "full", ref), log=quiet)
+    rows = read_metrics(full)
+    assert [r["epoch"] for r in rows] == [1, 2] and len(rows[0]["taus"]) == 2  # tau of both PLIF modules
+    assert rows[0]["firing_rates"].keys() == {"sn1", "sn2"}  # named by their modules
+    config = json.loads((full / "config.json").read_text())
+    assert config["model"] == ref and config["network"] is None
+
+    train_killed_at_step(_cfg(tiny_fashion, tmp_path / "killed", ref), 6, monkeypatch)  # in epoch 2 (4 steps an epoch)
+    resumed = train(_cfg(tiny_fashion, tmp_path / "killed", ref), resume=True, log=quiet)
+    assert without_times(read_metrics(resumed)) == without_times(rows)
+    a = torch.load(full / "checkpoints" / "last.pt", weights_only=True)["model"]
+    b = torch.load(resumed / "checkpoints" / "last.pt", weights_only=True)["model"]
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+    net, _ = load_run(full, "last")  # the factory again, the weights loaded
+    assert type(net).__name__ == "Tiny" and all(torch.equal(v, a[k]) for k, v in net.state_dict().items())
+
+
+def test_the_command_line_trains_evaluates_and_resumes_a_model_run_and_refuses_what_needs_the_notation(
+        model_file, tiny_fashion, tmp_path, capsys, monkeypatch):
+    out = tmp_path / "run"
+    argv = ["train", "--model", f"{model_file}:make", "--T", "2", "--batch-size", "20", "--epochs", "1",
+            "--max-train-samples", "40", "--device", "cpu", "--data-dir", str(tiny_fashion), "--out", str(out)]
+    assert main(argv) == 0
+    capsys.readouterr()
+    monkeypatch.delitem(sys.modules, file_module_name(model_file))  # as in a new process: not imported already
+    assert main(["eval", str(out)]) == 2  # a run folder from elsewhere imports no code unless trusted
+    err = capsys.readouterr().err
+    assert "model" in err and "--trust-module tiny_model" in err
+    assert main(["eval", str(out), "--trust-module", "tiny_model"]) == 0
+    assert "accuracy A: " in capsys.readouterr().out
+    assert main(["train", "--resume", str(out), "--epochs", "2", "--trust-module", "tiny_model"]) == 0
+    assert [r["epoch"] for r in read_metrics(out)] == [1, 2]
+    capsys.readouterr()
+    assert main(["stats", str(out), "--samples", "20", "--trust-module", "tiny_model"]) == 0  # counted by hooks
+    shown = capsys.readouterr().out
+    assert f"network: --model {model_file}:make" in shown and "sn2" in shown and "energy per sample" in shown
+    for command in (["export", str(out), "--nir", str(tmp_path / "n.nir")],
+                    ["plot", "encoder", str(out), "--out", str(tmp_path / "figs")]):
+        assert main([*command, "--trust-module", "tiny_model"]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and f"trained --model {model_file}:make" in err[0] and "notation" in err[0], err
+
+
+@pytest.mark.parametrize("factory, why", [
+    ("nowhere", "has no attribute 'nowhere'"),
+    ("NOT_CALLABLE", "NOT_CALLABLE in {file} is a int, not a function or class"),
+    ("needs_more", "the factory needs 'depth', which plif cannot give"),
+    ("raises", "the factory raised RuntimeError: out of ideas"),
+    ("not_a_module", "the factory returned a int, not a torch.nn.Module"),
+    ("wrong_width", "its output for the dataset's input [2, 2, 1, 28, 28] is [2, 2, 7], not [T, B, classes] = [2, 2, 10]"),
+    ("wrong_time", "its output for the dataset's input [2, 2, 1, 28, 28] is [2, 10], not [T, B, classes]"),
+])
+def test_a_bad_factory_is_refused_before_training_naming_the_file_and_the_factory(
+        factory, why, model_file, tiny_fashion, tmp_path):
+    out = tmp_path / "run"
+    with pytest.raises(ValueError) as e:
+        train(_cfg(tiny_fashion, out, f"{model_file}:{factory}"), log=quiet)
+    line = str(e.value)
+    assert "\n" not in line and line.startswith(f"--model {model_file}:{factory}: ")
+    assert why.format(file=model_file) in line
+    assert not out.exists()
+
+
+def test_a_file_that_does_not_import_or_is_missing_is_refused_in_one_line(tmp_path, tiny_fashion, capsys):
+    bad = tmp_path / "broken.py"
+    bad.write_text("import torch\ndef make(:\n")
+    out = tmp_path / "run"
+    base = ["train", "--T", "2", "--device", "cpu", "--data-dir", str(tiny_fashion), "--out", str(out)]
+    for ref, why in ((f"{bad}:make", f"importing {bad} failed: SyntaxError"),
+                     (f"{tmp_path / 'absent.py'}:make", f"{tmp_path / 'absent.py'}: no such file"),
+                     ("no_such_package_xyz.nets:make", "importing module no_such_package_xyz.nets failed: "
+                                                       "ModuleNotFoundError"),
+                     ("unknown-name", "not a registered model name")):
+        assert main([*base, "--model", ref]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and f"--model {ref}" in err[0] and why in err[0], err
+        assert not out.exists()
+
+
+def test_notation_options_and_a_network_do_not_go_with_a_model(model_file, tiny_fashion, tmp_path):
+    ref = f"{model_file}:make"
+    with pytest.raises(ValueError, match="--network 'FC10-PLIF' and --model .*: give one of them"):
+        train(_cfg(tiny_fashion, tmp_path / "a", ref, network="FC10-PLIF"), log=quiet)
+    with pytest.raises(ValueError, match="--neuron lif has no effect with --model"):
+        train(_cfg(tiny_fashion, tmp_path / "b", ref, neuron="lif"), log=quiet)
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
+
+def test_a_registered_name_and_a_module_reference_build_the_same_network(model_file, monkeypatch, tmp_path):
+    from plif.models import factories
+
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setitem(factories.MODEL_FACTORIES, "tiny-test", "tiny_model:make")
+    torch.manual_seed(0)
+    a = factories.build_model("tiny-test", (1, 28, 28), 10, 2)
+    torch.manual_seed(0)
+    b = factories.build_model("tiny_model:make", (1, 28, 28), 10, 2)
+    assert all(torch.equal(x, y) for x, y in zip(a.state_dict().values(), b.state_dict().values()))
+    assert factories.model_module("tiny_model:make") == "tiny_model" == factories.model_module(f"{model_file}:make")
+    assert factories.model_module("tiny-test") is None  # the registry is code running already: nothing to trust
+
+
+def test_the_model_is_fused_per_memory_keeping_its_state_dict(model_file, tiny_fashion, tmp_path):
+    """--memory fused (the default) runs the model's conv -> BN -> PLIF as the fused block (plif.fuse);
+    --memory none trains the layers as written; both from the same seeded weights and state-dict keys."""
+    from plif import fused_blocks
+    from plif.train import resolve_config
+    from plif.train.user_model import setup_user_model
+
+    cfg = resolve_config(_cfg(tiny_fashion, tmp_path / "run", f"{model_file}:make"))
+    fused = setup_user_model(cfg, torch.device("cpu"))
+    composed = setup_user_model(resolve_config(_cfg(tiny_fashion, tmp_path / "run", f"{model_file}:make",
+                                                    memory="none")), torch.device("cpu"))
+    assert fused_blocks(fused) == [("conv", "bn", "sn1")] and fused_blocks(composed) == []
+    a, b = fused.state_dict(), composed.state_dict()
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_stats_by_hooks_count_what_the_notation_networks_stats_count(tmp_path):
+    """plif stats of a --model run counts by forward hooks (plif.deploy.module_stats): on the notation
+    network with the same layers and weights, the same spikes, SynOps and MACs as collect_stats,
+    the static image's first convolution counted once per sample."""
+    import types
+
+    from plif import build_network
+    from plif.deploy.module_stats import collect_module_stats
+    from plif.deploy.stats import collect_stats
+    from plif.models.inputs import repeat_over_time
+
+    module = types.ModuleType("tiny_for_stats")
+    exec(TINY_MODEL, module.__dict__)
+    torch.manual_seed(0)
+    net = build_network("c4k3s1-BN-PLIF-MPk4s4-FC100-PLIF-APk10s10", (1, 28, 28), 2)
+    with torch.no_grad():
+        for p in net.parameters():
+            p.uniform_(-0.5, 1.0)  # every layer fires, not always
+    model = module.make((1, 28, 28), 10)
+    model.load_state_dict(dict(zip(model.state_dict(), net.state_dict().values())))
+    images = [(torch.rand(5, 1, 28, 28, generator=torch.Generator().manual_seed(i)), torch.arange(5)) for i in (1, 2)]
+    ref = collect_stats(net, images, fold_bn=False)
+    got = collect_module_stats(model, [(repeat_over_time(x, 2), y) for x, y in images], 2, "tiny")
+    assert got.samples == ref.samples == 10 and got.correct == ref.correct
+    for key, value in ref.totals.items():
+        assert got.totals[key] == pytest.approx(value, rel=1e-6), key
+    assert ref.totals["synops"] > 0 and ref.totals["snn_macs"] == 28 * 28 * 4 * 9  # the image's conv, once a sample
+    rates = lambda st: [st.firing_rate(ls) for ls in st.layers if ls.neurons]  # noqa: E731
+    assert rates(got) == pytest.approx(rates(ref)) and all(0 < r < 1 for r in rates(ref))
+    assert [ls.token for ls in got.layers] == ["conv", "sn1", "fc", "sn2"]
