@@ -96,18 +96,19 @@ def _convert(module: nn.Module, prefix: str) -> nn.Module:
 
 def from_spikingjelly(model: nn.Module, *, state_dict: dict | None = None, share: bool = False,
                       fuse: bool = True, memory: str = "fused") -> nn.Module:
-    """The plif model computing what SpikingJelly 2.0 ``model`` (multi-step) computes; ``model`` is untouched.
+    """The plif model computing what SpikingJelly 2.0 ``model`` (multi-step) computes; ``model``'s modules are
+    left as they were.
 
     - state_dict: a SpikingJelly checkpoint to load first (its keys are ``model``'s, not plif's).
     - share: the plif model holds ``model``'s own parameter and buffer tensors (training one trains
-      the other) instead of copies.
+      the other, and a ``state_dict`` is loaded into both) instead of copies.
     - fuse, memory: run ``plif.fuse(converted, memory=memory)`` (``memory`` as ``plif train --memory``).
 
     The plif model starts every forward from rest (``V_reset``); SpikingJelly keeps its state until
     ``functional.reset_net``: the two agree when that is called before each sample, as SpikingJelly's
     training loops do.  Input ``[T, B, ...]``, output as the SpikingJelly model's.
 
-    Example (needs SpikingJelly)::
+    Example (needs SpikingJelly):
 
         from spikingjelly.activation_based import functional, neuron, surrogate
         from spikingjelly.activation_based.model.parametric_lif_net import FashionMNISTNet
