@@ -18,6 +18,7 @@ from dataclasses import asdict
 import torch
 
 from gpu_checks import stage_compile, stage_grid, stage_spikingjelly, stage_sync
+from gpu_residual import stage_residual
 from plif.bench.memory import select_configs
 
 DRY_CASE = ("dry-T4-B2-C8-8x8", (4, 2, 8, 8, 8))
@@ -294,11 +295,12 @@ STAGES = {
     "cifar10-dvs": (_net_stage("cifar10-dvs"), 100),
     "memory": (stage_memory, 90),
     "protocol-full": (stage_protocol, 520),
+    "residual": (stage_residual, 60),  # issue 47: the residual zoo beside SpikingJelly (gpu_residual.py)
 }
 
 # Two device calls of under 9 minutes each (the device has 15 in all, a machine start costs 1-2):
 # "first" checks and times Fashion-MNIST with the new defaults, "second" the three big paper networks.
 PLANS = {
-    "first": ("spikingjelly", "grid", "compile", "sync", "neuron", "train", "fuse", "protocol"),
+    "first": ("spikingjelly", "grid", "compile", "sync", "neuron", "train", "fuse", "residual", "protocol"),
     "second": ("spikingjelly", "block", "cifar10", "dvs128-gesture", "cifar10-dvs", "memory"),
 }

@@ -32,9 +32,12 @@ where that run timed it; an H100 takes a little longer:
   fuse            120   ~90 s (not yet measured; 4 Inductor compiles last): plif.fuse on networks written by hand, B16: the paper's
                            Fashion-MNIST network by hand + fuse (a stride-0 image) beside build_network's,
                            a SEW residual network fused and as written; eager, cuda-graph, compile+graph
+  residual           60   20 s: one training step of sew-resnet18 (CIFAR-10, T4 B16) and the SEW 7B-Net
+                           (DVS128 Gesture, T16 B16): plif, plif+bf16, SpikingJelly eager and bf16
+                           (gpu_residual.py, issue 47)
   protocol         rest   the paper protocol as plif train --preset paper runs it by default for what is
                            left, at most --protocol-seconds (100: Inductor's compile, then ~15 epochs)
-  expected ~320 s; every stage at its budget: ~500 s
+  expected ~340 s; every stage at its budget: ~500 s (residual takes its 60 s from the protocol)
 
   plan second (--stages second --budget 440): the paper networks users train for hours, B16
   spikingjelly       20    2 s

@@ -13,20 +13,22 @@ Tensors are time-first everywhere: a layer takes and returns ``[T, B, ...]``.  W
 - `plif.monitor`: ``plif.monitor.FiringRateMonitor``, per-layer firing rates of any model;
 - `plif.train`: ``plif.train.TrainConfig`` and ``plif.train.train``;
 - `plif.deploy`: ``plif.deploy.load_run``, BN folding, spike-only inference, NIR export;
-- `plif.experiments`: the ablation sweep, the report and the figures.
+- `plif.experiments`: the ablation sweep, the report and the figures;
+- `plif.interop`: ``plif.from_spikingjelly``, a SpikingJelly 2.0 model as plif layers.
 """
 from ._lazy import lazy_names
 
 __version__ = "0.1.0"
 __all__ = ["IF", "LIF", "PLIF", "NeuronConfig", "multi_step", "build_network", "build_zoo", "parse", "fuse",
-           "fused_blocks", "PoissonEncoder", "LatencyEncoder", "DirectEncoder", "FiringRateMonitor", "__version__"]
+           "fused_blocks", "PoissonEncoder", "LatencyEncoder", "DirectEncoder", "FiringRateMonitor",
+           "from_spikingjelly", "__version__"]
 
 # imported on first use, so that torch-free parts (the event readers behind `plif data info`) stay light
 _WHERE = {"build_network": ".models", "build_zoo": ".models", "parse": ".models", "fuse": ".models",
           "fused_blocks": ".models", "IF": ".neurons",
           "LIF": ".neurons", "PLIF": ".neurons", "NeuronConfig": ".neurons", "multi_step": ".neurons",
           "PoissonEncoder": ".encoding", "LatencyEncoder": ".encoding", "DirectEncoder": ".encoding",
-          "FiringRateMonitor": ".monitor"}
+          "FiringRateMonitor": ".monitor", "from_spikingjelly": ".interop"}
 
 
 __getattr__, __dir__ = lazy_names(__name__, _WHERE, globals())

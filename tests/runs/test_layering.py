@@ -39,7 +39,7 @@ def test_the_check_sees_a_relative_import_of_training():
 # dataset catalog and the GPU switches among them, so that models never reach into data for a fact.
 LAYERS = (
     {"_lazy", "atomic", "filelock", "device", "progress", "signals", "surrogate", "catalog", "switches", "values"},
-    {"neurons"}, {"kernels"}, {"layers", "encoding"}, {"models", "data"}, {"runs", "monitor"}, {"deploy", "train"},
+    {"neurons"}, {"kernels"}, {"layers", "encoding"}, {"models", "data"}, {"runs", "monitor", "interop"}, {"deploy", "train"},
     {"experiments", "bench"}, {"cli"}, {"__main__"},
 )
 RANK = {unit: i for i, layer in enumerate(LAYERS) for unit in layer}

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib
 
-__all__ = ["spikingjelly_unavailable", "spikingjelly_path", "INSTALL_HINT"]
+__all__ = ["spikingjelly_unavailable", "spikingjelly_path", "spikingjelly_model", "INSTALL_HINT"]
 
 INSTALL_HINT = "pip install spikingjelly==2.0.0 --no-deps && pip install loguru"
 _MODULES = ("spikingjelly.activation_based.neuron", "spikingjelly.activation_based.surrogate",
@@ -49,3 +49,25 @@ def spikingjelly_path(device, neuron: str = "plif") -> str:
         return f"unknown: {type(e).__name__}: {e}"
     skipped = sorted(found.get("unavailable") or {})
     return f"{found['implementation']} (automatic" + (f"; not available: {', '.join(skipped)})" if skipped else ")")
+
+
+def spikingjelly_model(name: str):
+    """SpikingJelly 2.0's model-zoo module ``spikingjelly.activation_based.model.<name>`` (``sew_resnet``,
+    ``spiking_resnet``, ``spiking_vgg``, ``parametric_lif_net``, ...).
+
+    Those modules import torchvision only for ``load_state_dict_from_url`` (pretrained weights); where
+    torchvision is missing (it does not install beside plif's pinned torch) a one-function stand-in is
+    put into ``sys.modules`` first: ``torch.hub.load_state_dict_from_url``, the function torchvision
+    re-exports.  A torchvision that imports is left alone."""
+    import sys
+    import types
+
+    try:
+        importlib.import_module("torchvision.models.utils")
+    except Exception:  # noqa: BLE001  (absent, or present and broken: the stand-in serves either way)
+        import torch.hub
+
+        for module in ("torchvision", "torchvision.models", "torchvision.models.utils"):
+            sys.modules.setdefault(module, types.ModuleType(module))
+        sys.modules["torchvision.models.utils"].load_state_dict_from_url = torch.hub.load_state_dict_from_url
+    return importlib.import_module(f"spikingjelly.activation_based.model.{name}")

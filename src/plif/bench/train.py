@@ -45,6 +45,7 @@ from ..device import set_tf32
 from ..switches import switched
 from ..catalog import get_dataset
 from ..models import MemoryOptions, build_network
+from ..models.inputs import repeat_over_time
 from ..train.graph import GraphTrainer, autocast_context, capture_cuda_graph
 from ..train.loop import train_step
 from ..train.malloc import keep_freed_memory
@@ -54,7 +55,7 @@ from .kernels import profile_kernels
 from .spikingjelly import INSTALL_HINT, spikingjelly_path, spikingjelly_unavailable
 from .twin import spikingjelly_twin
 
-__all__ = ["TrainBenchResult", "bench_train", "format_train_table", "VARIANTS", "CUDA_ONLY"]
+__all__ = ["TrainBenchResult", "bench_train", "format_train_table", "VARIANTS", "CUDA_ONLY", "MODEL_VARIANTS"]
 
 VARIANTS = ("naive", "bptt", "auto", "auto+none", "auto+bf16", "auto+graph", "compile", "compile+graph", "cuda-graph",
             "cuda-graph+bf16", "cuda-graph+bf16+channels-last", "spikingjelly", "spikingjelly+bf16", "spikingjelly+graph")
@@ -142,6 +143,32 @@ def memory_choice(memory: str | None, v: str = "auto", entry=None, network: str 
     return cfg.memory, cfg.memory_options()
 
 
+MODEL_VARIANTS = ("auto", "auto+none", "auto+bf16", "auto+graph", "compile", "spikingjelly", "spikingjelly+bf16",
+                  "spikingjelly+graph")
+"""The variants ``--model NAME`` (a residual zoo network, not a notation string) runs."""
+
+
+def _model_step(v: str, model: str, entry, T: int, x, xs, y, dev, memory: str | None = None):
+    """``(step, memory)`` of variant ``v`` on residual zoo network ``model`` (:mod:`plif.models.residual`) for
+    ``entry``'s shape and classes: fused per ``memory`` (``auto+none``: as written), fed the static image as a
+    stride-0 expand over T; the SpikingJelly rows run its twin holding the same weights."""
+    from ..models.residual import RESIDUAL_ZOO
+    from .residual_twin import spikingjelly_residual_twin
+
+    amp, graph = ("bf16" if "+bf16" in v else None), v.endswith("graph")
+    chosen = "none" if v == "auto+none" else (memory or "fused")
+    net = RESIDUAL_ZOO[model][0](entry.input_shape, entry.num_classes, T, fused=v != "auto+none", memory=chosen)
+    xt = xs if entry.is_event else repeat_over_time(x, T)
+    if v.startswith("spikingjelly"):
+        sj, reset_net = spikingjelly_residual_twin(net)
+        step, chosen = _step_fn(sj.to(dev), xs, y, entry.num_classes, capturable=graph, after=reset_net, amp=amp), None
+    else:
+        net = net.to(dev)
+        step = _step_fn(torch.compile(net) if v == "compile" else net, xt, y, entry.num_classes, capturable=graph,
+                        amp=amp)
+    return (capture_cuda_graph(step, dev) if graph else step), chosen
+
+
 def _build_step(v: str, entry, T: int, x, xs, y, dev, network: str | None = None, memory: str | None = None):
     """``(step, memory)``: the step of variant ``v`` (a fresh network and optimiser) on ``network``
     (default: the paper's), plif's with ``--memory memory`` (default: ``plif train``'s), and the name
@@ -188,8 +215,9 @@ def _bound(r: TrainBenchResult, entry, T: int, network: str, dev, tf32: bool, me
 def bench_train(dataset: str = "fashion-mnist", batches=(16,), device: str = "cpu", variants=None,
                 warmup: int = 2, iters: int = 5, T: int | None = None, kernels: bool = True,
                 deadline: float | None = None, network: str | None = None, memory: str | None = None,
-                tf32: bool = True) -> list[TrainBenchResult]:
-    """Time one training step of the paper's network for ``dataset`` (or ``network``) at each batch
+                tf32: bool = True, model: str | None = None) -> list[TrainBenchResult]:
+    """Time one training step of the paper's network for ``dataset`` (or ``network``, or ``model``: a
+    residual zoo network by name, :data:`MODEL_VARIANTS` only, no FLOP bound) at each batch
     size; with ``kernels`` (CUDA) also count the kernels of one step.  plif's variants run with
     ``--memory memory`` (default: ``plif train``'s) and TF32 as ``tf32`` says (set for the call,
     restored after).  Past ``deadline`` (``time.monotonic()``) the remaining rows say "not run"."""
@@ -197,11 +225,19 @@ def bench_train(dataset: str = "fashion-mnist", batches=(16,), device: str = "cp
     entry = get_dataset(dataset)
     T = T or entry.T
     network = network or entry.network
+    if model is not None:
+        from ..models.residual import RESIDUAL_ZOO
+
+        if model not in RESIDUAL_ZOO:
+            raise ValueError(f"unknown model {model!r}; valid: {', '.join(RESIDUAL_ZOO)}")
     if variants is None:
         variants = ["naive", "bptt", "auto+none", "auto"] + (["auto+graph"] if dev.type == "cuda" else []) + ["spikingjelly"]
+        variants = variants if model is None else [v for v in variants if v in MODEL_VARIANTS]
     for v in variants:
-        if v not in VARIANTS:
-            raise ValueError(f"unknown variant {v!r}; valid: {', '.join(VARIANTS)}")
+        valid = VARIANTS if model is None else MODEL_VARIANTS
+        if v not in valid:
+            raise ValueError(f"unknown variant {v!r}{'' if model is None else f' for --model {model}'}; "
+                             f"valid: {', '.join(valid)}")
         if v in CUDA_ONLY and dev.type != "cuda":
             raise ValueError(f"variant {v!r} needs a CUDA device, got {dev}")
     wants_sj = any(v.startswith("spikingjelly") for v in variants)
@@ -223,10 +259,16 @@ def bench_train(dataset: str = "fashion-mnist", batches=(16,), device: str = "cp
                     results.append(TrainBenchResult(v, b, None, None, note="not run: time budget spent"))
                     continue
                 torch.manual_seed(0)
-                step, chosen = _build_step(v, entry, T, x, xs, y, dev, network, memory)
+                if model is None:
+                    step, chosen = _build_step(v, entry, T, x, xs, y, dev, network, memory)
+                else:
+                    step, chosen = _model_step(v, model, entry, T, x, xs, y, dev, memory)
                 results.append(_measure(step, v, b, dev, warmup, iters, kernels))
                 results[-1].note = sj_note if sj else ""
-                _bound(results[-1], entry, T, network, dev, tf32, chosen)
+                if model is None:
+                    _bound(results[-1], entry, T, network, dev, tf32, chosen)
+                else:
+                    results[-1].memory = chosen or ""
                 del step
     finally:
         set_tf32(tf32_before)

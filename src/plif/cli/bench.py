@@ -86,12 +86,13 @@ def _run_train(args: argparse.Namespace) -> int:
     device = str(pick_device(args.device or "auto"))
     batches = tuple(int(b) for b in _csv(args.batches))
     results = bench_train(args.dataset, batches, device, _csv(args.variants) if args.variants else None,
-                          args.warmup, args.iters, args.T, memory=args.memory, tf32=args.tf32)
-    print(format_train_table(results, f"plif bench train — {args.dataset} on {device}"))
+                          args.warmup, args.iters, args.T, memory=args.memory, tf32=args.tf32, model=args.model)
+    what = args.dataset if args.model is None else f"{args.model} on {args.dataset}'s input"
+    print(format_train_table(results, f"plif bench train — {what} on {device}"))
     if args.json:
         from ..bench.neuron import machine_description, write_json_data
         write_json_data(args.json, {"meta": {"machine": machine_description(torch.device(device)),
-                                             "dataset": args.dataset},
+                                             "dataset": args.dataset, "model": args.model},
                                     "rows": [asdict(r) for r in results]})
         print(f"\nwrote {args.json}")
     return 0
@@ -117,6 +118,10 @@ def _add_train(sub) -> None:
     p.add_argument("--memory", choices=MEMORY_CHOICES, help="plif's activation savings (default: plif train's)")
     p.add_argument("--tf32", action=argparse.BooleanOptionalAction, default=True,
                    help="TF32 for fp32 matmuls and convolutions on CUDA, as plif train's default (no effect on the CPU)")
+    p.add_argument("--model", metavar="NAME", help="time a residual zoo network (plif zoo lists them: sew-resnet18, "
+                                                   "sew-7b-net, ...) for --dataset's shape and classes instead of the "
+                                                   "paper's; variants auto, auto+none, auto+bf16, compile, spikingjelly "
+                                                   "(its SpikingJelly twin, the same weights), spikingjelly+bf16")
     p.add_argument("--json", metavar="FILE", help="also write the numbers as JSON")
     p.set_defaults(func=_run_train)
 

@@ -1,4 +1,4 @@
-"""``plif spec`` (layer table for a network string) and ``plif zoo`` (the paper's networks)."""
+"""``plif spec`` (layer table for a network string) and ``plif zoo`` (the paper's networks and the residual zoo)."""
 from __future__ import annotations
 
 
@@ -31,12 +31,36 @@ def run_spec(args) -> int:
     return 0
 
 
+def _residual_zoo(name: str | None) -> None:
+    """List plif's residual zoo (:mod:`plif.models.residual`), or show entry ``name``'s modules."""
+    import torch
+
+    from ..catalog import get_dataset
+    from ..models.residual import RESIDUAL_ZOO, parameter_count
+
+    for entry, (factory, dataset) in RESIDUAL_ZOO.items():
+        if name not in (None, entry):
+            continue
+        e = get_dataset(dataset)
+        with torch.device("meta"):
+            net = factory(e.input_shape, e.num_classes, fused=False)
+        if name:
+            print(net)
+        shape = "x".join(map(str, e.input_shape))
+        print(f"{entry:17s} {dataset:15s} input={shape:10s} params={parameter_count(net):>12,}  "
+              f"plif train --model {entry} --dataset {dataset}")
+
+
 def run_zoo(args) -> int:
     from ..catalog import DATASETS
     from ..models import build_zoo, layer_table
+    from ..models.residual import RESIDUAL_ZOO
 
     import torch
 
+    if args.name in RESIDUAL_ZOO:
+        _residual_zoo(args.name)
+        return 0
     names = [args.name] if args.name else list(DATASETS)
     for name in names:
         with torch.device("meta"):  # shapes and counts only, as in plif spec: no weights allocated
@@ -46,6 +70,9 @@ def run_zoo(args) -> int:
         else:
             params = sum(p.numel() for p in net.parameters())
             print(f"{name:15s} T={net.T:<3d} input={'x'.join(map(str, net.input_shape)):10s} params={params:>12,}  {net.spec}")
+    if not args.name:
+        print("\nresidual networks (plif.models.residual; input channels and classes follow --dataset):")
+        _residual_zoo(None)
     return 0
 
 
@@ -62,9 +89,10 @@ def register(sub) -> None:
     p.add_argument("--tau0", type=float, default=2.0, help="initial tau of PLIF / tau of LIF [2]")
     p.set_defaults(func=run_spec)
 
-    z = sub.add_parser("zoo", help="list the paper's networks, or show one as a layer table")
+    z = sub.add_parser("zoo", help="list the paper's networks and the residual zoo, or show one")
     from ..catalog import DATASETS
 
-    z.add_argument("name", nargs="?", help=f"dataset name ({', '.join(DATASETS)})")
+    z.add_argument("name", nargs="?", help=f"dataset name ({', '.join(DATASETS)}) or a residual network "
+                   "(sew-resnet18, sew-7b-net, ...: the list without a name shows them)")
     z.add_argument("--authors-code", action="store_true", help="the authors' code's variant of the network")
     z.set_defaults(func=run_zoo)

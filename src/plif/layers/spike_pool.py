@@ -24,7 +24,7 @@ from ..kernels.pool_autograd import pooled_size, register_pool_autograd
 from .fold import TimeFolded
 from .spike_input import saves_for_backward
 
-__all__ = ["spike_max_pool2d", "SpikeMaxPool2d"]
+__all__ = ["spike_max_pool2d", "SpikeMaxPool2d", "spike_poolable"]
 
 
 def _offset_dtype(k: int, w: int) -> torch.dtype:
@@ -84,6 +84,12 @@ def spike_max_pool2d(x: torch.Tensor, kernel_size: int, stride: int | None = Non
     return _pool(x, k, s)[0]
 
 
+def spike_poolable(pool: nn.MaxPool2d) -> bool:
+    """Whether :class:`SpikeMaxPool2d` takes ``pool``: no padding, dilation or ceil mode (a ResNet stem's
+    3x3/2 pool with padding 1 stays an ``nn.MaxPool2d``)."""
+    return pool.padding in (0, (0, 0)) and pool.dilation in (1, (1, 1)) and not pool.ceil_mode
+
+
 class SpikeMaxPool2d(TimeFolded):
     """``[T, B, C, H, W]`` max-pooling with two-byte saved offsets; ``.layer`` stays the
     ``nn.MaxPool2d`` it replaces (same state dict, same exporters)."""
@@ -92,7 +98,7 @@ class SpikeMaxPool2d(TimeFolded):
         super().__init__(pool)
         k, s = pool.kernel_size, pool.stride
         k, s = (k if isinstance(k, int) else k[0]), (s if isinstance(s, int) else s[0])
-        if pool.padding not in (0, (0, 0)) or pool.dilation not in (1, (1, 1)) or pool.ceil_mode:
+        if not spike_poolable(pool):
             raise ValueError("SpikeMaxPool2d supports neither padding, dilation nor ceil_mode")
         self.k, self.s = k, s
 

@@ -37,6 +37,11 @@ _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 class ModelError(ValueError):
     """A ``--model`` reference that cannot be trained, in one line naming it."""
 
+# plif's residual zoo (plif.models.residual.RESIDUAL_ZOO): each factory named as its entry, "_" for "-"
+MODEL_FACTORIES.update({name: f"plif.models.residual:{name.replace('-', '_')}" for name in (
+    "sew-resnet18", "sew-resnet18-and", "sew-resnet18-iand", "sew-resnet34", "sew-resnet34-and", "sew-resnet34-iand",
+    "spiking-resnet18", "spiking-resnet34", "sew-7b-net", "sew-wide-7b-net")})
+
 
 def register_model(name: str, factory: "Callable | str | None" = None):
     """Register ``factory`` under ``name`` (usable as a decorator: ``@register_model("sew-resnet18")``).

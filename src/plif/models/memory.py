@@ -48,7 +48,7 @@ from ..layers import PerStepBatchNorm, TimeFolded, TimeInvariantDropout, unwrap
 from ..layers.fused_block import FusedBlock, fusable_pool
 from ..layers.saved_dtype import BF16SavedPotential
 from ..layers.spike_input import SpikeConv2d, SpikeConvBN, SpikeLinear, conv_refusal
-from ..layers.spike_pool import SpikeMaxPool2d
+from ..layers.spike_pool import SpikeMaxPool2d, spike_poolable
 from ..layers.time_chunked import TimeChunkedBlock
 from ..neurons import IF, LIF, PLIF, SpikingNeuron
 from .inputs import repeat_over_time
@@ -266,7 +266,7 @@ def make_plan(layers: list[nn.Module], opts: MemoryOptions, spikes_in: bool = Fa
         elif isinstance(m, SpikingNeuron):
             step = BF16SavedPotential(m) if opts.h_bf16 else m
         elif _is(m, nn.MaxPool2d):
-            step = SpikeMaxPool2d(m.layer) if opts.spike_storage else m
+            step = SpikeMaxPool2d(m.layer) if opts.spike_storage and spike_poolable(m.layer) else m
         elif _is(m, nn.Flatten):
             pass
         elif isinstance(m, TimeInvariantDropout) and binary and opts.spike_storage:

@@ -33,7 +33,7 @@ tensor): a smaller rate is subnormal there, or 0 (``1e-320``), and changes no we
 
 
 NOTATION_ONLY = ("network", "neuron", "tau0", "pool", "per_channel_tau", "authors_code", "bn_per_step", "surrogate",
-                 "detach_reset", "checkpoint_blocks")
+                 "detach_reset", "checkpoint_blocks", "encoder")
 """The settings that build or shape a network from its notation: a ``--model`` network is its own code's."""
 
 
