@@ -38,7 +38,9 @@ def _pack(s: torch.Tensor) -> torch.Tensor:
 
 
 def _unpack(packed: torch.Tensor, keep, dtype) -> torch.Tensor:
-    x = packed.to(dtype)
+    # from the bytes as uint8 (0/1, the same floats): ATen's bool -> float copy is not vectorised
+    # (3.3 against 0.9 ms for [128, 128, 14, 14] -> bf16, one thread)
+    x = packed.view(torch.uint8).to(dtype)
     return x if keep is None else x * keep
 
 
