@@ -19,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from plif.data.catalog import get_dataset
+from plif.catalog import get_dataset
 from plif.data.events import load
 from plif.data.events.datasets import list_samples
 

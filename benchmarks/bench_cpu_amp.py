@@ -27,7 +27,7 @@ import torch
 from plif.bench.alternate import alternate
 from plif.bench.neuron import machine_description
 from plif.bench.train import _inputs
-from plif.data.catalog import get_dataset
+from plif.catalog import get_dataset
 from plif.layers.precision import native_bf16
 from plif.models import MEMORY_PRESETS, build_network
 from plif.models.memory import DEFAULT_MEMORY

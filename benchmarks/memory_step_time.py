@@ -20,7 +20,7 @@ from functools import partial
 import torch
 
 from plif.bench.alternate import alternate
-from plif.data.catalog import get_dataset
+from plif.catalog import get_dataset
 from plif.models import MEMORY_PRESETS, build_zoo
 from plif.train.loop import train_step
 from plif.train.malloc import keep_freed_memory

@@ -22,7 +22,7 @@ from plif.deploy.nir_compare import compare_spikes
 from plif.deploy.nir_export import to_nir
 from plif.deploy.nir_targets import DEFAULT_TARGET
 from plif.deploy.synthetic import liven_
-from plif.data.catalog import get_dataset
+from plif.catalog import get_dataset
 from plif.models.zoo import build_zoo
 
 

@@ -31,6 +31,8 @@ LEFT_OUT = {
                     "its Triton module imports triton at import time",
     "plif.bench": "the benchmarks behind `plif bench`; their tables are their output",
     "plif.atomic, plif.device, plif.progress": "internal helpers of the packages above",
+    "plif.catalog": "the dataset records, shown where users reach them: plif.data (DATASETS, DatasetSpec, get_dataset)",
+    "plif.switches": "the GPU speed candidates, set with $PLIF_GPU (docs/lab/gpu-candidates.md)",
 }
 OPTIONAL = ("triton", "nir", "nirtorch", "aedat", "matplotlib", "tensorboard", "tonic", "snntorch", "norse", "sinabs")
 HTML_TAGS = {"p", "code", "a", "pre", "div", "span", "table", "thead", "tbody", "tr", "th", "td", "ul", "ol", "li",

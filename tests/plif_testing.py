@@ -19,7 +19,7 @@ def narrow_zoo(name):
     were measured on these 32 classes.)"""
     import re
 
-    from plif.data.catalog import get_dataset
+    from plif.catalog import get_dataset
 
     e = get_dataset(name)
     spec = re.sub(r"c\d+k", "c8k", e.network)

@@ -68,7 +68,7 @@ def slug(heading: str) -> str:
     return text.replace(" ", "-")
 
 
-DOCS = [README, REPO / "REPRODUCTION.md", *sorted((REPO / "docs").glob("*.md"))]
+DOCS = [README, REPO / "REPRODUCTION.md", *sorted((REPO / "docs").glob("*.md")), *sorted((REPO / "docs" / "lab").glob("*.md"))]
 
 
 @pytest.mark.parametrize("doc", DOCS, ids=[str(d.relative_to(REPO)) for d in DOCS])
@@ -86,3 +86,12 @@ def test_relative_links_and_anchors_resolve(doc):
             if anchor not in {slug(h) for h in headings}:
                 broken.append(target)
     assert broken == [], f"{doc.name}: links to nothing: {broken}"
+
+
+def test_speed_guide_reads_in_one_sitting_and_the_lab_index_lists_every_investigation():
+    """Issue 48: docs/speed.md is a guide; the dated investigations live in docs/lab/, each in the index."""
+    assert len((REPO / "docs" / "speed.md").read_text()) < 10_000, "move the investigation into docs/lab/"
+    lab = REPO / "docs" / "lab"
+    index = (lab / "README.md").read_text()
+    unlisted = [p.name for p in sorted(lab.glob("*.md")) if p.name != "README.md" and f"]({p.name})" not in index]
+    assert unlisted == [], f"docs/lab/README.md does not list {unlisted}"

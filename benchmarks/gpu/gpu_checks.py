@@ -150,7 +150,7 @@ def stage_sync(ctx, st) -> dict:
     (``plif train``'s default on CUDA) against the compiled eager step, each from one seed; no host
     sync in either captured step and evaluation, nor in the eager step."""
     from plif.device import set_tf32
-    from plif.data.catalog import get_dataset
+    from plif.catalog import get_dataset
     from plif.models import build_network
     from plif.train.graph import GraphTrainer
     from plif.train.loop import train_step

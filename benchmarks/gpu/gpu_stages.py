@@ -93,7 +93,7 @@ def _net_stage(dataset: str):
         """One paper network users train for hours, batch 16 at its T, on synthetic input: every
         variant of :data:`NET_VARIANTS` with the product's --memory, and :data:`NET_MEMORY_NONE`
         with --memory none; each row with kernels, device time and its bound."""
-        from plif.data.catalog import get_dataset
+        from plif.catalog import get_dataset
 
         entry = get_dataset(dataset)
         if ctx.dry:  # the dataset's CPU-sized network, one step of one sample

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from plif.data.catalog import get_dataset
+from plif.catalog import get_dataset
 from plif.data.events import cache, load_event_frames
 from plif.data.events.cache import build_frames_cache, count_dtype, load_cached
 from plif.data.events.datasets import CIFAR10_CLASSES, EventSample, list_samples

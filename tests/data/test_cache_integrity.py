@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from plif.cli.main import main
-from plif.data.catalog import get_dataset
+from plif.catalog import get_dataset
 from plif.data.events import cache
 from plif.data.events.cache import CacheError, build_frames_cache, check_cache, load_cached
 from plif.data.events.datasets import list_samples

@@ -325,7 +325,7 @@ def test_a_copy_across_splits_is_refused_before_any_cache_is_built(tmp_path, cap
     frame is integrated, from either split; plif train loads through the same call."""
     import shutil
 
-    from plif.data.catalog import get_dataset
+    from plif.catalog import get_dataset
     from plif.data.events.load import prepare_event_frames
 
     for split, t0 in (("Train", 100), ("Test", 200)):
@@ -418,7 +418,7 @@ def test_the_copy_check_is_kept_beside_the_cache_and_done_again_when_a_recording
     compared and refused all the same (its ctime moved), and ``prepare`` (hash_sources) always compares."""
     import os
 
-    from plif.data.catalog import get_dataset
+    from plif.catalog import get_dataset
     from plif.data.events import load
 
     for split, t0 in (("Train", 100), ("Test", 200)):

@@ -2,7 +2,7 @@ import re
 
 import pytest
 
-from plif.data.catalog import DATASETS, get_dataset
+from plif.catalog import DATASETS, get_dataset
 from plif.data.events.datasets import CIFAR10_CLASSES, list_samples
 
 

@@ -1,6 +1,6 @@
 """Event datasets download from a (local) HTTP server, are checked, resumed and unpacked where the loaders look.
 
-The archives are the dataset records' (plif.data.catalog); the tests point their URLs and MD5 sums at a
+The archives are the dataset records' (plif.catalog); the tests point their URLs and MD5 sums at a
 local server."""
 import hashlib
 import io
@@ -16,7 +16,7 @@ from local_http import serve  # noqa: E402
 from plif.cli.main import main  # noqa: E402
 from plif.data import event_download as ed  # noqa: E402
 from plif.data.archive import ArchiveError  # noqa: E402
-from plif.data.catalog import DATASETS, NCALTECH101_CLASSES, get_dataset  # noqa: E402
+from plif.catalog import DATASETS, NCALTECH101_CLASSES, get_dataset  # noqa: E402
 from plif.data.events.datasets import list_samples  # noqa: E402
 
 

@@ -7,7 +7,7 @@ import zlib
 import numpy as np
 import pytest
 
-from plif.data.catalog import get_dataset
+from plif.catalog import get_dataset
 from plif.data.events import EventFormatError, read_events
 from plif.data.frames import check_frame_shape, events_to_frames
 from plif.data.idx import read_idx

@@ -3,7 +3,7 @@ class included), the first 90% of each class by file number train; ``plif train 
 import numpy as np
 import pytest
 
-from plif.data.catalog import ATIS_SENSOR, DATASETS, get_dataset
+from plif.catalog import ATIS_SENSOR, DATASETS, get_dataset
 from plif.data.events.datasets import list_samples
 from plif.data.events.nmnist import parse_nmnist
 from plif.data.events.types import EventFormatError

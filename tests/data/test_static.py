@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from plif.data import static
-from plif.data.catalog import DATASETS, get_dataset
+from plif.catalog import DATASETS, get_dataset
 from plif.data.static import load_static
 from local_http import serve
 from plif_testing import idx_bytes

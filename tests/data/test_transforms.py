@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from plif.data.catalog import get_dataset
+from plif.catalog import get_dataset
 from plif.data.transforms import (affine_theta, apply_affine, augment_for, identity, normalize, random_affine,
                                   random_crop_flip)
 

@@ -202,7 +202,8 @@ def test_sum_pool_then_threshold_neuron_is_exactly_max_pool_of_binary_spikes(dt)
 
 @pytest.mark.parametrize("dt", [1.0, 2.0 ** -10, 4.0, 1e-3, 1e-4, 0.37])
 def test_tau_gives_the_learned_rate_back_as_the_importers_compute_it(dt):
-    from plif.deploy.nir_export import rate_from_tau, tau_for_rate
+    from plif.deploy.nir_export import tau_for_rate
+    from plif.deploy.nir_leak import rate_from_tau
 
     k = torch.sigmoid(torch.linspace(-4, 4, 2001)).numpy()
     tau = tau_for_rate(k, dt)

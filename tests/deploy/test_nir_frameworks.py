@@ -25,7 +25,7 @@ IMPORTERS = {"norse": "norse.torch", "snntorch": "snntorch", "sinabs": "sinabs"}
 def narrow(entry):
     """A zoo network with its real layer sequence, narrow (4 channels, hidden FC32, the voting FC as
     it is) on a 2x-16x smaller frame: every conv, pool, dropout and neuron of the paper's network."""
-    from plif.data.catalog import get_dataset
+    from plif.catalog import get_dataset
 
     e = get_dataset(entry)
     spec = re.sub(r"FC(\d+)", lambda m: m.group(0) if int(m.group(1)) <= 110 else "FC32",

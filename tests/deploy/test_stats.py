@@ -5,7 +5,7 @@ import torch
 from torch import nn
 
 from plif.deploy.bn_folding import fold_batchnorm
-from plif.data.catalog import get_dataset
+from plif.catalog import get_dataset
 from plif.data.pipeline import eval_batches, load_test_split
 from plif.deploy.stats import E_AC_PJ, E_MAC_PJ, ann_macs, collect_stats, conv_synops, render_stats
 from plif.deploy.synthetic import random_batches

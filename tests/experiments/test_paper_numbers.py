@@ -73,7 +73,7 @@ def test_one_setting_for_the_sweep_and_the_tables_and_table3_written_once():
     from pathlib import Path
 
     import plif
-    from plif.data.catalog import DATASETS
+    from plif.catalog import DATASETS
     from plif.experiments.ablation import ABLATIONS
 
     assert list(ABLATIONS.values()) == list(ABLATION_RESULTS) and all(type(s) is Setting for s in ABLATIONS.values())

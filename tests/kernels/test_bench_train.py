@@ -49,7 +49,7 @@ def test_unknown_variant():
 
 def test_event_datasets_get_frames_and_static_ones_a_repeated_image():
     from plif.bench.train import _inputs
-    from plif.data.catalog import get_dataset
+    from plif.catalog import get_dataset
 
     x, xs, y = _inputs(get_dataset("dvs128-gesture"), 3, 2, "cpu")
     assert x.shape == (3, 2, 2, 128, 128) and xs is x and y.shape == (2,)
@@ -85,7 +85,7 @@ def test_the_cuda_variants_build_the_product_step(monkeypatch):
     import torch
 
     from plif.bench import train as bt
-    from plif.data.catalog import get_dataset
+    from plif.catalog import get_dataset
 
     built = []
     trainer = functools.partial(bt.GraphTrainer, capture=False)
@@ -110,7 +110,7 @@ def test_auto_none_runs_the_composed_layers_and_auto_the_fused_blocks(monkeypatc
     """``auto`` times what ``plif train`` runs (the fused blocks), ``auto+none`` and ``naive`` the
     composed layers."""
     from plif.bench import train as bt
-    from plif.data.catalog import get_dataset
+    from plif.catalog import get_dataset
     from plif.layers.fused_block import FusedBlock
     from plif.models import build_network
 

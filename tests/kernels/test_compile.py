@@ -26,7 +26,7 @@ import re
 import pytest
 import torch
 
-from plif.data.catalog import DATASETS
+from plif.catalog import DATASETS
 from plif.models import build_network
 from plif.neurons import available_backends
 from plif_testing import narrow_zoo

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from plif.data.catalog import get_dataset
+from plif.catalog import get_dataset
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "benchmarks" / "gpu" / "run.sh"

@@ -4,8 +4,8 @@ import pytest
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from plif.kernels import gpu_switches
-from plif.kernels.gpu_switches import GpuSwitches, changed, current, parse, switched
+from plif import switches
+from plif.switches import GpuSwitches, changed, current, parse, switched
 from plif.kernels.triton_launch import Launch, launch_config
 
 
@@ -26,7 +26,7 @@ def test_env_syntax_and_one_line_errors():
 
 
 def test_env_is_read_once_switched_restores_and_changed_names_what_is_on(monkeypatch):
-    monkeypatch.setattr(gpu_switches, "_current", None)
+    monkeypatch.setattr(switches, "_current", None)
     monkeypatch.setenv("PLIF_GPU", "channels_last")
     assert current().channels_last and changed() == {"channels_last": True}
     with switched(channels_last=False) as s:

@@ -34,7 +34,7 @@ import triton_bounds
 triton_bounds.install()  # every load and store checked against the launch's tensors
 from plif.kernels import triton_block_launch
 from plif.kernels.block_reference import block_backward_reference, block_forward_reference, bn_input_grad
-from plif.kernels.lowering import _cover
+from plif.kernels.lowering_variants import cover
 from plif.kernels.triton_block import (block_backward_triton, block_forward_triton, block_stats_triton,
                                        bn_input_grad_triton)
 from plif.neurons.functional import NeuronConfig
@@ -89,7 +89,7 @@ def run(case, name):
 
 rows = [dict(zip(FACTORS, values)) for values in itertools.product(*FACTORS.values())]
 rows = [r for r in rows if not (r["neuron"] == "IF" and (r["k"] == "channel" or not r["need_k"]))]
-for case in _cover(rows):
+for case in cover(rows):
     name = "-".join(str(v).replace(" ", "") for v in case.values())
     print(json.dumps({"group": "grid", **run(case, name)}), flush=True)
 # the backward in chunks: T = 5 with chunks of 2 steps (2 + 2 + 1: a sweep, stored potentials, a partial chunk)

@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from plif.data.catalog import DATASETS
+from plif.catalog import DATASETS
 from plif.layers import TimeFolded
 from plif.layers import fused_block as fb
 from plif.layers.fold import PerStepBatchNorm

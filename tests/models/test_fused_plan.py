@@ -7,7 +7,7 @@ import torch
 
 from plif.layers.fused_block import FusedBlock
 from plif.layers.time_chunked import TimeChunkedBlock
-from plif.data.catalog import DATASETS
+from plif.catalog import DATASETS
 from plif.models import build_network
 from plif.models.memory import DEFAULT_MEMORY, MEMORY_PRESETS, MemoryOptions, fused_run
 from plif.train.config import MEMORY_CHOICES, TrainConfig

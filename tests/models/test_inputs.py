@@ -179,3 +179,26 @@ def test_the_state_check_follows_a_replaced_layer():
     with pytest.raises(ValueError, match="the state holds 1 dropout masks, this network has 0"):
         net.step(x, state)
     assert net.step(x, NetworkState(state.t, state.potentials, ()))[1].masks == ()
+
+
+def test_a_static_input_is_repeated_over_time_as_a_view_in_one_place():
+    """Issue 48: the network, `plif stats`, `liven_`, the NIR check and importer all repeat a static
+    input over T through ``repeat_over_time``: the same sample at every step, nothing copied."""
+    import re
+    from pathlib import Path
+
+    import plif
+    from plif.models.inputs import is_static, repeat_over_time
+
+    x = torch.randn(3, 2, 8, 8)
+    frames = repeat_over_time(x, T)
+    assert frames.shape == (T, 3, 2, 8, 8) and frames.stride(0) == 0 and frames.data_ptr() == x.data_ptr()
+    assert all(torch.equal(f, x) for f in frames)
+    assert is_static(x, (2, 8, 8)) and not is_static(frames, (2, 8, 8))
+    net = _net()
+    assert torch.equal(net(x), net(frames))  # the hoisted path and the repeated frames agree
+    src = Path(plif.__file__).parent
+    by_hand = re.compile(r"\.unsqueeze\(0\)\.expand\(|\.expand\((?:net|self)\.T\b")
+    above_models = [p for p in sorted(src.rglob("*.py")) if p.relative_to(src).parts[0] not in ("layers", "kernels", "neurons")]
+    found = [str(p.relative_to(src)) for p in above_models if p.name != "inputs.py" and by_hand.search(p.read_text())]
+    assert found == [], f"repeat a static input with plif.models.inputs.repeat_over_time: {found}"

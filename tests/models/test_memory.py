@@ -3,7 +3,7 @@ import pytest
 import torch
 from torch import nn
 
-from plif.data.catalog import DATASETS
+from plif.catalog import DATASETS
 from plif.models import build_network
 from plif.models.memory import MEMORY_PRESETS, MemoryOptions
 from plif.neurons import PLIF

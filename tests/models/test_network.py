@@ -5,7 +5,7 @@ import torch
 from torch import nn
 
 from plif.layers import PerStepBatchNorm, TimeInvariantDropout, Voting
-from plif.data.catalog import DATASETS
+from plif.catalog import DATASETS
 from plif.models import NotationError, build_network, build_zoo, layer_table
 from plif.neurons import LIF, PLIF
 

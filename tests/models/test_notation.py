@@ -1,6 +1,6 @@
 import pytest
 
-from plif.data.catalog import DATASETS
+from plif.catalog import DATASETS
 from plif.models import NotationError, parse
 
 PAPER_STRINGS = sorted({e.network for e in DATASETS.values()}

@@ -6,7 +6,7 @@ import pytest
 import torch
 from torch import nn
 
-from plif.data.catalog import DATASETS
+from plif.catalog import DATASETS
 from plif.models import NetworkState, build_network
 from plif_testing import narrow_zoo
 

@@ -6,7 +6,7 @@ from torch import nn
 from plif.layers import PerStepBatchNorm, TimeFolded, unwrap
 from plif.layers.spike_input import SpikeConv2d
 from plif.models import build_network
-from plif.data.catalog import DATASETS
+from plif.catalog import DATASETS
 from plif.models.structure import hoists_first_layer, spec_as_built, spike_fed_layers, spike_inputs
 
 

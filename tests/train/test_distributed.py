@@ -180,7 +180,7 @@ def test_a_time_limit_ends_torchrun_with_0_and_the_rates_cover_the_whole_test_se
     """Workers stopped by --time-limit exited 75, which torchrun counts as a failure: it started the
     group again (using up --max-restarts) and exited 1.  And a DDP run's firing rates were those of
     rank 0's half of the test set only (issue 31)."""
-    from plif.data.catalog import get_dataset
+    from plif.catalog import get_dataset
     from plif.data.pipeline import eval_batches, load_test_split
     from plif.runs import load_run, read_metrics
     from plif.train.loop import evaluate

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from plif.cli.main import main
-from plif.kernels.gpu_switches import switched
+from plif.switches import switched
 from plif.runs import read_metrics
 from plif.train import TrainConfig, resolve_config
 from plif.train.resume import config_diff

@@ -66,10 +66,11 @@ def step_flops(net, batch: int, static_input: bool) -> float:
     """FLOPs of one training step (forward + backward) of ``net`` (a :class:`~plif.models.SpikingNetwork`)
     on ``batch`` samples: conv and FC multiply-adds only, as :func:`plif.deploy.stats.ann_macs` counts them."""
     from ..deploy.stats import ann_macs
+    from ..models.structure import hoists_first_layer  # a static input's first layer runs once
 
     macs = 0
     for i, m, out in _layers(net):
-        runs_once = static_input and i == 0 and net._hoistable()
+        runs_once = static_input and i == 0 and hoists_first_layer(net.layers)
         macs += ann_macs(m, out) * batch * (1 if runs_once else net.T)
     return 3 * 2 * macs
 

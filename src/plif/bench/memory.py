@@ -89,7 +89,7 @@ def worker(network: str, config: str, batch: int, T: int, steps: int, device: st
     """One configuration in this process (call it in a fresh one: the peak is per process)."""
     import torch
 
-    from ..data.catalog import get_dataset
+    from ..catalog import get_dataset
     from ..models import build_zoo
     from ..train.loop import train_step
     from ..train.optim import adam

@@ -19,7 +19,7 @@ Variants measured in one process so ratios are fair:
 - ``compile+graph`` (CUDA only): ``plif train``'s default step on CUDA, the same graph trainer with
   Inductor's compiled network inside the captured step;
 - ``cuda-graph+bf16+channels-last`` (CUDA only): ``cuda-graph+bf16`` with the network built under the
-  ``channels_last`` GPU switch (:mod:`plif.kernels.gpu_switches`);
+  ``channels_last`` GPU switch (:mod:`plif.switches`);
 - ``spikingjelly``: the same network (the zoo's, rebuilt by :func:`plif.bench.twin.spikingjelly_twin`) in
   SpikingJelly 2.0 (multi-step; its neuron implementation is its own automatic choice, named in the
   row's note), when installed; ``spikingjelly+bf16``: its step under ``torch.autocast`` bf16 (its AMP path);
@@ -44,8 +44,8 @@ from dataclasses import dataclass
 import torch
 
 from ..device import set_tf32
-from ..kernels.gpu_switches import switched
-from ..data.catalog import get_dataset
+from ..switches import switched
+from ..catalog import get_dataset
 from ..models import MemoryOptions, build_network
 from ..train.graph import GraphTrainer, autocast_context, capture_cuda_graph
 from ..train.loop import train_step

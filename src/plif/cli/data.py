@@ -55,7 +55,7 @@ def _no_effect(spec, args) -> None:
 def run_prepare(args) -> int:
     """Load each split the way training does (:func:`plif.data.pipeline.data_source`, the same default
     folder), so a prepared dataset is exactly what a run then reads."""
-    from ..data.catalog import get_dataset
+    from ..catalog import get_dataset
     from ..data.pipeline import LoadOptions, data_source
 
     spec = get_dataset(args.dataset)
@@ -79,7 +79,7 @@ def run_prepare(args) -> int:
 
 
 def run_download(args) -> int:
-    from ..data.catalog import get_dataset
+    from ..catalog import get_dataset
 
     spec = get_dataset(args.dataset)
     if not spec.is_event:
@@ -170,7 +170,7 @@ def run_verify(args) -> int:
 
     from ..data.events.cache import CacheError, check_cache
     from ..data.events.clean import cache_like_folders
-    from ..data.catalog import default_root
+    from ..catalog import default_root
 
     folders = [Path(f) for f in args.folders]
     if folders and args.cache_dir:
@@ -196,7 +196,7 @@ def run_verify(args) -> int:
 def run_clean(args) -> int:
     from pathlib import Path
 
-    from ..data.catalog import default_root
+    from ..catalog import default_root
     from ..data.events.clean import cache_folders, older_caches, remove_cache
     from ..data.memory import format_bytes
 
@@ -204,7 +204,7 @@ def run_clean(args) -> int:
     if not base.is_dir():
         raise FileNotFoundError(f"{base}: no such cache folder (--cache-dir)")
     if args.dataset:
-        from ..data.catalog import get_dataset
+        from ..catalog import get_dataset
 
         if not get_dataset(args.dataset).is_event:  # an unknown name: the valid ones
             raise ValueError(f"--dataset {args.dataset}: a static dataset, which has no frame caches")
@@ -241,7 +241,7 @@ def _file_args(p) -> None:
 
 
 def register(sub) -> None:
-    from ..data.catalog import DATASETS
+    from ..catalog import DATASETS
     from ..data.event_download import download_help
 
     data = sub.add_parser("data", help="datasets: prepare caches, frames / picture / info of one event file")

@@ -38,7 +38,7 @@ def _test_batches(config: dict, data_dir, samples: int, batch_size: int):
     """The first ``samples`` of the run's test split, prepared as in training (static images
     normalised as the supplement's Preprocessing section says, ``[B, C, H, W]``; event datasets as
     frames ``[T, B, 2, H, W]``), with their labels."""
-    from ..data.catalog import get_dataset
+    from ..catalog import get_dataset
     from ..data.pipeline import eval_batches, load_test_split
 
     if not config.get("dataset"):

@@ -32,7 +32,7 @@ def run_spec(args) -> int:
 
 
 def run_zoo(args) -> int:
-    from ..data.catalog import DATASETS
+    from ..catalog import DATASETS
     from ..models import build_zoo, layer_table
 
     import torch
@@ -63,7 +63,7 @@ def register(sub) -> None:
     p.set_defaults(func=run_spec)
 
     z = sub.add_parser("zoo", help="list the paper's networks, or show one as a layer table")
-    from ..data.catalog import DATASETS
+    from ..catalog import DATASETS
 
     z.add_argument("name", nargs="?", help=f"dataset name ({', '.join(DATASETS)})")
     z.add_argument("--authors-code", action="store_true", help="the authors' code's variant of the network")

@@ -2,7 +2,7 @@
 
 The mechanism only: what to fetch (file names, mirrors, MD5 sums, the members each archive must
 hold, why an archive must be fetched by hand) is the dataset's record
-(:class:`plif.data.catalog.Archive` in ``DatasetSpec.archives``, ``DatasetSpec.manual``), so a new
+(:class:`plif.catalog.Archive` in ``DatasetSpec.archives``, ``DatasetSpec.manual``), so a new
 event dataset with a download is one record.
 
 Each archive is fetched through :func:`plif.data.download.download_file` (mirrors, MD5, resume
@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ..atomic import atomic_write_text
 from .archive import Limits, extract_archive
-from .catalog import DATASETS, Archive, DatasetSpec, as_dataset, dataset_folder, default_root
+from ..catalog import DATASETS, Archive, DatasetSpec, as_dataset, dataset_folder, default_root
 from .download import download_file, file_md5
 
 __all__ = ["download_event_dataset", "manual_steps", "dataset_root", "download_help"]

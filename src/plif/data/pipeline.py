@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 from ..device import free_memory
-from .catalog import DatasetSpec, as_dataset
+from ..catalog import DatasetSpec, as_dataset
 
 __all__ = ["Split", "TrainData", "DataSource", "LoadOptions", "data_source", "eval_batches", "load_test_split",
            "load_train_data", "cap_and_split", "planned_train_samples", "epoch_generator", "fits_on_device",
@@ -311,7 +311,7 @@ def planned_train_samples(cfg: DataConfig) -> int | None:
     info = cfg.dataset_spec
     if not info.is_event:
         return None
-    from .catalog import default_root
+    from ..catalog import default_root
     from .events.datasets import list_samples
 
     root = cfg.data_dir if cfg.data_dir is not None else default_root() / info.name

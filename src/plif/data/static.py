@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .catalog import DatasetSpec, as_dataset, dataset_folder, default_root
+from ..catalog import DatasetSpec, as_dataset, dataset_folder, default_root
 from .download import download_file
 from .idx import read_idx
 
@@ -201,7 +201,7 @@ def load_static(spec: DatasetSpec | str, root: str | Path | None = None, train: 
                 download: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
     """Load a whole split: ``images uint8 [N, C, H, W]`` (raw 0..255), ``labels int64 [N]``.
 
-    ``spec`` is the record of a static dataset (:data:`plif.data.catalog.DATASETS`) or its name.
+    ``spec`` is the record of a static dataset (:data:`plif.catalog.DATASETS`) or its name.
     ``root=None`` means ``default_root()``, and for Fashion-MNIST the Debian folder
     ``/usr/share/datasets/fashion-mnist`` is searched first.
     Missing files are downloaded (md5-checked) unless ``download=False``; if that is impossible a

@@ -14,7 +14,7 @@ from typing import Callable, Sequence
 import torch
 import torch.nn.functional as F
 
-from .catalog import DatasetSpec, as_dataset
+from ..catalog import DatasetSpec, as_dataset
 
 __all__ = ["normalize", "affine_theta", "apply_affine", "random_affine", "random_crop_flip", "identity",
            "augment_for"]

@@ -33,6 +33,7 @@ import numbers
 import numpy as np
 
 from ..models.notation import MAX_INT
+from .nir_leak import rate_from_tau
 from .nir_targets import TARGETS
 
 __all__ = ["NIRFileError", "check_graph", "MAX_MAGNITUDE"]
@@ -153,8 +154,6 @@ def _check_values(name: str, node, dt: float | None) -> None:
                 raise NIRFileError(f"{where}: field {f!r} is {_value(tau, bad):g}{_first(bad)}; a time constant "
                                    f"must be positive (in float32)")
             if dt is not None:
-                from .nir_import import rate_from_tau
-
                 rate = rate_from_tau(tau, dt).numpy()
                 over = ~(rate <= 1 + 2.0 ** -20)
                 if over.any():

@@ -84,10 +84,12 @@ from torch import nn
 from ..atomic import atomic_path
 from ..layers import TimeInvariantDropout, Voting, unwrap
 from ..models import SpikingNetwork
+from ..models.inputs import repeat_over_time
 from ..models.structure import spike_inputs
 from ..neurons import SpikingNeuron
 from .bn_folding import bn_scale_shift, fold_batchnorm, is_batchnorm
-from .nir_import import from_nir, rate_from_tau, threshold_to_nir
+from .nir_import import from_nir, threshold_to_nir
+from .nir_leak import rate_from_tau
 from .nir_targets import (BN_MODES, DEFAULT_BN, DEFAULT_TARGET, TARGETS, check_target, graph_meta, importer_summary, target_dt,
                           target_path)
 
@@ -380,7 +382,7 @@ def verify_nir(net: SpikingNetwork, graph, samples: int = 4, seed: int = 0) -> t
     reproduce ``net`` bit for bit: otherwise ``NIRExportError``."""
     g = torch.Generator().manual_seed(seed)
     x = torch.randn(samples, *net.input_shape, generator=g)
-    x = x.unsqueeze(0).expand(net.T, *x.shape)
+    x = repeat_over_time(x, net.T)
     want = as_trained(net)(x)
     got = from_nir(graph)(x)
     if want.shape != got.shape:

@@ -24,8 +24,10 @@ import torch
 from torch import nn
 
 from ..layers import TimeFolded
+from ..models.inputs import is_static, repeat_over_time
 from .nir_bn import ChannelAffine, bn_form
 from .nir_check import NIRFileError, check_graph, check_raw_node
+from .nir_leak import rate_from_tau
 from .nir_targets import graph_meta
 
 __all__ = ["NIRNeuron", "NIRNetwork", "from_nir", "read_nir", "read_graph", "threshold_to_nir", "threshold_from_nir"]
@@ -33,13 +35,6 @@ __all__ = ["NIRNeuron", "NIRNetwork", "from_nir", "read_nir", "read_graph", "thr
 
 def _t(a) -> torch.Tensor:
     return torch.as_tensor(np.asarray(a))
-
-
-def rate_from_tau(tau, dt: float) -> torch.Tensor:
-    """``k = float32(dt) * float32(1/τ)`` in float32, the per-step leak an importer forms from ``τ``
-    (Norse's ``dt * tau_mem_inv`` with ``tau_mem_inv = 1/τ`` in float32; this package's importer).
-    The exporter chooses ``τ`` through this same function, so the two can never drift apart."""
-    return float(dt) * (1.0 / torch.as_tensor(np.asarray(tau, dtype=np.float32)))
 
 
 def threshold_to_nir(v_threshold) -> np.ndarray:
@@ -193,11 +188,11 @@ class NIRNetwork(nn.Module):
             if T is not None:
                 raise ValueError("the graph declares no input shape: pass frames [T, B, ...], not a static input")
             return self._run(x)
-        if x.dim() == len(self.input_shape) + 1:
+        if is_static(x, self.input_shape):
             steps = T or self.T
             if not steps:
                 raise ValueError("a static input needs T (not recorded in the NIR metadata)")
-            x = x.unsqueeze(0).expand(steps, *x.shape)
+            x = repeat_over_time(x, steps)
         if tuple(x.shape[2:]) != self.input_shape:
             raise ValueError(f"expected input [T, B, {', '.join(map(str, self.input_shape))}], got {tuple(x.shape)}")
         return self._run(x)

@@ -19,7 +19,8 @@ import copy
 import numpy as np
 import torch
 
-from .nir_import import graph_dt, rate_from_tau, threshold_from_nir
+from .nir_import import graph_dt, threshold_from_nir
+from .nir_leak import rate_from_tau
 
 __all__ = ["sinabs_from_nir"]
 

@@ -23,6 +23,7 @@ from torch import nn
 
 from ..models import SpikingNetwork
 from ..layers import unwrap
+from ..models.inputs import is_static, repeat_over_time
 from ..models.structure import hoists_first_layer
 from ..neurons import SpikingNeuron
 from .bn_folding import fold_batchnorm
@@ -120,9 +121,9 @@ def _is_binary(x: torch.Tensor) -> bool:
 
 @torch.no_grad()
 def _accumulate(net: SpikingNetwork, x: torch.Tensor, st: NetworkStats) -> torch.Tensor:
-    static = x.dim() == len(net.input_shape) + 1
+    static = is_static(x, net.input_shape)
     hoist = static and hoists_first_layer(net.layers)
-    h = x.unsqueeze(0) if hoist else (x.unsqueeze(0).expand(net.T, *x.shape) if static else x)
+    h = x.unsqueeze(0) if hoist else (repeat_over_time(x, net.T) if static else x)
     for layer, ls, info in zip(net.layers, st.layers, net.info):
         syn = unwrap(layer)
         if isinstance(syn, (nn.Conv2d, nn.Linear)):
@@ -137,7 +138,7 @@ def _accumulate(net: SpikingNetwork, x: torch.Tensor, st: NetworkStats) -> torch
                 ls.synops += conv_synops(h.flatten(0, 1), syn)
         h = layer(h)
         if h.shape[0] == 1 and net.T > 1:
-            h = h.expand(net.T, *h.shape[1:])
+            h = repeat_over_time(h[0], net.T)
         if isinstance(layer, SpikingNeuron):
             ls.spikes += float(h.sum())
     return h
@@ -158,7 +159,7 @@ def collect_stats(net: SpikingNetwork, batches: Iterable, max_samples: int | Non
                                                for i, li in enumerate(net.info)])
     for batch in batches:
         x, y = (batch if isinstance(batch, (tuple, list)) else (batch, None))
-        static = x.dim() == len(net.input_shape) + 1
+        static = is_static(x, net.input_shape)
         b = x.shape[0] if static else x.shape[1]
         if max_samples is not None:
             take = max_samples - st.samples

@@ -14,6 +14,7 @@ import torch
 from torch import nn
 
 from ..models import SpikingNetwork
+from ..models.inputs import is_static, repeat_over_time
 from ..layers import unwrap
 from .bn_folding import is_batchnorm
 
@@ -35,7 +36,7 @@ def liven_(net: SpikingNetwork, x: torch.Tensor, std: float = 1.0, shift: float 
     conv/linear not followed by a BN is scaled so its output has standard deviation ``std``.
     """
     net.eval()
-    h = x if x.dim() == len(net.input_shape) + 2 else x.unsqueeze(0).expand(net.T, *x.shape)
+    h = repeat_over_time(x, net.T) if is_static(x, net.input_shape) else x
     layers = list(net.layers)
     for i, layer in enumerate(layers):
         m = unwrap(layer)

@@ -62,7 +62,7 @@ def load_test_inputs(config: dict, n: int, data_dir: str | None = None) -> tuple
 
     Static: normalised images ``[n, C, H, W]``; events: frames ``[T, n, 2, H, W]``.
     """
-    from ..data.catalog import get_dataset
+    from ..catalog import get_dataset
     from ..data.pipeline import load_test_split
 
     data_dir = data_dir or config.get("data_dir")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from ..data.catalog import DATASETS
+from ..catalog import DATASETS
 from ..surrogate import PAPER_SURROGATE, unless_paper
 
 __all__ = ["Setting", "PAPER_SETTING", "MAIN_RESULTS", "ABLATION_RESULTS", "paper_accuracy"]

@@ -46,7 +46,7 @@ class ReportRow:
 
 def _protocol(run: RunRecord) -> str:
     """How far the run is from the paper's protocol, in a few words (empty: it is the paper's)."""
-    from ..data.catalog import get_dataset
+    from ..catalog import get_dataset
     from ..train.config import PRESETS  # here: reading runs needs no training stack
 
     c = run.config

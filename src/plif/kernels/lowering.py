@@ -22,9 +22,10 @@ import itertools
 import os
 import sys
 import time
-from dataclasses import dataclass
 
 from ..surrogate import SURROGATES, get_surrogate
+from .lowering_block import BLOCK_KERNELS, INTS, POINTERS, block_all_variants, block_covering_variants
+from .lowering_variants import DTYPES, Variant, cover, in_turn, neuron_options
 from .triton_launch import Launch, backward_flags, forward_flags, launch_config
 
 __all__ = ["Variant", "TARGET", "launches", "covering_variants", "all_variants", "signature", "lower", "main"]
@@ -36,25 +37,6 @@ _INTS = ("T", "N", "LAST", "M", "INNER", "C")
 # pointer arguments by role: "x" (the input's dtype), "h" (H's dtype), "f32"
 _POINTERS = {"x_ptr": "x", "k_ptr": "f32", "v0_ptr": "x", "s_ptr": "x", "h_ptr": "h", "v_last_ptr": "x",
              "g_s_ptr": "x", "g_v_last_ptr": "x", "g_x_ptr": "x", "g_v0_ptr": "x", "g_k_part_ptr": "f32"}
-_DTYPES = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
-
-
-@dataclass(frozen=True)
-class Variant:
-    """One kernel as a launcher may compile it: ``flags`` are its ``tl.constexpr`` values."""
-
-    kernel: str  # "forward" or "backward"
-    flags: tuple  # sorted (name, value) pairs
-    num_warps: int
-    x_dtype: str = "float32"
-    h_dtype: str = "float32"
-    unit_sizes: bool = False  # T = 1 and INNER = 1, which Triton's JIT specialises as constants
-
-    @property
-    def name(self) -> str:
-        flags = ",".join(f"{k}={int(v) if isinstance(v, bool) else v}" for k, v in self.flags)
-        unit = ",T=INNER=1" if self.unit_sizes else ""
-        return f"{self.kernel}[{flags},warps={self.num_warps},{self.x_dtype},h={self.h_dtype}{unit}]"
 
 
 def launches() -> list[Launch]:
@@ -63,49 +45,20 @@ def launches() -> list[Launch]:
     return sorted(found, key=lambda launch: (launch.block, launch.num_warps))
 
 
-def _neuron_options():
-    """``(leak, hard, per_channel)`` as the launchers combine them: IF has one ``k`` placeholder."""
-    return [(leak, hard, pc) for leak, hard, pc in itertools.product((True, False), repeat=3) if leak or not pc]
-
-
 def _forward_rows():
     for (leak, hard, pc), x, h, unit in itertools.product(
-            _neuron_options(), _DTYPES, ("float32", "bfloat16"), (False, True)):
+            neuron_options(), DTYPES, ("float32", "bfloat16"), (False, True)):
         yield {"leak": leak, "hard": hard, "pc": pc, "x": x, "h": h, "unit": unit}
 
 
 def _backward_rows():
     codes = sorted({get_surrogate(name).code for name in SURROGATES})
     for (leak, hard, pc), detach, sg, need_k, x, h, unit in itertools.product(
-            _neuron_options(), (True, False), codes, (True, False), _DTYPES, ("float32", "bfloat16"), (False, True)):
+            neuron_options(), (True, False), codes, (True, False), DTYPES, ("float32", "bfloat16"), (False, True)):
         if need_k and not leak:  # ∂k is asked for only where k is learnable
             continue
         yield {"leak": leak, "hard": hard, "pc": pc, "detach": detach, "sg": sg, "need_k": need_k,
                "x": x, "h": h, "unit": unit}
-
-
-def _cover(rows: list[dict]) -> list[dict]:
-    """A greedy all-pairs subset of ``rows``: deterministic, every pair of values that occurs in
-    ``rows`` occurs in the subset (the first row covering the most new pairs wins each round)."""
-    index: dict = {}
-    masks = []
-    for row in rows:  # each row's pairs as the bits of one integer
-        mask = 0
-        for pair in itertools.combinations(sorted(row.items()), 2):
-            mask |= 1 << index.setdefault(pair, len(index))
-        masks.append(mask)
-    todo, chosen = (1 << len(index)) - 1, []
-    while todo:
-        best = max(range(len(rows)), key=lambda i: (masks[i] & todo).bit_count())
-        chosen.append(rows[best])
-        todo &= ~masks[best]
-    return chosen
-
-
-def _in_turn(*seqs) -> list[tuple]:
-    """One item of each of ``seqs`` at a time, each taken in turn and repeated until the longest has
-    been taken once: ``(a[i % len(a)], b[i % len(b)], ...)`` for ``i < max(len(a), len(b), ...)``."""
-    return [tuple(s[i % len(s)] for s in seqs) for i in range(max(len(s) for s in seqs))]
 
 
 def _variant(kernel: str, row: dict, launch: Launch) -> Variant:
@@ -121,19 +74,15 @@ def covering_variants() -> list[Variant]:
     """Per kernel, every value of every factor and every pair of two factors' values, with the
     launch shapes of :func:`launches` taken in turn (rows repeated until each shape is lowered);
     then the fused block's (:mod:`.lowering_block`)."""
-    from .lowering_block import block_covering_variants
-
     out, shapes = block_covering_variants(), launches()
     for kernel, rows in (("forward", _forward_rows()), ("backward", _backward_rows())):
-        out += [_variant(kernel, row, shape) for row, shape in _in_turn(_cover(list(rows)), shapes)]
+        out += [_variant(kernel, row, shape) for row, shape in in_turn(cover(list(rows)), shapes)]
     return out
 
 
 def all_variants() -> list[Variant]:
     """Every flag combination of both kernels at the default launch (fp32 input and ``H``), and of
     the fused block's (:mod:`.lowering_block`)."""
-    from .lowering_block import block_all_variants
-
     launch = launch_config(2 ** 20)
     out = block_all_variants()
     for kernel, rows in (("forward", _forward_rows()), ("backward", _backward_rows())):
@@ -148,7 +97,6 @@ def all_variants() -> list[Variant]:
 
 def _kernel(name: str):
     from . import triton_block, triton_neuron
-    from .lowering_block import BLOCK_KERNELS
 
     fn = getattr(triton_block if name in BLOCK_KERNELS else triton_neuron, f"_{name}_kernel")
     if not hasattr(fn, "arg_names") or os.environ.get("TRITON_INTERPRET") == "1":
@@ -160,8 +108,6 @@ def _kernel(name: str):
 def signature(v: Variant, scalars: str) -> tuple[dict, dict]:
     """``(signature, constexprs)`` of ``v`` for an ``ASTSource``, as a launch with ``scalars``
     (``eager`` or ``inductor``) types them."""
-    from .lowering_block import BLOCK_KERNELS, INTS, POINTERS
-
     fn = _kernel(v.kernel)
     f_type, i_type = SCALARS[scalars]
     flags = dict(v.flags)
@@ -178,7 +124,7 @@ def signature(v: Variant, scalars: str) -> tuple[dict, dict]:
             sig[name] = "constexpr"
         elif name in pointers:
             role = pointers[name]
-            sig[name] = "*" + {"x": _DTYPES[v.x_dtype], "h": _DTYPES[v.h_dtype], "f32": "fp32", "u8": "u8"}[role]
+            sig[name] = "*" + {"x": DTYPES[v.x_dtype], "h": DTYPES[v.h_dtype], "f32": "fp32", "u8": "u8"}[role]
         elif name in _FLOATS:
             sig[name] = f_type
         elif name in _INTS or (block and name in INTS):

@@ -13,7 +13,7 @@ from __future__ import annotations
 import itertools
 
 from ..surrogate import SURROGATES, get_surrogate
-from .lowering import _DTYPES, Variant, _cover, _in_turn, _neuron_options
+from .lowering_variants import DTYPES, Variant, cover, in_turn, neuron_options
 from .triton_block_launch import (MAX_CHUNK, backward_flags, backward_launch, forward_flags, forward_launch,
                                   input_grad_flags, plane_launch, stats_flags)
 from .triton_launch import Launch
@@ -48,21 +48,21 @@ def block_rows(kernel: str) -> list[dict]:
     rows = []
     if kernel == "block_forward":
         for pool, (leak, hard, pc), v0, state, x, unit in itertools.product(
-                (True, False), _neuron_options(), (True, False), (True, False), _DTYPES, (False, True)):
+                (True, False), neuron_options(), (True, False), (True, False), DTYPES, (False, True)):
             rows.append(dict(pool=pool, leak=leak, hard=hard, pc=pc, v0=v0, state=state, x=x, unit=unit))
     elif kernel == "block_backward":
         codes = sorted({get_surrogate(name).code for name in SURROGATES})
         for pool, (leak, hard, pc), detach, sg, v0, gv, need_k, x, unit in itertools.product(
-                (True, False), _neuron_options(), (True, False), codes, (True, False), (True, False), (True, False),
-                _DTYPES, (False, True)):
+                (True, False), neuron_options(), (True, False), codes, (True, False), (True, False), (True, False),
+                DTYPES, (False, True)):
             if need_k and not leak:  # the launcher asks for ∂k only with a leak
                 continue
             rows.append(dict(pool=pool, leak=leak, hard=hard, pc=pc, detach=detach, sg=sg, v0=v0, gv=gv,
                              need_k=need_k, x=x, unit=unit))
     elif kernel == "bn_input_grad":
-        rows = [dict(training=training, x=x) for training, x in itertools.product((True, False), _DTYPES)]
+        rows = [dict(training=training, x=x) for training, x in itertools.product((True, False), DTYPES)]
     else:
-        rows = [dict(x=x) for x in _DTYPES]
+        rows = [dict(x=x) for x in DTYPES]
     return rows
 
 
@@ -89,13 +89,13 @@ def block_covering_variants() -> list[Variant]:
     for kernel in BLOCK_KERNELS:
         every = block_rows(kernel)
         by_kind: dict = {}
-        for row in (_cover(every) if len(every[0]) > 1 else every):  # one factor has no pairs: every row
+        for row in (cover(every) if len(every[0]) > 1 else every):  # one factor has no pairs: every row
             by_kind.setdefault(row.get("pool", False), []).append(row)
         pairs = []
         for pool, rows in by_kind.items():
-            pairs += _in_turn(rows, block_launches(kernel, pool))
+            pairs += in_turn(rows, block_launches(kernel, pool))
         chunks = _COVER_CHUNKS if kernel == "block_backward" else [1]
-        out += [_variant(kernel, *pair, chunk) for pair, chunk in _in_turn(pairs, chunks)]
+        out += [_variant(kernel, *pair, chunk) for pair, chunk in in_turn(pairs, chunks)]
     return out
 
 

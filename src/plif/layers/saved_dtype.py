@@ -11,7 +11,7 @@ kernel's ``h_dtype=torch.bfloat16`` makes the same trade).  On narrow versions o
 networks the weight and BN gradients stay within 3.1% (relative L2) of fp32 and PLIF's ``w``
 gradient within 6.1% (it sums ``g_H (H - V_prev)``, where rounding cancels least); the tests hold
 them to 5% and 10%.  On the CPU the widened copy and the fp32 original briefly coexist, so the
-step's *peak* does not drop (``docs/speed.md``).  Eager mode only: under ``torch.compile`` the
+step's *peak* does not drop (``docs/lab/memory.md``).  Eager mode only: under ``torch.compile`` the
 layer runs unchanged.  Under bf16 autocast the layer's input is bf16 while the fused kernels
 keep ``H`` in fp32, so ``H`` is narrowed there too.
 """

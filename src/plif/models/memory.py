@@ -34,7 +34,7 @@ when one of them is replaced, e.g. by ``convert_sync_batchnorm``).  A SyncBatchN
 into :class:`SpikeConvBN` (whose BatchNorm is ``native_batch_norm``, local to the process): its
 own forward runs, and a checkpointed block's recomputation runs it again (synchronised).  Which option lowers
 the *peak* of a step depends on the network: at T = 20 on 128×128 frames the peak is the first
-block's backward, which ``exact`` lowers and bf16/checkpointing do not (``docs/speed.md``).
+block's backward, which ``exact`` lowers and bf16/checkpointing do not (``docs/lab/memory.md``).
 """
 from __future__ import annotations
 

@@ -16,12 +16,12 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from ..kernels.gpu_switches import current
+from ..switches import current
 from ..layers import TimeInvariantDropout, unwrap
 from ..neurons import SpikingNeuron
 from .memory import DEFAULT_MEMORY, MEMORY_PRESETS, MemoryOptions, make_plan, run_plan
 from .builders import BUILDERS, BuildError, BuildOptions
-from .inputs import check_state, check_tensor, reference_tensor, to_time_first
+from .inputs import check_state, check_tensor, is_static, reference_tensor, repeat_over_time, to_time_first
 from .notation import MAX_INT, NotationError, parse
 from .stepping import NetworkState, initial_state, step
 from .structure import hoists_first_layer
@@ -95,9 +95,6 @@ class SpikingNetwork(nn.Module):
             self._state_key = key
         return self._state_shapes_now
 
-    def _hoistable(self) -> bool:
-        return hoists_first_layer(self.layers)
-
     def forward(self, x: torch.Tensor, *, time_first: bool | None = None) -> torch.Tensor:
         """``x [B, *input_shape]`` (static, repeated over T) or frames ``[T, B, *input_shape]`` ->
         ``[T, B, classes]``.  ``time_first=False`` takes frames batch-first, ``[B, T, *input_shape]``
@@ -121,14 +118,14 @@ class SpikingNetwork(nn.Module):
         check_tensor(x, "net(x)", reference_tensor(self))
         x = to_time_first(x, self.input_shape, self.T, time_first)
         start = 0
-        if x.dim() == len(self.input_shape) + 1:
-            if self._hoistable():
+        if is_static(x, self.input_shape):
+            if hoists_first_layer(self.layers):
                 x = self.layers[0].layer(x)
                 start = 1
                 while start < len(self.layers) and _same_every_step(self.layers[start]):
                     x = self.layers[start].layer(x)
                     start += 1
-            x = x.unsqueeze(0).expand(self.T, *x.shape)
+            x = repeat_over_time(x, self.T)
         return run_plan(self.plan(), x, start)
 
     def initial_state(self) -> NetworkState:

@@ -2,7 +2,7 @@
 
 ``paper`` is the paper's protocol exactly (its supplement, Hyper-Parameters: the zoo network, its T,
 batch 16, Adam 1e-3, cosine T_max=64 per epoch, 1024 epochs).  ``cpu`` is the main job: each dataset's narrower network of the same form
-(``cpu_network`` in :mod:`plif.data.catalog`: 32 instead of 128 channels, FC512, T = 4) for 2 epochs, which reached 89.3% test accuracy on Fashion-MNIST in
+(``cpu_network`` in :mod:`plif.catalog`: 32 instead of 128 channels, FC512, T = 4) for 2 epochs, which reached 89.3% test accuracy on Fashion-MNIST in
 3 minutes on a 2-core CPU (REPRODUCTION.md).
 
 The checks :func:`resolve_config` runs are :mod:`plif.train.checks`; a field's kind and flag,
@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-from ..data.catalog import DATASETS, DatasetSpec, get_dataset
+from ..catalog import DATASETS, DatasetSpec, get_dataset
 from ..models.memory import DEFAULT_MEMORY  # --memory left to plif, except where plif.train.speed compiles
 from ..surrogate import PAPER_SURROGATE, SURROGATES, surrogate_spec
 from .checks import NEURON_NAMES, check_effects, check_names, check_values, meta_network
@@ -125,7 +125,7 @@ class TrainConfig:
 
     @property
     def dataset_spec(self) -> DatasetSpec:
-        """The record of ``dataset`` (:mod:`plif.data.catalog`): what the data pipeline, the summary
+        """The record of ``dataset`` (:mod:`plif.catalog`): what the data pipeline, the summary
         and the resolution read; an unknown name raises ``ValueError`` listing the valid ones."""
         return get_dataset(self.dataset)
 
@@ -199,7 +199,7 @@ def left_to_plif(d: dict) -> dict:
 # preset -> values for the fields left at None
 PRESETS: dict[str, dict] = {
     "paper": {"epochs": 1024, "batch_size": 16, "lr": 1e-3, "t_max": 64},
-    # the network is each dataset's cpu_network (plif.data.catalog), e.g. 32 channels and FC512;
+    # the network is each dataset's cpu_network (plif.catalog), e.g. 32 channels and FC512;
     # t_max: the epochs (resolve_config)
     "cpu": {"epochs": 2, "batch_size": 64, "lr": 2e-3, "T": 4, "cpu_network": True},
 }

@@ -16,7 +16,7 @@ import torch
 
 from ..data.pipeline import load_train_data, planned_train_samples
 from ..device import pick_device, set_tf32
-from ..kernels.gpu_switches import changed as gpu_switches_on
+from ..switches import changed as gpu_switches_on
 from ..models import build_network
 from ..runs.folder import CHECKPOINT_DIR, CHECKPOINTS, RunFolder, prepare_out
 from .checks import check_network, check_outputs

@@ -58,7 +58,7 @@ def graph_obstacle(cfg: TrainConfig, world: int) -> str | None:
 def _compile_obstacle(cfg: TrainConfig) -> str | None:
     """Why auto does not compile ``cfg``'s network inside the graph, or None (``memory`` left to
     plif counts as ``none``: :func:`auto_memory` picks it where this says None)."""
-    from ..data.catalog import get_dataset
+    from ..catalog import get_dataset
 
     if cfg.memory not in (None, "none") or cfg.checkpoint_blocks:
         return f"--memory {cfg.memory}{' --checkpoint-blocks' if cfg.checkpoint_blocks else ''} was measured eagerly only"

@@ -13,7 +13,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..catalog import CIFAR10_CLASSES, DatasetSpec, as_dataset, dataset_folder
+from ...catalog import CIFAR10_CLASSES, DatasetSpec, as_dataset, dataset_folder
 from .gesture import read_gesture_labels, read_trials
 
 __all__ = ["EventSample", "EventDataset", "list_samples", "CIFAR10_CLASSES"]

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..catalog import ATIS_SENSOR
+from ...catalog import ATIS_SENSOR
 from . import aedat2, aedat3, aedat4, nmnist
 from .types import EventFormatError, read_file_bytes
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..catalog import GESTURE_CLASS_NAMES
+from ...catalog import GESTURE_CLASS_NAMES
 
 __all__ = ["GESTURE_CLASSES", "LABEL_HEADER", "read_gesture_labels", "read_trials", "cut_events"]
 

@@ -11,7 +11,7 @@ import numpy as np
 import torch
 
 from ...atomic import atomic_write_text
-from ..catalog import DatasetSpec, as_dataset, dataset_folder, default_root
+from ...catalog import DatasetSpec, as_dataset, dataset_folder, default_root
 from .cache import build_frames_cache, cache_key, load_cached
 from .datasets import list_samples
 from .fingerprint import same_bytes

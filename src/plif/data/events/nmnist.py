@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..catalog import ATIS_SENSOR, DATASETS
+from ...catalog import ATIS_SENSOR, DATASETS
 from .types import EventFormatError, make_events, read_file_bytes
 
 __all__ = ["read_nmnist_bin", "parse_nmnist", "NMNIST_SENSOR", "OutsideSensorError"]

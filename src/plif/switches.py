@@ -1,5 +1,8 @@
 """GPU speed switches: the one home of a speed option still waiting for a device run to decide it.
 
+Process-wide configuration, read where networks are built (:mod:`plif.models`) and runs recorded
+(:mod:`plif.train`); it imports nothing of plif, so every package may read it.
+
 Each field is one candidate, off by default.  A candidate that wins on the device becomes a default
 (or a config field, as TF32 did: ``plif train --no-tf32``), a loser is removed with its code.  Left
 today:
