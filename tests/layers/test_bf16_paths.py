@@ -128,3 +128,19 @@ def test_native_bf16_is_asked_of_the_cpu(tmp_path, monkeypatch):
     assert not native_bf16(str(amx))
     monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "avx512_core_amx")
     assert native_bf16(str(amx))
+
+
+def test_amp_auto_is_bf16_only_on_a_cpu_with_native_bf16(monkeypatch):
+    """``--amp auto`` resolves for the run's device, and what a run records is ``bf16`` or None."""
+    import dataclasses
+
+    from plif.layers import precision
+    from plif.train.config import TrainConfig, resolve_config
+    from plif.train.speed import resolve_speed
+
+    cfg = resolve_config(TrainConfig(amp="auto"))
+    for native, device, want in ((True, "cpu", "bf16"), (False, "cpu", None), (True, "cuda", None)):
+        monkeypatch.setattr(precision, "native_bf16", lambda native=native: native)
+        assert resolve_speed(cfg, device)[0].amp == want, (native, device)
+        assert resolve_speed(dataclasses.replace(cfg, amp="none"), device)[0].amp is None
+        assert resolve_speed(dataclasses.replace(cfg, amp="bf16"), device)[0].amp == "bf16"

@@ -29,7 +29,7 @@ import os
 import torch
 from torch import nn
 
-__all__ = ["norm_in_fp32", "native_bf16"]
+__all__ = ["norm_in_fp32", "native_bf16", "resolve_amp"]
 
 _NORMS = (nn.modules.batchnorm._BatchNorm,)
 
@@ -67,3 +67,12 @@ def native_bf16(cpuinfo: str = "/proc/cpuinfo") -> bool:
         return False
     flags = _cpu_flags(cpuinfo)
     return "avx512_bf16" in flags or "amx_bf16" in flags
+
+
+def resolve_amp(amp: str | None, device_type: str) -> str | None:
+    """``--amp`` as a run records it, ``"bf16"`` or None (fp32): ``"none"`` is None; ``"auto"`` is bf16
+    on a CPU with native bf16 (:func:`native_bf16`), fp32 everywhere else (CUDA's fp32 runs TF32,
+    its own choice; a CPU that would emulate bf16 never gets it)."""
+    if amp == "auto":
+        return "bf16" if device_type == "cpu" and native_bf16() else None
+    return None if amp == "none" else amp
