@@ -45,6 +45,7 @@ def test_every_composed_batchnorm_returns_fp32_under_autocast():
             assert y.grad.dtype == torch.bfloat16 and layer.layer.weight.grad.dtype == torch.float32
             y.grad = None
         assert torch.equal(TimeFolded(copy.deepcopy(bn))(y), want)
+        assert TimeFolded(copy.deepcopy(bn).eval())(y).dtype == torch.float32  # evaluation too
         conv = nn.Conv2d(2, 4, 3, 1, 1, bias=False)
         x = (torch.rand(6, 2, 5, 5) > 0.5).float()
         z = spike_conv_bn(x, conv, copy.deepcopy(bn))
