@@ -152,23 +152,24 @@ def shared_dir() -> Path:
 
 def write_run_folder(run, config: dict, metrics=None, summary: dict | None = None, model=None,
                      checkpoint: str = "best_test", epoch: int = 3) -> Path:
-    """A run folder as plif.train writes it, by hand: ``config.json``, ``metrics.jsonl`` (one line per
-    dict of ``metrics``, when given, even empty), ``summary.json`` (when given) and, with ``model`` (a module or
-    state dict), ``checkpoints/<checkpoint>.pt``."""
-    run = Path(run)
-    run.mkdir(parents=True, exist_ok=True)
-    (run / "config.json").write_text(json.dumps(config))
-    if metrics is not None:
-        (run / "metrics.jsonl").write_text("".join(json.dumps(m) + "\n" for m in metrics))
-    if summary is not None:
-        (run / "summary.json").write_text(json.dumps(summary))
-    if model is not None:
-        import torch
+    """A run folder as plif.train writes it, through plif.runs' own writers (:class:`plif.runs.RunFolder`,
+    :func:`plif.runs.checkpoint.save_checkpoint`): ``config.json``, ``metrics.jsonl`` (one line per dict of
+    ``metrics``, when given, even empty), ``summary.json`` (when given) and, with ``model`` (a module or
+    state dict), ``checkpoints/<checkpoint>.pt`` (``checkpoint``: a name of ``plif.runs.CHECKPOINTS``)."""
+    from plif.runs import RunFolder
+    from plif.runs.checkpoint import save_checkpoint
 
+    folder = RunFolder(run)
+    folder.path.mkdir(parents=True, exist_ok=True)
+    folder.write_config(config)
+    if metrics is not None:
+        folder.write_metrics(list(metrics))
+    if summary is not None:
+        folder.write_summary(summary)
+    if model is not None:
         state = model.state_dict() if hasattr(model, "state_dict") else model
-        (run / "checkpoints").mkdir(exist_ok=True)
-        torch.save({"model": state, "epoch": epoch, "config": config}, run / "checkpoints" / f"{checkpoint}.pt")
-    return run
+        save_checkpoint(folder.checkpoint(checkpoint), {"model": state, "epoch": epoch, "config": config})
+    return folder.path
 
 
 SMALL_NET = "{c8k3s1-BN-PLIF-MPk2s2}*2-DP-FC40-PLIF-DP-FC20-PLIF-APk10s10"  # on (1, 16, 16), T = 6

@@ -4,7 +4,7 @@ from plif_testing import write_run_folder
 def write_run(path, *, dataset="fashion-mnist", neuron="plif", tau0=2.0, pool=None, epochs=4, rows=(),
               network="{c128k3s1-BN-PLIF-MPk2s2}*2-DP-FC2048-PLIF-DP-FC100-PLIF-APk10s10", T=8, summary=True,
               **extra):
-    """A run folder written by hand: config.json, metrics.jsonl and (optionally) summary.json."""
+    """A run folder as training writes it (plif.runs): config.json, metrics.jsonl and (optionally) summary.json."""
     config = {"dataset": dataset, "neuron": neuron, "tau0": tau0, "pool": pool, "epochs": epochs,
               "network": network, "T": T, "seed": 0, **extra}
     best = max(rows, key=lambda m: m["test_acc"]) if rows else None

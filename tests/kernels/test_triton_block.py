@@ -17,10 +17,6 @@ asked or not, fp32, bf16 or fp16 ``y``), plus the backward in several chunks.  S
   interpreter itself reads any address, where a GPU may stop with an illegal address).
 """
 import importlib.util
-import json
-import os
-import subprocess
-import sys
 
 import pytest
 import torch
@@ -160,23 +156,6 @@ for name, args in (("block_forward", fwd), ("block_backward", bwd), ("bn_input_g
 """
 
 
-@pytest.fixture(scope="module")
-def interpreted() -> dict:
-    """``group -> case name -> result`` of one interpreter run."""
-    env = {**os.environ, "TRITON_INTERPRET": "1"}
-    tests = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    proc = subprocess.run([sys.executable, "-c", _INTERPRETED, tests], env=env, capture_output=True, text=True,
-                          timeout=600)
-    groups: dict = {}
-    for line in proc.stdout.splitlines():
-        if line.startswith("{"):
-            r = json.loads(line)
-            groups.setdefault(r.pop("group"), {})[r["case"]] = r
-    if proc.returncode != 0 or not groups:
-        pytest.fail(f"the interpreter run stopped early:\n{proc.stderr[-3000:]}")
-    return groups
-
-
 def _check(r):
     assert r["out"] and r["place"] and r["v_last"], r
     assert all(r["shapes"]), r
@@ -250,16 +229,31 @@ def test_operators_pass_opcheck_schema_and_autograd_registration(interpreted):
         assert r["checks"] and all(v == "SUCCESS" for v in r["checks"].values()), r
 
 
-def test_launch_choices():
-    from plif.kernels.triton_block_launch import MAX_CHUNK, backward_launch, chunk_steps, forward_launch
+def test_launch_choices_fit_every_plane_whatever_the_tuning():
+    """What a launch must be, whatever the tuning (issue 48: the sizes themselves are not pinned): a
+    power-of-two block (``tl.arange``), warps a power of two; a block larger than its plane needs is
+    no larger than its warps' lanes (no program mostly idle); the backward has one pixel a thread; its
+    chunks are the fewest that fit :data:`MAX_CHUNK`, balanced."""
+    from plif.kernels.triton_block_launch import MAX_CHUNK, backward_launch, chunk_steps, forward_launch, plane_launch
 
-    assert [chunk_steps(t) for t in (1, 8, MAX_CHUNK, MAX_CHUNK + 1, 3 * MAX_CHUNK)] == [
-        1, 8, MAX_CHUNK, MAX_CHUNK // 2 + 1, MAX_CHUNK]
-    assert chunk_steps(5, max_chunk=2) == 2
-    assert forward_launch(128, 128, True).block == 256  # 1,024 neurons
-    assert forward_launch(5, 5, True).block == 16  # 3 x 3 windows (the odd edge in windows of its own)
-    assert forward_launch(32, 32, False).block == 1024
-    assert backward_launch(128, 128).block == 128 and backward_launch(3, 3).num_warps == 1
+    pow2 = lambda n: n > 0 and n & (n - 1) == 0  # noqa: E731
+    for h in range(1, 70):
+        for w in (1, 2, 3, 5, 8, 31, 64, 65, 128, 200):
+            for what, launch, units in (("forward, pool", forward_launch(h, w, True), ((h + 1) // 2) * ((w + 1) // 2)),
+                                        ("forward", forward_launch(h, w, False), h * w),
+                                        ("backward", backward_launch(h, w), h * w), ("plane", plane_launch(h, w), h * w)):
+                where = f"{what} {h}x{w}: {launch}"
+                assert pow2(launch.block) and launch.num_warps in (1, 2, 4, 8), where
+                assert launch.block <= max(1 << (units - 1).bit_length(), 32 * launch.num_warps), where
+                if what == "backward":
+                    assert launch.block == 32 * launch.num_warps, where
+    for max_chunk in (None, 2, 7):
+        limit = max_chunk or MAX_CHUNK
+        for T in range(1, 3 * limit + 2):
+            chunk = chunk_steps(T, max_chunk=max_chunk)
+            chunks = -(-T // chunk)
+            assert chunk <= limit and chunks == -(-T // limit), (T, max_chunk, chunk)
+            assert chunk * chunks - T < chunks, (T, max_chunk, chunk)  # balanced: the last chunk short by < one a chunk
 
 
 def test_bad_inputs_are_refused_with_the_argument_named():

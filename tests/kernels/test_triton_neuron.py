@@ -6,10 +6,6 @@ imported: everything interpreted runs in one subprocess (one import of torch and
 case is reported back as a JSON line tagged with its group.
 """
 import importlib.util
-import json
-import os
-import subprocess
-import sys
 
 import pytest
 import torch
@@ -67,22 +63,7 @@ for case in (Case((5, 2, 3, 13, 17), "PLIF", "channel", True, False), Case((3, 2
 """
 
 
-@pytest.fixture(scope="module")
-def interpreted() -> dict:
-    """``group -> case name -> result`` of one interpreter run."""
-    env = {**os.environ, "TRITON_INTERPRET": "1"}
-    tests = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    out = subprocess.run([sys.executable, "-c", _INTERPRETED, ",".join(DTYPES), str(HALF_STRIDE), tests], env=env,
-                         capture_output=True, text=True, timeout=600)
-    rows = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
-    if not rows:
-        pytest.fail(f"the interpreter run produced no results:\n{out.stderr[-3000:]}")
-    groups: dict = {}
-    for r in rows:
-        groups.setdefault(r.pop("group"), {})[r["case"]] = r
-    if out.returncode != 0:
-        pytest.fail(f"the interpreter run stopped early:\n{out.stderr[-3000:]}")
-    return groups
+INTERPRETER_ARGS = (",".join(DTYPES), str(HALF_STRIDE))  # the script's argv before the tests folder (conftest.py)
 
 
 @pytest.fixture(scope="module")

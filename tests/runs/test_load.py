@@ -50,3 +50,25 @@ def test_corrupted_and_missing_files(run_dir, tmp_path):
     (run / "config.json").write_text('{"network": "FC10",\n "T": }')
     with pytest.raises(ValueError, match="line 2 column"):
         load_run(run)
+
+
+def test_the_test_helper_writes_run_folders_through_plif_runs(tmp_path):
+    """Issue 48: ``plif_testing.write_run_folder`` writes the format through the library's writers, so
+    the tests read what training writes (indented strict JSON, non-finite values as null) byte for byte."""
+    import math
+
+    import torch
+
+    from plif.runs import RunFolder, load_checkpoint
+    from plif_testing import write_run_folder
+
+    config, rows, summary = {"T": 4, "lr": 1e-3}, [{"epoch": 1, "test_acc": 0.5, "loss": math.nan}], {"finished": False}
+    helper = write_run_folder(tmp_path / "helper", config, rows, summary, model={"w": torch.ones(2)}, epoch=1)
+    library = RunFolder(tmp_path / "library")
+    library.write_config(config)
+    library.write_metrics(rows)
+    library.write_summary(summary)
+    for name in ("config.json", "metrics.jsonl", "summary.json"):
+        assert (helper / name).read_bytes() == (library.path / name).read_bytes(), name
+    state = load_checkpoint(RunFolder(helper).checkpoint("best_test"))
+    assert state["epoch"] == 1 and state["config"] == config and torch.equal(state["model"]["w"], torch.ones(2))
