@@ -245,3 +245,23 @@ def test_few_tap_conv_equals_the_convolution():
     r_x, r_w = torch.autograd.grad(conv(x), [x, conv.weight], g)
     torch.testing.assert_close(g_x, r_x, rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(g_w, r_w, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("layout", ["transposed", "strided", "channels-last"])
+def test_few_tap_conv_takes_any_layout(layout):
+    """ATen's kernel reads its input as contiguous: given a transposed or strided one its backward made a
+    wrong weight gradient while forward was exact, and it refused a channels-last one (issue 45.1)."""
+    torch.manual_seed(0)
+    conv = nn.Conv2d(2, 5, 3, 1, 1, bias=False)
+    base = torch.randn(4, 2, 9, 9)
+    x = {"transposed": base.transpose(-1, -2), "strided": torch.randn(4, 2, 18, 18)[..., ::2, ::2],
+         "channels-last": base.contiguous(memory_format=torch.channels_last)}[layout]
+    g = torch.randn(4, 5, 9, 9)
+    y = few_tap_conv2d(x, conv.weight, conv.stride, conv.padding)
+    g_x, g_w = few_tap_conv_backward(g, x, conv.weight, conv.stride, conv.padding, (True, True))
+    x_ = x.detach().clone().requires_grad_(True)
+    ref = conv(x_)
+    ref.backward(g)
+    torch.testing.assert_close(y, ref, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(g_x, x_.grad, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(g_w, conv.weight.grad, rtol=1e-5, atol=1e-5)

@@ -3,7 +3,7 @@ import torch
 from torch import nn
 
 from plif.layers import TimeFolded
-from plif.layers.spike_input import SpikeConv2d, SpikeConvBN, SpikeLinear
+from plif.layers.spike_input import SpikeConv2d, SpikeConvBN, SpikeLinear, conv_refusal
 
 
 def spikes(*shape, seed=0):
@@ -69,3 +69,30 @@ def test_eval_mode_uses_the_plain_layer():
     conv = nn.Conv2d(3, 5, 3, 1, 1, bias=False).eval()
     x = spikes(2, 3, 3, 8, 8)
     assert torch.equal(SpikeConv2d(conv)(x), TimeFolded(conv)(x))
+
+
+@pytest.mark.parametrize("mode", ["reflect", "circular", "replicate"])
+def test_a_conv_that_pads_by_itself_runs_as_it_is(mode):
+    """``padding_mode`` other than zeros: the one-byte layers ran ``F.conv2d`` with zero padding in its
+    place (spikes and gradients off by 1); they run the layer itself, bit for bit (issue 45.1)."""
+    torch.manual_seed(0)
+    conv, bn = nn.Conv2d(3, 5, 3, 1, 1, bias=False, padding_mode=mode), nn.BatchNorm2d(5)
+    bn2 = nn.BatchNorm2d(5)
+    x = spikes(2, 3, 3, 8, 8)
+    ref = grads_of(lambda x: TimeFolded(bn)(TimeFolded(conv)(x)), x, [conv.weight])
+    assert all(torch.equal(u, v) for u, v in zip(grads_of(lambda x: TimeFolded(bn)(SpikeConv2d(conv)(x)), x,
+                                                          [conv.weight]), ref))
+    assert all(torch.equal(u, v) for u, v in zip(grads_of(SpikeConvBN(TimeFolded(conv), TimeFolded(bn2)), x,
+                                                          [conv.weight]), ref))
+
+
+def test_conv_refusal_names_what_f_conv2d_would_compute_otherwise():
+    class Standardised(nn.Conv2d):
+        def forward(self, x):
+            return super().forward(x) * 2
+
+    assert conv_refusal(nn.Conv2d(2, 3, 3, bias=False)) is None
+    assert conv_refusal(nn.Conv2d(2, 3, 3, bias=False, padding_mode="reflect")) == "padding_mode='reflect'"
+    assert conv_refusal(nn.Conv2d(2, 3, 3)) == "the convolution has a bias"
+    assert conv_refusal(nn.Conv2d(2, 3, 3, bias=False, padding="same")) == "padding='same'"
+    assert conv_refusal(Standardised(2, 3, 3, bias=False)) == "Standardised is not a plain nn.Conv2d"

@@ -1,4 +1,5 @@
 import copy
+import dataclasses
 
 import pytest
 import torch
@@ -160,3 +161,36 @@ def test_every_token_kind_has_a_builder():
     from plif.models.builders import BUILDERS
     from plif.models.notation import TOKENS
     assert {kind for _, kind, _ in TOKENS.values()} <= set(BUILDERS)
+
+
+@pytest.mark.parametrize("option, value, message", [
+    ("v_threshold", float("nan"), "v_threshold must be a finite number, got nan"),
+    ("v_threshold", float("inf"), "v_threshold must be a finite number, got inf"),
+    ("v_reset", float("nan"), "v_reset must be a finite number, got nan"),
+    ("alpha", float("nan"), "alpha must be a finite number, got nan"),
+    ("detach_reset", "False", "detach_reset must be bool, got 'False'"),
+    ("bn_per_step", "no", "bn_per_step must be bool, got 'no'"),
+    ("per_channel_tau", 1, "per_channel_tau must be bool, got 1"),
+    ("dropout_p", float("nan"), "dropout_p must be a finite number, got nan"),
+])
+def test_the_api_refuses_what_the_cli_refuses_with_its_words(option, value, message):
+    """Issue 45.3: a NaN threshold gave all-zero output, a NaN alpha NaN gradients, ``detach_reset="False"``
+    a truthy string; the words are ``plif train``'s (plif.values.check_value), naming the keyword."""
+    with pytest.raises(ValueError) as e:
+        build_network("c4k3s1-BN-PLIF-MPk2s2-DP-FC10-PLIF", (2, 8, 8), 4, **{option: value})
+    assert str(e.value) == message
+
+
+def test_the_cli_refuses_with_the_same_check():
+    from plif.train.checks import check_values
+    from plif.train.config import TrainConfig, resolve_config
+
+    cfg = dataclasses.replace(resolve_config(TrainConfig(dataset="fashion-mnist")), detach_reset="False")
+    with pytest.raises(ValueError, match="^--detach-reset must be bool, got 'False'$"):
+        check_values(cfg)
+
+
+def test_frames_without_a_time_step_are_refused_in_one_line():
+    net = build_network("c4k3s1-BN-PLIF-MPk2s2-FC10-PLIF", (2, 8, 8), 4)
+    with pytest.raises(ValueError, match=r"^net\(x\): frames \[T, B, \.\.\.\] need T >= 1 time-steps, got \[0, 3, 2, 8, 8\]$"):
+        net(torch.rand(0, 3, 2, 8, 8))

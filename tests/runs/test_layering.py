@@ -38,7 +38,7 @@ def test_the_check_sees_a_relative_import_of_training():
 # or from its own package. The ground floor holds the facts and settings every layer may read: the
 # dataset catalog and the GPU switches among them, so that models never reach into data for a fact.
 LAYERS = (
-    {"_lazy", "atomic", "filelock", "device", "progress", "signals", "surrogate", "catalog", "switches"},
+    {"_lazy", "atomic", "filelock", "device", "progress", "signals", "surrogate", "catalog", "switches", "values"},
     {"neurons"}, {"kernels"}, {"layers"}, {"models", "data"}, {"runs"}, {"deploy", "train"},
     {"experiments", "bench"}, {"cli"}, {"__main__"},
 )

@@ -9,6 +9,12 @@ the input instead, ``in_channels·k·k / out_channels`` of the output's size (18
 writes the output where it stays.  Same values up to the order of the ``in_channels·k·k``
 products' sum.  Eager CPU only; anywhere else :func:`few_taps` is false and the caller runs
 ``F.conv2d``.
+
+ATen's kernel reads its input and weight as contiguous (its backward, given a transposed or strided
+input, computes a wrong weight gradient in silence, and refuses a channels-last one), so both
+functions pass them as such: a copy only where they are not, of a tensor with few channels.  Which
+convolutions come here at all (zero padding, no bias, ...) is
+:func:`plif.layers.fused_block.fused_route`'s to say.
 """
 from __future__ import annotations
 
@@ -31,7 +37,8 @@ def few_taps(conv: nn.Conv2d, x: torch.Tensor) -> bool:
 
 def few_tap_conv2d(x: torch.Tensor, weight: torch.Tensor, stride, padding) -> torch.Tensor:
     """The bias-free convolution of ``x [N, C, H, W]`` (no autograd: see :func:`few_tap_conv_backward`)."""
-    return torch.ops.aten._slow_conv2d_forward(x, weight, list(weight.shape[-2:]), None, list(stride), list(padding))
+    return torch.ops.aten._slow_conv2d_forward(x.contiguous(), weight.contiguous(), list(weight.shape[-2:]), None,
+                                               list(stride), list(padding))
 
 
 def few_tap_conv_backward(g: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, stride, padding, mask):
@@ -39,6 +46,6 @@ def few_tap_conv_backward(g: torch.Tensor, x: torch.Tensor, weight: torch.Tensor
     the same kernel's backward: no copy of ``g`` in another layout (oneDNN reorders it: another
     335 MB at DVS128 Gesture B2)."""
     g_x, g_w, _ = torch.ops.aten._slow_conv2d_backward.output_mask(
-        g.contiguous(), x, weight, list(weight.shape[-2:]), list(stride), list(padding),
+        g.contiguous(), x.contiguous(), weight.contiguous(), list(weight.shape[-2:]), list(stride), list(padding),
         [bool(mask[0]), bool(mask[1]), False])
     return g_x, g_w

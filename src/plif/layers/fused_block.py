@@ -48,10 +48,10 @@ from ..neurons import IF, LIF, PLIF, SpikingNeuron
 from ..neurons.functional import NeuronConfig, state_dtype
 from ..surrogate import get_surrogate
 from .few_tap_conv import few_tap_conv2d, few_tap_conv_backward, few_taps
-from .spike_input import SpikeConv2d, _autocast, _conv_backward, _pack, _unpack, conv_args
+from .spike_input import SpikeConv2d, _autocast, _conv_backward, _pack, _unpack, conv_args, conv_refusal
 
 __all__ = ["BlockKernels", "block_kernels", "load_kernels", "kernel_status", "FusedBlock", "fused_block",
-           "batch_statistics", "fusable_pool", "fusable_now"]
+           "batch_statistics", "fusable_pool", "fusable_now", "Route", "fused_route"]
 
 
 @dataclass(frozen=True)
@@ -235,10 +235,11 @@ class _Conv:
     few: bool
 
     def __call__(self, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
-        """``x [T, B, C, H, W]`` -> ``[T, B, C', H', W']``, no autograd."""
+        """``x [T, B, C, H, W]`` -> ``[T, B, C', H', W']`` (contiguous: the kernels write ``∂y`` over it, and
+        a channels-last ``x`` gives a channels-last output), no autograd."""
         x4 = x.flatten(0, 1)
         y = few_tap_conv2d(x4, weight, *self.args[:2]) if self.few else F.conv2d(x4, weight, None, *self.args)
-        return y.unflatten(0, x.shape[:2])
+        return y.contiguous().unflatten(0, x.shape[:2])
 
     def grads(self, g: torch.Tensor, x_of, shape, weight: torch.Tensor, mask):
         """``(∂x, ∂weight)`` for ``g [N, C', H', W']``; ``x_of()`` makes the input ``[N, C, H, W]``."""
@@ -379,6 +380,51 @@ def fusable_now(layers: list[nn.Module], bn: nn.BatchNorm2d) -> bool:
             and not any(m._forward_hooks or m._forward_pre_hooks for layer in layers for m in layer.modules()))
 
 
+@dataclass(frozen=True)
+class Route:
+    """How the fused path runs a block on one input: its ``kernels``, and ``few``: the convolution
+    runs as :mod:`plif.layers.few_tap_conv`'s (few taps, the CPU)."""
+
+    kernels: BlockKernels
+    few: bool
+
+
+def fused_route(layers: list[nn.Module], x: torch.Tensor, start: int = 0) -> Route | None:
+    """The one place that says what the fused path takes: the :class:`Route` by which a block of
+    ``layers`` (``TimeFolded`` conv, ``TimeFolded`` BatchNorm2d, IF/LIF/PLIF [, ``TimeFolded`` 2×2
+    max-pool]) runs fused on ``x [T, B, C, H, W]``, or None where the composed layers run instead.
+    ``start``: the layers before it already ran (1: ``x`` is the convolution's output).
+
+    The fused path takes: a strided (dense, any strides: transposed, sliced, channels-last,
+    expanded over time) non-empty 5-d ``x``; BatchNorm as :func:`fusable_now` takes it (training,
+    running statistics, a momentum, no hooks); where the block runs its convolution (``start`` 0),
+    one that ``F.conv2d`` computes with :func:`~plif.layers.spike_input.conv_args` (zero padding,
+    no bias, a plain ``nn.Conv2d``: :func:`~plif.layers.spike_input.conv_refusal`; any stride,
+    padding, dilation and groups) on an ``x`` of its weight's dtype (or under autocast); and kernels
+    for the neuron, ``x``'s device and the convolution's output dtype (:func:`block_kernels`; the
+    PyTorch reference not inside a ``torch.compile`` trace).  Everything else runs the composed
+    layers, whose result the fused path's is held to (tests/layers/test_fused_layouts.py)."""
+    if start > 1 or x.dim() != 5 or x.layout != torch.strided or x.numel() == 0:
+        return None
+    conv, bn = layers[0].layer, layers[1].layer
+    if not fusable_now(layers, bn):  # before the kernels' look-up: eval asks no more
+        return None
+    if start:
+        dtype = x.dtype
+    else:
+        if conv_refusal(conv) is not None:
+            return None
+        dtype = conv_dtype(conv.weight, x.device)
+        if x.dtype != conv.weight.dtype and not torch.is_autocast_enabled(x.device.type):
+            return None  # the composed convolution says what is wrong
+    kernels = block_kernels(layers[2], x.device, dtype)
+    # the reference's backward calls autograd itself, which torch.compile does not trace: compiled,
+    # the composed layers run the same PyTorch computation
+    if kernels is None or (kernels is REFERENCE and torch.compiler.is_compiling()):
+        return None
+    return Route(kernels, start == 0 and few_taps(conv, x))
+
+
 def _repeated(x: torch.Tensor) -> torch.Tensor | None:
     """The ``[B, ...]`` tensor that ``x [T, B, ...]`` repeats over time, when ``x`` is its expanded view
     (a static input after the network's hoisted layers), else None.  Eager only: a compiled graph
@@ -415,14 +461,10 @@ class FusedBlock:
     def __call__(self, x: torch.Tensor, start: int = 0) -> torch.Tensor:
         """``start``: the layers before it already ran (1: ``x`` is the convolution's output, a static
         input's hoisted encoder)."""
-        if start > 1 or not fusable_now(self.layers, self.bn):  # before the kernels' look-up: eval asks no more
+        route = fused_route(self.layers, x, start)
+        if route is None:
             return self._plain(x, start)
-        kernels = block_kernels(self.neuron, x.device, x.dtype if start else conv_dtype(self.conv.weight, x.device))
-        # the reference's backward calls autograd itself, which torch.compile does not trace: compiled,
-        # the composed layers run the same PyTorch computation
-        if kernels is None or (kernels is REFERENCE and torch.compiler.is_compiling()):
-            return self._plain(x, start)
-        few = start == 0 and few_taps(self.conv, x)
+        kernels, few = route.kernels, route.few
         # a few-tap conv runs here, not as conv_step, unless that is the spike input's own convolution
         here = few and not (self.binary and isinstance(self.conv_step, SpikeConv2d))
         # a few-tap first conv (the CPU, event input) is cheap to make again and its output the step's largest:

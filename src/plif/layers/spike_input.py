@@ -30,7 +30,7 @@ from torch import nn
 from .fold import TimeFolded
 
 __all__ = ["SpikeConv2d", "SpikeLinear", "SpikeConvBN", "spike_conv2d", "spike_linear", "spike_conv_bn", "conv_args",
-           "conv_weight_grad", "conv_input_grad"]
+           "conv_refusal", "conv_weight_grad", "conv_input_grad"]
 
 
 def _pack(s: torch.Tensor) -> torch.Tensor:
@@ -54,7 +54,26 @@ def _autocast(*tensors):
 
 
 def conv_args(conv: nn.Conv2d):
+    """``(stride, padding, dilation, groups)``: what ``F.conv2d`` needs besides the weight to compute
+    ``conv`` (bias-free, zero-padded: :func:`conv_refusal` says where it cannot)."""
     return list(conv.stride), list(conv.padding), list(conv.dilation), conv.groups
+
+
+def conv_refusal(conv: nn.Module) -> str | None:
+    """Why ``conv`` is not computed by ``F.conv2d(x, conv.weight, None, *conv_args(conv))`` (the
+    call the one-byte and fused paths make in its place), or None where it is: not a plain
+    ``nn.Conv2d`` (a subclass with its own forward), a bias, a ``padding_mode`` other than zeros
+    (``reflect``, ``circular``, ``replicate`` pad by themselves), padding given as a string."""
+    if not isinstance(conv, nn.Conv2d) or (type(conv).forward, type(conv)._conv_forward) != (
+            nn.Conv2d.forward, nn.Conv2d._conv_forward):
+        return f"{type(conv).__name__} is not a plain nn.Conv2d"
+    if conv.bias is not None:
+        return "the convolution has a bias"
+    if conv.padding_mode != "zeros":
+        return f"padding_mode={conv.padding_mode!r}"
+    if isinstance(conv.padding, str):
+        return f"padding={conv.padding!r}"
+    return None
 
 
 def conv_weight_grad(g: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, args) -> torch.Tensor:
@@ -187,8 +206,10 @@ def spike_conv_bn(x: torch.Tensor, conv: nn.Conv2d, bn: nn.BatchNorm2d, binary: 
 
 
 def _usable(layer: nn.Module) -> bool:
-    # eval mode and no-grad runs keep nothing for backward: the plain layer is as small and as fast
-    return layer.training and torch.is_grad_enabled()
+    # eval mode and no-grad runs keep nothing for backward: the plain layer is as small and as fast;
+    # a convolution F.conv2d does not compute as it is (reflect padding, ...) runs as it is
+    return layer.training and torch.is_grad_enabled() and (not isinstance(layer, nn.Conv2d)
+                                                           or conv_refusal(layer) is None)
 
 
 class SpikeConv2d(TimeFolded):

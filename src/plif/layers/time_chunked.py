@@ -40,8 +40,7 @@ import torch
 from torch import nn
 
 from ..neurons.functional import NeuronConfig
-from .few_tap_conv import few_taps
-from .fused_block import _affine, _Conv, _record_statistics, BlockKernels, block_kernels, fusable_now, load_kernels
+from .fused_block import _affine, _Conv, _record_statistics, BlockKernels, fused_route, load_kernels
 from .spike_input import conv_args
 
 __all__ = ["TimeChunkedBlock", "chunk_length"]
@@ -270,14 +269,13 @@ class TimeChunkedBlock:
 
     def __call__(self, x: torch.Tensor, start: int = 0) -> torch.Tensor:
         conv, bn = self.conv, self.bn
-        # the cheap flags first: the kernels' look-up and the hooks' walk only where they decide
+        # the cheap flags first: the fused path's own predicate only where they decide
         if (start != 0 or not conv.training or not torch.is_grad_enabled()
                 or torch.compiler.is_compiling() or torch.is_autocast_enabled(x.device.type)
                 or x.dtype not in (torch.float32, torch.float64)
-                or (kernels := block_kernels(self.neuron, x.device, x.dtype)) is None
-                or not fusable_now(self.layers, bn)):
+                or (route := fused_route(self.layers, x)) is None):
             return self._plain(x, start)
-        b = _Block(conv, bn, self.cfg, self.pool, kernels, _Conv(self._conv_args, False, few_taps(conv, x)))
+        b = _Block(conv, bn, self.cfg, self.pool, route.kernels, _Conv(self._conv_args, False, route.few))
         # k as the neuron makes it (sigmoid(w) for PLIF), from an empty tensor with the block's channels
         k = self.neuron.k(x.new_empty((0, 0, conv.out_channels, 0, 0))).reshape(-1)
         return _ChunkedFunction.apply(x, b, chunk_length(x.shape[0]), conv.weight, bn.weight, bn.bias, k)[0]

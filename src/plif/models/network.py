@@ -19,6 +19,7 @@ from torch import nn
 from ..switches import current
 from ..layers import TimeInvariantDropout, unwrap
 from ..neurons import SpikingNeuron
+from ..values import check_value
 from .memory import DEFAULT_MEMORY, MEMORY_PRESETS, MemoryOptions, make_plan, run_plan
 from .builders import BUILDERS, BuildError, BuildOptions
 from .inputs import check_state, check_tensor, is_static, reference_tensor, repeat_over_time, to_time_first
@@ -117,6 +118,8 @@ class SpikingNetwork(nn.Module):
         """
         check_tensor(x, "net(x)", reference_tensor(self))
         x = to_time_first(x, self.input_shape, self.T, time_first)
+        if x.dim() == len(self.input_shape) + 2 and x.shape[0] == 0:
+            raise ValueError(f"net(x): frames [T, B, ...] need T >= 1 time-steps, got {list(x.shape)}")
         start = 0
         if is_static(x, self.input_shape):
             if hoists_first_layer(self.layers):
@@ -212,6 +215,15 @@ def _check_int(name: str, value, minimum: int) -> int:
     return int(value)
 
 
+# the kinds of build_network's options and of the neuron keywords it passes on, checked as plif train checks
+# its flags (plif.values.check_value): a NaN threshold gave all-zero output, a NaN alpha NaN gradients, and
+# detach_reset="False" (a truthy string) the opposite of what was asked
+# (tau0 has its own check, plif.neurons.check_tau, which the layers and plif train share)
+_KINDS = {"bn_per_step": (bool, False), "per_channel_tau": (bool, False),
+          "dropout_p": (float, True), "v_threshold": (float, False), "v_reset": (float, True), "alpha": (float, True),
+          "detach_reset": (bool, False)}
+
+
 def _check_shape(input_shape) -> tuple:
     if isinstance(input_shape, (str, bytes)) or not hasattr(input_shape, "__len__"):
         raise TypeError(f"input_shape must be a tuple (C, H, W) or (N,), got {input_shape!r}")
@@ -267,6 +279,11 @@ def build_network(spec: str, input_shape, T: int = 8, *, neuron: str | None = No
     T = _check_int("T", T, 1)
     if pool not in (None, "max", "avg"):
         raise ValueError(f"pool must be 'max' or 'avg', got {pool!r}")
+    given = {"bn_per_step": bn_per_step, "per_channel_tau": per_channel_tau, "dropout_p": dropout_p,
+             **neuron_kwargs}
+    for name, value in given.items():
+        if name in _KINDS:
+            check_value(name, value, *_KINDS[name])
     opts = BuildOptions(neuron=neuron, tau0=tau0, pool=pool, bn_per_step=bn_per_step, per_channel_tau=per_channel_tau,
                         dropout_p=dropout_p, neuron_kwargs=tuple(neuron_kwargs.items()))
     layers: list[nn.Module] = []

@@ -17,7 +17,8 @@ from ..device import pick_device
 from ..models.notation import MAX_INT
 from ..neurons import NEURONS, check_tau
 from ..surrogate import get_surrogate
-from .fields import field_kind, flag_name, value_fits
+from ..values import check_value
+from .fields import field_kind, flag_name
 
 __all__ = ["NEURON_NAMES", "MAX_SEED", "LR_RANGE", "check_names", "check_values", "check_effects", "idle_settings",
            "check_outputs", "meta_network", "check_network"]
@@ -52,12 +53,7 @@ def check_values(cfg) -> None:
     for f in dataclasses.fields(cfg):
         if f.metadata.get("derived"):
             continue
-        kind, optional = field_kind(f)
-        value = getattr(cfg, f.name)
-        if not value_fits(value, kind, optional):
-            raise ValueError(f"{flag_name(f.name)} must be {kind.__name__}, got {value!r}")
-        if kind is float and value is not None and not math.isfinite(value):
-            raise ValueError(f"{flag_name(f.name)} must be a finite number, got {value}")
+        check_value(flag_name(f.name), getattr(cfg, f.name), *field_kind(f))
     for name in ("T", "epochs", "batch_size", "t_max", "eval_batch_size"):
         if getattr(cfg, name) < 1:
             raise ValueError(f"{flag_name(name)} must be at least 1, got {getattr(cfg, name)}")

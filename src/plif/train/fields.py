@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import dataclasses
 
+from ..values import is_int, value_fits  # noqa: F401  (the config's kinds, re-exported)
+
 __all__ = ["field_kind", "flag_name", "is_int", "value_fits"]
 
 _KINDS = {"bool": bool, "int": int, "float": float, "str": str, "tuple": tuple}
@@ -28,21 +30,3 @@ def field_kind(f: dataclasses.Field) -> tuple[type, bool]:
 def flag_name(name: str) -> str:
     """The command-line flag of a config field: ``max_train_samples`` -> ``--max-train-samples``."""
     return "--" + name.replace("_", "-")
-
-
-def is_int(v) -> bool:
-    """An integer that is not a bool (JSON's ``true`` is no number of epochs)."""
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
-def value_fits(value, kind, optional: bool) -> bool:
-    """Whether ``value`` is of a field's kind (an int passes for a float; ``None`` only when optional)."""
-    if value is None:
-        return optional
-    if kind is bool:
-        return isinstance(value, bool)
-    if kind is int:
-        return is_int(value)
-    if kind is float:
-        return is_int(value) or isinstance(value, float)
-    return isinstance(value, kind)
