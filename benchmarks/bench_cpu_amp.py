@@ -1,7 +1,8 @@
 """CPU training step in fp32 against bf16 autocast (``plif train --amp bf16``), alternated in one process.
 
-The cpu preset's Fashion-MNIST network (``--network`` for another), batch 64, T = 4, random
-images: two copies built from the same seed, each with its own Adam, run ``plif train``'s step
+The cpu preset's Fashion-MNIST network (``--network`` for another, ``paper`` for the dataset's zoo
+network), batch 64, T = 4, random images (an event dataset: synthetic event frames, as ``plif bench
+train`` feeds them), ``plif train``'s default ``--memory``: two copies built from the same seed, each with its own Adam, run ``plif train``'s step
 (:func:`plif.train.loop.train_step`) in turns fp32, bf16, fp32, bf16, ... so load from other jobs
 falls on both alike.  Reported: CPU time per step (``time.thread_time`` with one thread, where
 the whole step runs on the calling thread; ``time.process_time`` with more, which counts
@@ -11,7 +12,8 @@ each, to show where bf16 gains or loses (oneDNN's convolutions, BatchNorm, the n
 
     python benchmarks/bench_cpu_amp.py                      # 1 thread, 8 rounds
     python benchmarks/bench_cpu_amp.py --threads 2 --memory exact --profile
-    python benchmarks/bench_cpu_amp.py --network paper --batch 16 --T 8 --rounds 4
+    python benchmarks/bench_cpu_amp.py --network paper --batch 16 --T 8 --threads 2 --rounds 8
+    python benchmarks/bench_cpu_amp.py --dataset dvs128-gesture --network paper --batch 2 --T 20 --threads 2
 """
 from __future__ import annotations
 
@@ -24,8 +26,11 @@ import torch
 
 from plif.bench.alternate import alternate
 from plif.bench.neuron import machine_description
+from plif.bench.train import _inputs
 from plif.catalog import get_dataset
+from plif.layers.precision import native_bf16
 from plif.models import MEMORY_PRESETS, build_network
+from plif.models.memory import DEFAULT_MEMORY
 from plif.train.loop import train_step
 from plif.train.malloc import keep_freed_memory
 from plif.train.optim import adam
@@ -55,7 +60,7 @@ def main(argv=None) -> int:
     p.add_argument("--network", help="network string, or 'paper' for the dataset's zoo network [its cpu preset network]")
     p.add_argument("--T", type=int, default=4)
     p.add_argument("--batch", type=int, default=64)
-    p.add_argument("--memory", default="none", choices=sorted(MEMORY_PRESETS))
+    p.add_argument("--memory", default=DEFAULT_MEMORY, choices=sorted(MEMORY_PRESETS))
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--rounds", type=int, default=8)
     p.add_argument("--warmup", type=int, default=2)
@@ -68,9 +73,7 @@ def main(argv=None) -> int:
     clock = time.thread_time if args.threads == 1 else time.process_time
     entry = get_dataset(args.dataset)
     network = {None: entry.cpu_network, "paper": entry.network}.get(args.network, args.network)
-    g = torch.Generator().manual_seed(0)
-    x = torch.rand(args.batch, *entry.input_shape, generator=g)
-    y = torch.randint(0, entry.num_classes, (args.batch,), generator=g)
+    x, _, y = _inputs(entry, args.T, args.batch, torch.device("cpu"))
     steps = {name: make_step(network, entry.input_shape, args.T, args.memory, x, y, entry.num_classes, name == "bf16")
              for name in ("fp32", "bf16")}
     cpu, wall = alternate(steps, args.rounds, args.warmup, clock)
@@ -82,7 +85,8 @@ def main(argv=None) -> int:
         cpu_flags = ", ".join(f for f in ("avx512f", "avx512_bf16", "amx_bf16") if f" {f}" in flags) or "none of them"
     except (OSError, IndexError):
         pass
-    print(f"{machine}\nbf16-relevant CPU flags: {cpu_flags}; oneDNN ISA: {torch.backends.cpu.get_cpu_capability()}")
+    print(f"{machine}\nbf16-relevant CPU flags: {cpu_flags}; ATen's CPU capability: "
+          f"{torch.backends.cpu.get_cpu_capability()}; native bf16 (plif.layers.precision.native_bf16): {native_bf16()}")
     print(f"network {network}, T={args.T}, batch {args.batch}, --memory {args.memory}, {args.threads} thread(s), "
           f"{args.rounds} alternated rounds")
     print(f"{'':6s} {'CPU ms median':>14s} {'CPU ms min':>11s} {'wall ms median':>15s}")
@@ -98,7 +102,7 @@ def main(argv=None) -> int:
         with open(args.json, "w") as f:
             json.dump({"machine": machine, "cpu_flags": cpu_flags, "network": network, "T": args.T,
                        "batch": args.batch, "memory": args.memory, "threads": args.threads,
-                       "cpu_s": cpu, "wall_s": wall, "ratio_median": statistics.median(ratios)}, f, indent=1)
+                       "native_bf16": native_bf16(), "cpu_s": cpu, "wall_s": wall, "ratio_median": statistics.median(ratios)}, f, indent=1)
     return 0
 
 

@@ -45,4 +45,4 @@ def test_train_table_says_why(sj_without_loguru):
     rows = bench_train("fashion-mnist", (2,), "cpu", ["spikingjelly"], warmup=0, iters=1, T=1)
     assert [r.variant for r in rows] == ["spikingjelly"] and rows[0].ms_per_step is None
     assert rows[0].ratio_to_naive is None and rows[0].ratio_to_spikingjelly is None
-    assert "spikingjelly           2 unavailable: ModuleNotFoundError: No module named 'loguru'" in format_train_table(rows, "t")
+    assert "spikingjelly                2 unavailable: ModuleNotFoundError: No module named 'loguru'" in format_train_table(rows, "t")

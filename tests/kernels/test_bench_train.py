@@ -14,6 +14,28 @@ def test_cpu_variants_give_rows_with_ratios():
     assert auto.ratio_to_naive == pytest.approx(naive.ms_per_step / auto.ms_per_step)  # the other row's time
 
 
+def test_bf16_rows_stand_beside_fp32_and_meet_spikingjelly_in_bf16(monkeypatch):
+    """The default rows add plif's and SpikingJelly's bf16 where the device runs it natively (never on
+    a CPU without it), the table names each row's precision, and a bf16 row's "x SJ" is against
+    SpikingJelly's own bf16 row."""
+    import torch
+
+    from plif.bench import train as bt
+    from plif.layers import precision
+
+    monkeypatch.setattr(precision, "native_bf16", lambda: False)
+    assert not any("bf16" in v for v in bt.default_variants(torch.device("cpu")))
+    monkeypatch.setattr(precision, "native_bf16", lambda: True)
+    assert bt.default_variants(torch.device("cpu"))[-1] == "spikingjelly+bf16" and "auto+bf16" in bt.default_variants(
+        torch.device("cpu"))
+    rows = [bt.TrainBenchResult(v, 2, ms, 2 / ms, precision=p) for v, ms, p in
+            (("auto", 10.0, "fp32"), ("auto+bf16", 5.0, "bf16"), ("spikingjelly", 40.0, "fp32"),
+             ("spikingjelly+bf16", 30.0, "bf16"))]
+    auto, bf16, _, _ = bt.fill_ratios(rows)
+    assert auto.ratio_to_spikingjelly == 4.0 and bf16.ratio_to_spikingjelly == 6.0
+    assert re.search(r"auto\+bf16 +bf16 +2 +5\.00", bt.format_train_table(rows, "t"))
+
+
 @pytest.mark.parametrize("variant", ["cuda-graph", "cuda-graph+bf16", "auto+graph", "spikingjelly+graph"])
 def test_cuda_variants_refuse_on_cpu(variant):
     with pytest.raises(ValueError, match=re.escape(f"variant {variant!r} needs a CUDA device")):

@@ -33,8 +33,22 @@ def test_bf16_training_runs_on_the_kernel_and_learns(tiny_fashion, tmp_path, cho
                            max_test_samples=40)
     assert main(argv) == 0
     assert json.loads((out / "config.json").read_text())["amp"] == "bf16"
-    assert set(chosen) == {("cpu", torch.bfloat16)}, chosen  # never bptt, never fp32 inputs
+    # never bptt; after a linear layer bf16 inputs, after a composed BatchNorm (evaluation, --memory none)
+    # its fp32 output (plif.layers.precision)
+    assert set(chosen) == {("cpu", torch.bfloat16), ("cpu", torch.float32)}, chosen
     rows = [r for r in read_metrics(out) if "train_loss" in r]
     assert len(rows) == 3 and rows[-1]["train_loss"] < rows[0]["train_loss"], rows
     state = torch.load(out / "checkpoints" / "last.pt", weights_only=False)["model"]
     assert all(v.dtype in (torch.float32, torch.int64) for v in state.values())  # weights, BN stats stay fp32
+
+
+def test_amp_auto_records_what_ran(tiny_fashion, tmp_path, chosen):
+    """``--amp auto`` is decided once for this CPU (bf16 where it has native bf16) and config.json
+    records the decision, not ``auto``, so a resume elsewhere keeps the run's numerics."""
+    from plif.layers.precision import native_bf16
+
+    out = tmp_path / "run"
+    assert main(tiny_train_argv(tiny_fashion, out, "--amp", "auto", epochs=1, max_test_samples=40)) == 0
+    want = "bf16" if native_bf16() else None
+    assert json.loads((out / "config.json").read_text())["amp"] == want
+    assert any(dtype == torch.bfloat16 for _, dtype in chosen) == (want == "bf16")

@@ -9,7 +9,9 @@ Variants measured in one process so ratios are fair:
   step (``--memory fused``), the fastest neuron backend for the device elsewhere;
 - ``auto+none``: ``auto`` with ``--memory none``: the composed layers, each neuron fused on its own (plif
   before the fused block);
-- ``auto+bf16``: ``auto`` under bf16 autocast (``plif train --amp bf16``; CPU or CUDA);
+- ``auto+bf16``: ``auto`` under bf16 autocast (``plif train --amp bf16``; CPU or CUDA); with
+  ``spikingjelly+bf16`` among the default rows where the device runs bf16 natively
+  (:func:`default_variants`), its "x SJ" against SpikingJelly's bf16 row;
 - ``auto+graph`` (CUDA only): the whole step captured in one CUDA graph and replayed;
 - ``compile``: the ``auto`` network under ``torch.compile`` (Inductor; the fused kernels are custom ops);
 - ``cuda-graph`` / ``cuda-graph+bf16`` (CUDA only): the step of ``plif train --cuda-graph``
@@ -55,7 +57,8 @@ from .kernels import profile_kernels
 from .spikingjelly import INSTALL_HINT, spikingjelly_path, spikingjelly_unavailable
 from .twin import spikingjelly_twin
 
-__all__ = ["TrainBenchResult", "bench_train", "format_train_table", "VARIANTS", "CUDA_ONLY", "MODEL_VARIANTS"]
+__all__ = ["TrainBenchResult", "bench_train", "default_variants", "format_train_table", "VARIANTS", "CUDA_ONLY",
+           "MODEL_VARIANTS"]
 
 VARIANTS = ("naive", "bptt", "auto", "auto+none", "auto+bf16", "auto+graph", "compile", "compile+graph", "cuda-graph",
             "cuda-graph+bf16", "cuda-graph+bf16+channels-last", "spikingjelly", "spikingjelly+bf16", "spikingjelly+graph")
@@ -212,6 +215,17 @@ def _bound(r: TrainBenchResult, entry, T: int, network: str, dev, tf32: bool, me
     r.pct_of_bound = None if r.bound_ms is None else 100 * r.bound_ms / r.ms_per_step
 
 
+def default_variants(dev: torch.device) -> list[str]:
+    """The rows of ``plif bench train`` without ``--variants``: fp32, and bf16 beside it for plif and for
+    SpikingJelly's own autocast where this device runs bf16 natively (CUDA; a CPU with AVX512-BF16
+    or AMX, :func:`plif.layers.precision.native_bf16`), so that each library's fastest mode is compared."""
+    from ..layers.precision import native_bf16
+
+    bf16 = dev.type == "cuda" or (dev.type == "cpu" and native_bf16())
+    return (["naive", "bptt", "auto+none", "auto"] + (["auto+bf16"] if bf16 else [])
+            + (["auto+graph"] if dev.type == "cuda" else []) + ["spikingjelly"] + (["spikingjelly+bf16"] if bf16 else []))
+
+
 def bench_train(dataset: str = "fashion-mnist", batches=(16,), device: str = "cpu", variants=None,
                 warmup: int = 2, iters: int = 5, T: int | None = None, kernels: bool = True,
                 deadline: float | None = None, network: str | None = None, memory: str | None = None,
@@ -231,7 +245,7 @@ def bench_train(dataset: str = "fashion-mnist", batches=(16,), device: str = "cp
         if model not in RESIDUAL_ZOO:
             raise ValueError(f"unknown model {model!r}; valid: {', '.join(RESIDUAL_ZOO)}")
     if variants is None:
-        variants = ["naive", "bptt", "auto+none", "auto"] + (["auto+graph"] if dev.type == "cuda" else []) + ["spikingjelly"]
+        variants = default_variants(dev)
         variants = variants if model is None else [v for v in variants if v in MODEL_VARIANTS]
     for v in variants:
         valid = VARIANTS if model is None else MODEL_VARIANTS
@@ -287,12 +301,15 @@ def _measure(step, v: str, b: int, dev, warmup: int, iters: int, kernels: bool) 
 
 
 def fill_ratios(results: list[TrainBenchResult]) -> list[TrainBenchResult]:
-    """Set each row's speed-up over the naive network and SpikingJelly at the same batch size."""
+    """Set each row's speed-up over the naive network and over SpikingJelly at the same batch size: a
+    bf16 row's over ``spikingjelly+bf16`` (SpikingJelly's own autocast) where that was measured, so each
+    library's bf16 is compared with the other's."""
     for r in results:
         same = {o.variant: o.ms_per_step for o in results if o.batch == r.batch and o.ms_per_step}
         if r.ms_per_step:
             r.ratio_to_naive = same["naive"] / r.ms_per_step if "naive" in same else None
-            r.ratio_to_spikingjelly = same["spikingjelly"] / r.ms_per_step if "spikingjelly" in same else None
+            sj = "spikingjelly+bf16" if "+bf16" in r.variant and "spikingjelly+bf16" in same else "spikingjelly"
+            r.ratio_to_spikingjelly = same[sj] / r.ms_per_step if sj in same else None
     return results
 
 
@@ -302,16 +319,16 @@ def format_train_table(results: list[TrainBenchResult], title: str) -> str:
     kernels = any(r.kernels is not None for r in results)
     bound = any(r.bound_ms is not None for r in results)
     w = max([18] + [len(r.variant) for r in results])
-    head = f"{'variant':{w}s} {'batch':>5s} {'ms/step':>9s} {'samples/s':>10s} {'x naive':>8s} {'x SJ':>6s} {'peak MB':>8s}"
+    head = f"{'variant':{w}s} {'prec':>4s} {'batch':>5s} {'ms/step':>9s} {'samples/s':>10s} {'x naive':>8s} {'x SJ':>6s} {'peak MB':>8s}"
     head += f" {'kernels':>8s} {'kernel ms':>9s}" if kernels else ""
     head += f" {'bound ms':>8s} {'% bound':>7s}" if bound else ""
     lines = [title, head, "-" * len(head)]
     for r in results:
         f = lambda v, fmt: format(v, fmt) if v is not None else "-"  # noqa: E731
         if r.ms_per_step is None:
-            lines.append(f"{r.variant:{w}s} {r.batch:5d} {r.note}")
+            lines.append(f"{r.variant:{w}s} {'':>4s} {r.batch:5d} {r.note}")
             continue
-        lines.append(f"{r.variant:{w}s} {r.batch:5d} {r.ms_per_step:9.2f} {r.samples_per_s:10.0f} "
+        lines.append(f"{r.variant:{w}s} {r.precision:>4s} {r.batch:5d} {r.ms_per_step:9.2f} {r.samples_per_s:10.0f} "
                      f"{f(r.ratio_to_naive, '8.2f'):>8s} {f(r.ratio_to_spikingjelly, '6.2f'):>6s} {f(r.peak_mem_mb, '8.0f'):>8s}"
                      + (f" {f(r.kernels, '8.0f'):>8s} {f(r.kernel_ms, '9.2f'):>9s}" if kernels else "")
                      + (f" {f(r.bound_ms, '8.2f'):>8s} {f(r.pct_of_bound, '7.1f'):>7s}" if bound else ""))

@@ -7,6 +7,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from .precision import norm_in_fp32
+
 __all__ = ["TimeFolded", "PerStepBatchNorm", "unwrap"]
 
 
@@ -15,7 +17,8 @@ class TimeFolded(nn.Module):
 
     ``x [T, B, ...]`` is folded to ``[T*B, ...]``, ``layer`` runs once on it, and its output
     ``[T*B, ...']`` is unfolded to ``[T, B, ...']``: one conv/linear/pool/BN call instead of T
-    (a BatchNorm so wrapped computes its statistics over ``T*B``).  ``.layer`` is the wrapped
+    (a BatchNorm so wrapped computes its statistics over ``T*B``, and under autocast returns fp32:
+    :mod:`plif.layers.precision`).  ``.layer`` is the wrapped
     module, so the state dict reads ``<name>.layer.weight``.
     """
 
@@ -25,7 +28,7 @@ class TimeFolded(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         T, B = x.shape[:2]
-        y = self.layer(x.flatten(0, 1))
+        y = norm_in_fp32(self.layer, x.flatten(0, 1))
         return y.unflatten(0, (T, B))
 
     def extra_repr(self) -> str:
@@ -44,7 +47,7 @@ class PerStepBatchNorm(nn.Module):
         self.layer = bn
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.stack([self.layer(x[t]) for t in range(x.shape[0])])
+        return torch.stack([norm_in_fp32(self.layer, x[t]) for t in range(x.shape[0])])
 
 
 def unwrap(layer: nn.Module) -> nn.Module:

@@ -105,9 +105,11 @@ class TrainConfig:
         "help": "TF32 tensor cores for fp32 matmuls and convolutions on CUDA (10-bit mantissa products, fp32 sums); "
                 "no effect on the CPU; how the run executes, like --backend: a resume may change it"})
     amp: str | None = field(default=None, metadata={
-        "help": "mixed precision: bf16 autocast with fp32 weights, BatchNorm statistics, neuron state and loss "
-                "(CUDA or CPU; on the CPU it pays where oneDNN has native bf16, e.g. AVX512-BF16: docs/speed.md)",
-        "choices": ("bf16",)})
+        "help": "mixed precision: bf16 autocast, with fp32 weights, BatchNorm statistics and output, neuron "
+                "state and loss (plif.layers.precision); none: fp32; auto: bf16 on a CPU with native bf16 "
+                "(AVX512-BF16 or AMX, asked of the CPU), fp32 elsewhere; config.json records bf16 or null "
+                "(docs/speed.md) [none]",
+        "choices": ("bf16", "none", "auto")})
     memory: str | None = field(default=None, metadata={
         "help": "how training runs the layers [auto: fused, except none where the network is compiled inside the "
                 "CUDA graph as measured faster (plif.train.speed)]: " + "; ".join(f"{k} ({v})" for k, v in MEMORY_HELP.items()),

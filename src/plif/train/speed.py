@@ -20,6 +20,10 @@ evaluates eagerly, with the run's TF32 and autocast).  The numbers are the H200 
   another network that ``--compile`` compiles inside the graph.  The GPU
   script's second plan measures the fused blocks against ``none`` on the conv-heavy networks.
 
+``amp``: ``auto`` and ``none`` become what the run records, ``bf16`` or null (fp32)
+(:func:`plif.layers.precision.resolve_amp`: ``auto`` is bf16 on a CPU with native bf16); a resume
+keeps the recorded value, as it keeps every setting of the run's numerics.
+
 On the CPU both stay off and nothing is said: a CUDA graph needs CUDA, and compiling on the CPU
 stays opt-in (``--compile``).
 """
@@ -27,6 +31,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from ..layers.precision import resolve_amp
 from ..models.memory import DEFAULT_MEMORY
 from .config import TrainConfig
 
@@ -96,4 +101,5 @@ def resolve_speed(cfg: TrainConfig, device_type: str, world: int = 1) -> tuple[T
         compiled = why is None
         if why and graph:
             notes.append(f"torch.compile: off, {why} (--compile / --no-compile decide it)")
-    return dataclasses.replace(cfg, cuda_graph=graph, compile=compiled, memory=auto_memory(cfg, graph, compiled)), notes
+    return dataclasses.replace(cfg, cuda_graph=graph, compile=compiled, memory=auto_memory(cfg, graph, compiled),
+                               amp=resolve_amp(cfg.amp, device_type)), notes

@@ -1,0 +1,78 @@
+"""What bf16 (``plif train --amp bf16``, ``torch.autocast(dtype=torch.bfloat16)``) means in plif.
+
+The one statement, the same on every path (the fused block, the composed layers, the one-byte
+spike layers, the neuron kernels, ``--memory exact|low``, evaluation):
+
+- **bf16**: the inputs of every convolution and linear layer (spikes are exact in bf16), the bf16
+  copies of their weights, and their outputs ``y`` (fp32 accumulation, rounded once to bf16);
+  what a fused block keeps for backward (``y``, or the spikes as one byte) and ``∂y``.
+- **fp32**: BatchNorm's statistics, running statistics *and its output* ``z`` (normalised from the
+  bf16 ``y`` in fp32: the fused block forms ``z = y·scale + shift`` in fp32, and the composed
+  ``BatchNorm`` runs with autocast off on ``y`` widened to fp32, :func:`norm_in_fp32`), the
+  neuron's potential ``V`` and ``H`` (``plif.neurons.functional.state_dtype``, except ``--memory
+  all``'s bf16 ``H``), ``k = sigmoid(w)``, the surrogate gradient, the loss, the weights and
+  their gradients, and the optimiser.
+- A neuron emits spikes in its input's dtype (bf16 after a linear layer, fp32 after a composed
+  BatchNorm; the fused block writes them in ``y``'s dtype): the values 0/1 are the same, and the
+  next layer's autocast cast makes them bf16 either way.
+
+So the fused block and the composed layers compute the same ``z`` from the same bf16 ``y`` up to
+fp32 rounding, as they do in fp32: a spike may differ only where ``H`` is within rounding of the
+threshold, and gradients agree to rounding (``tests/layers/test_bf16_paths.py``).  Where bf16 is
+used by default, see :func:`native_bf16`.
+"""
+from __future__ import annotations
+
+import functools
+import os
+
+import torch
+from torch import nn
+
+__all__ = ["norm_in_fp32", "native_bf16", "resolve_amp"]
+
+_NORMS = (nn.modules.batchnorm._BatchNorm,)
+
+
+def norm_in_fp32(layer: nn.Module, x: torch.Tensor) -> torch.Tensor:
+    """``layer(x)``; for a BatchNorm under autocast, run with autocast off on ``x`` in fp32, so its
+    output is fp32 (CPU autocast would return it in bf16, CUDA autocast already keeps fp32)."""
+    kind = x.device.type
+    if not (isinstance(layer, _NORMS) and torch.is_autocast_enabled(kind)) or x.dtype == torch.float64:
+        return layer(x)
+    with torch.autocast(kind, enabled=False):
+        return layer(x.float())
+
+
+# oneDNN's ISA caps (``ONEDNN_MAX_CPU_ISA``) at which it runs bf16 products natively
+_BF16_ISAS = {"AVX512_CORE_BF16", "AVX512_CORE_FP16", "AVX512_CORE_AMX", "AVX512_CORE_AMX_FP16", "ALL"}
+
+
+@functools.lru_cache(maxsize=None)
+def _cpu_flags(cpuinfo: str) -> frozenset:
+    try:
+        with open(cpuinfo) as f:
+            return frozenset(next((line.split(":", 1)[1].split() for line in f if line.startswith("flags")), []))
+    except OSError:
+        return frozenset()
+
+
+def native_bf16(cpuinfo: str = "/proc/cpuinfo") -> bool:
+    """Whether this CPU computes bf16 products natively (AVX512-BF16 or AMX-BF16), asked at run time
+    of the kernel's CPU flags, and oneDNN allowed to use them: ``ONEDNN_MAX_CPU_ISA`` set below
+    ``AVX512_CORE_BF16`` (e.g. ``AVX2``) caps it, so that counts as no.  Without them oneDNN
+    emulates bf16, slower than fp32 (docs/speed.md)."""
+    isa = os.environ.get("ONEDNN_MAX_CPU_ISA", "").strip().upper()
+    if isa and isa not in _BF16_ISAS:
+        return False
+    flags = _cpu_flags(cpuinfo)
+    return "avx512_bf16" in flags or "amx_bf16" in flags
+
+
+def resolve_amp(amp: str | None, device_type: str) -> str | None:
+    """``--amp`` as a run records it, ``"bf16"`` or None (fp32): ``"none"`` is None; ``"auto"`` is bf16
+    on a CPU with native bf16 (:func:`native_bf16`), fp32 everywhere else (CUDA's fp32 runs TF32,
+    its own choice; a CPU that would emulate bf16 never gets it)."""
+    if amp == "auto":
+        return "bf16" if device_type == "cpu" and native_bf16() else None
+    return None if amp == "none" else amp
