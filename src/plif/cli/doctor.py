@@ -27,6 +27,7 @@ NEURON_DTYPES = {"cpu": ("float32", "float64", "bfloat16"), "triton": ("float32"
 def _versions() -> dict:
     import torch
 
+    import plif
     from .. import __version__
     from ..kernels import cpu_build
 
@@ -44,7 +45,7 @@ def _versions() -> dict:
         except (OSError, subprocess.SubprocessError) as e:
             compiler = f"{cxx}: cannot run ({e})"
     cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
-    return {"plif": f"{__version__} ({os.path.dirname(os.path.dirname(__file__))})",
+    return {"plif": f"{__version__} ({os.path.dirname(plif.__file__)})",
             "python": platform.python_version(), "torch": torch.__version__,
             "cuda": f"build {torch.version.cuda}, cuDNN {cudnn}" if torch.version.cuda else "none (a CPU build)",
             "triton": triton_version, "compiler": compiler,

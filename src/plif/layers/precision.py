@@ -38,7 +38,8 @@ def norm_in_fp32(layer: nn.Module, x: torch.Tensor) -> torch.Tensor:
     """``layer(x)``; for a BatchNorm under autocast, run with autocast off on ``x`` in fp32, so its
     output is fp32 (CPU autocast would return it in bf16, CUDA autocast already keeps fp32)."""
     kind = x.device.type
-    if not (isinstance(layer, _NORMS) and torch.is_autocast_enabled(kind)) or x.dtype == torch.float64:
+    if (not isinstance(layer, _NORMS) or x.dtype == torch.float64 or not torch.amp.is_autocast_available(kind)
+            or not torch.is_autocast_enabled(kind)):  # a device without autocast (meta: shapes only) has none on
         return layer(x)
     with torch.autocast(kind, enabled=False):
         return layer(x.float())
