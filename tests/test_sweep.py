@@ -41,7 +41,7 @@ def test_one_real_case_runs_plif_and_is_refused(tmp_path):
 
 @pytest.mark.sweep
 def test_every_case_is_refused_in_one_line_or_runs(tmp_path):
-    """All 1097 cases (about half an hour on 2 cores): ``pytest -m sweep tests/test_sweep.py``, with
+    """All 1131 cases (about half an hour on 2 cores): ``pytest -m sweep tests/test_sweep.py``, with
     ``PLIF_SWEEP_JOBS`` cases at once [2]; the same as ``python -m tests.sweep --jobs N``."""
     jobs = os.environ.get("PLIF_SWEEP_JOBS", "2")
     assert sweep.main(["--jobs", jobs, "--json", str(tmp_path / "sweep.json")]) == 0
