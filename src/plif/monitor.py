@@ -41,12 +41,13 @@ __all__ = ["FiringRateMonitor", "spiking_layers"]
 def spiking_layers(model: nn.Module) -> dict[str, nn.Module]:
     """``{name: layer}`` of every spiking layer of ``model``, in order (names: module docstring)."""
     from .models import SpikingNetwork
+    from .models.factories import spiking_modules
     from .neurons import SpikingNeuron
 
     if isinstance(model, SpikingNetwork):
         return {f"{i}_{info.token}": layer for i, (layer, info) in enumerate(zip(model.layers, model.info))
                 if isinstance(layer, SpikingNeuron)}
-    return {name: m for name, m in model.named_modules() if isinstance(m, SpikingNeuron)}
+    return spiking_modules(model)
 
 
 class FiringRateMonitor:
