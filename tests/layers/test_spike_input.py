@@ -41,6 +41,31 @@ def test_linear_bit_identical(with_mask):
     assert all(torch.equal(u, v) for u, v in zip(a, b))
 
 
+@pytest.mark.parametrize("with_mask", [False, True])
+def test_linear_under_bf16_autocast_is_bit_identical_to_autocast_linear(with_mask, monkeypatch):
+    """Under CPU autocast the weight is cast inside and its gradient formed in fp32 a block of rows at
+    a time (blocks of 3 rows here, so 7 rows take three): the same output, input gradient and fp32
+    weight gradient as autocast's own nn.Linear, whose bf16 gradient autograd widens."""
+    import plif.layers.spike_input as si
+
+    monkeypatch.setattr(si, "_CHUNK_BYTES", 3 * 24 * 2)
+    torch.manual_seed(0)
+    fc = nn.Linear(24, 7, bias=False)
+    x = spikes(3, 4, 24)
+    keep = (torch.rand(4, 24) > 0.5).float() / 0.5 if with_mask else None
+
+    def under_autocast(fn):  # the forward under autocast, backward outside it, as plif's step runs them
+        def run(x):
+            with torch.autocast("cpu", torch.bfloat16):
+                return fn(x)
+        return run
+
+    a = grads_of(under_autocast(lambda x: TimeFolded(fc)(x if keep is None else x * keep)), x, [fc.weight])
+    b = grads_of(under_autocast(lambda x: SpikeLinear(fc)(x, keep)), x, [fc.weight])
+    assert a[0].dtype == b[0].dtype == torch.bfloat16 and a[2].dtype == b[2].dtype == torch.float32
+    assert all(torch.equal(u, v) for u, v in zip(a, b))
+
+
 def test_conv_bn_bit_identical_with_running_statistics():
     torch.manual_seed(0)
     conv, bn = nn.Conv2d(3, 5, 3, 1, 1, bias=False), nn.BatchNorm2d(5)
@@ -96,3 +121,19 @@ def test_conv_refusal_names_what_f_conv2d_would_compute_otherwise():
     assert conv_refusal(nn.Conv2d(2, 3, 3)) == "the convolution has a bias"
     assert conv_refusal(nn.Conv2d(2, 3, 3, bias=False, padding="same")) == "padding='same'"
     assert conv_refusal(Standardised(2, 3, 3, bias=False)) == "Standardised is not a plain nn.Conv2d"
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float64])
+def test_packed_spikes_are_the_nonzero_elements_and_unpack_to_the_same_floats(dtype):
+    """pack_spikes is ``s != 0`` exactly (a cast to bool: -0 is zero, NaN is not), one byte per
+    element, and unpack_spikes gives back 0/1 in any dtype, times the dropout mask."""
+    from plif.layers.spike_input import pack_spikes, unpack_spikes
+
+    s = torch.tensor([0.0, 1.0, -0.0, float("nan"), 2.0, 0.0], dtype=dtype).reshape(2, 3)
+    packed = pack_spikes(s)
+    assert packed.dtype == torch.bool and packed.element_size() == 1
+    assert packed.tolist() == (s != 0).tolist() == [[False, True, False], [True, True, False]]
+    spikes = (torch.rand(4, 3, 5, generator=torch.Generator().manual_seed(0)) < 0.3).to(dtype)
+    keep = torch.full((3, 5), 2.0, dtype=dtype)
+    assert torch.equal(unpack_spikes(pack_spikes(spikes), None, dtype), spikes)
+    assert torch.equal(unpack_spikes(pack_spikes(spikes), keep, torch.float32), spikes.float() * 2)
