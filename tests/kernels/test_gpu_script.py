@@ -63,8 +63,17 @@ def test_dry_run_runs_every_stage_and_packs_them(tiny_fashion, tmp_path):
     for check in ("graph_vs_eager", "compile_graph_vs_compile"):  # the compiled network inside the trainer's step
         sync = recs["sync"]["result"][check]
         assert sync["agree"] and sync["max_abs_param_err"] < 1e-5 and sync["eval"][2] == 11, sync
-    block = recs["block"]["result"]  # plif.bench.block's interpreter run (tests/bench/test_block.py checks its rows)
-    assert block["dry"] and block["check_ok"] and len(block["cases"]) == 2
+    # plif.bench.block's interpreter run (its only test: the stage calls run_block_bench as plif bench block does)
+    block = recs["block"]["result"]
+    assert block["dry"] and block["check_ok"] and len(block["check"]) == 2, block["check"]
+    assert [c["case"] for c in block["cases"]] == ["gesture-T3-B2-C4-8x8-float32", "cifar10-T2-B2-C4-6x6-float32"]
+    gesture, cifar = ({r["name"]: r for r in c["rows"]} for c in block["cases"])
+    fused = ["fused stats", "fused forward", "fused backward", "fused bn_input_grad", "fused fwd", "fused fwd+bwd"]
+    assert list(gesture) == fused + ["fused backward, chunks <= 2", "composed fwd", "composed fwd+bwd"]
+    assert list(cifar) == fused + ["composed fwd", "composed fwd+bwd"]  # T = 2: one chunk either way
+    for row in gesture.values():
+        assert row["ms"] > 0 and row["ideal_bytes"] > 0 and row["pct_copy_bound"] > 0, row
+        assert row["device_ms"] is None  # no CUDA: no profiler device time
     fuse = recs["fuse"]["result"]  # plif.fuse's hand-written networks (issue 46), eager on the CPU
     assert {r["network"] for r in fuse["rows"]} == {"paper, build_network", "paper, by hand + plif.fuse",
                                                    "residual, as written", "residual, plif.fuse"}
