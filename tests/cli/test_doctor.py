@@ -28,6 +28,10 @@ def test_the_report_names_paths_checks_versions_and_the_cache(library, capsys, m
     cpu = r["devices"][0]
     assert cpu["device"] == "cpu" and cpu["defaults"]["neuron backend (auto)"]["float32"] == "cpu"
     assert cpu["defaults"]["fused block (memory fused)"]["float32"] == "cpu"
+    from plif.layers.precision import native_bf16  # the precision --amp auto (the default) picks here
+
+    precision = "bf16" if native_bf16() else "fp32"
+    assert all(line.endswith(f"memory fused, {precision}") for line in cpu["defaults"]["plif train"]), cpu["defaults"]
     assert [c["kernel"] for c in cpu["checks"]] == ["cpu neuron", "cpu block"]
     assert all(c["ran"] == c["cases"] > 0 and c["equal"] == c["ran"] and not c["failed"] for c in cpu["checks"])
     assert {"torch", "triton", "compiler", "cuda", "plif", "python"} <= set(r["versions"])

@@ -103,8 +103,10 @@ def test_dry_run_runs_every_stage_and_packs_them(tiny_fashion, tmp_path):
     assert memory["network"] == "nmnist" and all(r["network"] == "nmnist" for r in memory["rows"])
     assert all(r["peak_mb"] > 100 and r["error"] is None for r in memory["rows"])
     # plif train's defaults, resolved for the CPU, as config.json recorded them
-    assert recs["protocol"]["result"]["ran"] == {"cuda_graph": False, "compile": False, "tf32": True, "amp": None,
-                                                 "memory": "fused"}
+    from plif.layers.precision import native_bf16  # the default --amp auto: bf16 on a CPU with it natively
+
+    assert recs["protocol"]["result"]["ran"] == {"cuda_graph": False, "compile": False, "tf32": True,
+                                                 "amp": "bf16" if native_bf16() else None, "memory": "fused"}
     epochs = recs["protocol"]["result"]["epochs"]
     run_rows = [json.loads(line) for line in files["protocol-run/metrics.jsonl"].decode().splitlines()]
     assert epochs == [{k: m[k] for k in epochs[0]} for m in run_rows]  # what the run wrote, epoch by epoch

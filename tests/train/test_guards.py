@@ -243,6 +243,9 @@ def test_all_finite_sees_nan_and_inf_in_any_tensor():
         t = torch.ones(5)
         t[3] = bad
         assert not bool(all_finite(good + [t]))
+    both = torch.tensor([1.0, float("inf"), -float("inf")])  # a sum would be NaN, a norm inf: seen either way
+    assert not bool(all_finite(good + [both])) and not bool(all_finite([both.to(torch.float64)]))
+    assert bool(all_finite([torch.tensor([1e20, -1e20, 3.0])]))  # large but finite (its squares overflow fp32)
 
 
 def test_divergence_is_seen_before_the_end_of_a_long_epoch():

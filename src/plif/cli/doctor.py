@@ -80,7 +80,8 @@ def _train_defaults(kind: str) -> list[str]:
     for preset in ("cpu", "paper"):
         cfg, notes = resolve_speed(resolve_config(TrainConfig(dataset="fashion-mnist", preset=preset)), kind)
         lines.append(f"--preset {preset}: CUDA graph {'on' if cfg.cuda_graph else 'off'}, compile "
-                     f"{'on' if cfg.compile else 'off'}, memory {cfg.memory}" + (f" ({'; '.join(notes)})" if notes else ""))
+                     f"{'on' if cfg.compile else 'off'}, memory {cfg.memory}, {cfg.amp or 'fp32'}"
+                     + (f" ({'; '.join(notes)})" if notes else ""))
     return lines
 
 

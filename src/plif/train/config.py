@@ -104,11 +104,11 @@ class TrainConfig:
     tf32: bool | None = field(default=True, metadata={  # None: torch's defaults (plif.device.set_tf32)
         "help": "TF32 tensor cores for fp32 matmuls and convolutions on CUDA (10-bit mantissa products, fp32 sums); "
                 "no effect on the CPU; how the run executes, like --backend: a resume may change it"})
-    amp: str | None = field(default=None, metadata={
+    amp: str | None = field(default="auto", metadata={
         "help": "mixed precision: bf16 autocast, with fp32 weights, BatchNorm statistics and output, neuron "
                 "state and loss (plif.layers.precision); none: fp32; auto: bf16 on a CPU with native bf16 "
-                "(AVX512-BF16 or AMX, asked of the CPU), fp32 elsewhere; config.json records bf16 or null "
-                "(docs/speed.md) [none]",
+                "(AVX512-BF16 or AMX, asked of the CPU; its accuracy measured within seed noise of fp32), "
+                "fp32 elsewhere (CUDA: TF32); config.json records bf16 or null (docs/speed.md) [auto]",
         "choices": ("bf16", "none", "auto")})
     memory: str | None = field(default=None, metadata={
         "help": "how training runs the layers [auto: fused, except none where the network is compiled inside the "
@@ -201,8 +201,8 @@ class TrainConfig:
 
 
 # what a stored config.json without the key ran with: runs made before the field existed ran with
-# torch's defaults (fp32 matmuls, TF32 cuDNN convolutions: plif.device.TORCH_TF32)
-ABSENT_MEANS = {"tf32": None, "encoder": DEFAULT_ENCODER}
+# torch's defaults (fp32 matmuls, TF32 cuDNN convolutions: plif.device.TORCH_TF32), in fp32 (amp)
+ABSENT_MEANS = {"tf32": None, "encoder": DEFAULT_ENCODER, "amp": None}
 
 SPEED_AUTO = ("cuda_graph", "compile", "memory")
 """The settings :mod:`plif.train.speed` decides for the device and the processes where they are left

@@ -32,6 +32,7 @@ from typing import Callable, Iterable
 
 import torch
 
+from ..layers.precision import resolve_amp
 from .loop import Diverged, train_step
 from .loss import per_sample_rate_mse
 
@@ -58,7 +59,10 @@ def check_graph_options(device: torch.device, cuda_graph: bool, amp: str | None,
 
 def autocast_context(device: torch.device, amp: str | None):
     """``torch.autocast`` for ``--amp`` (weights, BatchNorm and the neuron state stay fp32).  The
-    cast-weight cache is off, as CUDA-graph capture requires (each weight is used once per step)."""
+    cast-weight cache is off, as CUDA-graph capture requires (each weight is used once per step).
+    ``amp`` as a run records it (``"bf16"`` or None), or as asked (``"none"``, ``"auto"``: decided here
+    for ``device`` as :func:`plif.layers.precision.resolve_amp` decides it for a run)."""
+    amp = resolve_amp(amp, device.type)
     if amp is None:
         return contextlib.nullcontext()
     return torch.autocast(device_type=device.type, dtype=AMP_DTYPES[amp], cache_enabled=False)

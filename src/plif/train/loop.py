@@ -22,13 +22,18 @@ class Diverged(FloatingPointError):
 def all_finite(tensors) -> torch.Tensor:
     """A device bool: every element of every tensor is finite (no host sync).
 
-    One fused 2-norm per tensor: NaN and infinity propagate into it, so it is finite exactly when
-    the tensor is, except that values beyond ~1e16 (squares overflowing float32) also count as
-    diverged.  On the CPU it is ~50x faster than the max-abs norm (0.35 ms against 17 ms for the
-    cpu preset's 864k parameters, this 2-core AMD EPYC, torch 2.13.0+cpu, under other load)."""
+    A reduction per tensor into which NaN and infinity propagate (+inf beside -inf makes NaN), so
+    it is finite exactly when the tensor is, except where the reduction itself overflows.  On the
+    CPU the plain sum (ATen's reduction there runs on every thread; the sum overflows only past
+    3.4e38): 1.9 / 1.2 ms on one / two threads for the paper network's 13.7 M parameters against
+    4.5 / 4.9 ms for ``torch._foreach_norm`` (one thread whatever the count; its squares overflow
+    past ~1e19), the 2-core Intel Xeon, torch 2.13.0+cpu, quiet.  Elsewhere one fused 2-norm per
+    tensor: a few launches for all of them (an eager CUDA step is bound by launches)."""
     tensors = [t for t in tensors if t.is_floating_point()]
     if not tensors:
         return torch.ones((), dtype=torch.bool)
+    if tensors[0].device.type == "cpu":
+        return torch.stack([t.sum() for t in tensors]).isfinite().all()
     return torch.stack(torch._foreach_norm(tensors)).isfinite().all()
 
 
