@@ -42,7 +42,7 @@ def test_bf16_training_runs_on_the_kernel_and_learns(tiny_fashion, tmp_path, cho
     assert all(v.dtype in (torch.float32, torch.int64) for v in state.values())  # weights, BN stats stay fp32
 
 
-def test_the_default_amp_auto_records_what_ran(tiny_fashion, tmp_path, chosen):
+def test_the_default_amp_auto_records_what_ran(tiny_fashion, tmp_path, chosen, capsys):
     """``--amp`` left out is ``auto``: decided once for this CPU (bf16 where it has native bf16) and
     config.json records the decision, not ``auto``, so a resume elsewhere keeps the run's numerics;
     a config.json made before the field existed means fp32."""
@@ -52,6 +52,8 @@ def test_the_default_amp_auto_records_what_ran(tiny_fashion, tmp_path, chosen):
     out = tmp_path / "run"
     assert main(tiny_train_argv(tiny_fashion, out, epochs=1, max_test_samples=40, amp=None)) == 0
     want = "bf16" if native_bf16() else None
+    said = capsys.readouterr().out  # the run says when it trains in bf16
+    assert ("test samples on cpu in bf16 (--amp none: fp32); " in said) == (want == "bf16"), said
     assert json.loads((out / "config.json").read_text())["amp"] == want
     assert any(dtype == torch.bfloat16 for _, dtype in chosen) == (want == "bf16")
     old = {k: v for k, v in json.loads((out / "config.json").read_text()).items() if k != "amp"}

@@ -50,13 +50,18 @@ def start_lines(s: "Session") -> list[str]:
               if cfg.max_train_samples is not None and cfg.val_split > 0 else "")
     lines = [f"run folder: {s.folder.path}",
              f"{cfg.dataset}: {len(s.data.train)} train, {len(s.data.val) if s.data.val else 0} val{capped}, "
-             f"{len(s.data.test)} test samples on {s.device}; "
+             f"{len(s.data.test)} test samples on {s.device}{_precision(cfg)}; "
              + (f"--model {cfg.model} ({type(s.model).__name__}), T={cfg.T}" if cfg.model is not None else
                 f"network {spec_as_built(cfg.network, cfg.input_shape, cfg.neuron, cfg.pool)}, T={cfg.T}, "
                 f"every neuron {_neuron_label(cfg)}" + (f", {cfg.pool} pooling" if cfg.pool else ""))]
     if s.dist.world > 1:
         lines.append(_placement(s))
     return lines
+
+
+def _precision(cfg: TrainConfig) -> str:
+    """`` in bf16`` when the run autocasts (``--amp auto`` does on a CPU with native bf16: a user sees it)."""
+    return f" in {cfg.amp} (--amp none: fp32)" if cfg.amp else ""
 
 
 def _neuron_label(cfg: TrainConfig) -> str:
