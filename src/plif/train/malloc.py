@@ -11,8 +11,9 @@ step's peak and reuses it: about one fault per step after the first.  Blocks abo
 batches) would still be mapped per allocation, so mapping is turned off altogether
 (``M_MMAP_MAX = 0``): every block comes from the heap and is reused.  Measured on the 2-core
 Intel Xeon (torch 2.13.0+cpu, one thread, the paper network's bf16 step, B16 T8): the two casts of
-that 51 MB gradient and weight 29.7 -> 19.2 ms, the step's CPU time 248 -> 231 ms.  The cost is that the process's resident memory stays at its peak until it exits, which a
-training process reaches again every step anyway.
+that 51 MB gradient and weight 29.7 -> 19.2 ms, the step's CPU time 248 -> 231 ms.  The cost is
+that the process's resident memory stays at its peak until it exits, which a training process
+reaches again every step anyway.
 
 Only glibc has these knobs; elsewhere :func:`keep_freed_memory` does nothing.  ``plif train``
 calls it when an epoch starts on the CPU; ``plif bench train`` too, so it times the same step.
