@@ -49,7 +49,7 @@ from ..neurons.dispatch import load_kernel_module
 from ..neurons.functional import NeuronConfig, state_dtype
 from ..surrogate import get_surrogate
 from .few_tap_conv import few_tap_conv2d, few_tap_conv_backward, few_taps
-from .spike_input import SpikeConv2d, autocast_inputs, conv_backward, pack_spikes, unpack_spikes, conv_args, conv_refusal
+from .spike_input import SpikeConv2d, autocast_dtype, autocast_inputs, conv_backward, pack_spikes, unpack_spikes, conv_args, conv_refusal
 
 __all__ = ["BlockKernels", "block_kernels", "load_kernels", "kernel_status", "FusedBlock", "fused_block",
            "batch_statistics", "record_statistics", "bn_affine", "BlockConv", "fusable_pool", "fusable_now", "Route",
@@ -157,10 +157,8 @@ def block_kernels(neuron: nn.Module, device: torch.device | str, dtype: torch.dt
 def conv_dtype(weight: torch.Tensor, device: torch.device) -> torch.dtype:
     """The dtype of a convolution's output on ``device``: autocast's where it is on there (autocast
     leaves fp64 as it is), else the weight's (the input's, which must match)."""
-    kind = device.type
-    if weight.dtype != torch.float64 and torch.is_autocast_enabled(kind):
-        return torch.get_autocast_dtype(kind)
-    return weight.dtype
+    cast = autocast_dtype(device.type)
+    return cast if cast is not None and weight.dtype != torch.float64 else weight.dtype
 
 
 def fusable_pool(pool: nn.Module) -> bool:

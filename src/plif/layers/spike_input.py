@@ -32,7 +32,7 @@ from .fold import TimeFolded
 
 __all__ = ["SpikeConv2d", "SpikeLinear", "SpikeConvBN", "spike_conv2d", "spike_linear", "spike_conv_bn", "conv_args",
            "conv_refusal", "conv_weight_grad", "conv_input_grad", "conv_backward", "pack_spikes", "unpack_spikes",
-           "autocast_inputs", "saves_for_backward"]
+           "autocast_dtype", "autocast_inputs", "saves_for_backward"]
 
 
 def pack_spikes(s: torch.Tensor) -> torch.Tensor:
@@ -50,12 +50,16 @@ def unpack_spikes(packed: torch.Tensor, keep, dtype) -> torch.Tensor:
     return x if keep is None else x * keep
 
 
+def autocast_dtype(device_type: str) -> torch.dtype | None:
+    """The dtype autocast casts to on ``device_type`` ("cpu", "cuda"), or None where it is off."""
+    return torch.get_autocast_dtype(device_type) if torch.is_autocast_enabled(device_type) else None
+
+
 def autocast_inputs(*tensors):
     """``tensors`` in the autocast dtype when autocast is on for their device (else unchanged)."""
-    device = tensors[0].device.type
-    if not torch.is_autocast_enabled(device):
+    dtype = autocast_dtype(tensors[0].device.type)
+    if dtype is None:
         return tensors
-    dtype = torch.get_autocast_dtype(device)
     return tuple(t if t is None or t.dtype == dtype else t.to(dtype) for t in tensors)
 
 
@@ -220,8 +224,7 @@ def spike_linear(s: torch.Tensor, fc: nn.Linear, keep: torch.Tensor | None = Non
     """``fc(s * keep)`` for binary ``s [T, B, F]`` and ``keep [B, F]`` (or None), bias-free,
     keeping ``s`` as one byte for backward: ``[T, B, O]``."""
     s, keep = autocast_inputs(s, keep)
-    kind = s.device.type
-    return _SpikeLinear.apply(s, keep, fc.weight, torch.get_autocast_dtype(kind) if torch.is_autocast_enabled(kind) else None)
+    return _SpikeLinear.apply(s, keep, fc.weight, autocast_dtype(s.device.type))
 
 
 def spike_conv_bn(x: torch.Tensor, conv: nn.Conv2d, bn: nn.BatchNorm2d, binary: bool = True) -> torch.Tensor:
