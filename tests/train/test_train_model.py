@@ -208,6 +208,20 @@ def test_the_model_is_fused_per_memory_keeping_its_state_dict(model_file, tiny_f
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
 
 
+def test_memory_none_trains_a_zoo_model_as_written_though_its_factory_fuses(tiny_fashion, tmp_path):
+    """The residual zoo's factories fuse as they build; ``--model sew-resnet18 --memory none`` kept that
+    fusion (setup_user_model skipped plif.fuse for the "none" preset) instead of the layers as written."""
+    from plif import fused_blocks
+    from plif.train import resolve_config
+    from plif.train.user_model import setup_user_model
+
+    composed = setup_user_model(resolve_config(_cfg(tiny_fashion, tmp_path / "run", "sew-resnet18",
+                                                    memory="none")), torch.device("cpu"))
+    assert fused_blocks(composed) == []
+    fused = setup_user_model(resolve_config(_cfg(tiny_fashion, tmp_path / "run", "sew-resnet18")), torch.device("cpu"))
+    assert fused_blocks(fused) and fused.state_dict().keys() == composed.state_dict().keys()
+
+
 def test_stats_by_hooks_count_what_the_notation_networks_stats_count(tmp_path):
     """plif stats of a --model run counts by forward hooks (plif.deploy.module_stats): on the notation
     network with the same layers and weights, the same spikes, SynOps and MACs as collect_stats,

@@ -56,10 +56,8 @@ def check_user_model(cfg) -> None:
 
 def setup_user_model(cfg, device: torch.device) -> torch.nn.Module:
     """The ``--model`` network, seeded, fused per ``--memory``, its neurons on ``--backend``, on ``device``."""
-    model = _build(cfg)
-    memory = cfg.memory_options()
-    if memory.any():  # the same table as a notation network's --memory (plif.models.MEMORY_PRESETS)
-        from ..models import fuse
+    from ..models import fuse
 
-        model = fuse(model, memory=memory)
-    return model.to(device)
+    # always through fuse, "none" too: it undoes the fusion a zoo factory builds in and sets a notation
+    # network inside to the same table as a notation network's --memory (plif.models.MEMORY_PRESETS)
+    return fuse(_build(cfg), memory=cfg.memory_options()).to(device)
