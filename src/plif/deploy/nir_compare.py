@@ -22,7 +22,7 @@ from ..models import SpikingNetwork
 from ..models.inputs import repeat_over_time
 from ..neurons import SpikingNeuron
 from .bn_folding import fold_batchnorm
-from .nir_export import as_trained
+from .nir_export import as_trained, output_atol
 from .nir_import import NIRNeuron, _chain, from_nir, graph_dt
 from .nir_targets import graph_meta
 
@@ -170,7 +170,7 @@ def run_against_plif(graph, framework: str, x: torch.Tensor) -> dict:
     got, got_out = framework_spikes(graph, x, framework)
     if got_out.shape != want_out.shape:
         raise ValueError(f"{framework} gives outputs of shape {tuple(got_out.shape)}, plif {tuple(want_out.shape)}")
-    atol = 1e-5 if any(name.endswith("_voting_mean") for name in graph.nodes) else 0.0  # as verify_nir
+    atol = output_atol(graph)  # as verify_nir
     first = None
     spiking = set(_spiking_nodes(graph))
     for name in (n for n in _chain(graph) if n in spiking):  # input to output (a file's nodes come back sorted)

@@ -390,6 +390,13 @@ def as_trained(net: SpikingNetwork) -> SpikingNetwork:
 
 
 @torch.no_grad()
+def output_atol(graph) -> float:
+    """How far a re-imported ``graph``'s outputs may be from the network's: outputs are spikes or voting
+    means, exact (:func:`_voting_nodes`) unless a group too large for the exact split fell back to
+    1/g, where one differing spike still moves a value by 1/g >> this."""
+    return 1e-5 if any(name.endswith("_voting_mean") for name in graph.nodes) else 0.0
+
+
 def verify_nir(net: SpikingNetwork, graph, samples: int = 4, seed: int = 0) -> tuple[int, int]:
     """Import ``graph`` back and run it and ``net`` as trained (eval mode, float32, BN unfolded) on
     random input (static ``[samples, *input_shape]`` repeated over T): ``(outputs that differ,
@@ -403,9 +410,7 @@ def verify_nir(net: SpikingNetwork, graph, samples: int = 4, seed: int = 0) -> t
     if want.shape != got.shape:
         raise NIRExportError(f"re-imported NIR graph gives outputs of shape {tuple(got.shape)}, the network "
                              f"{tuple(want.shape)}")
-    # Outputs are spikes or voting means, exact (_voting_nodes) unless a group too large for the
-    # exact split fell back to 1/g: then one differing spike still moves a value by 1/g >> atol.
-    atol = 1e-5 if any(name.endswith("_voting_mean") for name in graph.nodes) else 0.0
+    atol = output_atol(graph)
     differ = int(((want - got).abs() > atol).sum())
     if differ and graph_meta(graph, "bn") == "exact" and graph_meta(graph, "leak") == "exact":
         raise NIRExportError(f"re-imported NIR graph does not reproduce the network ({differ} of {want.numel()} "
