@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Callable
 
 __all__ = ["MODEL_FACTORIES", "register_model", "ModelError", "parse_model_ref", "model_module", "file_module_name",
-           "load_factory", "build_model", "check_model_output", "spiking_modules", "over_time", "FACTORY_ARGS"]
+           "load_factory", "build_model", "check_model_output", "spiking_modules", "over_time", "model_prepare", "FACTORY_ARGS"]
 
 MODEL_FACTORIES: dict[str, "Callable | str"] = {}
 """name -> factory (a callable, or ``"package.module:FACTORY"`` imported only when that name is
@@ -177,6 +177,12 @@ def over_time(prepare: Callable, T: int) -> Callable:
         return repeat_over_time(prepare(x, gen), T)
 
     return prepare_over_time
+
+
+def model_prepare(prepare: Callable, model: str | None, is_event: bool, T: int) -> Callable:
+    """The data pipeline's ``prepare`` for a run's network: a ``--model`` network takes ``[T, B, ...]``,
+    so a static dataset's batches are repeated over time (:func:`over_time`); else ``prepare`` itself."""
+    return over_time(prepare, T) if model is not None and not is_event else prepare
 
 
 def check_model_output(model, ref: str, x, num_classes: int) -> None:

@@ -97,7 +97,7 @@ def run_test_split(config: dict, data_dir=None, limit: int | None = None, device
 
     from ..catalog import get_dataset
     from ..data.pipeline import load_test_split
-    from ..models.factories import over_time
+    from ..models.factories import model_prepare
 
     if not config.get("dataset"):
         raise ValueError(f"{source}: the run config names no 'dataset', so it has no test split")
@@ -111,8 +111,7 @@ def run_test_split(config: dict, data_dir=None, limit: int | None = None, device
         raise ValueError(f"{source}: {e}") from None
     limit = config.get("max_test_samples") if limit is None else limit
     split, prepare = load_test_split(spec, data_dir, int(config["T"]), limit, device)
-    if config.get("model") and not spec.is_event:  # a --model network takes [T, B, ...]
-        prepare = over_time(prepare, int(config["T"]))
+    prepare = model_prepare(prepare, config.get("model") or None, spec.is_event, int(config["T"]))
     return split, prepare
 
 

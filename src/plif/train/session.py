@@ -226,10 +226,9 @@ def open_session(cfg: TrainConfig, resume, log, restart: bool = False, asked=Non
 
             tb = TensorBoardLog(folder.tensorboard, model)
         data = load_train_data(data_options, device)
-        if cfg.model is not None and not data_options.spec.is_event:  # a --model network takes [T, B, ...]
-            from ..models.factories import over_time
+        from ..models.factories import model_prepare
 
-            data = dataclasses.replace(data, prepare=over_time(data.prepare, cfg.T))
+        data = dataclasses.replace(data, prepare=model_prepare(data.prepare, cfg.model, data_options.spec.is_event, cfg.T))
         _check_batch_fits(cfg, len(data.train), dist.world)
         net = setup_parallel(model, cfg, device, dist.world)
         # --cuda-graph: captured lazily, after any resume has loaded the state it replays on
