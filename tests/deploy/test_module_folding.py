@@ -162,3 +162,24 @@ def test_a_converted_spikingjelly_model_folds_to_spikingjellys_own_eval_output()
             want = model.conv_fc[:k](x)
             s.functional.reset_net(model)
             assert want.sum() > 0 and torch.equal(folded.conv_fc[:k](x), want), k
+
+
+def test_a_notation_network_inside_a_module_gets_its_own_walk():
+    from plif.models import SpikingNetwork, build_network
+
+    class Wrap(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.body = build_network("c4k3s1-BN-PLIF-MPk2s2-FC10-PLIF", (1, 8, 8), 2)
+            self.head = TimeFolded(nn.Linear(10, 3))
+
+        def forward(self, x):
+            return self.head(self.body(x))
+    torch.manual_seed(0)
+    net = Wrap().double().eval()
+    for fn in (fold_batchnorm, lambda m: to_spike_inference(m, max_density=1.0)):
+        out = fn(net)
+        assert isinstance(out.body, SpikingNetwork) and not any(isinstance(m, nn.BatchNorm2d) for m in out.modules())
+        x = torch.rand(4, 1, 8, 8, dtype=torch.float64) * 3
+        with torch.no_grad():
+            assert torch.allclose(out(x), net(x), atol=1e-12)

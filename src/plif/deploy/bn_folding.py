@@ -59,9 +59,9 @@ def fold_batchnorm(net: nn.Module) -> nn.Module:
     if not isinstance(net, nn.Module):
         raise TypeError(f"fold_batchnorm takes an nn.Module, got {type(net).__name__}")
     if not isinstance(net, SpikingNetwork):
-        from .module_folding import fold_module_batchnorm
+        from .module_folding import fold_module_batchnorm, replace_networks
 
-        return fold_module_batchnorm(net)
+        return replace_networks(fold_module_batchnorm(net), fold_batchnorm)
     layers: list[nn.Module] = []
     info: list[LayerInfo] = []
     for layer, li in zip(net.layers, net.info):

@@ -23,7 +23,7 @@ from torch import fx, nn
 from ..layers import TimeFolded, fold_bn_into, unwrap
 from ..models.fusion import _binary_nodes, _NotTraced, _trace, fuse
 
-__all__ = ["conv_bn_pairs", "fold_module_batchnorm", "spike_fed_modules", "module_spike_inference"]
+__all__ = ["conv_bn_pairs", "fold_module_batchnorm", "spike_fed_modules", "module_spike_inference", "replace_networks"]
 
 _FOLDS_INTO = (nn.Conv2d, nn.Linear)
 
@@ -80,19 +80,25 @@ def fold_module_batchnorm(model: nn.Module) -> nn.Module:
     """A copy of ``model`` in eval mode with each BatchNorm that reads only a conv/linear layer's
     output folded into that layer (:func:`conv_bn_pairs`); the rest runs as written.  Equal to the
     model's eval output up to the rounding of the folded weights; the model is not modified."""
-    from ..models import SpikingNetwork
-    from .bn_folding import fold_batchnorm
-
     out = fuse(copy.deepcopy(model), "none").eval()  # as written: the fused runs would bypass the swap
     for layer_name, bn_name in _pairs(out):
         layer, bn = out.get_submodule(layer_name), out.get_submodule(bn_name)
         folded = fold_bn_into(unwrap(layer), unwrap(bn)).eval()
         _set(out, layer_name, TimeFolded(folded) if isinstance(layer, TimeFolded) else folded)
         _set(out, bn_name, nn.Identity())
-    for name, m in list(out.named_modules()):
-        if isinstance(m, SpikingNetwork) and name:
-            _set(out, name, fold_batchnorm(m))
     return out.eval()
+
+
+def replace_networks(model: nn.Module, convert) -> nn.Module:
+    """``model`` with each notation network inside it (not ``model`` itself) replaced by ``convert(it)``:
+    how :func:`plif.deploy.fold_batchnorm` and :func:`plif.deploy.to_spike_inference` give those their own
+    layer walk."""
+    from ..models import SpikingNetwork
+
+    for name, m in list(model.named_modules()):
+        if isinstance(m, SpikingNetwork) and name and model.get_submodule(name) is m:
+            _set(model, name, convert(m))
+    return model
 
 
 def _spike_fed(model: nn.Module, prefix: str = "") -> list[str]:
@@ -126,8 +132,6 @@ def module_spike_inference(model: nn.Module, max_density: float | None = None, v
     """The BN-folded eval copy of ``model`` (:func:`fold_module_batchnorm`) with each spike-fed
     ``Conv2d``/``Linear`` (:func:`spike_fed_modules`) in its gather-accumulate form; what
     :func:`plif.deploy.to_spike_inference` gives any module."""
-    from ..models import SpikingNetwork
-    from .spike_inference import to_spike_inference
     from .spike_ops import DEFAULT_MAX_DENSITY, DEFAULT_MAX_DENSITY_CONV, GatherConv2d, GatherLinear
 
     out = fold_module_batchnorm(model)
@@ -139,7 +143,4 @@ def module_spike_inference(model: nn.Module, max_density: float | None = None, v
         else:
             gather = GatherConv2d(syn, DEFAULT_MAX_DENSITY_CONV if max_density is None else max_density, validate)
         _set(out, name, TimeFolded(gather) if isinstance(layer, TimeFolded) else gather)
-    for name, m in list(out.named_modules()):
-        if isinstance(m, SpikingNetwork) and name:
-            _set(out, name, to_spike_inference(m, max_density, validate))
     return out.eval()

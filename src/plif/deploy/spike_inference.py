@@ -33,9 +33,10 @@ def to_spike_inference(net: nn.Module, max_density: float | None = None,
     if not isinstance(net, nn.Module):
         raise TypeError(f"to_spike_inference takes an nn.Module, got {type(net).__name__}")
     if not isinstance(net, SpikingNetwork):
-        from .module_folding import module_spike_inference
+        from .module_folding import module_spike_inference, replace_networks
 
-        return module_spike_inference(net, max_density, validate)
+        return replace_networks(module_spike_inference(net, max_density, validate),
+                                lambda m: to_spike_inference(m, max_density, validate))
     out = fold_batchnorm(net)
     for i in spike_fed_layers(out):
         syn = unwrap(out.layers[i])
