@@ -1,9 +1,10 @@
 """plif.from_spikingjelly takes SpikingJelly 2.0's spiking transformers exactly: Spikformer, QKFormer (token
 and channel attention), the Spike-driven Transformer and MaxFormer (ImageNet and CIFAR forms), each in the
-smallest configuration its code allows (embedding 32-64, one block a stage, 16x16 images, T=3, B=2), float64,
-in training mode and in evaluation mode (running statistics taken from a batch first, so that the
-network fires): the outputs and every parameter's gradient within 1e-9 of SpikingJelly's, relative to each
-tensor's largest value.
+smallest configuration its code allows (embedding 32-64, one block a stage, 16x16 or 32x32 images, T=3,
+B=2), float64, in training mode and in evaluation mode (running statistics taken from a batch first): the
+outputs and every parameter's gradient within 1e-9 of SpikingJelly's, relative to each tensor's largest
+value.  BatchNorm's affine parameters are drawn so that every attention neuron fires (checked: a silent
+attention would leave its products of spikes untested in the forward pass).
 
 One exception, measured and bounded: the bias of a convolution that feeds a BatchNorm in training mode has
 gradient zero in exact arithmetic (the normalisation removes any constant), and both libraries give
@@ -40,6 +41,17 @@ def _sj_transformer(name: str):
     return spikingjelly_model(name)
 
 
+def _firing(model):
+    """BatchNorm's scale and shift drawn from U(0.5, 1.5): the attention's inputs fire often enough for its
+    products of spikes to reach the threshold (with SpikingJelly's initial 1 and 0 they stay silent)."""
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, torch.nn.modules.batchnorm._BatchNorm):
+                m.weight.uniform_(0.5, 1.5)
+                m.bias.uniform_(0.5, 1.5)
+    return model
+
+
 def _calibrate(s, model, x):
     """Running statistics of one training batch (momentum 1), so the evaluation-mode network fires."""
     saved = {m: m.momentum for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)}
@@ -65,7 +77,12 @@ def check_transformer(s, model, x, mode: str, tol: float = 1e-9) -> dict:
     r = torch.randn_like(out_sj)
     (out_sj * r).sum().backward()
     s.functional.reset_net(model)
+    rates = {}
+    for name, m in net.named_modules():
+        if name.endswith("attn_lif"):
+            m.register_forward_hook(lambda _m, _i, o, name=name: rates.__setitem__(name, float(o.detach().mean())))
     out = net(x)
+    assert rates and all(r > 0 for r in rates.values()), f"an attention that does not fire: {rates}"
     (out * r).sum().backward()
     worst = {"output": _rel(out.detach(), out_sj.detach()), "gradient": 0.0}
     assert worst["output"] <= tol, f"outputs differ: {worst['output']:.3g}"
@@ -84,9 +101,9 @@ def check_transformer(s, model, x, mode: str, tol: float = 1e-9) -> dict:
     return worst
 
 
-def _image(B=2, T=3):
+def _image(B=2, T=3, side=16):
     torch.manual_seed(0)
-    return torch.rand(T, B, 3, 16, 16, dtype=torch.float64) * 3
+    return torch.rand(T, B, 3, side, side, dtype=torch.float64) * 3
 
 
 MODELS = {
@@ -95,12 +112,15 @@ MODELS = {
     "qkformer-token": lambda m: m.QKFormer(T=3, num_classes=10, embed_dims=32, num_heads=(1, 2, 2), depths=(1, 1, 1)),
     "qkformer-channel": lambda m: m.QKFormer(T=3, num_classes=10, embed_dims=32, num_heads=(1, 2, 2),
                                              depths=(1, 1, 1), qka_type="channel"),
-    "spike-driven": lambda m: m.SpikeDrivenTransformer(T=3, num_classes=10, embed_dims=32, num_heads=2, depths=1),
+    "spike-driven": lambda m: m.SpikeDrivenTransformer(T=3, num_classes=10, embed_dims=32, num_heads=2, depths=1,
+                                                       pooling_stat="1100"),
     "maxformer": lambda m: m.MaxFormer(T=3, num_classes=10, embed_dims=32, depths=(1, 1, 1)),
     "maxformer-cifar": lambda m: m.MaxFormer(T=3, num_classes=10, embed_dims=64, depths=(1, 1, 1), cifar=True),
 }
 MODULE = {"spikformer": "spikformer", "qkformer-token": "qkformer", "qkformer-channel": "qkformer",
           "spike-driven": "spike_driven_transformer", "maxformer": "maxformer", "maxformer-cifar": "maxformer"}
+SIDE = {"qkformer-token": 32, "qkformer-channel": 32, "maxformer": 32}
+"""Images of 32x32 where 16x16 would leave the last stage one token (its self-attention a product of scalars)."""
 
 
 @pytest.mark.parametrize("mode", ["train", "eval"])
@@ -108,8 +128,8 @@ MODULE = {"spikformer": "spikformer", "qkformer-token": "qkformer", "qkformer-ch
 def test_transformer_converts_exactly(name, mode):
     s = sj()
     torch.manual_seed(0)
-    model = MODELS[name](_sj_transformer(MODULE[name]))
-    worst = check_transformer(s, model, _image(), mode)
+    model = _firing(MODELS[name](_sj_transformer(MODULE[name])))
+    worst = check_transformer(s, model, _image(side=SIDE.get(name, 16)), mode)
     assert worst["output"] <= 1e-9 and worst["gradient"] <= 1e-9
 
 
@@ -135,7 +155,7 @@ def test_spikformer_with_plif_neurons():
     model = _sj_transformer("spikformer").Spikformer(
         T=3, img_size_h=16, img_size_w=16, patch_size=4, num_classes=10, embed_dims=32, num_heads=2, depths=1,
         spiking_neuron=s.neuron.ParametricLIFNode, surrogate_function=s.surrogate.ATan(), detach_reset=True)
-    check_transformer(s, model, _image(), "train")
+    check_transformer(s, _firing(model), _image(), "train")
 
 
 def _refused(model, match):

@@ -47,6 +47,11 @@ def test_is_spikingjellys_given_its_weights(mode):
     theirs = sf.Spikformer(T=3, img_size_h=16, img_size_w=16, patch_size=4, num_classes=10, embed_dims=32,
                            num_heads=2, depths=2).double()
     x = torch.rand(3, 2, 3, 16, 16, dtype=torch.float64) * 3
+    with torch.no_grad():  # BN's scale and shift such that the attention fires (with 1 and 0 it stays silent)
+        for m in theirs.modules():
+            if isinstance(m, torch.nn.modules.batchnorm._BatchNorm):
+                m.weight.uniform_(0.5, 1.5)
+                m.bias.uniform_(0.5, 1.5)
     if mode == "eval":  # running statistics from one batch, so that the evaluated network fires
         for m in theirs.modules():
             if isinstance(m, torch.nn.modules.batchnorm._BatchNorm):
@@ -60,8 +65,10 @@ def test_is_spikingjellys_given_its_weights(mode):
     assert list(ours.state_dict()) == list(converted.state_dict())
     ours.load_state_dict(converted.state_dict())
     want = theirs(x)
+    fired = []
+    ours.blocks[1].attn.attn_lif.register_forward_hook(lambda _m, _i, o: fired.append(float(o.detach().mean())))
     got = ours(x)
-    assert want.abs().max() > 0
+    assert want.abs().max() > 0 and fired[0] > 0
     torch.testing.assert_close(got, want, rtol=1e-9, atol=1e-12)
     want.sum().backward()
     got.sum().backward()
