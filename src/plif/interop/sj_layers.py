@@ -56,7 +56,8 @@ def _avg_pool(m):
 
 # the torch.nn parent of each SpikingJelly wrapper (and of itself, inside a SeqToANNContainer)
 _PLAIN = {"Conv2d": _conv, "Conv1d": _conv1d, "BatchNorm2d": _bn, "BatchNorm1d": _bn1d, "Linear": _linear,
-          "MaxPool2d": _max_pool, "AvgPool2d": _avg_pool, "AdaptiveAvgPool2d": lambda m: nn.AdaptiveAvgPool2d(m.output_size),
+          "MaxPool2d": _max_pool, "AvgPool2d": _avg_pool,
+          "AdaptiveAvgPool2d": lambda m: nn.AdaptiveAvgPool2d(m.output_size),
           "Flatten": lambda m: nn.Flatten(m.start_dim, m.end_dim), "Identity": lambda m: nn.Identity()}
 FOLDABLE = tuple(_PLAIN)
 """The layer class names (SpikingJelly's, or torch.nn's inside a ``SeqToANNContainer``) converted exactly."""

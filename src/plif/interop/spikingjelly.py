@@ -6,7 +6,8 @@ The module tree is kept: containers and the model's own ``forward``s (a SEW ``Ba
 tensors, and only the leaves are replaced:
 
 - ``layer.Conv2d``, ``Conv1d``, ``BatchNorm2d``, ``BatchNorm1d``, ``MaxPool2d``, ``AvgPool2d``,
-  ``AdaptiveAvgPool2d``, ``Linear``, ``Flatten`` -> :class:`plif.layers.TimeFolded` of the ``torch.nn`` layer (:mod:`.sj_layers`);
+  ``AdaptiveAvgPool2d``, ``Linear``, ``Flatten`` -> :class:`plif.layers.TimeFolded` of the ``torch.nn`` layer
+  (:mod:`.sj_layers`);
   ``SeqToANNContainer`` -> an ``nn.Sequential`` of its layers, each time-folded;
 - ``layer.Dropout`` -> :class:`plif.layers.TimeInvariantDropout` (both draw one mask per sample,
   scaled by ``1/(1-p)``, and keep it over ``T``); ``layer.VotingLayer`` -> :class:`plif.layers.Voting`;
