@@ -194,3 +194,24 @@ def test_attention_plif_cannot_compute_is_refused_by_path_and_a_subclass_kept():
     model.blocks[0].attn = mine
     net = from_spikingjelly(model)  # a user's module: its own forward runs, as written, on plif's layers
     assert type(net.blocks[0].attn) is MyAttention and isinstance(net.blocks[0].attn.qkv_lif, plif.LIF)
+
+
+def test_conv1d_and_batchnorm1d_over_time():
+    """SpikingJelly's multi-step ``layer.Conv1d`` and ``layer.BatchNorm1d`` (on tokens [T, B, C, L] and on
+    features [T, B, C]) are plif's time-folded torch layers: the same numbers, the same running statistics."""
+    s = sj()
+    L, N = s.layer, s.neuron
+    torch.manual_seed(0)
+    tokens = torch.nn.Sequential(L.Conv1d(4, 8, 3, padding=1), L.BatchNorm1d(8), N.LIFNode(), L.Conv1d(8, 6, 1),
+                                 L.Flatten(), L.BatchNorm1d(6 * 5), N.IFNode(), L.Linear(30, 3))
+    s.functional.set_step_mode(tokens, "m")
+    net = from_spikingjelly(tokens.double(), fuse=False)
+    assert isinstance(net[0], plif.layers.TimeFolded) and type(net[0].layer) is torch.nn.Conv1d
+    assert type(net[5].layer) is torch.nn.BatchNorm1d
+    x = torch.randn(3, 2, 4, 5, dtype=torch.float64) * 2
+    want = tokens(x)
+    got = net(x)
+    assert want.abs().max() > 0
+    torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12)
+    for a, b in zip(net.buffers(), tokens.buffers()):
+        torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-12)
