@@ -61,11 +61,12 @@ def test_the_size_check_asks_for_free_memory_only_beyond_a_gigabyte(monkeypatch)
         LatencyEncoder(2 ** 40)(torch.rand(16, 1, 28, 28))
 
 
-@pytest.mark.parametrize("cls", [PoissonEncoder, LatencyEncoder, WeightedPhaseEncoder, DirectEncoder],
-                         ids=lambda c: c.__name__)
+@pytest.mark.parametrize("cls", [PoissonEncoder, LatencyEncoder, WeightedPhaseEncoder], ids=lambda c: c.__name__)
 def test_a_positional_option_is_refused_naming_its_keyword(cls):
     with pytest.raises(TypeError, match=rf"^{cls.__name__}: the arguments after T are keyword-only"):
         cls(8, False)
+    with pytest.raises(TypeError, match=r"^DirectEncoder takes only T, got 1 more argument: \(False,\)$"):
+        DirectEncoder(8, False)
 
 
 def test_poisson_positional_generator_names_generator():

@@ -24,7 +24,7 @@ def test_periodic_is_spikingjellys_periodic_encoder():
 def test_periodic_refusals():
     with pytest.raises(ValueError, match=r"PeriodicEncoder: pattern must be \[P, \.\.\.\] with P >= 1 steps, got shape \[0, 3\]"):
         PeriodicEncoder(4)(torch.zeros(0, 3))
-    with pytest.raises(TypeError, match=r"PeriodicEncoder: the arguments after T are keyword-only"):
+    with pytest.raises(TypeError, match=r"PeriodicEncoder takes only T, got 1 more argument"):
         PeriodicEncoder(4, torch.zeros(2, 3))
     with pytest.raises(ValueError, match=r"encoder 'periodic' is not a network's feed \(its input is a pattern"):
         make_encoder("periodic", 4)

@@ -22,8 +22,10 @@ def refuse_positional(who: str, args: tuple, names: tuple[str, ...]) -> None:
     """Options after ``T`` are keyword-only: a positional one is refused in one line that shows
     the call with the keyword it was most likely meant for (``names``, in the order a SpikingJelly
     or snnTorch user types them)."""
+    if args and not names:
+        raise TypeError(f"{who} takes only T, got {len(args)} more argument{'s' * (len(args) > 1)}: {args!r}")
     if args:
-        given = ", ".join(f"{n}={a!r}" for n, a in zip(names, args)) or ", ".join(map(repr, args))
+        given = ", ".join(f"{n}={a!r}" for n, a in zip(names, args))
         raise TypeError(f"{who}: the arguments after T are keyword-only ({', '.join(n + '=' for n in names)}); "
                         f"write {who}(T, {given})")
 
@@ -44,7 +46,8 @@ def check_input(x, who: str, *, scaled: bool = True) -> torch.Tensor:
         kind = f"{type(x).__module__}.{type(x).__name__}" if type(x).__module__ != "builtins" else type(x).__name__
         if kind == "numpy.ndarray":
             raise TypeError(f"{who}: x must be a torch.Tensor, got numpy.ndarray; convert it with torch.from_numpy(x)")
-        raise TypeError(f"{who}: x must be a torch.Tensor, got {kind}; make one with torch.tensor(x, dtype=torch.float32)")
+        raise TypeError(f"{who}: x must be a torch.Tensor, got {kind}; "
+                        "make one with torch.tensor(x, dtype=torch.float32)")
     if x.dtype.is_complex:
         raise TypeError(f"{who}: x must be a real floating-point tensor, got {x.dtype}")
     if not x.dtype.is_floating_point:

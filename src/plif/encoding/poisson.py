@@ -28,7 +28,8 @@ class PoissonEncoder(Encoder):
         refuse_unknown(type(self).__name__, unknown, self._options)
         super().__init__(T)
         if generator is not None and not isinstance(generator, torch.Generator):
-            raise TypeError(f"PoissonEncoder: generator must be a torch.Generator or None, got {type(generator).__name__}")
+            raise TypeError("PoissonEncoder: generator must be a torch.Generator or None, "
+                            f"got {type(generator).__name__}")
         self.generator, self.check = generator, bool(check)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:

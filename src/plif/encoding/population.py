@@ -75,8 +75,9 @@ class PopulationEncoder(Encoder):
     name = "population"
     _options = ("features", "neurons", "mean_range", "std", "output", "generator")
 
-    def __init__(self, T: int, *args, features: int | None = None, neurons: int | None = None, mean_range=(0.0, 1.0), std: float = 0.1,
-                 output: str = "activity", generator: torch.Generator | None = None, **unknown):
+    def __init__(self, T: int, *args, features: int | None = None, neurons: int | None = None,
+                 mean_range=(0.0, 1.0), std: float = 0.1, output: str = "activity",
+                 generator: torch.Generator | None = None, **unknown):
         who = type(self).__name__
         refuse_positional(who, args, self._options)
         refuse_unknown(who, unknown, self._options, {"obs_dim": "features", "pop_dim": "neurons",
@@ -88,7 +89,8 @@ class PopulationEncoder(Encoder):
         lo_hi = tuple(mean_range) if isinstance(mean_range, (tuple, list)) else ()
         if len(lo_hi) != 2 or not all(isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(v)
                                       for v in lo_hi):
-            raise ValueError(f"{who}: mean_range must be two finite numbers (lowest, highest centre), got {mean_range!r}")
+            raise ValueError(f"{who}: mean_range must be two finite numbers (lowest, highest centre), "
+                             f"got {mean_range!r}")
         if isinstance(std, bool) or not isinstance(std, numbers.Real) or not math.isfinite(std) or std <= 0:
             raise ValueError(f"{who}: std must be a finite number > 0, got {std!r}")
         if output not in OUTPUTS:
