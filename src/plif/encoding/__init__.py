@@ -74,10 +74,10 @@ from .periodic import PeriodicEncoder
 from .phase import WeightedPhaseEncoder, phase_spikes
 from .poisson import PoissonEncoder, poisson_spikes
 from .population import PopulationEncoder, gaussian_fields
-from .registry import DEFAULT_ENCODER, ENCODERS, SEQUENCE_ENCODERS, encoder_spec, make_encoder
+from .registry import DEFAULT_ENCODER, ENCODERS, OTHER_ENCODERS, encoder_spec, make_encoder
 
 
 __all__ = ["Encoder", "DirectEncoder", "PoissonEncoder", "LatencyEncoder", "WeightedPhaseEncoder", "PeriodicEncoder",
-           "DeltaEncoder", "PopulationEncoder", "Intensity", "ENCODERS", "SEQUENCE_ENCODERS", "DEFAULT_ENCODER",
+           "DeltaEncoder", "PopulationEncoder", "Intensity", "ENCODERS", "OTHER_ENCODERS", "DEFAULT_ENCODER",
            "make_encoder", "encoder_spec", "poisson_spikes", "latency_spikes", "latency_times", "phase_spikes",
            "delta_spikes", "gaussian_fields", "check_unit_range"]

@@ -27,7 +27,7 @@ ENCODERS = {
 """Encoders of a static image ``[B, ...] -> [T, B, ...]``, by name (``plif train --encoder``): name ->
 ``factory(T, check=...)``."""
 
-SEQUENCE_ENCODERS = {"periodic": PeriodicEncoder, "delta": DeltaEncoder, "population": PopulationEncoder}
+OTHER_ENCODERS = {"periodic": PeriodicEncoder, "delta": DeltaEncoder, "population": PopulationEncoder}
 """The other encoders, by name: their input is a sequence (periodic: a pattern ``[P, B, ...]``;
 delta: ``[T, B, ...]``) or their output has more features than the input (population), so a network
 cannot take them as its static feed; build them yourself."""
@@ -39,9 +39,9 @@ _WHY = {"periodic": "its input is a pattern [P, B, ...], not an image",
 
 
 def _name_of(spec) -> str:
-    if spec in SEQUENCE_ENCODERS:
+    if spec in OTHER_ENCODERS:
         raise ValueError(f"encoder {spec!r} is not a network's feed ({_WHY[spec]}); build "
-                         f"plif.encoding.{SEQUENCE_ENCODERS[spec].__name__}(T, ...) and apply it yourself")
+                         f"plif.encoding.{OTHER_ENCODERS[spec].__name__}(T, ...) and apply it yourself")
     if not isinstance(spec, str) or spec not in ENCODERS:
         raise ValueError(f"unknown encoder {spec!r}; valid: {', '.join(ENCODERS)}")
     return spec
