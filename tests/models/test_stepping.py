@@ -116,3 +116,18 @@ def test_batch_statistics_shapes_and_batch_size_are_refused_in_one_line():
     with pytest.raises(ValueError, match="the state is for a batch of 2, but x_t has 1 samples"):
         net.step(x[0, :1], state)
     assert isinstance(net.initial_state(), NetworkState) and net.initial_state().t == 0
+
+
+@pytest.mark.parametrize("args, kind, says", [
+    (("bogus",), ValueError, r"NetworkState.to\('bogus'\): takes what Tensor.to takes \(a device such as 'cpu'"),
+    (("cuda:x",), ValueError, r"NetworkState.to\('cuda:x'\): takes what Tensor.to takes"),
+    (("cpu", "float64"), TypeError, r"NetworkState.to\('cpu', 'float64'\): takes what Tensor.to takes"),
+])
+def test_state_to_refuses_what_tensor_to_refuses_in_one_line(args, kind, says):
+    """Issue 53: a raw torch error before; refused even before the first step (no potential to move yet)."""
+    state = NetworkState(0, (None,), ())
+    for s in (state, NetworkState(1, (torch.zeros(2, 3),), ())):
+        with pytest.raises(kind, match=says) as e:
+            s.to(*args)
+        assert "\n" not in str(e.value)
+    assert state.to(torch.float64) == state
