@@ -169,7 +169,7 @@ def idle_settings(config_type, values) -> dict[str, tuple[object, str]]:
                                   "labels")
     if loss != "tet":
         for name in ("tet_lambda", "tet_phi"):
-            why[name] = f"with --loss {loss}: it weighs TET's regulariser (--loss tet)"
+            why[name] = f"with --loss {loss}: it sets the MSE regulariser of --loss tet, which --loss {loss} has not"
     optimizer = values.get("optimizer", default["optimizer"])
     if optimizer != "sgd":
         for name in ("momentum", "nesterov"):
