@@ -23,7 +23,7 @@ from .loss import LOSSES, Loss
 from .optim import OPTIMIZERS, Recipe
 
 __all__ = ["TrainConfig", "PRESETS", "resolve_config", "check_stored", "MEMORY_CHOICES", "SPEED_AUTO",
-           "left_to_plif"]
+           "left_to_plif", "RECIPE_FIELDS"]
 
 MEMORY_CHOICES = tuple(MEMORY_PRESETS)  # --memory: the one table of memory modes (plif.fuse takes the same)
 
@@ -234,10 +234,12 @@ class TrainConfig:
 
 # what a stored config.json without the key ran with: runs made before the field existed ran with
 # torch's defaults (fp32 matmuls, TF32 cuDNN convolutions: plif.device.TORCH_TF32), in fp32 (amp),
-# with the paper's recipe (MSE, Adam, no weight decay, no warm-up)
-ABSENT_MEANS = {"tf32": None, "encoder": DEFAULT_ENCODER, "amp": None, "loss": "mse", "label_smoothing": 0.0,
-                "tet_lambda": 1e-3, "tet_phi": 1.0, "optimizer": "adam", "momentum": 0.9, "nesterov": False,
-                "weight_decay": 0.0, "warmup_epochs": 0}
+# with the paper's recipe, each recipe field's default (MSE, Adam, no weight decay, no warm-up)
+RECIPE_FIELDS = ("loss", "label_smoothing", "tet_lambda", "tet_phi", "optimizer", "momentum", "nesterov",
+                 "weight_decay", "warmup_epochs")
+"""The settings of the training recipe (:mod:`plif.train.loss`, :mod:`plif.train.optim`); their defaults are the paper's."""
+ABSENT_MEANS = {"tf32": None, "encoder": DEFAULT_ENCODER, "amp": None,
+                **{f.name: f.default for f in dataclasses.fields(TrainConfig) if f.name in RECIPE_FIELDS}}
 
 SPEED_AUTO = ("cuda_graph", "compile", "memory")
 """The settings :mod:`plif.train.speed` decides for the device and the processes where they are left
