@@ -92,7 +92,7 @@ def test_registries_and_config_fields_are_described(reference):
                                                                   "SURROGATES")
     data = (out / "plif/data.html").read_text()
     assert "Every dataset's record by name" in section_text(data, "DATASETS")  # the zoo's entries too
-    assert "Adam learning rate" in section_text((out / "plif/train.html").read_text(), "TrainConfig.lr")
+    assert "learning rate [paper 1e-3" in section_text((out / "plif/train.html").read_text(), "TrainConfig.lr")
 
 
 def test_torch_docstrings_are_not_shown_as_plif_s(reference):

@@ -125,3 +125,19 @@ def test_a_failed_report_leaves_no_folder_or_file_it_made(runs, tmp_path, monkey
     (tmp_path / "old" / "notes.txt").write_text("mine")
     assert main(["report", str(runs / "plif2"), "--out", str(tmp_path / "old")]) == 2
     assert [p.name for p in (tmp_path / "old").iterdir()] == ["notes.txt"]
+
+
+def test_the_protocol_column_names_a_recipe_that_is_not_the_papers(tmp_path):
+    """issue 56: --loss, --optimizer, --weight-decay, --warmup-epochs shown beside the run; a run recorded
+    before they existed (or with the paper's recipe) shows none of them."""
+    r = tmp_path / "runs"
+    write_run(r / "sew", epochs=1024, rows=rows([0.9]), loss="ce", label_smoothing=0.1, optimizer="sgd", momentum=0.9,
+              nesterov=True, weight_decay=5e-4, warmup_epochs=2)
+    write_run(r / "tet", epochs=1024, rows=rows([0.9]), loss="tet", tet_lambda=0.05, tet_phi=1.0)
+    write_run(r / "paper", epochs=1024, rows=rows([0.9]), loss="mse", optimizer="adam", momentum=0.5)
+    write_run(r / "old", epochs=1024, rows=rows([0.9]))
+    got = {row.label: row.protocol for row in report_rows([read_run(p) for p in sorted(r.iterdir())])}
+    assert got["sew"] == ("loss ce (label smoothing 0.1; paper mse), SGD momentum 0.9, Nesterov (paper Adam), "
+                          "weight decay 0.0005 (paper 0), 2 warm-up epochs (paper none)")
+    assert got["tet"] == "loss tet (λ 0.05, φ 1; paper mse)"
+    assert got["paper"] == got["old"] == ""

@@ -47,6 +47,11 @@ _BAD = {
     "--backend": ["nope", ""],
     "--data-dir": ["nope", "/dev/null", ""],
     "--out": ["/dev/null", "/proc/plif-run", ""],
+    # issue 56: the training recipe
+    "--loss": ["nll", "", "MSE"],
+    "--optimizer": ["adamw", "", "SGD"],
+    "--weight-decay": ["-1e-4", "nan", "inf", "abc", ""],
+    "--warmup-epochs": ["-1", "1", "1.5", "abc", ""],  # 1: not below --epochs 1
     "--network": ["", " ", "FC9", "c8k3s1-PLIF", "FC99999999999999999999", "FC1000000000-FC10",
                   "c99999999999999999999k3s1-PLIF-FC10", "{FC10}*0", "FC10-PLIF-APk3s3"],
 }
@@ -71,6 +76,17 @@ _COMBOS = {
     "batch-larger-than-data": ["--batch-size", "1000"],
     "voting-mismatch": ["--network", "FC100-PLIF-APk7s7"],
     "authors-code-cpu-net": ["--authors-code", "--network", "FC9-PLIF"],
+    # issue 56: the training recipe's ranges and combinations
+    "sgd-momentum-1": ["--optimizer", "sgd", "--momentum", "1"],
+    "sgd-momentum-negative": ["--optimizer", "sgd", "--momentum", "-0.5"],
+    "sgd-momentum-nan": ["--optimizer", "sgd", "--momentum", "nan"],
+    "sgd-nesterov-without-momentum": ["--optimizer", "sgd", "--momentum", "0", "--nesterov"],
+    "ce-label-smoothing-1": ["--loss", "ce", "--label-smoothing", "1"],
+    "tet-label-smoothing-negative": ["--loss", "tet", "--label-smoothing", "-0.1"],
+    "tet-lambda-1": ["--loss", "tet", "--tet-lambda", "1"],
+    "tet-phi-inf": ["--loss", "tet", "--tet-phi", "inf"],
+    "warmup-past-t-max": ["--epochs", "4", "--t-max", "2", "--warmup-epochs", "3"],
+    "sgd-negative-lr": ["--optimizer", "sgd", "--lr", "-0.1"],
 }
 CASES += [Case(f"train-{name}", "options", [*TRAIN, *extra], check=no_stub) for name, extra in _COMBOS.items()]
 # bf16 autocast trains on the CPU too (it was refused there before)
@@ -130,9 +146,17 @@ _NO_EFFECT = {
     "bn-per-step-without-bn": ["--bn-per-step"],
     "checkpoint-blocks-without-blocks": ["--checkpoint-blocks"],
     "trust-module-without-resume": ["--trust-module", "json"],
+    "label-smoothing-with-mse": ["--label-smoothing", "0.1"],
+    "tet-lambda-with-ce": ["--loss", "ce", "--tet-lambda", "0.05"],
+    "tet-phi-with-mse": ["--tet-phi", "0.5"],
+    "momentum-with-adam": ["--momentum", "0.5"],
+    "nesterov-with-adam": ["--nesterov"],
 }
 CASES += [Case(f"train-no-effect-{name}", "options", [*TRAIN, *extra], check=no_stub) for name, extra in _NO_EFFECT.items()]
 CASES += [
+    Case("train-recipe-ce-sgd", "options", [*TRAIN, "--loss", "ce", "--label-smoothing", "0.1", "--optimizer", "sgd",
+                                            "--nesterov", "--weight-decay", "1e-4", "--lr", "0.05"], expect="ok"),
+    Case("train-recipe-tet", "options", [*TRAIN, "--loss", "tet", "--tet-lambda", "0.05"], expect="ok"),
     Case("train-val-split-with-max-val-samples", "options", [*TRAIN, "--val-split", "0.25", "--max-val-samples", "10"],
          expect="ok"),
     Case("ablate-no-effect-max-val-samples", "options", ["ablate", *TRAIN[1:], "--max-val-samples", "10"], check=no_stub),

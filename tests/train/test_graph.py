@@ -221,3 +221,36 @@ def test_the_evaluation_pads_time_major_batches_along_their_batch_dimension():
     batches = [(x[:, i:i + 4], y[i:i + 4]) for i in (0, 4, 8)]  # the last one short: padded and masked
     trainer = GraphTrainer(net, None, 10, torch.device("cpu"), capture=False, time_major=True)
     assert trainer.evaluate(batches, 4) == evaluate(net, batches, 10)
+
+
+def test_the_graph_steps_a_recipe_as_the_normal_step_does():
+    """issue 56: --loss tet with SGD (its rate a tensor the warm-up schedule fills) through the graph
+    trainer's logic equals plif.train.loop's step and evaluation with the same loss; a momentum buffer
+    zeroed after warm-up (what _Snapshot leaves) steps as a fresh one (dampening 0)."""
+    from plif.train.loss import Loss
+    from plif.train.optim import Recipe, WarmupCosineLR, build_optimizer
+
+    loss = Loss("tet", label_smoothing=0.1, tet_lambda=0.05, tet_phi=0.5)
+    recipe, cpu = Recipe("sgd", lr=0.05, momentum=0.9, nesterov=True, weight_decay=1e-3), torch.device("cpu")
+    ref, new = _net(), _net()
+    opt_ref, opt_new = build_optimizer(ref.parameters(), recipe, cpu), build_optimizer(new.parameters(), recipe, cpu, True)
+    sch_ref, sch_new = WarmupCosineLR(opt_ref, 1, 3), WarmupCosineLR(opt_new, 1, 3)
+    trainer = GraphTrainer(new, opt_new, 10, cpu, capture=False, loss=loss)
+    snap = _Snapshot(new, opt_new, cpu)
+    trainer.train_step(*_batches((4,), seed=5)[0])  # a warm-up step, undone
+    snap.restore()
+    for epoch in range(2):
+        train_batches = _batches((4, 4, 3), seed=epoch)
+        torch.manual_seed(10 + epoch)
+        a = train_epoch(ref, opt_ref, train_batches, 10, loss=loss)
+        torch.manual_seed(10 + epoch)
+        b = trainer.train_epoch(train_batches)
+        assert a[0] == pytest.approx(b[0], rel=1e-5) and a[1] == b[1]
+        sch_ref.step()
+        sch_new.step()
+        assert float(opt_new.param_groups[0]["lr"]) == pytest.approx(opt_ref.param_groups[0]["lr"])
+    for p, q in zip(ref.parameters(), new.parameters()):
+        torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-6)
+    test = _batches((5, 5, 2), seed=9)
+    a, b = evaluate(ref, test, 10, loss=loss), trainer.evaluate(test, batch_size=5)
+    assert a[1] == b[1] and a[0] == pytest.approx(b[0], rel=1e-5) and a[0] != evaluate(ref, test, 10)[0]

@@ -6,7 +6,6 @@ import torch
 
 from plif.runs import load_run, read_metrics
 from plif.train import TrainConfig, train
-from plif.train import loop as loop_mod
 from plif.train.summary import run_summary
 
 from plif_testing import TINY_NET, quiet, tiny_train_config, train_killed_at_step, without_times
@@ -103,7 +102,9 @@ def test_resume_with_different_config_refuses(tiny_fashion, tmp_path):
 
 
 def test_nan_loss_stops_and_keeps_last_good_checkpoint(tiny_fashion, tmp_path, monkeypatch):
-    real = loop_mod.rate_mse_loss
+    from plif.train import loss as loss_mod
+
+    real = loss_mod.rate_mse_loss
     state = {"epoch_steps": 0}
 
     def poisoned(out, y, c):
@@ -111,7 +112,7 @@ def test_nan_loss_stops_and_keeps_last_good_checkpoint(tiny_fashion, tmp_path, m
         state["epoch_steps"] += 1
         return (loss * math.nan if state["epoch_steps"] > 12 else loss), rate
 
-    monkeypatch.setattr(loop_mod, "rate_mse_loss", poisoned)
+    monkeypatch.setattr(loss_mod, "rate_mse_loss", poisoned)  # the run's Loss (plif.train.loss) calls it
     with pytest.raises(FloatingPointError, match="epoch 2"):
         train(_cfg(tiny_fashion, tmp_path / "nan"), log=_quiet)
     last = torch.load(tmp_path / "nan" / "checkpoints" / "last.pt", weights_only=True)

@@ -117,14 +117,16 @@ def test_step_checkpoint_never_saves_diverged_weights(tiny_fashion, tmp_path, mo
     step-4 checkpoint is the last written (the step-6 one is refused) and the run stops naming epoch 2."""
     import math
 
-    real, calls = loop_mod.rate_mse_loss, []
+    from plif.train import loss as loss_mod
+
+    real, calls = loss_mod.rate_mse_loss, []
 
     def poisoned(out, y, c):
         loss, rate = real(out, y, c)
         calls.append(1)
         return (loss * math.nan if len(calls) > 16 else loss), rate
 
-    monkeypatch.setattr(loop_mod, "rate_mse_loss", poisoned)
+    monkeypatch.setattr(loss_mod, "rate_mse_loss", poisoned)  # the run's Loss (plif.train.loss) calls it
     with pytest.raises(FloatingPointError, match="epoch 2"):
         train(tiny_train_config(tiny_fashion, tmp_path / "nan", checkpoint_every=2), log=quiet)
     last = torch.load(tmp_path / "nan" / "checkpoints" / "last.pt", weights_only=True)

@@ -12,7 +12,7 @@ from .figures import FigureOutput, moving_average, new_figure, save_csv, save_fi
 from .paper_numbers import paper_accuracy
 from .runs import RunRecord, expand_run_paths, read_run
 
-__all__ = ["ReportRow", "report_rows", "time_to_accuracy", "write_report", "DEFAULT_TARGETS"]
+__all__ = ["ReportRow", "report_rows", "recipe_notes", "time_to_accuracy", "write_report", "DEFAULT_TARGETS"]
 
 DEFAULT_TARGETS = (0.5, 0.8, 0.9, 0.95, 0.99)
 PAPER_VAL_SPLIT = 0.15  # protocol B: 15 % of each class of the training set (supplement)
@@ -76,7 +76,31 @@ def _protocol(run: RunRecord) -> str:
         ours, paper = c.get(key), PRESETS["paper"][key]
         if ours is not None and ours != paper:
             notes.append(f"{name} {ours:g} (paper {paper:g})")
+    notes += recipe_notes(c)
     return ", ".join(filter(None, notes))
+
+
+def recipe_notes(config: dict) -> list[str]:
+    """The training recipe of a run's ``config`` where it is not the paper's (MSE on the firing rate,
+    Adam, no weight decay, no warm-up; ``plif train --loss``, ``--optimizer``, ...), in a few words
+    each; a run recorded before these settings existed ran the paper's."""
+    from ..train.config import ABSENT_MEANS  # what a config without the key ran with
+
+    c = {**ABSENT_MEANS, **config}
+    notes = []
+    if c["loss"] != "mse":
+        extra = [f"label smoothing {c['label_smoothing']:g}"] if c["label_smoothing"] else []
+        if c["loss"] == "tet":
+            extra.append(f"λ {c['tet_lambda']:g}, φ {c['tet_phi']:g}")
+        notes.append(f"loss {c['loss']} ({'; '.join([*extra, 'paper mse'])})")
+    if c["optimizer"] != "adam":
+        notes.append(f"{c['optimizer'].upper()} momentum {c['momentum']:g}" + (", Nesterov" if c["nesterov"] else "")
+                     + " (paper Adam)")
+    if c["weight_decay"]:
+        notes.append(f"weight decay {c['weight_decay']:g} (paper 0)")
+    if c["warmup_epochs"]:
+        notes.append(f"{c['warmup_epochs']} warm-up epoch{'s' if c['warmup_epochs'] > 1 else ''} (paper none)")
+    return notes
 
 
 def report_rows(runs: list[RunRecord]) -> list[ReportRow]:

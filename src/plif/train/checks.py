@@ -20,7 +20,8 @@ from ..surrogate import get_surrogate
 from ..values import check_value
 from .fields import field_kind, flag_name
 
-__all__ = ["NEURON_NAMES", "NOTATION_ONLY", "MAX_SEED", "LR_RANGE", "check_names", "check_values", "check_effects", "idle_settings",
+__all__ = ["NEURON_NAMES", "NOTATION_ONLY", "MAX_SEED", "LR_RANGE", "check_names", "check_values", "check_recipe",
+           "check_effects", "idle_settings",
            "check_outputs", "meta_network", "check_network", "check_weights_fit"]
 
 NEURON_NAMES = tuple(name.lower() for name in NEURONS)
@@ -77,6 +78,7 @@ def check_values(cfg) -> None:
         parse_duration(cfg.time_limit)
     if cfg.lr <= 0:
         raise ValueError(f"--lr must be positive, got {cfg.lr:g}")
+    check_recipe(cfg)
     if cfg.neuron.lower() != "if":  # also every neuron token of the network string
         check_tau(cfg.tau0, "--tau0")
     if not 0.0 <= cfg.val_split < 1.0:
@@ -93,6 +95,31 @@ def check_values(cfg) -> None:
     from ..neurons.dispatch import check_backend
 
     check_backend(cfg.backend, pick_device(cfg.device, check=False), cfg.surrogate, option="--backend")
+
+
+def check_recipe(cfg) -> None:
+    """The loss, optimiser and schedule settings against their meaning (after the preset filled ``epochs`` and
+    ``t_max``); each error names the option."""
+    if cfg.weight_decay < 0:
+        raise ValueError(f"--weight-decay must be at least 0, got {cfg.weight_decay:g}")
+    if not 0 <= cfg.momentum < 1:
+        raise ValueError(f"--momentum must be in [0, 1), got {cfg.momentum:g}")
+    if cfg.nesterov and cfg.optimizer == "sgd" and cfg.momentum == 0:
+        raise ValueError("--nesterov needs a momentum: --momentum 0 leaves nothing for Nesterov's look-ahead; give "
+                         "--momentum above 0 (e.g. 0.9) or drop --nesterov")
+    if not 0 <= cfg.label_smoothing < 1:
+        raise ValueError(f"--label-smoothing must be in [0, 1), got {cfg.label_smoothing:g}")
+    if not 0 <= cfg.tet_lambda < 1:
+        raise ValueError(f"--tet-lambda must be in [0, 1) (the loss is (1 - lambda) * cross-entropy + lambda * "
+                         f"MSE), got {cfg.tet_lambda:g}")
+    if cfg.warmup_epochs < 0:
+        raise ValueError(f"--warmup-epochs must be at least 0, got {cfg.warmup_epochs}")
+    if cfg.warmup_epochs and cfg.warmup_epochs >= cfg.epochs:
+        raise ValueError(f"--warmup-epochs {cfg.warmup_epochs}: must be below --epochs {cfg.epochs} (the warm-up "
+                         "would take the whole run)")
+    if cfg.warmup_epochs and cfg.warmup_epochs >= cfg.t_max:
+        raise ValueError(f"--warmup-epochs {cfg.warmup_epochs}: must be below the cosine period --t-max {cfg.t_max} "
+                         "(the warm-up takes the first epochs of it)")
 
 
 def check_effects(cfg, authors_network: str | None, asked=True) -> None:
@@ -136,6 +163,18 @@ def idle_settings(config_type, values) -> dict[str, tuple[object, str]]:
     if values.get("model"):
         why.update({name: (f"with --model: {values['model']} builds its own network (its layers, neurons and "
                            "surrogates are its code's)") for name in NOTATION_ONLY if name != "network"})
+    loss = values.get("loss", default["loss"])
+    if loss == "mse":
+        why["label_smoothing"] = ("with --loss mse: only the cross-entropy of --loss ce and --loss tet smooths its "
+                                  "labels")
+    if loss != "tet":
+        for name in ("tet_lambda", "tet_phi"):
+            why[name] = f"with --loss {loss}: it sets the MSE regulariser of --loss tet, which --loss {loss} has not"
+    optimizer = values.get("optimizer", default["optimizer"])
+    if optimizer != "sgd":
+        for name in ("momentum", "nesterov"):
+            why[name] = (f"with --optimizer {optimizer}: Adam keeps its own moment estimates; it is SGD's "
+                         "(--optimizer sgd)")
     if not values.get("val_split", default["val_split"]):
         why["max_val_samples"] = ("without --val-split: no validation split is held out (protocol B: e.g. "
                                   "--val-split 0.15)")

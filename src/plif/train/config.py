@@ -19,9 +19,11 @@ from ..models.memory import DEFAULT_MEMORY, MEMORY_HELP, MEMORY_PRESETS  # --mem
 from ..surrogate import PAPER_SURROGATE, SURROGATES, surrogate_spec
 from .checks import NEURON_NAMES, check_effects, check_names, check_values, meta_network
 from .fields import field_kind, is_int, value_fits
+from .loss import LOSSES, Loss
+from .optim import OPTIMIZERS, Recipe
 
 __all__ = ["TrainConfig", "PRESETS", "resolve_config", "check_stored", "MEMORY_CHOICES", "SPEED_AUTO",
-           "left_to_plif"]
+           "left_to_plif", "RECIPE_FIELDS"]
 
 MEMORY_CHOICES = tuple(MEMORY_PRESETS)  # --memory: the one table of memory modes (plif.fuse takes the same)
 
@@ -49,10 +51,31 @@ class TrainConfig:
     T: int | None = field(default=None, metadata={"help": "time-steps per sample [preset / zoo]"})
     epochs: int | None = field(default=None, metadata={"help": "epochs to train [paper 1024, cpu 2]"})
     batch_size: int | None = field(default=None, metadata={"help": "training batch size per process [paper 16, cpu 64]"})
-    lr: float | None = field(default=None, metadata={"help": "Adam learning rate [paper 1e-3, cpu 2e-3]"})
+    lr: float | None = field(default=None, metadata={"help": "learning rate [paper 1e-3, cpu 2e-3]"})
     t_max: int | None = field(default=None, metadata={
         "help": "CosineAnnealingLR period in epochs [paper 64; cpu: --epochs, and a --resume that changes --epochs "
                 "stretches it to the new epochs, the lr going on from the stretched curve]"})
+    warmup_epochs: int = field(default=0, metadata={
+        "help": "linear warm-up: epoch e < N runs at lr*(e+1)/(N+1), then the cosine anneals over the rest of "
+                "its period (plif.train.optim.warmup_cosine_factor)"})
+    loss: str = field(default="mse", metadata={
+        "help": "mse: the paper's, MSE of the firing rate against the one-hot label; ce: cross-entropy of the mean "
+                "over T of the output (SEW ResNet's); tet: TET, every step's cross-entropy averaged over T plus "
+                "--tet-lambda times an MSE pulling the outputs to --tet-phi (Deng et al., ICLR 2022)",
+        "choices": LOSSES})
+    label_smoothing: float = field(default=0.0, metadata={
+        "help": "label smoothing of --loss ce / tet's cross-entropy, in [0, 1)"})
+    tet_lambda: float = field(default=1e-3, metadata={
+        "help": "--loss tet: the loss is (1 - lambda) * its cross-entropy + lambda * its MSE regulariser, lambda "
+                "in [0, 1) (TET's code's default)"})
+    tet_phi: float = field(default=1.0, metadata={
+        "help": "--loss tet: the constant its MSE regulariser pulls every output to (TET's code's default)"})
+    optimizer: str = field(default="adam", metadata={
+        "help": "adam: the paper's; sgd: SGD with --momentum (SEW ResNet's)", "choices": OPTIMIZERS})
+    momentum: float = field(default=0.9, metadata={"help": "--optimizer sgd: momentum, in [0, 1)"})
+    nesterov: bool = field(default=False, metadata={"help": "--optimizer sgd: Nesterov momentum"})
+    weight_decay: float = field(default=0.0, metadata={
+        "help": "L2 weight decay, torch's (added to the gradient; Adam's too, not AdamW's); 0 is the paper's"})
     neuron: str = field(default="plif", metadata={
         "help": "replace every neuron of the network", "choices": NEURON_NAMES})
     tau0: float = field(default=2.0, metadata={"help": "initial tau of PLIF, the fixed tau of LIF (> 1, at most 1e30)"})
@@ -159,6 +182,15 @@ class TrainConfig:
             kw["encoder"] = encoder_spec(self.encoder, spec.mean, spec.std)
         return kw
 
+    def loss_function(self) -> Loss:
+        """The run's loss (:class:`plif.train.loss.Loss`: ``--loss`` and its settings)."""
+        return Loss(self.loss, self.label_smoothing, self.tet_lambda, self.tet_phi)
+
+    def recipe(self) -> Recipe:
+        """The run's optimiser and schedule settings (:class:`plif.train.optim.Recipe`), once resolved."""
+        return Recipe(self.optimizer, self.lr, self.momentum, self.nesterov, self.weight_decay, self.warmup_epochs,
+                      self.t_max)
+
     def memory_options(self):
         """The :class:`plif.models.MemoryOptions` of ``memory`` and ``checkpoint_blocks``."""
         memory = DEFAULT_MEMORY if self.memory is None else self.memory  # auto, before plif.train.speed decides it
@@ -202,8 +234,13 @@ class TrainConfig:
 
 
 # what a stored config.json without the key ran with: runs made before the field existed ran with
-# torch's defaults (fp32 matmuls, TF32 cuDNN convolutions: plif.device.TORCH_TF32), in fp32 (amp)
-ABSENT_MEANS = {"tf32": None, "encoder": DEFAULT_ENCODER, "amp": None}
+# torch's defaults (fp32 matmuls, TF32 cuDNN convolutions: plif.device.TORCH_TF32), in fp32 (amp),
+# with the paper's recipe, each recipe field's default (MSE, Adam, no weight decay, no warm-up)
+RECIPE_FIELDS = ("loss", "label_smoothing", "tet_lambda", "tet_phi", "optimizer", "momentum", "nesterov",
+                 "weight_decay", "warmup_epochs")
+"""The settings of the training recipe (:mod:`plif.train.loss`, :mod:`plif.train.optim`); their defaults are the paper's."""
+ABSENT_MEANS = {"tf32": None, "encoder": DEFAULT_ENCODER, "amp": None,
+                **{f.name: f.default for f in dataclasses.fields(TrainConfig) if f.name in RECIPE_FIELDS}}
 
 SPEED_AUTO = ("cuda_graph", "compile", "memory")
 """The settings :mod:`plif.train.speed` decides for the device and the processes where they are left

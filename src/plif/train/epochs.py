@@ -116,7 +116,8 @@ def _run_epoch(s: Session, progress: Progress, epoch: int, steps: int, reduce, s
                 train_loss, train_acc, n_train = s.trainer.train_epoch(batches, bar)
             else:
                 train_loss, train_acc, n_train = train_epoch(s.net, s.optimizer, batches, cfg.num_classes, bar, reduce,
-                                                             totals=totals, after_step=after_step)
+                                                             totals=totals, after_step=after_step,
+                                                             loss=cfg.loss_function())
         except Diverged:
             raise _diverged(s, epoch) from None
     if not math.isfinite(train_loss) or nonfinite_count(s.model.state_dict()):  # e.g. BatchNorm statistics
@@ -181,7 +182,7 @@ def _evaluate(s: Session, split, name: str, reduce):
     if s.trainer is not None:
         return s.trainer.evaluate(batches, s.cfg.eval_batch_size)
     with sample_bar(shard, name, s.main) as bar, _autocast(s):
-        return evaluate(s.net, batches, s.cfg.num_classes, reduce, progress=bar)
+        return evaluate(s.net, batches, s.cfg.num_classes, reduce, progress=bar, loss=s.cfg.loss_function())
 
 
 def _save_epoch(s: Session, progress: Progress, row: dict) -> None:

@@ -1,9 +1,10 @@
 """``plif train --cuda-graph`` (the default on CUDA, :mod:`plif.train.speed`): the whole training step
 captured once as a CUDA graph and replayed.
 
-One step is forward, MSE on the firing rates, backward and a fused Adam update with
-``capturable=True``; the learning rate lives in a device tensor that the cosine schedule fills
-between epochs (LR schedulers update a tensor ``lr`` in place), so the graph never changes.
+One step is forward, the run's loss (the paper's MSE on the firing rates by default), backward and a
+fused Adam update with ``capturable=True`` (or fused SGD); the learning rate lives in a device tensor
+that the schedule fills between epochs (LR schedulers update a tensor ``lr`` in place), so the graph
+never changes.
 Inputs are copied into static buffers (a device-to-device copy, data already on the GPU); loss,
 correct count and sample count are accumulated in device tensors inside the graph and read once
 per epoch.  Evaluation is a second, forward-only graph over a static buffer of
@@ -34,7 +35,7 @@ import torch
 
 from ..layers.precision import resolve_amp
 from .loop import Diverged, train_step
-from .loss import per_sample_rate_mse
+from .loss import Loss
 
 __all__ = ["GraphTrainer", "check_graph_options", "autocast_context"]
 
@@ -119,14 +120,16 @@ class GraphTrainer:
     """Static-shape training and evaluation with device-side totals; CUDA-graph replay when ``capture``.
 
     ``net`` is what the forward calls (``torch.compile(model)``, default ``model`` itself); ``model``
-    owns the parameters, buffers and state that warm-up snapshots and restores."""
+    owns the parameters, buffers and state that warm-up snapshots and restores; ``loss`` the run's
+    (:class:`plif.train.loss.Loss`, default the paper's MSE)."""
 
     def __init__(self, model: torch.nn.Module, optimizer: torch.optim.Optimizer, num_classes: int,
                  device: torch.device, capture: bool = True, amp: str | None = None, warmup: int = 3,
-                 net: torch.nn.Module | None = None, time_major: bool = False):
+                 net: torch.nn.Module | None = None, time_major: bool = False, loss: Loss | None = None):
         if capture and device.type != "cuda":
             raise ValueError(f"CUDA-graph capture needs a CUDA device, got {device}")
         self.model, self.optimizer, self.num_classes = model, optimizer, num_classes
+        self.loss = Loss() if loss is None else loss
         self.net = model if net is None else net
         self.device, self.capture, self.amp, self.warmup = device, capture, amp, warmup
         self.batch_dim = 1 if time_major else 0  # [T, B, ...] input (event frames, a --model network) or [B, ...]
@@ -178,13 +181,13 @@ class GraphTrainer:
             sx, sy = torch.zeros_like(x), torch.zeros_like(y)
             sx.copy_(x)
             sy.copy_(y)
-            model, net, opt, nc = self.model, self.net, self.optimizer, self.num_classes
+            model, net, opt, nc, loss_fn = self.model, self.net, self.optimizer, self.num_classes, self.loss
 
             params = list(model.parameters())
 
             def body():  # the step of plif train, gradients kept in place for the graph
                 loss, correct, finite = train_step(net, opt, sx, sy, nc, params, set_to_none=False,
-                                                   autocast=lambda: autocast_context(self.device, self.amp))
+                                                   autocast=lambda: autocast_context(self.device, self.amp), loss=loss_fn)
                 with torch.no_grad():
                     self.loss_sum += loss * sy.shape[0]
                     self.correct += correct
@@ -222,13 +225,13 @@ class GraphTrainer:
             sx = torch.zeros(key, dtype=x.dtype, device=x.device)
             sy = torch.zeros(size, dtype=y.dtype, device=y.device)
             n_valid = torch.zeros((), dtype=torch.long, device=x.device)
-            net, nc = self.net, self.num_classes
+            net, nc, per_sample_loss = self.net, self.num_classes, self.loss.per_sample
 
             def body():
                 with torch.no_grad(), autocast_context(self.device, self.amp):
                     out = net(sx)
                 with torch.no_grad():
-                    per_sample, rate = per_sample_rate_mse(out, sy, nc)
+                    per_sample, rate = per_sample_loss(out, sy, nc)
                     mask = torch.arange(size, device=sx.device) < n_valid
                     self.loss_sum += torch.where(mask, per_sample, 0.0).sum()
                     self.correct += ((rate.argmax(1) == sy) & mask).sum()

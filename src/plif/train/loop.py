@@ -1,7 +1,8 @@
 """One training epoch and one evaluation pass, with no host synchronisation per step.
 
 Loss and correct counts accumulate in device tensors and are read once at the end; a step is
-forward, MSE on the voting layer's firing rate, backward and the optimiser update.  Divergence is
+forward, the run's loss (the paper's MSE on the voting layer's firing rate unless ``--loss`` says
+otherwise, :mod:`plif.train.loss`), backward and the optimiser update.  Divergence is
 watched the same way: after every step a device flag records whether the loss and every
 parameter are still finite, and it is read with the totals at the end of the epoch.
 """
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from .loss import rate_mse_loss
+from .loss import Loss, rate_mse_loss
 from .malloc import keep_freed_memory
 
 __all__ = ["train_step", "train_epoch", "EpochTotals", "evaluate", "Diverged", "all_finite"]
@@ -37,10 +38,13 @@ def all_finite(tensors) -> torch.Tensor:
     return torch.stack(torch._foreach_norm(tensors)).isfinite().all()
 
 
-def train_step(model, optimizer, x, y, num_classes: int, params=None, set_to_none: bool = True, autocast=None):
+def train_step(model, optimizer, x, y, num_classes: int, params=None, set_to_none: bool = True, autocast=None,
+               loss: Loss | None = None):
     """The one training step of plif (``plif train``, the graph trainer and every benchmark):
-    zero the gradients, MSE on the firing rate, backward, optimiser update, and a device flag that
-    the loss and every parameter in ``params`` (default: the optimiser's) are still finite.
+    zero the gradients, the loss (default the paper's MSE on the firing rate; ``loss`` a
+    :class:`plif.train.loss.Loss`), backward, optimiser update, and a device flag that the loss and
+    every parameter in ``params`` (default: the optimiser's) are still finite.  The prediction is
+    the argmax of the mean over T of the output, whatever the loss.
 
     Returns detached ``(loss, correct, finite)`` device tensors; nothing synchronises with the host,
     so the step can be captured in a CUDA graph (there ``set_to_none=False`` keeps the gradient
@@ -54,11 +58,11 @@ def train_step(model, optimizer, x, y, num_classes: int, params=None, set_to_non
     else:
         with autocast():
             out = model(x)
-    loss, rate = rate_mse_loss(out, y, num_classes)
-    loss.backward()
+    value, rate = (rate_mse_loss if loss is None else loss)(out, y, num_classes)
+    value.backward()
     optimizer.step()
-    loss = loss.detach()
-    return loss, (rate.argmax(1) == y).sum(), torch.isfinite(loss) & all_finite(params)
+    value = value.detach()
+    return value, (rate.argmax(1) == y).sum(), torch.isfinite(value) & all_finite(params)
 
 
 class EpochTotals:
@@ -91,7 +95,7 @@ class EpochTotals:
 
 
 def train_epoch(model, optimizer, batches, num_classes: int, progress=None, all_reduce=None,
-                check_every: int = 512, totals: EpochTotals | None = None, after_step=None):
+                check_every: int = 512, totals: EpochTotals | None = None, after_step=None, loss: Loss | None = None):
     """Run one epoch over ``batches``; returns ``(mean loss, accuracy, samples)`` as Python numbers.
 
     Raises :class:`Diverged` if the loss or any parameter stopped being finite at any step: the
@@ -99,7 +103,7 @@ def train_epoch(model, optimizer, batches, num_classes: int, progress=None, all_
     sync each, outside the step, so long paper epochs stop early) and at the end of the epoch.
     totals: continue an epoch from what a mid-epoch checkpoint saved (``batches`` then holds only
     the remaining batches).  after_step: called with the totals after every step (mid-epoch
-    checkpoints; it may raise to stop the epoch there).
+    checkpoints; it may raise to stop the epoch there).  loss: :func:`train_step`'s.
     """
     model.train()
     params = [p for g in optimizer.param_groups for p in g["params"]]
@@ -107,8 +111,8 @@ def train_epoch(model, optimizer, batches, num_classes: int, progress=None, all_
         keep_freed_memory()  # no page faults for the step's large tensors every step (plif.train.malloc)
     t = totals if totals is not None else EpochTotals()
     for x, y in batches:
-        loss, c, ok = train_step(model, optimizer, x, y, num_classes, params)
-        t.add(loss, c, ok, y.shape[0])
+        value, c, ok = train_step(model, optimizer, x, y, num_classes, params, loss=loss)
+        t.add(value, c, ok, y.shape[0])
         if progress is not None:
             progress.update(y.shape[0])
         if all_reduce is None and check_every and t.steps % check_every == 0 and not bool(t.finite):
@@ -130,16 +134,17 @@ def train_epoch(model, optimizer, batches, num_classes: int, progress=None, all_
 
 
 @torch.no_grad()
-def evaluate(model, batches, num_classes: int, all_reduce=None, progress=None):
+def evaluate(model, batches, num_classes: int, all_reduce=None, progress=None, loss: Loss | None = None):
     """Accuracy and mean loss over ``batches`` in eval mode: ``(loss, accuracy, samples)``.
 
-    progress: a tqdm-like bar advanced by each batch's size."""
+    progress: a tqdm-like bar advanced by each batch's size; loss: the run's
+    (:class:`plif.train.loss.Loss`, default the paper's MSE)."""
     model.eval()
     totals = None
     for x, y in batches:
-        loss, rate = rate_mse_loss(model(x), y, num_classes)
-        t = torch.stack([loss.float() * y.shape[0], (rate.argmax(1) == y).sum().float(),
-                         torch.tensor(float(y.shape[0]), device=loss.device)])
+        value, rate = (rate_mse_loss if loss is None else loss)(model(x), y, num_classes)
+        t = torch.stack([value.float() * y.shape[0], (rate.argmax(1) == y).sum().float(),
+                         torch.tensor(float(y.shape[0]), device=value.device)])
         totals = t if totals is None else totals + t
         if progress is not None:
             progress.update(int(y.shape[0]))

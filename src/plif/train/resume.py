@@ -146,7 +146,10 @@ def _stretch_schedule(scheduler, period: int) -> None:
     scheduler.T_max = period
     t, lrs = scheduler.last_epoch, []
     for group, base in zip(scheduler.optimizer.param_groups, scheduler.base_lrs):
-        lr = scheduler.eta_min + (base - scheduler.eta_min) * (1 + math.cos(math.pi * t / period)) / 2
+        if hasattr(scheduler, "lr_at"):  # --warmup-epochs (plif.train.optim.WarmupCosineLR)
+            lr = float(scheduler.lr_at(base, t))
+        else:
+            lr = scheduler.eta_min + (base - scheduler.eta_min) * (1 + math.cos(math.pi * t / period)) / 2
         if torch.is_tensor(group["lr"]):
             group["lr"].fill_(lr)  # --cuda-graph: the captured step reads this tensor
         else:

@@ -25,7 +25,7 @@ from .checks import check_outputs
 from .config import SPEED_AUTO, TrainConfig, resolve_config
 from .distributed import all_gather_object, broadcast_object, init_distributed, restart_count
 from .graph import GraphTrainer, check_graph_options
-from .optim import adam, graph_adam
+from .optim import build_optimizer, build_schedule
 from .resume import restore
 from .speed import resolve_speed
 from .state import Progress, Session
@@ -121,11 +121,12 @@ def setup_model(cfg: TrainConfig, device: torch.device) -> torch.nn.Module:
 
 
 def setup_optimizer(model, cfg: TrainConfig, device: torch.device):
-    """Adam (the paper's, no weight decay) and cosine annealing with period ``t_max`` epochs.
-
-    Under ``--cuda-graph`` Adam is capturable and its learning rate a device tensor."""
-    optimizer = graph_adam(model.parameters(), cfg.lr, device) if cfg.cuda_graph else adam(model.parameters(), cfg.lr)
-    return optimizer, torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=cfg.t_max)
+    """The optimiser (the paper's Adam, no weight decay, unless ``--optimizer`` / ``--weight-decay`` say
+    otherwise) and cosine annealing with period ``t_max`` epochs, after ``--warmup-epochs`` if asked
+    (:mod:`plif.train.optim`).  Under ``--cuda-graph`` the learning rate is a device tensor (Adam capturable)."""
+    recipe = cfg.recipe()
+    optimizer = build_optimizer(model.parameters(), recipe, device, graph=bool(cfg.cuda_graph))
+    return optimizer, build_schedule(optimizer, recipe)
 
 
 def setup_parallel(model: torch.nn.Module, cfg: TrainConfig, device: torch.device, world: int) -> torch.nn.Module:
@@ -233,8 +234,8 @@ def open_session(cfg: TrainConfig, resume, log, restart: bool = False, asked=Non
         net = setup_parallel(model, cfg, device, dist.world)
         # --cuda-graph: captured lazily, after any resume has loaded the state it replays on
         time_major = cfg.model is not None or data_options.spec.is_event  # batches [T, B, ...]
-        trainer = (GraphTrainer(model, optimizer, cfg.num_classes, device, amp=cfg.amp, net=net, time_major=time_major)
-                   if cfg.cuda_graph else None)
+        trainer = (GraphTrainer(model, optimizer, cfg.num_classes, device, amp=cfg.amp, net=net, time_major=time_major,
+                                loss=cfg.loss_function()) if cfg.cuda_graph else None)
     except BaseException:
         if tb is not None:
             tb.close()
