@@ -46,7 +46,8 @@ class DatasetSpec:
     """Facts of one dataset.
 
     ``input_shape``: one sample (static) or one frame (event) as ``(C, H, W)``; for event data
-    ``(H, W)`` is the sensor size (the largest one where recordings differ) and C = 2 polarities.
+    ``(H, W)`` is the sensor size (the largest one where recordings differ) and C = 2 polarities;
+    ``(C,)`` for a 1-d sensor of C channels without polarity (SHD / SSC's 700 cochlea channels).
     ``T``: the paper's number of time steps (its time-step table, ``tab:previous stoa T``).  ``network``: the paper's network
     (supplement Table 1); ``authors_network``: the network of the authors' published code where it
     differs; ``cpu_network``: a narrow network of the same form that trains in minutes on a 2-core
@@ -64,14 +65,16 @@ class DatasetSpec:
     ``augment`` (a name in ``plif.data.transforms``), ``files`` (role -> published file name),
     ``md5`` (file -> checksum) and ``urls`` (mirrors; a file's URL is mirror + name).  Event only:
     ``archives`` (what ``plif data download`` fetches, checks and unpacks) and ``manual`` (why the
-    archives must be fetched by hand, e.g. with a browser; None when plif downloads them).
+    archives must be fetched by hand, e.g. with a browser; None when plif downloads them),
+    ``files`` (split -> file name, where a split is one file: SHD / SSC's HDF5) and ``slicing``
+    (how training cuts a recording into the T frames: ``count``, the paper's, or ``time``).
     ``paper_accuracy``: the paper's (A, B) accuracies in % (Table 3 and the supplement's
     ``tab:ACC VAL``), None for datasets it did not report.
     """
 
     name: str
     kind: str  # "static" or "event": ask it through ``is_event``
-    input_shape: tuple[int, int, int]
+    input_shape: tuple[int, ...]  # (C, H, W), or (C,) for a 1-d sensor
     classes: tuple[str, ...]
     T: int
     network: str
@@ -93,6 +96,7 @@ class DatasetSpec:
     urls: tuple[str, ...] = ()
     archives: tuple[Archive, ...] = ()
     manual: str | None = None
+    slicing: str = "count"
     paper_accuracy: tuple[float, float] | None = None
 
     def __post_init__(self):
@@ -109,9 +113,9 @@ class DatasetSpec:
         return len(self.classes)
 
     @property
-    def sensor_size(self) -> tuple[int, int]:
-        """``(H, W)`` of the image or event sensor."""
-        return tuple(self.input_shape[1:])
+    def sensor_size(self) -> tuple[int, ...]:
+        """``(H, W)`` of the image or event sensor; ``(C,)`` of a 1-d sensor of C channels."""
+        return tuple(self.input_shape[1:]) if len(self.input_shape) == 3 else tuple(self.input_shape)
 
     @property
     def search_dirs(self) -> tuple[str, ...]:
@@ -180,6 +184,26 @@ def _in_class_folders(top: str, classes, suffix: str) -> tuple[str, ...]:
 
 
 _DVS_NET = "{c128k3s1-BN-PLIF-MPk2s2}*4-DP-FC512-PLIF-DP-FC%d-PLIF-APk10s10"  # the paper's CIFAR10-DVS network
+# SHD / SSC: the fully connected network of Hammouamri, Khalfaoui-Hassani & Masquelier (ICLR 2024, "Learning
+# delays in SNNs using dilated convolutions with learnable spacings"), its model without delays ('snn' of their
+# code's best_config_SHD.py: 2 hidden layers of 256, Linear -> BatchNorm1d -> LIF/PLIF -> Dropout 0.4, no bias),
+# with a spiking readout whose firing rate is the prediction (theirs reads the last layer's membrane potential)
+_AUDIO_NET = "FC256-BN-PLIF-DP0.4-FC256-BN-PLIF-DP0.4-FC%d-PLIF"
+_CPU_AUDIO = "FC64-BN-PLIF-FC%d-PLIF"
+_ZENKELAB = "https://zenkelab.org/datasets/"
+# the .h5.zip archives with the MD5 sums Tonic's hsd.py (SHD, SSC) and SpikingJelly 2.0's shd.py (SHD) list;
+# each unpacks to the one .h5 file of its split
+_HSD_ZIPS = {"shd_train.h5": "f3252aeb598ac776c1b526422d90eecb", "shd_test.h5": "1503a5064faa34311c398fb0a1ed0a6f",
+             "ssc_train.h5": "d102be95e7144fcc0553d1f45ba94170", "ssc_valid.h5": "b4eee3516a4a90dd0c71a6ac23a8ae43",
+             "ssc_test.h5": "a35ff1e9cffdd02a20eb850c17c37748"}
+
+
+def _hsd_archives(*names: str) -> tuple[Archive, ...]:
+    return tuple(Archive(f"{n}.zip", (f"{_ZENKELAB}{n}.zip",), _HSD_ZIPS[n], (n,)) for n in names)
+
+
+_HSD_LAYOUT = ("Get {what} (Cramer et al. 2020, zenkelab.org/datasets) and unpack {zips} (or gunzip the "
+               ".h5.gz files) so that {files} exist in <data-dir> (or <data-dir>/{name}/)")
 
 DATASETS: dict[str, DatasetSpec] = {d.name: d for d in (
     DatasetSpec("mnist", "static", (1, 28, 28), _DIGITS, 8, _MNIST_NET, _CPU_SMALL, (60000, 10000),
@@ -257,6 +281,22 @@ DATASETS: dict[str, DatasetSpec] = {d.name: d for d in (
                 archives=(Archive("Caltech101.zip", (_MENDELEY + "cy6cvx3ryv/files/36b5c52a-b49d-4853-addb-a836a8883e49/"
                                                      "file_downloaded",), "66201824eabb0239c7ab992480b50ba3",
                                   _in_class_folders("Caltech101", NCALTECH101_CLASSES, ".bin")),)),
+    # not in the paper: the audio benchmarks of later spiking-network papers, 700 cochlea channels of spikes;
+    # classes by label number (each file's extra/keys names them); frames cut each recording's span in T
+    # equal durations (slicing "time"), T = 100 about the 10 ms bins of Hammouamri et al. on ~1 s recordings
+    DatasetSpec("shd", "event", (700,), tuple(str(i) for i in range(20)), 100, _AUDIO_NET % 20, _CPU_AUDIO % 20,
+                (8156, 2264), "official shd_train.h5 / shd_test.h5",
+                _HSD_LAYOUT.format(what="the Spiking Heidelberg Digits", zips="shd_train.h5.zip and shd_test.h5.zip",
+                                   files="shd_train.h5 and shd_test.h5", name="shd"),
+                "hdf5-splits", folders=("SHD", "hsd"), files={"train": "shd_train.h5", "test": "shd_test.h5"},
+                archives=_hsd_archives("shd_train.h5", "shd_test.h5"), slicing="time"),
+    DatasetSpec("ssc", "event", (700,), tuple(str(i) for i in range(35)), 100, _AUDIO_NET % 35, _CPU_AUDIO % 35,
+                (75466, 20382), "official ssc_train.h5 / ssc_test.h5 (ssc_valid.h5, the published validation split, "
+                "is not read: --val-split holds out part of the training split)",
+                _HSD_LAYOUT.format(what="the Spiking Speech Commands", zips="ssc_train.h5.zip and ssc_test.h5.zip",
+                                   files="ssc_train.h5 and ssc_test.h5", name="ssc"),
+                "hdf5-splits", folders=("SSC",), files={"train": "ssc_train.h5", "test": "ssc_test.h5"},
+                archives=_hsd_archives("ssc_train.h5", "ssc_test.h5"), slicing="time"),
 )}
 """Every dataset's record by name: the one place its facts (shapes, T, networks, files, splits) live."""
 
