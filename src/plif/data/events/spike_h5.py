@@ -150,13 +150,13 @@ def spike_events(times: np.ndarray, units: np.ndarray, channels: int, path="<arr
         return out
     if not np.isfinite(times).all() or times.min() < 0 or times.max() >= _MAX_US:
         i = int(np.flatnonzero(~np.isfinite(times) | (times < 0) | (times >= _MAX_US))[0])
-        raise SpikeFileError(path, f"spikes/times[{index}]", f"time {times[i]!r} of spike {i} is not a time in seconds "
+        raise SpikeFileError(path, f"spikes/times[{index}]", f"time {float(times[i]):g} of spike {i} is not a time in seconds "
                                                              "(finite, >= 0)")
     back = np.flatnonzero(times[1:] < times[:-1])
     if back.size:
         i = int(back[0]) + 1
-        raise SpikeFileError(path, f"spikes/times[{index}]", f"times go backwards at spike {i} ({times[i]!r} s after "
-                                                             f"{times[i - 1]!r} s, {back.size} such); the published "
+        raise SpikeFileError(path, f"spikes/times[{index}]", f"times go backwards at spike {i} ({float(times[i]):.9g} s after "
+                                                             f"{float(times[i - 1]):.9g} s, {back.size} such); the published "
                                                              "files are sorted")
     if units.min() < 0 or units.max() >= channels:
         i = int(np.flatnonzero((units < 0) | (units >= channels))[0])
