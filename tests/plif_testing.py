@@ -15,7 +15,7 @@ SMALL_INPUT = {28: 12, 34: 12, 32: 8, 128: 32, 180: 16, 240: 16}
 
 def narrow_zoo(name):
     """``(spec, input shape)``: zoo network ``name`` with its real layer sequence, 8 channels, 32 hidden
-    features and 32 voting classes, on small frames.  (The tolerances of tests/models/test_memory.py
+    features and 32 voting classes, on small frames (a 1-d input as it is).  (The tolerances of tests/models/test_memory.py
     were measured on these 32 classes.)"""
     import re
 
@@ -25,6 +25,8 @@ def narrow_zoo(name):
     spec = re.sub(r"c\d+k", "c8k", e.network)
     # the voting layer (the FC before APk10s10) 32 classes x 10 voters, every other FC 32 features
     spec = re.sub(r"FC\d+(-PLIF-APk10s10)?", lambda m: "FC320" + m[1] if m[1] else "FC32", spec)
+    if len(e.input_shape) == 1:  # channels (SHD / SSC's 700): as they are, 32 features after them are cheap
+        return spec, e.input_shape
     c, h, w = e.input_shape
     return spec, (c, SMALL_INPUT[h], SMALL_INPUT[w])
 
