@@ -67,7 +67,8 @@ class DatasetSpec:
     ``archives`` (what ``plif data download`` fetches, checks and unpacks) and ``manual`` (why the
     archives must be fetched by hand, e.g. with a browser; None when plif downloads them),
     ``files`` (split -> file name, where a split is one file: SHD / SSC's HDF5) and ``slicing``
-    (how training cuts a recording into the T frames: ``count``, the paper's, or ``time``).
+    (how training cuts a recording into the T frames: ``count``, the paper's, or ``time``);
+    ``split_dirs``: the train and test folders of a ``split-folders`` dataset.
     ``paper_accuracy``: the paper's (A, B) accuracies in % (Table 3 and the supplement's
     ``tab:ACC VAL``), None for datasets it did not report.
     """
@@ -97,6 +98,7 @@ class DatasetSpec:
     archives: tuple[Archive, ...] = ()
     manual: str | None = None
     slicing: str = "count"
+    split_dirs: tuple[str, str] = ("Train", "Test")
     paper_accuracy: tuple[float, float] | None = None
 
     def __post_init__(self):
@@ -202,6 +204,20 @@ def _hsd_archives(*names: str) -> tuple[Archive, ...]:
     return tuple(Archive(f"{n}.zip", (f"{_ZENKELAB}{n}.zip",), _HSD_ZIPS[n], (n,)) for n in names)
 
 
+ASL_DVS_CLASSES = tuple("abcdefghiklmnopqrstuvwxy")  # the 24 static ASL letters: no j or z (they move)
+# DVS-Lip's 100 words (Tan et al. 2022), sorted as their folders are (Tonic's DVSLip.classes, SpikingJelly's
+# folder order); a class's label is its position here
+DVS_LIP_CLASSES = (
+    "accused", "action", "allow", "allowed", "america", "american", "another", "around", "attacks", "banks",
+    "become", "being", "benefit", "benefits", "between", "billion", "called", "capital", "challenge", "change",
+    "chief", "couple", "court", "death", "described", "difference", "different", "during", "economic", "education",
+    "election", "england", "evening", "everything", "exactly", "general", "germany", "giving", "ground", "happen",
+    "happened", "having", "heavy", "house", "hundreds", "immigration", "judge", "labour", "leaders", "legal",
+    "little", "london", "majority", "meeting", "military", "million", "minutes", "missing", "needs", "number",
+    "numbers", "paying", "perhaps", "point", "potential", "press", "price", "question", "really", "right",
+    "russia", "russian", "saying", "security", "several", "should", "significant", "spend", "spent", "started",
+    "still", "support", "syria", "syrian", "taken", "taking", "terms", "these", "thing", "think",
+    "times", "tomorrow", "under", "warning", "water", "welcome", "words", "worst", "years", "young")
 _HSD_LAYOUT = ("Get {what} (Cramer et al. 2020, zenkelab.org/datasets) and unpack {zips} (or gunzip the "
                ".h5.gz files) so that {files} exist in <data-dir> (or <data-dir>/{name}/)")
 
@@ -297,6 +313,30 @@ DATASETS: dict[str, DatasetSpec] = {d.name: d for d in (
                                    files="ssc_train.h5 and ssc_test.h5", name="ssc"),
                 "hdf5-splits", folders=("SSC",), files={"train": "ssc_train.h5", "test": "ssc_test.h5"},
                 archives=_hsd_archives("ssc_train.h5", "ssc_test.h5"), slicing="time"),
+    # not in the paper: a DAVIS240c dataset of 24 hand-shape letters, 4200 recordings each, no official split;
+    # the paper's CIFAR10-DVS network and T on its whole sensor (no published PLIF configuration for it)
+    DatasetSpec("asl-dvs", "event", (2, *ATIS_SENSOR), ASL_DVS_CLASSES, 20, _DVS_NET % 240, _CPU_DVS % 240, None,
+                "no official split: the first ceil(0.8 n) of each letter's n files by file number train, the rest "
+                "test (Bi et al. 2019 report an 80 / 20 split)",
+                "Get ASL-DVS (Bi et al. 2019, ICCV2019_DVS_dataset.zip) and unpack it and the per-letter archives "
+                "inside it so that <data-dir>/a/*.mat ... <data-dir>/y/*.mat exist (24 letters, no j or z)",
+                "class-folders", folders=("ASL-DVS", "ASLDVS", "asl-dvs"), suffixes=(".mat",), train_fraction=0.8,
+                # Tonic's ASLDVS archive and MD5 (SpikingJelly warns that Dropbox repacks it, so its MD5 can change)
+                archives=(Archive("ASLDVS.zip", ("https://www.dropbox.com/sh/ibq0jsicatn7l6r/"
+                                                 "AACNrNELV56rs1YInMWUs9CAa?dl=1",),
+                                  "20f1dbf961f9a45179f6e489e93c8f2c", ("*.zip",)),),
+                manual="the Dropbox link has expired; SpikingJelly points to the OpenI mirror (pip install openi; "
+                       "openi dataset download OpenI/ASLDVS), whose per-letter zips must be unpacked by hand"),
+    # not in the paper: lip reading of 100 words on a 128 x 128 DVS, official train / test folders
+    DatasetSpec("dvs-lip", "event", (2, 128, 128), DVS_LIP_CLASSES, 20, _DVS_NET % 1000, _CPU_DVS % 1000,
+                (14896, 4975), "official train / test folders",
+                "Get DVS-Lip (Tan et al. 2022, DVS-Lip.zip from the authors' Google Drive) and extract it so that "
+                "<data-dir>/DVS-Lip/train/<word>/*.npy and <data-dir>/DVS-Lip/test/<word>/*.npy exist",
+                "split-folders", folders=("DVS-Lip", "DVSLip"), suffixes=(".npy",), split_dirs=("train", "test"),
+                archives=(Archive("DVS-Lip.zip", ("https://drive.google.com/file/d/1dBEgtmctTTWJlWnuWxFtk8gfOdVVpkQ0/view",),
+                                  "2dcb959255122d4cdeb6094ca282494b",  # Tonic's and SpikingJelly's DVSLip
+                                  ("DVS-Lip/train/*/*.npy", "DVS-Lip/test/*/*.npy")),),
+                manual="Google Drive needs a browser"),
 )}
 """Every dataset's record by name: the one place its facts (shapes, T, networks, files, splits) live."""
 

@@ -117,8 +117,9 @@ def _file_number(p: Path) -> tuple:
 
 
 def _split_folders(d: DatasetSpec, root: Path, train: bool) -> list[EventSample]:
-    """``Train/<class>/`` and ``Test/<class>/`` (N-MNIST): the official split."""
-    split, other = ("Train", "Test") if train else ("Test", "Train")
+    """``Train/<class>/`` and ``Test/<class>/`` (N-MNIST; DVS-Lip's ``train`` / ``test``, the record's
+    ``split_dirs``): the official split."""
+    split, other = d.split_dirs if train else d.split_dirs[::-1]
     base = _first_dir(root, d, split)
     samples, files = [], []
     for label, cls in enumerate(d.classes):
