@@ -199,3 +199,12 @@ def test_without_h5py_the_refusal_names_it(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "h5py", None)
     with pytest.raises(ImportError, match=r"needs h5py: pip install 'plif\[audio\]' \(or pip install h5py\)$"):
         list_samples("shd", tmp_path, train=True)
+
+
+def test_plif_data_info_on_a_spike_file_says_how_it_is_read(tmp_path, capsys):
+    from plif.cli.main import main
+
+    write_spike_file(tmp_path / "shd_test.h5", *spike_samples(2, 0))
+    assert main(["data", "info", str(tmp_path / "shd_test.h5")]) == 2
+    assert "an HDF5 file: SHD / SSC's spike files hold a whole split, read as a dataset (plif data prepare shd" in (
+        capsys.readouterr().err)

@@ -29,6 +29,9 @@ def _format_of(head: bytes, path: str | Path, atis: bool = False) -> str:
         return "aedat3.1"
     if head.startswith(aedat2.MAGIC):
         return "aedat2"
+    if head.startswith(b"\x89HDF\r\n\x1a\n"):  # spike_h5.HDF5_MAGIC: many samples in one file
+        raise EventFormatError(path, 0, "an HDF5 file: SHD / SSC's spike files hold a whole split, read as a dataset "
+                                        "(plif data prepare shd / ssc), not as one recording")
     if head.startswith(b"#!AER-DAT"):
         version = head.split(b"\n", 1)[0].strip().decode("latin-1", "replace")
         raise EventFormatError(path, 0, f"unsupported AEDAT version line {version!r} "
