@@ -15,7 +15,7 @@ SMALL_INPUT = {28: 12, 34: 12, 32: 8, 128: 32, 180: 16, 240: 16}
 
 def narrow_zoo(name):
     """``(spec, input shape)``: zoo network ``name`` with its real layer sequence, 8 channels, 32 hidden
-    features and 32 voting classes, on small frames.  (The tolerances of tests/models/test_memory.py
+    features and 32 voting classes, on small frames (a 1-d input as it is).  (The tolerances of tests/models/test_memory.py
     were measured on these 32 classes.)"""
     import re
 
@@ -25,6 +25,8 @@ def narrow_zoo(name):
     spec = re.sub(r"c\d+k", "c8k", e.network)
     # the voting layer (the FC before APk10s10) 32 classes x 10 voters, every other FC 32 features
     spec = re.sub(r"FC\d+(-PLIF-APk10s10)?", lambda m: "FC320" + m[1] if m[1] else "FC32", spec)
+    if len(e.input_shape) == 1:  # channels (SHD / SSC's 700): as they are, 32 features after them are cheap
+        return spec, e.input_shape
     c, h, w = e.input_shape
     return spec, (c, SMALL_INPUT[h], SMALL_INPUT[w])
 
@@ -271,3 +273,44 @@ class ZeroFills:
                     self.shapes.append(tuple(out.shape))
                 return out
         return _Mode()
+
+
+def write_spike_file(path, times, units, labels, time_dtype="float32", unit_dtype="uint16", skip=()):
+    """A spike file in the published SHD / SSC layout, written with h5py: ``spikes/times`` and
+    ``spikes/units`` (one variable-length array per sample: float seconds, channel numbers),
+    ``labels`` ``[N]`` and an ``extra/keys`` the reader does not read.  ``skip``: fields left out."""
+    import h5py
+
+    with h5py.File(path, "w") as f:
+        for name, rows, dt in (("spikes/times", times, time_dtype), ("spikes/units", units, unit_dtype)):
+            if name in skip:
+                continue
+            d = f.create_dataset(name, (len(rows),), dtype=h5py.vlen_dtype(np.dtype(dt)))
+            for i, r in enumerate(rows):
+                d[i] = np.asarray(r, dtype=dt)
+        if "labels" not in skip:
+            f.create_dataset("labels", data=np.asarray(labels, dtype=np.uint16))
+        f.create_dataset("extra/keys", data=np.array([b"key"] * 4))
+
+
+def spike_samples(n: int, seed: int, classes: int = 20, channels: int = 700):
+    """``(times, units, labels)`` of ``n`` learnable samples: class c fires channels near ``c * 35``,
+    sorted times in [0, 1) s."""
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(0, classes, n)
+    times, units = [], []
+    for y in labels:
+        k = int(rng.integers(8, 60))
+        times.append(np.sort(rng.random(k)).astype(np.float32))
+        units.append(((int(y) * 35 + rng.integers(0, 35, k)) % channels).astype(np.uint16))
+    return times, units, labels
+
+
+def write_shd(root, train: int = 40, test: int = 12, seed: int = 0, name: str = "shd"):
+    """``root`` holding ``<name>_train.h5`` and ``<name>_test.h5`` of learnable samples; returns root."""
+    root = Path(root)
+    root.mkdir(parents=True, exist_ok=True)
+    classes = 20 if name == "shd" else 35
+    write_spike_file(root / f"{name}_train.h5", *spike_samples(train, seed, classes))
+    write_spike_file(root / f"{name}_test.h5", *spike_samples(test, seed + 1, classes))
+    return root

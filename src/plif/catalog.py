@@ -46,7 +46,8 @@ class DatasetSpec:
     """Facts of one dataset.
 
     ``input_shape``: one sample (static) or one frame (event) as ``(C, H, W)``; for event data
-    ``(H, W)`` is the sensor size (the largest one where recordings differ) and C = 2 polarities.
+    ``(H, W)`` is the sensor size (the largest one where recordings differ) and C = 2 polarities;
+    ``(C,)`` for a 1-d sensor of C channels without polarity (SHD / SSC's 700 cochlea channels).
     ``T``: the paper's number of time steps (its time-step table, ``tab:previous stoa T``).  ``network``: the paper's network
     (supplement Table 1); ``authors_network``: the network of the authors' published code where it
     differs; ``cpu_network``: a narrow network of the same form that trains in minutes on a 2-core
@@ -64,14 +65,17 @@ class DatasetSpec:
     ``augment`` (a name in ``plif.data.transforms``), ``files`` (role -> published file name),
     ``md5`` (file -> checksum) and ``urls`` (mirrors; a file's URL is mirror + name).  Event only:
     ``archives`` (what ``plif data download`` fetches, checks and unpacks) and ``manual`` (why the
-    archives must be fetched by hand, e.g. with a browser; None when plif downloads them).
+    archives must be fetched by hand, e.g. with a browser; None when plif downloads them),
+    ``files`` (split -> file name, where a split is one file: SHD / SSC's HDF5) and ``slicing``
+    (how training cuts a recording into the T frames: ``count``, the paper's, or ``time``);
+    ``split_dirs``: the train and test folders of a ``split-folders`` dataset.
     ``paper_accuracy``: the paper's (A, B) accuracies in % (Table 3 and the supplement's
     ``tab:ACC VAL``), None for datasets it did not report.
     """
 
     name: str
     kind: str  # "static" or "event": ask it through ``is_event``
-    input_shape: tuple[int, int, int]
+    input_shape: tuple[int, ...]  # (C, H, W), or (C,) for a 1-d sensor
     classes: tuple[str, ...]
     T: int
     network: str
@@ -93,6 +97,8 @@ class DatasetSpec:
     urls: tuple[str, ...] = ()
     archives: tuple[Archive, ...] = ()
     manual: str | None = None
+    slicing: str = "count"
+    split_dirs: tuple[str, str] = ("Train", "Test")
     paper_accuracy: tuple[float, float] | None = None
 
     def __post_init__(self):
@@ -109,9 +115,9 @@ class DatasetSpec:
         return len(self.classes)
 
     @property
-    def sensor_size(self) -> tuple[int, int]:
-        """``(H, W)`` of the image or event sensor."""
-        return tuple(self.input_shape[1:])
+    def sensor_size(self) -> tuple[int, ...]:
+        """``(H, W)`` of the image or event sensor; ``(C,)`` of a 1-d sensor of C channels."""
+        return tuple(self.input_shape[1:]) if len(self.input_shape) == 3 else tuple(self.input_shape)
 
     @property
     def search_dirs(self) -> tuple[str, ...]:
@@ -180,6 +186,40 @@ def _in_class_folders(top: str, classes, suffix: str) -> tuple[str, ...]:
 
 
 _DVS_NET = "{c128k3s1-BN-PLIF-MPk2s2}*4-DP-FC512-PLIF-DP-FC%d-PLIF-APk10s10"  # the paper's CIFAR10-DVS network
+# SHD / SSC: the fully connected network of Hammouamri, Khalfaoui-Hassani & Masquelier (ICLR 2024, "Learning
+# delays in SNNs using dilated convolutions with learnable spacings"), its model without delays ('snn' of their
+# code's best_config_SHD.py: 2 hidden layers of 256, Linear -> BatchNorm1d -> LIF/PLIF -> Dropout 0.4, no bias),
+# with a spiking readout whose firing rate is the prediction (theirs reads the last layer's membrane potential)
+_AUDIO_NET = "FC256-BN-PLIF-DP0.4-FC256-BN-PLIF-DP0.4-FC%d-PLIF"
+_CPU_AUDIO = "FC64-BN-PLIF-FC%d-PLIF"
+_ZENKELAB = "https://zenkelab.org/datasets/"
+# the .h5.zip archives with the MD5 sums Tonic's hsd.py (SHD, SSC) and SpikingJelly 2.0's shd.py (SHD) list;
+# each unpacks to the one .h5 file of its split
+_HSD_ZIPS = {"shd_train.h5": "f3252aeb598ac776c1b526422d90eecb", "shd_test.h5": "1503a5064faa34311c398fb0a1ed0a6f",
+             "ssc_train.h5": "d102be95e7144fcc0553d1f45ba94170", "ssc_valid.h5": "b4eee3516a4a90dd0c71a6ac23a8ae43",
+             "ssc_test.h5": "a35ff1e9cffdd02a20eb850c17c37748"}
+
+
+def _hsd_archives(*names: str) -> tuple[Archive, ...]:
+    return tuple(Archive(f"{n}.zip", (f"{_ZENKELAB}{n}.zip",), _HSD_ZIPS[n], (n,)) for n in names)
+
+
+ASL_DVS_CLASSES = tuple("abcdefghiklmnopqrstuvwxy")  # the 24 static ASL letters: no j or z (they move)
+# DVS-Lip's 100 words (Tan et al. 2022), sorted as their folders are (Tonic's DVSLip.classes, SpikingJelly's
+# folder order); a class's label is its position here
+DVS_LIP_CLASSES = (
+    "accused", "action", "allow", "allowed", "america", "american", "another", "around", "attacks", "banks",
+    "become", "being", "benefit", "benefits", "between", "billion", "called", "capital", "challenge", "change",
+    "chief", "couple", "court", "death", "described", "difference", "different", "during", "economic", "education",
+    "election", "england", "evening", "everything", "exactly", "general", "germany", "giving", "ground", "happen",
+    "happened", "having", "heavy", "house", "hundreds", "immigration", "judge", "labour", "leaders", "legal",
+    "little", "london", "majority", "meeting", "military", "million", "minutes", "missing", "needs", "number",
+    "numbers", "paying", "perhaps", "point", "potential", "press", "price", "question", "really", "right",
+    "russia", "russian", "saying", "security", "several", "should", "significant", "spend", "spent", "started",
+    "still", "support", "syria", "syrian", "taken", "taking", "terms", "these", "thing", "think",
+    "times", "tomorrow", "under", "warning", "water", "welcome", "words", "worst", "years", "young")
+_HSD_LAYOUT = ("Get {what} (Cramer et al. 2020, zenkelab.org/datasets) and unpack {zips} (or gunzip the "
+               ".h5.gz files) so that {files} exist in <data-dir> (or <data-dir>/{name}/)")
 
 DATASETS: dict[str, DatasetSpec] = {d.name: d for d in (
     DatasetSpec("mnist", "static", (1, 28, 28), _DIGITS, 8, _MNIST_NET, _CPU_SMALL, (60000, 10000),
@@ -257,6 +297,46 @@ DATASETS: dict[str, DatasetSpec] = {d.name: d for d in (
                 archives=(Archive("Caltech101.zip", (_MENDELEY + "cy6cvx3ryv/files/36b5c52a-b49d-4853-addb-a836a8883e49/"
                                                      "file_downloaded",), "66201824eabb0239c7ab992480b50ba3",
                                   _in_class_folders("Caltech101", NCALTECH101_CLASSES, ".bin")),)),
+    # not in the paper: the audio benchmarks of later spiking-network papers, 700 cochlea channels of spikes;
+    # classes by label number (each file's extra/keys names them); frames cut each recording's span in T
+    # equal durations (slicing "time"), T = 100 about the 10 ms bins of Hammouamri et al. on ~1 s recordings
+    DatasetSpec("shd", "event", (700,), tuple(str(i) for i in range(20)), 100, _AUDIO_NET % 20, _CPU_AUDIO % 20,
+                (8156, 2264), "official shd_train.h5 / shd_test.h5",
+                _HSD_LAYOUT.format(what="the Spiking Heidelberg Digits", zips="shd_train.h5.zip and shd_test.h5.zip",
+                                   files="shd_train.h5 and shd_test.h5", name="shd"),
+                "hdf5-splits", folders=("SHD", "hsd"), files={"train": "shd_train.h5", "test": "shd_test.h5"},
+                archives=_hsd_archives("shd_train.h5", "shd_test.h5"), slicing="time"),
+    DatasetSpec("ssc", "event", (700,), tuple(str(i) for i in range(35)), 100, _AUDIO_NET % 35, _CPU_AUDIO % 35,
+                (75466, 20382), "official ssc_train.h5 / ssc_test.h5 (ssc_valid.h5, the published validation split, "
+                "is not read: --val-split holds out part of the training split)",
+                _HSD_LAYOUT.format(what="the Spiking Speech Commands", zips="ssc_train.h5.zip and ssc_test.h5.zip",
+                                   files="ssc_train.h5 and ssc_test.h5", name="ssc"),
+                "hdf5-splits", folders=("SSC",), files={"train": "ssc_train.h5", "test": "ssc_test.h5"},
+                archives=_hsd_archives("ssc_train.h5", "ssc_test.h5"), slicing="time"),
+    # not in the paper: a DAVIS240c dataset of 24 hand-shape letters, 4200 recordings each, no official split;
+    # the paper's CIFAR10-DVS network and T on its whole sensor (no published PLIF configuration for it)
+    DatasetSpec("asl-dvs", "event", (2, *ATIS_SENSOR), ASL_DVS_CLASSES, 20, _DVS_NET % 240, _CPU_DVS % 240, None,
+                "no official split: the first ceil(0.8 n) of each letter's n files by file number train, the rest "
+                "test (Bi et al. 2019 report an 80 / 20 split)",
+                "Get ASL-DVS (Bi et al. 2019, ICCV2019_DVS_dataset.zip) and unpack it and the per-letter archives "
+                "inside it so that <data-dir>/a/*.mat ... <data-dir>/y/*.mat exist (24 letters, no j or z)",
+                "class-folders", folders=("ASL-DVS", "ASLDVS", "asl-dvs"), suffixes=(".mat",), train_fraction=0.8,
+                # Tonic's ASLDVS archive and MD5 (SpikingJelly warns that Dropbox repacks it, so its MD5 can change)
+                archives=(Archive("ASLDVS.zip", ("https://www.dropbox.com/sh/ibq0jsicatn7l6r/"
+                                                 "AACNrNELV56rs1YInMWUs9CAa?dl=1",),
+                                  "20f1dbf961f9a45179f6e489e93c8f2c", ("*.zip",)),),
+                manual="the Dropbox link has expired; SpikingJelly points to the OpenI mirror (pip install openi; "
+                       "openi dataset download OpenI/ASLDVS), whose per-letter zips must be unpacked by hand"),
+    # not in the paper: lip reading of 100 words on a 128 x 128 DVS, official train / test folders
+    DatasetSpec("dvs-lip", "event", (2, 128, 128), DVS_LIP_CLASSES, 20, _DVS_NET % 1000, _CPU_DVS % 1000,
+                (14896, 4975), "official train / test folders",
+                "Get DVS-Lip (Tan et al. 2022, DVS-Lip.zip from the authors' Google Drive) and extract it so that "
+                "<data-dir>/DVS-Lip/train/<word>/*.npy and <data-dir>/DVS-Lip/test/<word>/*.npy exist",
+                "split-folders", folders=("DVS-Lip", "DVSLip"), suffixes=(".npy",), split_dirs=("train", "test"),
+                archives=(Archive("DVS-Lip.zip", ("https://drive.google.com/file/d/1dBEgtmctTTWJlWnuWxFtk8gfOdVVpkQ0/view",),
+                                  "2dcb959255122d4cdeb6094ca282494b",  # Tonic's and SpikingJelly's DVSLip
+                                  ("DVS-Lip/train/*/*.npy", "DVS-Lip/test/*/*.npy")),),
+                manual="Google Drive needs a browser"),
 )}
 """Every dataset's record by name: the one place its facts (shapes, T, networks, files, splits) live."""
 

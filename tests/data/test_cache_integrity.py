@@ -275,7 +275,8 @@ def test_a_cache_without_edges_hashes_once_and_records_them(root, tmp_path, monk
     (lambda m: m.pop("sources"), "key 'sources' is missing"),
     (lambda m: m["files"]["frames.npy"].pop("checksum"), "files['frames.npy']: key 'checksum' is missing"),
     (lambda m: m.update(samples="20"), "'samples' is '20', expected a JSON int"),
-    (lambda m: m.update(sensor_size=[34]), "sensor_size [34], expected [H, W]"),
+    (lambda m: m.update(sensor_size=[2, 34, 34]), "sensor_size [2, 34, 34], expected [H, W] or [channels]"),
+    (lambda m: m.update(sensor_size=[34]), "file shapes disagree with T=3, N="),
     (lambda m: m["files"].pop("labels.npy"), "files: no entry for 'labels.npy'"),
 ])
 def test_meta_json_missing_a_key_is_reported_and_rebuilt(root, tmp_path, capsys, edit, said):

@@ -112,12 +112,12 @@ def test_every_event_record_says_how_to_get_its_files(capsys):
     for name, d in DATASETS.items():
         if d.is_event:
             assert d.archives and all(len(a.md5) == 32 and a.urls and a.holds for a in d.archives), name
-    assert ed.download_help() == "nmnist, cifar10-dvs, ncaltech101; dvs128-gesture: prints the manual steps"
+    assert ed.download_help() == "nmnist, cifar10-dvs, ncaltech101, shd, ssc; dvs128-gesture, asl-dvs, dvs-lip: prints the manual steps"
     for argv in (["data", "--help"], ["train", "--help"]):
         with pytest.raises(SystemExit):
             main(argv)
-        text = " ".join(capsys.readouterr().out.split())
-        assert "nmnist, cifar10-dvs, ncaltech101; dvs128-gesture: prints the manual steps" in text, argv
+        text = " ".join(capsys.readouterr().out.split()).replace("- ", "-")  # argparse wraps after a hyphen
+        assert "nmnist, cifar10-dvs, ncaltech101, shd, ssc; dvs128-gesture, asl-dvs, dvs-lip: prints the manual steps" in text, argv
 
 
 def test_ncaltech101_downloads_from_its_record(tmp_path, monkeypatch):
@@ -216,3 +216,18 @@ def test_folders_of_the_right_names_holding_no_event_files_are_never_called_read
 def test_the_sample_read_spreads_over_the_list():
     assert ed._spread(list("abcdefg"), 3) == ["a", "d", "g"] and ed._spread(list("ab"), 3) == ["a", "b"]
     assert ed._spread(list("abc"), 1) == ["a"]
+
+
+def test_shd_downloads_its_zipped_splits_and_loads_them(tmp_path, monkeypatch):
+    """SHD's archives are the published shd_*.h5.zip, each holding its split's one HDF5 file."""
+    pytest.importorskip("h5py")
+    from plif_testing import write_shd
+
+    files = write_shd(tmp_path / "made", train=6, test=3)
+    zips = {f"{n}.zip": _zip_bytes({n: (files / n).read_bytes()}) for n in ("shd_train.h5", "shd_test.h5")}
+    with serve({f"/{k}": v for k, v in zips.items()}) as (url, _):
+        _serve_archives(monkeypatch, "shd", url, zips)
+        folder = ed.download_event_dataset(get_dataset("shd"), tmp_path / "shd", progress=False, log=lambda *a: None)
+    shd = get_dataset("shd")
+    assert [s.index for s in list_samples(shd, folder, train=True)] == list(range(6))
+    assert len(list_samples(shd, folder, train=False)) == 3

@@ -25,6 +25,13 @@ HAND_COUNTS = {
     "dvs128-gesture": 2304 + 4 * 147456 + 5 * 256 + 5 + 2048 * 512 + 1 + 512 * 110 + 1,
     # CIFAR10-DVS's network on 180x240 -> 90x120 -> 45x60 -> 22x30 -> 11x15: FC 21120 -> 512 -> 1010
     "ncaltech101": 2304 + 3 * 147456 + 4 * 256 + 4 + 21120 * 512 + 1 + 512 * 1010 + 1,
+    # 700 channels -> FC256, BN, PLIF -> FC256, BN, PLIF -> FC20 / FC35, PLIF (dropout holds nothing)
+    "shd": 700 * 256 + 512 + 1 + 256 * 256 + 512 + 1 + 256 * 20 + 1,
+    "ssc": 700 * 256 + 512 + 1 + 256 * 256 + 512 + 1 + 256 * 35 + 1,
+    # CIFAR10-DVS's network: on ASL-DVS's 180x240 as on N-Caltech101's (FC 21120), 24 letters x 10 voters
+    "asl-dvs": 2304 + 3 * 147456 + 4 * 256 + 4 + 21120 * 512 + 1 + 512 * 240 + 1,
+    # on DVS-Lip's 128x128 as on CIFAR10-DVS's (FC 8192), 100 words x 10 voters
+    "dvs-lip": 2304 + 3 * 147456 + 4 * 256 + 4 + 8192 * 512 + 1 + 512 * 1000 + 1,
 }
 
 

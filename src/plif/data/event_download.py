@@ -76,9 +76,16 @@ def _loaders_miss(spec: DatasetSpec, folder: Path) -> str | None:
     from .events.datasets import list_samples
     from .events.detect import read_events
 
+    from .events.spike_h5 import read_spike_sample
+
     try:
         for train in (True, False):
-            paths = list(dict.fromkeys(s.path for s in list_samples(spec, folder, train)))  # a file cut in several: once
+            samples = list_samples(spec, folder, train)
+            if samples[0].index is not None:  # entries of one file (SHD / SSC's HDF5): a spread of them
+                for s in _spread(samples, SAMPLE_FILES):
+                    read_spike_sample(s.path, s.index, spec.sensor_size[0])
+                continue
+            paths = list(dict.fromkeys(s.path for s in samples))  # a file cut in several: once
             for path in _spread(paths, SAMPLE_FILES):
                 read_events(path, sensor_size=tuple(spec.sensor_size))
     except (OSError, ValueError) as e:

@@ -196,7 +196,7 @@ class LoadOptions:
     is ignored by the other."""
 
     download: bool = True  # static: fetch missing files (md5-checked)
-    slicing: str = "count"  # event: how a recording's events are cut into the T frames ("count" / "time")
+    slicing: str | None = None  # event: how a recording's events are cut into the T frames ("count" / "time"; None: the record's)
     cache_dir: str | None = None  # event: where frame caches go [default_root()/frames]
     workers: int | None = None  # event: processes building a cache (0: none) [all CPUs]
     progress: bool = True  # event: a progress bar while a cache is built
@@ -241,7 +241,7 @@ def data_source(info: DatasetSpec | str, data_dir, T: int, options: LoadOptions 
 
         def load(train):
             o = options
-            folder = prepare_event_frames(info, data_dir, T, train, o.slicing, o.cache_dir, o.workers, o.progress,
+            folder = prepare_event_frames(info, data_dir, T, train, o.slicing or info.slicing, o.cache_dir, o.workers, o.progress,
                                           o.allow_empty, verify=o.verify, hash_sources=o.hash_sources, **o.reader)
             frames, labels = load_cached(folder, check=False)  # checked by prepare_event_frames
             return Split(torch.from_numpy(frames), torch.from_numpy(np.asarray(labels, dtype=np.int64)),

@@ -48,9 +48,10 @@ from ...progress import work_bar
 from .datasets import EventSample
 from .clean import foreign_entries
 from .detect import read_events
-from ..frames import check_frame_shape, events_to_frames
+from ..frames import check_frame_shape, events_to_frames, frame_shape
 from .fingerprint import file_hash, file_stat, fingerprint, same_content
 from .gesture import cut_events
+from .spike_h5 import open_spike_file
 
 __all__ = ["CACHE_VERSION", "CacheError", "cache_key", "build_frames_cache", "load_cached", "check_cache",
            "count_dtype", "EmptyRecordingError"]
@@ -81,7 +82,8 @@ def cache_key(params: dict, samples: list[EventSample]) -> str:
     h = hashlib.sha256()
     h.update(json.dumps({"version": CACHE_VERSION, **params}, sort_keys=True).encode())
     for s in samples:
-        h.update(json.dumps([os.path.abspath(s.path), s.label, s.start, s.end]).encode())
+        entry = [os.path.abspath(s.path), s.label, s.start, s.end] + ([s.index] if s.index is not None else [])
+        h.update(json.dumps(entry).encode())
     return h.hexdigest()
 
 @contextmanager
@@ -107,11 +109,30 @@ def _watch_parent(parent: int) -> None:
     threading.Thread(target=watch, daemon=True).start()
 
 
+def _sample_events(s: EventSample, sensor_size, reader_opts: dict, memo: dict) -> np.ndarray:
+    if s.index is not None:  # one entry of a file that holds many (SHD / SSC's HDF5): kept open for the chunk
+        if memo.get("path") != s.path:
+            _close(memo)
+            memo["open"] = open_spike_file(s.path)
+            memo["path"] = s.path
+        return memo["open"].events(s.index, int(sensor_size[0]))
+    if memo.get("path") != s.path:  # consecutive gesture cuts share a recording: read it once
+        _close(memo)
+        memo["path"], memo["events"] = s.path, read_events(s.path, sensor_size=tuple(sensor_size), **reader_opts)
+    return memo["events"]
+
+
+def _close(memo: dict) -> None:
+    """Close the file a chunk kept open (:func:`_sample_events`) and forget what it read."""
+    held = memo.pop("open", None)
+    if held is not None:
+        held.close()
+    memo.clear()
+
+
 def _sample_frames(s: EventSample, T: int, split: str, sensor_size, reader_opts: dict, memo: dict,
                    allow_empty: bool) -> np.ndarray:
-    if memo.get("path") != s.path:  # consecutive gesture cuts share a recording: read it once
-        memo["path"], memo["events"] = s.path, read_events(s.path, sensor_size=tuple(sensor_size), **reader_opts)
-    ev = memo["events"]
+    ev = _sample_events(s, sensor_size, reader_opts, memo)
     if s.start is not None:
         ev = cut_events(ev, s.start, s.end)
     if len(ev) == 0 and not allow_empty:
@@ -122,22 +143,27 @@ def _sample_frames(s: EventSample, T: int, split: str, sensor_size, reader_opts:
 
 
 def _build_chunk(samples: list[EventSample], out: str, T: int, split: str, sensor_size, reader_opts: dict,
-                 allow_empty: bool = False) -> int:
-    """Worker: frames of ``samples`` -> ``out`` (``.npy`` ``[k, T, 2, H, W]`` of counts) and its
-    sidecar ``out.json`` (checksum, count, recordings' fingerprints); returns k.
+                 allow_empty: bool = False, known: dict | None = None) -> int:
+    """Worker: frames of ``samples`` -> ``out`` (``.npy`` ``[k, T, *frame]`` of counts) and its
+    sidecar ``out.json`` (checksum, count, recordings' fingerprints); returns k.  ``known``: the
+    fingerprints the parent took once of the files that hold many samples (an SHD split is one
+    file: hashed once per build, not once per chunk).
 
     Any failure is re-raised as ``RuntimeError`` naming the file, so the parent can say which
     sample stopped the build.
     """
     memo: dict = {}
     frames, sources = [], {}
-    for s in samples:
-        try:
-            frames.append(_sample_frames(s, T, split, sensor_size, reader_opts, memo, allow_empty))
-            if s.path not in sources:
-                sources[s.path] = fingerprint(s.path)
-        except Exception as e:  # the reader's message names the file already: said once
-            raise RuntimeError(f"{s.path}: {type(e).__name__}: {str(e).removeprefix(f'{s.path}: ')}") from None
+    try:
+        for s in samples:
+            try:
+                frames.append(_sample_frames(s, T, split, sensor_size, reader_opts, memo, allow_empty))
+                if s.path not in sources:
+                    sources[s.path] = (known or {}).get(s.path) or fingerprint(s.path)
+            except Exception as e:  # the reader's message names the file already: said once
+                raise RuntimeError(f"{s.path}: {type(e).__name__}: {str(e).removeprefix(f'{s.path}: ')}") from None
+    finally:
+        _close(memo)
     arr = np.stack(frames)
     arr = arr.astype(count_dtype(int(arr.max()) if arr.size else 0))
     buf = io.BytesIO()
@@ -291,7 +317,8 @@ def _build(samples, folder: Path, T, split, sensor_size, reader_opts, params, wo
     todo = [(i, c) for i, c in chunks if _chunk_ok(paths[i], len(c)) is None]
     done = len(samples) - sum(len(c) for _, c in todo)
     bar = work_bar(len(samples), f"frames {folder.name}", progress, initial=done)  # plain lines in logs
-    args = (T, split, sensor_size, reader_opts, allow_empty)
+    many = {s.path for s in samples if s.index is not None}
+    args = (T, split, sensor_size, reader_opts, allow_empty, {p: fingerprint(p) for p in sorted(many)} if todo else {})
     try:
         if workers == 0 or len(todo) <= 1:
             for i, c in todo:
@@ -434,8 +461,8 @@ def _read_meta(folder: Path) -> dict:
         if not (isinstance(fp, dict) and isinstance(fp.get("stat"), list) and len(fp["stat"]) == 3
                 and isinstance(fp.get("hash"), str) and isinstance(fp.get("edges", ""), str)):
             raise CacheError(f"{path}: sources[{src!r}] needs a stat list [size, mtime_ns, inode] and hash strings")
-    if len(meta["sensor_size"]) != 2:
-        raise CacheError(f"{path}: sensor_size {meta['sensor_size']!r}, expected [H, W]")
+    if len(meta["sensor_size"]) not in (1, 2):
+        raise CacheError(f"{path}: sensor_size {meta['sensor_size']!r}, expected [H, W] or [channels]")
     return meta
 
 
@@ -511,12 +538,12 @@ def check_cache(folder: str | Path, deep: bool = False, sources: bool = False, a
     except CacheError as e:
         raise CacheError(f"{e} ({rebuild_advice(folder)})" if advise else str(e)) from None
     n, T = meta["samples"], meta["T"]
-    h, w = meta["sensor_size"]
-    want = [n, T, 2, h, w]
+    want = [n, T, *frame_shape(meta["sensor_size"])]
     how = f" ({rebuild_advice(folder, meta)})" if advise else ""
     try:
         if meta["files"]["frames.npy"]["shape"] != want or meta["files"]["labels.npy"]["shape"] != [n]:
-            raise CacheError(f"{folder / 'meta.json'}: file shapes disagree with T={T}, N={n}, sensor {h}x{w}")
+            sensor = "x".join(map(str, meta["sensor_size"]))
+            raise CacheError(f"{folder / 'meta.json'}: file shapes disagree with T={T}, N={n}, sensor {sensor}")
         refreshed = False
         for name in ("frames.npy", "labels.npy"):
             refreshed |= _check_file(folder, name, meta["files"][name], deep)

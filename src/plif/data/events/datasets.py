@@ -1,7 +1,8 @@
 """Event datasets of the paper: where the files are, what each sample is, which split it belongs to.
 
-A sample is one file, or one ``[start, end)`` cut of a file (DVS128 Gesture).  Nothing here
-reads events; :mod:`.cache` turns samples into frames.
+A sample is one file, one ``[start, end)`` cut of a file (DVS128 Gesture), or one entry of a file
+that holds many (SHD / SSC's HDF5: its ``index``).  Nothing here reads events (an HDF5 split's
+labels excepted); :mod:`.cache` turns samples into frames.
 """
 from __future__ import annotations
 
@@ -21,12 +22,14 @@ __all__ = ["EventSample", "EventDataset", "list_samples", "CIFAR10_CLASSES"]
 
 @dataclass(frozen=True)
 class EventSample:
-    """``path``: event file; ``label``: class index 0..C-1; ``start``/``end``: µs cut or None."""
+    """``path``: event file; ``label``: class index 0..C-1; ``start``/``end``: µs cut or None;
+    ``index``: the sample's entry in a file that holds many (SHD / SSC's HDF5), else None."""
 
     path: str
     label: int
     start: int | None = None
     end: int | None = None
+    index: int | None = None
 
 
 EventDataset = DatasetSpec  # the description of one event dataset (sensor_size, num_classes, T, sizes, ...)
@@ -114,8 +117,9 @@ def _file_number(p: Path) -> tuple:
 
 
 def _split_folders(d: DatasetSpec, root: Path, train: bool) -> list[EventSample]:
-    """``Train/<class>/`` and ``Test/<class>/`` (N-MNIST): the official split."""
-    split, other = ("Train", "Test") if train else ("Test", "Train")
+    """``Train/<class>/`` and ``Test/<class>/`` (N-MNIST; DVS-Lip's ``train`` / ``test``, the record's
+    ``split_dirs``): the official split."""
+    split, other = d.split_dirs if train else d.split_dirs[::-1]
     base = _first_dir(root, d, split)
     samples, files = [], []
     for label, cls in enumerate(d.classes):
@@ -198,8 +202,20 @@ def _check_version(path: Path, magic: bytes, what: str) -> None:
         raise ValueError(f"{path}: {what} (a '{magic.decode()}' first line); {found}")
 
 
+def _hdf5_splits(d: DatasetSpec, root: Path, train: bool) -> list[EventSample]:
+    """One HDF5 spike file per split (SHD, SSC: ``d.files["train"]`` / ``["test"]``), each of its
+    entries a sample; the labels are read (and checked against the classes) here."""
+    from .spike_h5 import read_spike_labels
+
+    name = d.files["train" if train else "test"]
+    path = _first_dir(root, d, name) / name
+    labels = read_spike_labels(path, d.num_classes)
+    return [EventSample(str(path), int(y), index=i) for i, y in enumerate(labels)]
+
+
 # DatasetSpec.loader -> lister: a dataset laid out like another needs only its record
-LISTERS = {"split-folders": _split_folders, "class-folders": _class_folders, "gesture-trials": _gesture_trials}
+LISTERS = {"split-folders": _split_folders, "class-folders": _class_folders, "gesture-trials": _gesture_trials,
+           "hdf5-splits": _hdf5_splits}
 
 
 def list_samples(spec: DatasetSpec | str, root: str | Path, train: bool, **options) -> list[EventSample]:

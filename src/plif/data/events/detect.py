@@ -6,13 +6,13 @@ from pathlib import Path
 import numpy as np
 
 from ...catalog import ATIS_SENSOR
-from . import aedat2, aedat3, aedat4, nmnist
+from . import aedat2, aedat3, aedat4, mat, nmnist, npy_events
 from .types import EventFormatError, read_file_bytes
 
 __all__ = ["detect_format", "read_events", "read_with_sensor", "read_for_sensor", "event_info", "time_warnings",
            "FORMATS"]
 
-FORMATS = ("nmnist", "aedat2", "aedat3.1", "aedat4")
+FORMATS = ("nmnist", "aedat2", "aedat3.1", "aedat4", "mat", "npy")
 """The event file formats :func:`read_events` reads, as :func:`detect_format` names them."""
 
 
@@ -21,10 +21,17 @@ def _format_of(head: bytes, path: str | Path, atis: bool = False) -> str:
     byte may be ``#`` (x = 35 on N-Caltech101's sensor): only the AEDAT magic lines count then."""
     if head.startswith(aedat4.MAGIC):
         return "aedat4"
+    if head.startswith(mat.MAGIC):  # ASL-DVS's MATLAB 5 recordings
+        return "mat"
+    if head.startswith(npy_events.MAGIC):  # DVS-Lip's structured .npy arrays
+        return "npy"
     if head.startswith(aedat3.MAGIC):
         return "aedat3.1"
     if head.startswith(aedat2.MAGIC):
         return "aedat2"
+    if head.startswith(b"\x89HDF\r\n\x1a\n"):  # spike_h5.HDF5_MAGIC: many samples in one file
+        raise EventFormatError(path, 0, "an HDF5 file: SHD / SSC's spike files hold a whole split, read as a dataset "
+                                        "(plif data prepare shd / ssc), not as one recording")
     if head.startswith(b"#!AER-DAT"):
         version = head.split(b"\n", 1)[0].strip().decode("latin-1", "replace")
         raise EventFormatError(path, 0, f"unsupported AEDAT version line {version!r} "
@@ -41,6 +48,8 @@ def detect_format(path: str | Path) -> str:
     fmt = _format_of(data[:64], path)
     if fmt == "nmnist":
         nmnist.parse_nmnist(data, path)  # strict: refuses what is not N-MNIST
+    elif fmt in _HEADERLESS:
+        _HEADERLESS[fmt](path)
     return fmt
 
 
@@ -63,6 +72,8 @@ def read_events(path: str | Path, flip_x: bool = True, sensor_size: tuple[int, i
     """
     data = read_file_bytes(path)
     fmt = _format_of(data[:64], path, atis=sensor_size is not None)
+    if fmt in _HEADERLESS:
+        return _HEADERLESS[fmt](path)
     if fmt == "aedat4":
         return aedat4.read_aedat4(path)
     if fmt == "aedat3.1":
@@ -70,6 +81,10 @@ def read_events(path: str | Path, flip_x: bool = True, sensor_size: tuple[int, i
     if fmt == "aedat2":
         return aedat2.parse_aedat2(data, path, flip_x)[0]
     return nmnist.parse_nmnist(data, path, sensor_size)
+
+
+# formats whose files state no sensor size: format -> reader (path -> events)
+_HEADERLESS = {"mat": mat.read_mat_events, "npy": npy_events.read_npy_events}
 
 
 def _sensor_from_header(lines: list[str]) -> tuple[int, int] | None:
@@ -91,6 +106,8 @@ def read_with_sensor(path: str | Path, flip_x: bool = True, atis_sensor: tuple[i
     size (as :func:`read_events`' ``sensor_size``) and reported with it."""
     data = read_file_bytes(path)
     fmt = _format_of(data[:64], path, atis=atis_sensor is not None)
+    if fmt in _HEADERLESS:  # the file states no sensor
+        return _HEADERLESS[fmt](path), None, fmt, len(data)
     if fmt == "aedat4":
         ev, sensor = aedat4.read_aedat4(path, with_sensor=True)
     elif fmt == "aedat3.1":
