@@ -10,7 +10,8 @@ PAPER_STRINGS = sorted({e.network for e in DATASETS.values()}
 @pytest.mark.parametrize("text", PAPER_STRINGS)
 def test_paper_strings_parse(text):
     tokens = parse(text)
-    assert tokens[-1].text == "APk10s10"
+    # the paper's networks end in its voting layer; the audio ones (SHD, SSC) in one neuron per class
+    assert tokens[-1].text == "APk10s10" or [t.kind for t in tokens[-2:]] == ["fc", "neuron"]
     assert all(t.text in text for t in tokens)
 
 
