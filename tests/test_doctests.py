@@ -11,7 +11,8 @@ import torch
 MODULES = ["plif.neurons.modules", "plif.neurons.dispatch", "plif.models.network", "plif.models.fusion", "plif.models.zoo",
            "plif.data.idx", "plif.data.events.nmnist", "plif.data.events.aedat2", "plif.data.events.aedat3",
            "plif.data.events.aedat4", "plif.data.events.detect", "plif.data.frames", "plif.runs.load",
-           "plif.train.run", "plif.deploy.nir_export", "plif.encoding", "plif.monitor"]
+           "plif.train.run", "plif.deploy.nir_export", "plif.encoding", "plif.monitor", "plif.monitor.rates",
+           "plif.monitor.records", "plif.monitor.potential"]
 NEEDS = {"plif.deploy.nir_export": "nir"}
 
 # the entry points that must show an example (qualified names within MODULES)
@@ -34,6 +35,9 @@ ENTRY_POINTS = {
     "plif.deploy.nir_export": ["export_nir", "export_nir_all"],
     "plif.encoding": [],  # the module's own example shows every encoder
     "plif.monitor": [],
+    "plif.monitor.rates": [],  # each module's own example shows its monitors
+    "plif.monitor.records": [],
+    "plif.monitor.potential": [],
 }
 FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 
