@@ -68,3 +68,44 @@ def test_the_runner_sees_a_wrong_example():
     runner = doctest.DocTestRunner(optionflags=FLAGS)
     runner.run(test, out=lambda text: None)
     assert runner.summarize(verbose=False).failed == 1
+
+
+USAGE = __import__("pathlib").Path(__file__).resolve().parents[1] / "docs" / "usage.md"
+
+
+def _section(title: str) -> str:
+    text = USAGE.read_text()
+    start = text.index(f"\n## {title}\n")
+    end = text.find("\n## ", start + 1)
+    return text[start:end if end >= 0 else None]
+
+
+def test_coming_from_spikingjelly_runs_every_plif_line_of_its_table():
+    """docs/usage.md "Coming from SpikingJelly" (issue 56.6): its ``pycon`` blocks run as doctests in
+    order, in one namespace (the block marked ``needs spikingjelly`` only where it is installed), and
+    every plif call of the table is in them."""
+    import re
+
+    from plif.bench.spikingjelly import spikingjelly_unavailable
+
+    section = _section("Coming from SpikingJelly")
+    blocks = re.findall(r"(<!-- needs spikingjelly -->\n)?```pycon\n(.*?)```", section, re.S)
+    assert len(blocks) >= 3
+    parser, runner = doctest.DocTestParser(), doctest.DocTestRunner(optionflags=FLAGS)
+    globs, sources = {}, []
+    for i, (needs, block) in enumerate(blocks):
+        test = parser.get_doctest(block, globs, f"usage.md Coming from SpikingJelly, block {i + 1}", str(USAGE), 0)
+        sources += [ex.source for ex in test.examples]
+        if needs and spikingjelly_unavailable() is not None:
+            continue
+        torch.manual_seed(0)
+        runner.run(test, clear_globs=False)
+        globs.update(test.globs)  # a DocTest runs on a copy: the next block sees this one's names
+    result = runner.summarize(verbose=False)
+    assert result.failed == 0, f"{result.failed} of {result.attempted} examples failed (output above)"
+    code = "".join(sources)
+    rows = [line.split("|")[2] for line in section.splitlines()[1:] if line.startswith("| ")][1:]  # no header
+    calls = [c for row in rows for c in re.findall(r"`([^`]*\([^`]*\))`", row)]
+    assert len(calls) >= 14
+    missing = [c for c in calls if c.replace("...", "") not in code and c != "TimeFolded(nn.Conv2d(...))"]
+    assert missing == [], f"table lines not run by the examples: {missing}"
