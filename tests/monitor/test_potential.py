@@ -65,3 +65,17 @@ def test_bf16_input_keeps_an_fp32_potential():
     with torch.autocast("cpu", dtype=torch.bfloat16), PotentialMonitor(model) as mon:
         out = model(torch.rand(4, 2, 3))
     assert out.dtype == torch.bfloat16 and mon["1"][0].dtype == torch.float32
+
+
+def test_other_monitors_see_the_spikes_the_network_goes_on_with():
+    """The potential's hook runs first, whenever it was opened: an OutputMonitor opened before it
+    records the reference loop's spikes, the ones passed on."""
+    from plif.monitor import OutputMonitor
+
+    neuron = PLIF()
+    seen = []
+    neuron.register_forward_hook(lambda m, i, o: seen.append(o))
+    with OutputMonitor(nn.Sequential(neuron)) as outs, PotentialMonitor(nn.Sequential(neuron)):
+        out = neuron(torch.rand(3, 2, 4) * 2)
+    assert outs["0"][0] is not None and seen[0] is out
+    assert outs["0"][0].data_ptr() == out.data_ptr()

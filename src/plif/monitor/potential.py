@@ -43,4 +43,5 @@ class PotentialMonitor(Recorder):
             spikes, v = neuron.potentials(args[0] if args else kwargs["x"], v0)
             self._record(name, v)
             return (spikes, v[-1].to(out[1].dtype)) if isinstance(out, tuple) else spikes
-        return module.register_forward_hook(hook, with_kwargs=True)
+        # first among the hooks: every other monitor sees the spikes the network goes on with
+        return module.register_forward_hook(hook, with_kwargs=True, prepend=True)
