@@ -84,3 +84,17 @@ def test_no_gradient_no_record_and_the_hooks_come_off():
         assert not fusable_now(block, bn)
         net(torch.rand(2, 1, 8, 8))
     assert grads["2_PLIF"] == [] and fusable_now(block, bn)
+
+
+def test_training_and_stats_count_nothing_on_a_network_without_neurons():
+    """The rates of the epoch's test pass and ``plif stats`` on a network with no plif neuron: none
+    (the monitor, which refuses such a model now, is not opened)."""
+    from plif.deploy.stats import collect_stats
+    from plif.train.tb_log import firing_rates
+
+    net = build_network("FC10", (4,), T=2)
+    with firing_rates(net) as rates:
+        net(torch.rand(3, 4))
+    assert rates == {}
+    st = collect_stats(net, [torch.rand(3, 4)])
+    assert st.samples == 3 and st.layers[0].spikes == 0
