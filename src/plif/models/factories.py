@@ -154,8 +154,9 @@ def build_model(ref: str, input_shape, num_classes: int, T: int, backend: str = 
         raise ModelError(f"--model {ref}: the factory raised {_one_line(e)}") from None
     if not isinstance(model, torch.nn.Module):
         raise ModelError(f"--model {ref}: the factory returned a {type(model).__name__}, not a torch.nn.Module")
-    if (why := unconverted(model, f"--model {ref}: the factory's network")) is not None:
-        raise ModelError(why.replace("plif.from_spikingjelly(model)", "return plif.from_spikingjelly(model)"))
+    if (why := unconverted(model, f"--model {ref}: the factory's network",
+                           "make the factory return plif.from_spikingjelly(model)")) is not None:
+        raise ModelError(why)
     for m in spiking_modules(model).values():  # how the neurons run here: not part of the network
         check_backend(backend, surrogate=m.cfg.surrogate, option=option)
         m.backend = backend
@@ -176,15 +177,15 @@ def spikingjelly_neurons(model) -> dict:
             if any(c.__name__ == "BaseNode" and c.__module__.startswith("spikingjelly.") for c in type(m).__mro__)}
 
 
-def unconverted(model, who: str) -> str | None:
-    """The one line saying that ``model`` holds SpikingJelly neurons and what to call (``who`` opens
+def unconverted(model, who: str, remedy: str = "convert it first with plif.from_spikingjelly(model)") -> str | None:
+    """The one line saying that ``model`` holds SpikingJelly neurons (``who`` opens it, ``remedy`` ends
     it), or None when it holds none."""
     found = spikingjelly_neurons(model)
     if not found:
         return None
     name, m = next(iter(found.items()))
     return (f"{who} is a SpikingJelly model ({type(m).__name__} at {name or '<model>'!r}, {len(found)} SpikingJelly "
-            f"neuron(s)): convert it first with plif.from_spikingjelly(model)")
+            f"neuron(s)): {remedy}")
 
 
 def over_time(prepare: Callable, T: int) -> Callable:
