@@ -15,7 +15,8 @@ ENCODERS = {"plif.encoding.latency": "LatencyEncoder", "plif.encoding.phase": "W
 MODULES = ["plif.neurons.modules", "plif.neurons.dispatch", "plif.models.network", "plif.models.fusion", "plif.models.zoo",
            "plif.data.idx", "plif.data.events.nmnist", "plif.data.events.aedat2", "plif.data.events.aedat3",
            "plif.data.events.aedat4", "plif.data.events.detect", "plif.data.frames", "plif.runs.load",
-           "plif.train.run", "plif.deploy.nir_export", "plif.encoding", "plif.monitor", *ENCODERS]
+           "plif.train.run", "plif.deploy.nir_export", "plif.encoding", "plif.monitor", "plif.monitor.rates",
+           "plif.monitor.records", "plif.monitor.potential", *ENCODERS]
 NEEDS = {"plif.deploy.nir_export": "nir"}
 
 # the entry points that must show an example (qualified names within MODULES)
@@ -39,6 +40,9 @@ ENTRY_POINTS = {
     "plif.encoding": [],  # the package's own example shows the first encoders
     "plif.monitor": [],
     **{module: [cls] for module, cls in ENCODERS.items()},
+    "plif.monitor.rates": [],  # each module's own example shows its monitors
+    "plif.monitor.records": [],
+    "plif.monitor.potential": [],
 }
 FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 
@@ -69,3 +73,44 @@ def test_the_runner_sees_a_wrong_example():
     runner = doctest.DocTestRunner(optionflags=FLAGS)
     runner.run(test, out=lambda text: None)
     assert runner.summarize(verbose=False).failed == 1
+
+
+USAGE = __import__("pathlib").Path(__file__).resolve().parents[1] / "docs" / "usage.md"
+
+
+def _section(title: str) -> str:
+    text = USAGE.read_text()
+    start = text.index(f"\n## {title}\n")
+    end = text.find("\n## ", start + 1)
+    return text[start:end if end >= 0 else None]
+
+
+def test_coming_from_spikingjelly_runs_every_plif_line_of_its_table():
+    """docs/usage.md "Coming from SpikingJelly" (issue 56.6): its ``pycon`` blocks run as doctests in
+    order, in one namespace (the block marked ``needs spikingjelly`` only where it is installed), and
+    every plif call of the table is in them."""
+    import re
+
+    from plif.bench.spikingjelly import spikingjelly_unavailable
+
+    section = _section("Coming from SpikingJelly")
+    blocks = re.findall(r"(<!-- needs spikingjelly -->\n)?```pycon\n(.*?)```", section, re.S)
+    assert len(blocks) >= 3
+    parser, runner = doctest.DocTestParser(), doctest.DocTestRunner(optionflags=FLAGS)
+    globs, sources = {}, []
+    for i, (needs, block) in enumerate(blocks):
+        test = parser.get_doctest(block, globs, f"usage.md Coming from SpikingJelly, block {i + 1}", str(USAGE), 0)
+        sources += [ex.source for ex in test.examples]
+        if needs and spikingjelly_unavailable() is not None:
+            continue
+        torch.manual_seed(0)
+        runner.run(test, clear_globs=False)
+        globs.update(test.globs)  # a DocTest runs on a copy: the next block sees this one's names
+    result = runner.summarize(verbose=False)
+    assert result.failed == 0, f"{result.failed} of {result.attempted} examples failed (output above)"
+    code = "".join(sources)
+    rows = [line.split("|")[2] for line in section.splitlines()[1:] if line.startswith("| ")][1:]  # no header
+    calls = [c for row in rows for c in re.findall(r"`([^`]*\([^`]*\))`", row)]
+    assert len(calls) >= 14
+    missing = [c for c in calls if c.replace("...", "") not in code and c != "TimeFolded(nn.Conv2d(...))"]
+    assert missing == [], f"table lines not run by the examples: {missing}"

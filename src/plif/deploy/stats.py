@@ -13,6 +13,7 @@ ISSCC 2014, 45 nm CMOS): 32-bit float MAC 4.6 pJ, 32-bit float add (AC) 0.9 pJ.
 """
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import asdict, dataclass, field
 from typing import Iterable
@@ -24,7 +25,7 @@ from torch import nn
 from ..models import SpikingNetwork
 from ..layers import unwrap
 from ..models.inputs import is_static, repeat_over_time
-from ..monitor import FiringRateMonitor
+from ..monitor import FiringRateMonitor, spiking_layers
 from ..models.structure import hoists_first_layer
 from ..neurons import SpikingNeuron
 from .bn_folding import fold_batchnorm
@@ -165,10 +166,12 @@ def collect_stats(net: SpikingNetwork, batches: Iterable, max_samples: int | Non
     net = fold_batchnorm(net) if fold_bn else net.eval()
     st = NetworkStats(net.spec, net.T, layers=[LayerStats(i, li.token, li.kind, li.neurons)
                                                for i, li in enumerate(net.info)])
-    with FiringRateMonitor(net) as monitor:  # the spikes of every spiking layer
+    # the spikes of every spiking layer (the monitor refuses a network without one)
+    monitor = FiringRateMonitor(net) if spiking_layers(net) else None
+    with monitor or contextlib.nullcontext():
         _collect(net, batches, max_samples, progress, st)
     for ls, spikes in zip((ls for ls in st.layers if isinstance(net.layers[ls.index], SpikingNeuron)),
-                          monitor.spike_totals().values()):
+                          monitor.spike_totals().values() if monitor else ()):
         ls.spikes = spikes
     if st.samples == 0:
         raise ValueError("no samples to collect statistics on")

@@ -51,7 +51,8 @@ def surrogate_of(sg, path: str, refuse) -> tuple[str, float]:
 
 def _check_common(m, path: str, refuse) -> None:
     if getattr(m, "store_v_seq", False):
-        refuse(path, "store_v_seq", "True: plif keeps no voltage sequence (it returns spikes only)")
+        refuse(path, "store_v_seq", "True: plif's neurons keep no voltage sequence; convert it with "
+               "store_v_seq=False and record V with plif.monitor.PotentialMonitor(net)")
     if getattr(m, "_neuron_precision", None) is not None:
         refuse(path, "_neuron_precision", "a Triton-only mixed-precision setting has no plif counterpart")
     if getattr(m, "backend", "torch") == "cupy":

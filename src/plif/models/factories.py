@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Callable
 
 __all__ = ["MODEL_FACTORIES", "register_model", "ModelError", "parse_model_ref", "model_module", "file_module_name",
-           "load_factory", "build_model", "check_model_output", "spiking_modules", "over_time", "model_prepare", "FACTORY_ARGS"]
+           "load_factory", "build_model", "check_model_output", "spiking_modules", "spikingjelly_neurons", "unconverted",
+           "over_time", "model_prepare", "FACTORY_ARGS"]
 
 MODEL_FACTORIES: dict[str, "Callable | str"] = {}
 """name -> factory (a callable, or ``"package.module:FACTORY"`` imported only when that name is
@@ -154,6 +155,9 @@ def build_model(ref: str, input_shape, num_classes: int, T: int, backend: str = 
         raise ModelError(f"--model {ref}: the factory raised {_one_line(e)}") from None
     if not isinstance(model, torch.nn.Module):
         raise ModelError(f"--model {ref}: the factory returned a {type(model).__name__}, not a torch.nn.Module")
+    if (why := unconverted(model, f"--model {ref}: the factory's network",
+                           "make the factory return plif.from_spikingjelly(model)")) is not None:
+        raise ModelError(why)
     for m in spiking_modules(model).values():  # how the neurons run here: not part of the network
         check_backend(backend, surrogate=m.cfg.surrogate, option=option)
         m.backend = backend
@@ -165,6 +169,24 @@ def spiking_modules(model) -> dict:
     from ..neurons import SpikingNeuron
 
     return {name: m for name, m in model.named_modules() if isinstance(m, SpikingNeuron)}
+
+
+def spikingjelly_neurons(model) -> dict:
+    """``{qualified name: neuron}`` of every SpikingJelly neuron (a ``BaseNode``) of ``model``, found
+    without importing SpikingJelly: a model that still needs ``plif.from_spikingjelly``."""
+    return {name: m for name, m in model.named_modules()
+            if any(c.__name__ == "BaseNode" and c.__module__.startswith("spikingjelly.") for c in type(m).__mro__)}
+
+
+def unconverted(model, who: str, remedy: str = "convert it first with plif.from_spikingjelly(model)") -> str | None:
+    """The one line saying that ``model`` holds SpikingJelly neurons (``who`` opens it, ``remedy`` ends
+    it), or None when it holds none."""
+    found = spikingjelly_neurons(model)
+    if not found:
+        return None
+    name, m = next(iter(found.items()))
+    return (f"{who} is a SpikingJelly model ({type(m).__name__} at {name or '<model>'!r}, {len(found)} SpikingJelly "
+            f"neuron(s)): {remedy}")
 
 
 def over_time(prepare: Callable, T: int) -> Callable:

@@ -296,17 +296,23 @@ def _runner(steps, offset: int):
     return lambda x, start=0: run_plan(steps, x, offset + start)
 
 
+def _wrapper_hooked(layer) -> bool:
+    """A forward hook on a time wrapper must see it called on ``[T, B, ...]``: such a layer is not hoisted."""
+    return bool(layer._forward_hooks or layer._forward_pre_hooks)
+
+
 def hoist_static(layers, x: torch.Tensor, T: int) -> tuple[torch.Tensor, int]:
     """``(input of the plan's layer start, start)`` for a static input ``x [B, ...]`` fed at each of ``T``
-    steps: the first layer, when it is a time-folded convolution or linear layer, runs once on ``x``
+    steps: the first layer, when it is a time-folded convolution or linear layer (with no forward hook
+    on the wrapper), runs once on ``x``
     (and after it what maps a static input to a static output, :func:`~.structure.same_every_step`),
     and its output is repeated over time as a stride-0 view (which the fused block reads in place and
     whose gradient it sums over time as it goes); otherwise ``x`` is repeated.  Exactly the result of
     repeating the input first.  ``run_plan(steps, *hoist_static(layers, x, T))`` runs the rest."""
     start = 0
-    if hoists_first_layer(layers):
+    if hoists_first_layer(layers) and not _wrapper_hooked(layers[0]):
         x, start = layers[0].layer(x), 1
-        while start < len(layers) and same_every_step(layers[start]):
+        while start < len(layers) and same_every_step(layers[start]) and not _wrapper_hooked(layers[start]):
             x, start = layers[start].layer(x), start + 1
     return repeat_over_time(x, T), start
 

@@ -20,7 +20,9 @@ import torch
 from torch import nn
 
 from .dispatch import check_backend, load_backends, multi_step
+from .foreign_args import unknown_arguments
 from .functional import NeuronConfig, neuron_step, state_dtype
+from .reference import multi_step_potentials
 
 __all__ = ["SpikingNeuron", "IF", "LIF", "PLIF", "NEURONS", "make_neuron", "tau_to_w", "check_tau", "MAX_TAU"]
 
@@ -55,12 +57,17 @@ class SpikingNeuron(nn.Module):
       :func:`plif.surrogate.register_surrogate`, and its sharpness (``None``: the surrogate's default).
     - backend: ``auto`` or a name in :data:`plif.neurons.BACKENDS` (all compute the same
       dynamics; the fused ones are tested against ``reference``).
+
+    SpikingJelly's argument names (``init_tau``, ``surrogate_function``, ``step_mode``, ``decay_input``,
+    ``store_v_seq``) are refused with plif's spelling (:mod:`plif.neurons.foreign_args`), never mapped.
     """
 
     leak = True
 
     def __init__(self, v_threshold: float = 1.0, v_reset: float | None = 0.0, detach_reset: bool = True,
-                 surrogate: str = "atan", alpha: float | None = None, backend: str = "auto"):
+                 surrogate: str = "atan", alpha: float | None = None, backend: str = "auto", **unknown):
+        if unknown:
+            raise unknown_arguments(type(self), unknown)
         super().__init__()
         self.cfg = NeuronConfig(leak=self.leak, v_threshold=v_threshold, v_reset=v_reset,
                                 detach_reset=detach_reset, surrogate=surrogate, alpha=alpha)
@@ -78,6 +85,20 @@ class SpikingNeuron(nn.Module):
         """``x [T, B, ...]`` -> spikes ``[T, B, ...]`` (and ``V_{T-1} [B, ...]`` with ``return_state``)."""
         spikes, v = multi_step(x, self.k(x), v0, self.cfg, self.backend)
         return (spikes, v) if return_state else spikes
+
+    def potentials(self, x: torch.Tensor, v0: torch.Tensor | None = None):
+        """``x [T, B, ...]`` -> ``(spikes [T, B, ...], V [T, B, ...])``, ``V[t]`` the potential after step
+        ``t``'s reset: the reference loop (:func:`~plif.neurons.reference.multi_step_potentials`, the
+        spec every backend is tested against), whatever ``backend`` is; the fused kernels keep no
+        potential but the last.  ``V`` is in :func:`~plif.neurons.functional.state_dtype` (fp32 for
+        bf16 input), the spikes in ``x``'s dtype.  :class:`plif.monitor.PotentialMonitor` calls it."""
+        if x.dim() < 2:
+            raise ValueError(f"multi-step input must be [T, B, ...], got shape {tuple(x.shape)}")
+        k, dtype = self.k(x), state_dtype(x.dtype)
+        if v0 is not None and v0.shape != x.shape[1:]:
+            v0 = v0.expand(x.shape[1:])
+        spikes, v = multi_step_potentials(x.to(dtype), k, None if v0 is None else v0.to(dtype), self.cfg)
+        return spikes.to(x.dtype), v
 
     def step(self, x_t: torch.Tensor, v: torch.Tensor | None = None):
         """Single step: ``x_t [B, ...]`` -> ``(S_t, V_t)``; pass the returned ``V_t`` back in."""

@@ -8,7 +8,7 @@ import torch
 
 from .functional import NeuronConfig, neuron_step
 
-__all__ = ["multi_step_reference"]
+__all__ = ["multi_step_reference", "multi_step_potentials"]
 
 
 def multi_step_reference(x: torch.Tensor, k, v0: torch.Tensor | None, cfg: NeuronConfig):
@@ -19,3 +19,15 @@ def multi_step_reference(x: torch.Tensor, k, v0: torch.Tensor | None, cfg: Neuro
         s, v = neuron_step(x[t], v, k, cfg)
         spikes.append(s)
     return torch.stack(spikes), v
+
+
+def multi_step_potentials(x: torch.Tensor, k, v0: torch.Tensor | None, cfg: NeuronConfig):
+    """The same loop keeping every potential: ``(spikes [T, B, ...], V [T, B, ...])``, ``V[t]`` the
+    potential after step ``t``'s reset (SpikingJelly's ``v_seq``; ``V[-1]`` is ``V_{T-1}``)."""
+    v = v0
+    spikes, potentials = [], []
+    for t in range(x.shape[0]):
+        s, v = neuron_step(x[t], v, k, cfg)
+        spikes.append(s)
+        potentials.append(v)
+    return torch.stack(spikes), torch.stack(potentials)

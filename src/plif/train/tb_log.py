@@ -46,10 +46,13 @@ def firing_rates(model, all_reduce=None):
     stay on the device until the block ends (no host sync per batch).  all_reduce: sums a tensor
     over the processes (torchrun), so the rates are those of every process's share together.
     """
-    from ..monitor import FiringRateMonitor
+    from ..monitor import FiringRateMonitor, spiking_layers
 
     result: dict[str, float] = {}
-    with FiringRateMonitor(model, all_reduce) as monitor:
+    if not spiking_layers(model):  # a --model network without plif neurons: no rates (the monitor refuses it)
+        yield result
+        return
+    with FiringRateMonitor(model, all_reduce=all_reduce) as monitor:
         yield result
     # only after a block that ended well: under torchrun every process joins this reduction
     result.update(monitor.rates())

@@ -4,12 +4,12 @@
 :class:`plif.neurons.SpikingNeuron` of the model (found by ``model.modules()``, so any model that
 holds plif neurons, at any depth) adds its output's spike count and size to device tensors; nothing
 is read on the host until :meth:`FiringRateMonitor.rates` is asked (one read for all layers), so a
-pass over many batches synchronises once.  SpikingJelly's ``monitor.OutputMonitor`` records the
-outputs themselves; this one keeps only the two counts per layer.
+pass over many batches synchronises once.  :class:`plif.monitor.OutputMonitor` records the outputs
+themselves; this one keeps only the two counts per layer.
 
-Layer names: ``"<index>_<token>"`` for a :class:`plif.models.SpikingNetwork` (its position and
-token: ``2_PLIF``, as TensorBoard's ``firing_rate/2_PLIF`` and metrics.jsonl's ``firing_rates``
-name them), else the module's path in the model (``block.0.neuron``).
+Layer names (:mod:`plif.monitor.layers`): ``"<index>_<token>"`` for a :class:`plif.models.SpikingNetwork`
+(its position and token: ``2_PLIF``, as TensorBoard's ``firing_rate/2_PLIF`` and metrics.jsonl's
+``firing_rates`` name them), else the module's path in the model (``block.0.neuron``).
 
 Attach it only around the passes that measure (an evaluation, ``plif stats``), not around training
 steps: a forward hook on a neuron makes the fused conv block run its composed layers instead
@@ -35,31 +35,30 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-__all__ = ["FiringRateMonitor", "spiking_layers"]
+from .layers import refuse_extra, watched_layers
 
-
-def spiking_layers(model: nn.Module) -> dict[str, nn.Module]:
-    """``{name: layer}`` of every spiking layer of ``model``, in order (names: module docstring)."""
-    from .models import SpikingNetwork
-    from .models.factories import spiking_modules
-    from .neurons import SpikingNeuron
-
-    if isinstance(model, SpikingNetwork):
-        return {f"{i}_{info.token}": layer for i, (layer, info) in enumerate(zip(model.layers, model.info))
-                if isinstance(layer, SpikingNeuron)}
-    return spiking_modules(model)
+__all__ = ["FiringRateMonitor"]
 
 
 class FiringRateMonitor:
     """Count the spikes of every spiking layer of ``model`` while open (module docstring).
 
     ``spikes[name]`` / ``counts[name]``: the spike sum (a device tensor, or None before the layer ran)
-    and the values seen.  all_reduce: sums a tensor over processes (torchrun) in :meth:`rates`, so
-    the rates are those of every process's share together; every process must then call it."""
+    and the values seen.  Every argument after the model is a keyword:
 
-    def __init__(self, model: nn.Module, all_reduce=None):
+    - layers: the neurons to count, by name (:mod:`plif.monitor.layers`); None: every plif neuron.
+    - all_reduce: a function summing a tensor over processes (torchrun), called in :meth:`rates`, so
+      the rates are those of every process's share together; every process must then call it.
+
+    Refused in one line: no model, SpikingJelly's ``(net, NodeClass)``, a model without plif neurons."""
+
+    def __init__(self, model: nn.Module, *instance, layers=None, all_reduce=None):
+        refuse_extra("FiringRateMonitor", instance, "layers=, all_reduce=")
+        if all_reduce is not None and (isinstance(all_reduce, type) or not callable(all_reduce)):
+            raise TypeError(f"FiringRateMonitor all_reduce= takes a function summing a tensor over processes, "
+                            f"got {all_reduce!r}")
+        self.layers = watched_layers(model, layers, "FiringRateMonitor", neurons_only=True)
         self.model, self.all_reduce = model, all_reduce
-        self.layers = spiking_layers(model)
         self.spikes: dict[str, torch.Tensor | None] = {}
         self.counts: dict[str, int] = {}
         self._handles: list = []

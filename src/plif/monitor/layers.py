@@ -1,0 +1,93 @@
+"""Which layers a monitor watches: the one answer every monitor of :mod:`plif.monitor` asks.
+
+By default every plif neuron of the model (:func:`spiking_layers`: a :class:`plif.models.SpikingNetwork`'s
+are named ``"<index>_<token>"``, ``2_PLIF``; any other model's by their qualified name,
+``block.0.neuron``, from :func:`plif.models.factories.spiking_modules`); with ``layers=[names]`` the
+modules so named (either of those names, or any qualified name of ``model.named_modules()``).
+What cannot be watched is refused in one line: not a model, SpikingJelly's ``(net, NodeClass)``
+spelling, a SpikingJelly model not yet converted, a model without a plif neuron.
+"""
+from __future__ import annotations
+
+from torch import nn
+
+__all__ = ["spiking_layers", "watched_layers"]
+
+
+def spiking_layers(model: nn.Module) -> dict[str, nn.Module]:
+    """``{name: layer}`` of every spiking layer of ``model``, in order (names: module docstring)."""
+    from ..models import SpikingNetwork
+    from ..models.factories import spiking_modules
+    from ..neurons import SpikingNeuron
+
+    if isinstance(model, SpikingNetwork):
+        return {f"{i}_{info.token}": layer for i, (layer, info) in enumerate(zip(model.layers, model.info))
+                if isinstance(layer, SpikingNeuron)}
+    return spiking_modules(model)
+
+
+def _what(value) -> str:
+    return f"the class {value.__name__}" if isinstance(value, type) else f"a {type(value).__name__}"
+
+
+def check_model(model, who: str) -> None:
+    """``model`` is a module instance, else a one-line ``TypeError`` naming ``who``."""
+    if not isinstance(model, nn.Module):
+        got = "None" if model is None else _what(model)
+        raise TypeError(f"{who} takes the model to watch (a torch.nn.Module) first, got {got}")
+
+
+def refuse_extra(who: str, extra: tuple, keywords: str) -> None:
+    """SpikingJelly's ``Monitor(net, NodeClass)`` and any other positional argument after the model, in
+    one line: every argument after the model is keyword-only (``keywords``: the ones ``who`` takes)."""
+    if not extra:
+        return
+    first = extra[0]
+    if isinstance(first, type) or (isinstance(first, tuple) and first and all(isinstance(c, type) for c in first)):
+        raise TypeError(f"{who}(model, {getattr(first, '__name__', 'classes')}): SpikingJelly's instance argument; "
+                        f"plif's {who}(model) watches every plif neuron of the model, {who}(model, layers=[names]) "
+                        f"the modules so named")
+    raise TypeError(f"{who} takes the model, then keywords only ({keywords}); got {_what(first)} as argument 2")
+
+
+def _names(layers, who: str) -> list[str]:
+    if isinstance(layers, str):
+        return [layers]
+    try:
+        names = list(layers)
+    except TypeError:
+        names = None
+    if isinstance(layers, (type, nn.Module)) or names is None or not all(isinstance(n, str) for n in names):
+        raise TypeError(f"{who} layers= takes qualified module names (a list of str, e.g. ['2_PLIF'] or "
+                        f"['block.0.neuron']), got {_what(layers)}")
+    if not names:
+        raise ValueError(f"{who} layers= is empty: leave it out to watch every plif neuron")
+    return names
+
+
+def watched_layers(model, layers, who: str, neurons_only: bool = False) -> dict[str, nn.Module]:
+    """``{name: module}`` that monitor ``who`` watches on ``model`` (module docstring); ``neurons_only``:
+    each must be a plif neuron (a potential, a firing rate)."""
+    from ..models.factories import unconverted
+    from ..neurons import SpikingNeuron
+
+    check_model(model, who)
+    spiking = spiking_layers(model)
+    if layers is None:
+        if not spiking:
+            why = unconverted(model, f"{who}: the model")
+            raise ValueError(why or f"{who}: the model holds no plif neuron (IF, LIF, PLIF): nothing to watch"
+                             + ("" if neurons_only else "; name the modules to watch with layers=[qualified names]"))
+        return spiking
+    modules = dict(model.named_modules())
+    found = {}
+    for name in _names(layers, who):
+        module = spiking.get(name, modules.get(name) if name else None)
+        if module is None:
+            known = ", ".join(list(spiking)[:4]) or "none"
+            raise ValueError(f"{who} layers: {name!r} is not a module of the model (its plif neurons: {known}; or "
+                             f"any name of model.named_modules())")
+        if neurons_only and not isinstance(module, SpikingNeuron):
+            raise ValueError(f"{who} layers: {name!r} is a {type(module).__name__}, not a plif neuron (IF, LIF, PLIF)")
+        found[name] = module
+    return found
