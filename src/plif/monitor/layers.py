@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from torch import nn
 
-__all__ = ["spiking_layers", "watched_layers"]
+__all__ = ["spiking_layers", "watched_layers", "Hooked"]
 
 
 def spiking_layers(model: nn.Module) -> dict[str, nn.Module]:
@@ -91,3 +91,28 @@ def watched_layers(model, layers, who: str, neurons_only: bool = False) -> dict[
             raise ValueError(f"{who} layers: {name!r} is a {type(module).__name__}, not a plif neuron (IF, LIF, PLIF)")
         found[name] = module
     return found
+
+
+class Hooked:
+    """A monitor's life: hooks on ``self.layers`` while open (``with monitor:``), off after.  Subclasses
+    say how one layer is hooked (:meth:`_hook`, returning its handle)."""
+
+    _handles: list
+
+    def _hook(self, name: str, module: nn.Module):
+        raise NotImplementedError
+
+    def __enter__(self):
+        if self._handles:
+            raise RuntimeError(f"{type(self).__name__} is already open")
+        self._handles = [self._hook(name, module) for name, module in self.layers.items()]
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.remove()
+
+    def remove(self) -> None:
+        """Take the hooks off (the model runs fused again); what was recorded stays readable."""
+        for h in self._handles:
+            h.remove()
+        self._handles = []

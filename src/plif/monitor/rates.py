@@ -35,12 +35,12 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .layers import refuse_extra, watched_layers
+from .layers import Hooked, refuse_extra, watched_layers
 
 __all__ = ["FiringRateMonitor"]
 
 
-class FiringRateMonitor:
+class FiringRateMonitor(Hooked):
     """Count the spikes of every spiking layer of ``model`` while open (module docstring).
 
     ``spikes[name]`` / ``counts[name]``: the spike sum (a device tensor, or None before the layer ran)
@@ -69,28 +69,13 @@ class FiringRateMonitor:
         self.spikes = dict.fromkeys(self.layers)
         self.counts = dict.fromkeys(self.layers, 0)
 
-    def _hook(self, name: str):
+    def _hook(self, name: str, module: nn.Module):
         def hook(_module, _inputs, out):
             s = (out[0] if isinstance(out, tuple) else out).detach()
             total = s.sum(dtype=torch.float32 if s.device.type == "mps" else torch.float64)  # exact counts
             self.spikes[name] = total if self.spikes[name] is None else self.spikes[name] + total
             self.counts[name] += s.numel()
-        return hook
-
-    def __enter__(self) -> "FiringRateMonitor":
-        if self._handles:
-            raise RuntimeError("FiringRateMonitor is already open")
-        self._handles = [layer.register_forward_hook(self._hook(name)) for name, layer in self.layers.items()]
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.remove()
-
-    def remove(self) -> None:
-        """Take the hooks off (the model runs fused again); what was counted stays readable."""
-        for h in self._handles:
-            h.remove()
-        self._handles = []
+        return module.register_forward_hook(hook)
 
     def spike_totals(self) -> dict[str, float]:
         """``{name: spikes counted}`` (one host read for every layer)."""

@@ -41,7 +41,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .layers import refuse_extra, watched_layers
+from .layers import Hooked, refuse_extra, watched_layers
 
 __all__ = ["Recorder", "OutputMonitor", "InputMonitor", "GradOutputMonitor"]
 
@@ -51,7 +51,7 @@ def _first(value):
     return value[0] if isinstance(value, tuple) and value else value
 
 
-class Recorder:
+class Recorder(Hooked):
     """The monitors' base: ``records[name]`` lists what each call of layer ``name`` gave, while open.
 
     ``model``, then keywords only: ``layers`` (None: every plif neuron).  Subclasses say what a hook
@@ -84,25 +84,10 @@ class Recorder:
     def _record(self, name: str, value) -> None:
         self.records[name].append(value.detach() if torch.is_tensor(value) else value)
 
-    def _hook(self, name: str, module: nn.Module):
-        """Put this monitor's hook on ``module``; returns its handle."""
-        raise NotImplementedError
-
     def __enter__(self):
-        if self._handles:
-            raise RuntimeError(f"{type(self).__name__} is already open")
+        super().__enter__()
         self._opened = True
-        self._handles = [self._hook(name, module) for name, module in self.layers.items()]
         return self
-
-    def __exit__(self, *exc) -> None:
-        self.remove()
-
-    def remove(self) -> None:
-        """Take the hooks off (the model runs fused again); what was recorded stays readable."""
-        for h in self._handles:
-            h.remove()
-        self._handles = []
 
     def clear(self) -> None:
         """Forget what was recorded (SpikingJelly's ``clear_recorded_data``)."""
