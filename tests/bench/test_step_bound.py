@@ -72,3 +72,14 @@ def test_bad_settings_are_refused_in_one_line():
         bench_step_bound(precisions=["fp16"], network=NET)
     with pytest.raises(ValueError, match="rounds, batch must be >= 1"):
         bench_step_bound(rounds=0, network=NET)
+
+
+def test_a_narrow_residual_zoo_network_is_measured_without_a_spikingjelly_twin():
+    (row,) = bench_step_bound("cifar10", batch=1, T=1, precisions=["fp32"], rounds=1, warmup=0, model="sew-resnet18",
+                              width=2)
+    # convolutions forward and backward and the classifier's products; a conv of few taps (here the 2-channel
+    # ones) is computed by plif's few-tap path as shifted multiply-adds, not an ATen product, and is not counted
+    assert row.products > 20 and row.spikingjelly_ms is None and "64 wide, not 2" in row.note
+    assert "       - " in format_bound_table([row], "t").splitlines()[3]
+    with pytest.raises(ValueError, match="width: the channels of a residual zoo network"):
+        bench_step_bound(width=8, network=NET)

@@ -11,6 +11,10 @@ to back: its time is the bound, measured on the same machine by the same library
 ``step time / bound`` is how much the step adds on top of its products (the BatchNorm, neuron,
 pool and dropout passes, casts, packing, the optimizer and the per-step overhead).
 
+A convolution of few taps (``plif.layers.few_tap_conv``: few input channels times a small window) is
+computed by plif as shifted multiply-adds, not by an ATen product, and is not counted: the bound is
+the products ATen computes, a lower bound where such convolutions run.
+
 Values do not change the products' speed, so the replay fills floating tensors with normal noise
 (spikes included).  A memory mode that recomputes a convolution in backward makes the step compute
 it twice, and the record counts it twice: compare steps of the same ``--memory``.

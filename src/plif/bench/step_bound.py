@@ -55,7 +55,7 @@ def _synced(step, dev):
 
 
 def _steps(precision: str, entry, T: int, batch: int, dev, network: str | None, model: str | None,
-           memory: str | None, spikingjelly: bool):
+           memory: str | None, spikingjelly: bool, width: int | None):
     """``{name: step}`` for one precision: plif's, and SpikingJelly's (None where it is not installed)."""
     from .spikingjelly import spikingjelly_unavailable
     from .train import _build_step, _inputs, _model_step
@@ -63,26 +63,30 @@ def _steps(precision: str, entry, T: int, batch: int, dev, network: str | None, 
     suffix = "+bf16" if precision == "bf16" else ""
     x, xs, y = _inputs(entry, T, batch, dev)
     variants = {"step": "auto" + suffix}
-    if spikingjelly and not spikingjelly_unavailable():
+    if spikingjelly and not spikingjelly_unavailable() and width in (None, 64):  # its ResNets are 64 wide only
         variants["spikingjelly"] = "spikingjelly" + suffix
     steps = {}
     for name, v in variants.items():
         torch.manual_seed(0)
         steps[name] = (_build_step(v, entry, T, x, xs, y, dev, network, memory) if model is None
-                       else _model_step(v, model, entry, T, x, xs, y, dev, memory))[0]
+                       else _model_step(v, model, entry, T, x, xs, y, dev, memory, width))[0]
     return steps
 
 
 def bench_step_bound(dataset: str = "fashion-mnist", batch: int = 16, T: int | None = None, device: str = "cpu",
                      precisions=None, rounds: int = 10, warmup: int = 2, network: str | None = None,
-                     model: str | None = None, memory: str | None = None, spikingjelly: bool = True) -> list[BoundRow]:
+                     model: str | None = None, memory: str | None = None, spikingjelly: bool = True,
+                     width: int | None = None) -> list[BoundRow]:
     """One :class:`BoundRow` per precision: plif's step on ``dataset``'s paper network (or ``network``, a
-    notation string, or ``model``, a residual zoo name), its products alone and SpikingJelly's step, each
+    notation string, or ``model``, a residual zoo name, at ``width`` if given), its products alone and
+    SpikingJelly's step, each
     the median wall time of ``rounds`` turns after ``warmup``.  ``precisions``: default fp32, and bf16
     where the device runs it natively."""
     from ..layers.precision import native_bf16
     from ..train.malloc import keep_freed_memory
 
+    if width is not None and model is None:
+        raise ValueError("width: the channels of a residual zoo network; give model= (plif bench bound --model)")
     if rounds < 1 or warmup < 0 or batch < 1:
         raise ValueError(f"rounds, batch must be >= 1 and warmup >= 0, got rounds={rounds}, batch={batch}, "
                          f"warmup={warmup}")
@@ -99,7 +103,7 @@ def bench_step_bound(dataset: str = "fashion-mnist", batch: int = 16, T: int | N
     rows = []
     for p in precisions:
         steps = {k: _synced(s, dev) for k, s in _steps(p, entry, T, batch, dev, network, model, memory,
-                                                        spikingjelly).items()}
+                                                        spikingjelly, width).items()}
         steps["step"]()  # the first step loads kernels and makes the optimizer state: not recorded
         calls = record_products(steps["step"])
         turns = {"step": steps["step"], "bound": _synced(replay(calls), dev)}
@@ -108,6 +112,8 @@ def bench_step_bound(dataset: str = "fashion-mnist", batch: int = 16, T: int | N
         _, wall = alternate(turns, rounds, warmup, clock=time.perf_counter)
         ms = {k: 1e3 * statistics.median(v) for k, v in wall.items()}
         note = "" if p == "fp32" or bf16 else "bf16 runs emulated here (no native bf16)"
+        if spikingjelly and "spikingjelly" not in steps and width not in (None, 64):
+            note = "; ".join(filter(None, [note, f"no SpikingJelly row: its ResNets are 64 wide, not {width}"]))
         rows.append(BoundRow(p, ms["bound"], ms["step"], ms.get("spikingjelly"), len(calls), note, summarize(calls)))
         del steps, turns
     return rows
@@ -119,8 +125,8 @@ def format_bound_table(rows: list[BoundRow], title: str, top: int = 0) -> str:
     head = f"{'prec':4s} {'bound ms':>9s} {'step ms':>9s} {'step/bound':>10s} {'SJ ms':>9s} {'x SJ':>6s} {'products':>8s}"
     lines = [title, head, "-" * len(head)]
     for r in rows:
-        lines.append(f"{r.precision:4s} {f(r.bound_ms, '9.2f')} {f(r.step_ms, '9.2f')} {f(r.over_bound, '10.2f')} "
-                     f"{f(r.spikingjelly_ms, '9.2f')} {f(r.over_spikingjelly, '6.2f')} {r.products:8d}"
+        lines.append(f"{r.precision:4s} {f(r.bound_ms, '.2f'):>9s} {f(r.step_ms, '.2f'):>9s} {f(r.over_bound, '.2f'):>10s} "
+                     f"{f(r.spikingjelly_ms, '.2f'):>9s} {f(r.over_spikingjelly, '.2f'):>6s} {r.products:8d}"
                      + (f"  {r.note}" if r.note else ""))
         for what, n in r.top[:top]:
             lines.append(f"       {n:3d} x {what}")

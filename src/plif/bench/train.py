@@ -184,7 +184,7 @@ MODEL_VARIANTS = ("auto", "auto+none", "auto+bf16", "auto+graph", "compile", "sp
 """The variants ``--model NAME`` (a residual zoo network, not a notation string) runs."""
 
 
-def _model_step(v: str, model: str, entry, T: int, x, xs, y, dev, memory: str | None = None):
+def _model_step(v: str, model: str, entry, T: int, x, xs, y, dev, memory: str | None = None, width: int | None = None):
     """``(step, memory)`` of variant ``v`` on residual zoo network ``model`` (:mod:`plif.models.residual`) for
     ``entry``'s shape and classes: fused per ``memory`` (``auto+none``: as written), fed the static image as a
     stride-0 expand over T; the SpikingJelly rows run its twin holding the same weights."""
@@ -193,7 +193,8 @@ def _model_step(v: str, model: str, entry, T: int, x, xs, y, dev, memory: str | 
 
     amp, graph = ("bf16" if "+bf16" in v else None), v.endswith("graph")
     chosen = "none" if v == "auto+none" else (memory or "fused")
-    net = RESIDUAL_ZOO[model][0](entry.input_shape, entry.num_classes, T, fused=v != "auto+none", memory=chosen)
+    net = RESIDUAL_ZOO[model][0](entry.input_shape, entry.num_classes, T, fused=v != "auto+none", memory=chosen,
+                                 **({} if width is None else {"width": width}))
     xt = xs if entry.is_event else repeat_over_time(x, T)
     if v.startswith("spikingjelly"):
         sj, reset_net = spikingjelly_residual_twin(net)

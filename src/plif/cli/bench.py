@@ -139,8 +139,10 @@ def _run_bound(args: argparse.Namespace) -> int:
     network = entry.network_string(cpu=True) if args.preset == "cpu" and args.model is None else None
     T = args.T or (4 if args.preset == "cpu" else None)
     rows = bench_step_bound(args.dataset, args.batch, T, device, _csv(args.precisions) if args.precisions else None,
-                            args.rounds, args.warmup, network, args.model, args.memory, not args.no_spikingjelly)
-    what = args.model or f"{args.dataset}'s {args.preset} network"
+                            args.rounds, args.warmup, network, args.model, args.memory, not args.no_spikingjelly,
+                            args.width)
+    what = (f"{args.model}" + (f" width {args.width}" if args.width else "")) if args.model else \
+        f"{args.dataset}'s {args.preset} network"
     print(format_bound_table(rows, f"plif bench bound — {what}, T={T or entry.T}, batch {args.batch}, on {device}",
                              args.top))
     if args.json:
@@ -148,7 +150,8 @@ def _run_bound(args: argparse.Namespace) -> int:
 
         from ..bench.neuron import machine_description, write_json_data
         write_json_data(args.json, {"meta": {"machine": machine_description(torch.device(device)), "dataset": args.dataset,
-                                             "preset": args.preset, "model": args.model, "T": T or entry.T,
+                                             "preset": args.preset, "model": args.model, "width": args.width,
+                                             "T": T or entry.T,
                                              "batch": args.batch, "rounds": args.rounds, "threads": torch.get_num_threads()},
                                     "rows": [{**fields(r), "over_bound": r.over_bound,
                                               "over_spikingjelly": r.over_spikingjelly} for r in rows]})
@@ -168,6 +171,7 @@ def _add_bound(sub) -> None:
     p.add_argument("--preset", choices=("paper", "cpu"), default="paper",
                    help="the paper's network, or the dataset's cpu network at T=4 (plif train's presets)")
     p.add_argument("--model", metavar="NAME", help="a residual zoo network (plif zoo lists them) for --dataset's input")
+    p.add_argument("--width", type=int, help="--model's first stage channels (default: its paper's, 64)")
     p.add_argument("--batch", type=int, default=16, help="batch size (default 16)")
     p.add_argument("--T", type=int, help="time-steps (default: the preset's)")
     p.add_argument("--precisions", help="comma-separated fp32, bf16 (default: both where bf16 runs natively)")
