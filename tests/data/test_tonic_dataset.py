@@ -176,3 +176,33 @@ def test_the_real_tonic_nmnist_gives_plifs_frames(shared_data, tmp_path):
     ds.first_saccade_only = ds.stabilize = False
     frames = TonicFrames(ds, 10, cache_dir=tmp_path / "c", log=lambda line: None)
     assert np.array_equal(frames[0][0], _plif_frames(sample, 10, "count"))
+
+
+def test_a_dataset_without_files_is_cached_on_its_events(tmp_path):
+    """No ``data`` list of files: the key is the events' bytes (read once per load), the integration is saved."""
+    from plif.data.events import make_events
+
+    class InMemory:
+        sensor_size = (34, 34, 2)
+
+        def __init__(self, events):
+            self.events, self.reads = events, 0
+
+        def __getitem__(self, i):
+            self.reads += 1
+            return self.events[i], i
+
+        def __len__(self):
+            return len(self.events)
+
+    dtype = np.dtype([("x", "<i8"), ("y", "<i8"), ("t", "<i8"), ("p", "<i8")])
+    events = [np.array([(1, 2, 10, 1), (3, 4, 20, 0)], dtype=dtype), np.array([(5, 6, 5, 1)], dtype=dtype)]
+    ds = InMemory(events)
+    first = TonicFrames(ds, 2, cache_dir=tmp_path / "c", log=lambda line: None)
+    assert ds.reads == 4  # hashed, then integrated
+    assert np.array_equal(first[0][0], events_to_frames(make_events([10, 20], [1, 3], [2, 4], [1, 0]), 2, (34, 34)))
+    TonicFrames(ds, 2, cache_dir=tmp_path / "c", log=lambda line: None)
+    assert ds.reads == 6  # hashed only: the frames come from the cache
+    events[1]["x"] = 7  # other events: another cache
+    changed = TonicFrames(ds, 2, cache_dir=tmp_path / "c", log=lambda line: None)
+    assert ds.reads == 10 and changed[1][0][1, 1, 6, 7] == 1

@@ -185,8 +185,8 @@ def _key(dataset, T: int, split: str, sensor_hw, files) -> tuple[dict, str]:
     return params, h.hexdigest()[:16]
 
 
-def _sample(dataset, i: int, T: int, split: str, sensor_hw) -> tuple[np.ndarray, int, bool, bytes]:
-    """``(frames, label, p was -1/1, the events' bytes)`` of sample ``i``; errors name it."""
+def _item(dataset, i: int) -> tuple[np.ndarray, int]:
+    """``(events, target)`` of sample ``i`` as the dataset gives it; errors name it."""
     where = f"{type(dataset).__name__}[{i}]"
     item = dataset[i]
     if not isinstance(item, tuple) or len(item) != 2:
@@ -195,12 +195,17 @@ def _sample(dataset, i: int, T: int, split: str, sensor_hw) -> tuple[np.ndarray,
     if isinstance(target, bool) or not isinstance(target, (int, np.integer)) or target < 0:
         raise ValueError(f"{where}: target {target!r}: a class index (an integer >= 0); plif reads single-label "
                          "classification datasets")
-    ev, signed = tonic_events(events, where)
-    try:
-        frames = events_to_frames(ev, T, sensor_hw, split)
-    except ValueError as e:
-        raise ValueError(f"{where}: {e} (sensor_size=(H, W) gives another)") from None
-    return frames, int(target), signed, np.ascontiguousarray(events).tobytes()
+    return events, int(target)
+
+
+def _content_key(dataset) -> str:
+    """A hash of every sample's events and target, for a dataset that lists no files (all read once)."""
+    h = hashlib.sha256()
+    for i in range(len(dataset)):
+        events, target = _item(dataset, i)
+        h.update(hashlib.blake2b(np.ascontiguousarray(events).tobytes(), digest_size=16).digest())
+        h.update(str(target).encode())
+    return h.hexdigest()[:16]
 
 
 def _cached(dataset, T: int, split: str, sensor_hw, root: Path) -> tuple[np.ndarray, np.ndarray, bool]:
@@ -208,17 +213,11 @@ def _cached(dataset, T: int, split: str, sensor_hw, root: Path) -> tuple[np.ndar
     params, key = _key(dataset, T, split, sensor_hw, files)
     folder = root / f"tonic-{type(dataset).__name__}-T{T}-{split}-{key}"
     if files is None:  # no files to fingerprint: the events' content decides
-        samples = [_sample(dataset, i, T, split, sensor_hw) for i in range(len(dataset))]
-        content = hashlib.sha256(b"".join(hashlib.blake2b(s[3], digest_size=16).digest() for s in samples)).hexdigest()
-        folder = root / f"{folder.name}-{content[:16]}"
-        found = _load(folder, params, None)
-        if found is not None:
-            return found
-        return _write(folder, params, None, samples)
+        folder = root / f"{folder.name}-{_content_key(dataset)}"
     found = _load(folder, params, files)
     if found is not None:
         return found
-    return _write(folder, params, files, [_sample(dataset, i, T, split, sensor_hw) for i in range(len(dataset))])
+    return _build(dataset, folder, params, files, T, split, sensor_hw)
 
 
 def _load(folder: Path, params: dict, files) -> tuple[np.ndarray, np.ndarray, bool] | None:
@@ -240,11 +239,22 @@ def _load(folder: Path, params: dict, files) -> tuple[np.ndarray, np.ndarray, bo
     return frames, labels, bool(meta.get("signed_polarity"))
 
 
-def _write(folder: Path, params: dict, files, samples) -> tuple[np.ndarray, np.ndarray, bool]:
-    frames = np.stack([s[0] for s in samples])
-    frames = frames.astype(count_dtype(int(frames.max()) if frames.size else 0))
-    labels = np.array([s[1] for s in samples], dtype=np.int64)
-    signed = any(s[2] for s in samples)
+def _build(dataset, folder: Path, params: dict, files, T: int, split: str, sensor_hw
+           ) -> tuple[np.ndarray, np.ndarray, bool]:
+    """Integrate every sample (plif's :func:`~plif.data.frames.events_to_frames`) and write the cache."""
+    n = len(dataset)
+    frames = np.zeros((n, T, 2, *sensor_hw), dtype=np.int32)  # counts; the smallest type that holds them below
+    labels, signed = np.zeros(n, dtype=np.int64), False
+    for i in range(n):
+        where = f"{type(dataset).__name__}[{i}]"
+        events, labels[i] = _item(dataset, i)
+        ev, flipped = tonic_events(events, where)
+        signed = signed or flipped
+        try:
+            frames[i] = events_to_frames(ev, T, sensor_hw, split)
+        except ValueError as e:
+            raise ValueError(f"{where}: {e} (sensor_size=(H, W) gives another)") from None
+    frames = frames.astype(count_dtype(int(frames.max()) if frames.size else 0), copy=False)
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "meta.json").unlink(missing_ok=True)  # complete only once meta.json is back
     atomic_save_npy(folder / "frames.npy", frames)
