@@ -152,3 +152,13 @@ def test_a_module_that_imports_an_optional_package_fails_the_build(api, tmp_path
     monkeypatch.syspath_prepend(str(tmp_path))
     problems = api.build(tmp_path / "out", modules=("needs_plots",))
     assert len(problems) == 1 and problems[0].startswith("needs_plots: does not import without the optional packages")
+
+
+def test_a_literal_that_wraps_a_line_is_refused_whatever_the_renderer(api):
+    # markdown2 2.5.6 stopped pairing a ``span`` across a line break, older releases paired it: the
+    # source is checked, so the build fails on every release instead of on some
+    wrapped = "Runs ``plif bench\nmemory`` and more."
+    assert api.wrapped_literals(wrapped) == [
+        "a ``literal`` wraps the line 'Runs ``plif bench' (keep it on one line)",
+        "a ``literal`` wraps the line 'memory`` and more.' (keep it on one line)"]
+    assert api.wrapped_literals("Runs ``plif bench memory``\nand ``more``.\n    >>> x = '``'") == []

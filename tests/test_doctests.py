@@ -8,10 +8,14 @@ import tempfile
 import pytest
 import torch
 
+# each encoder's module (issue 56.3) -> the class whose docstring shows it
+ENCODERS = {"plif.encoding.latency": "LatencyEncoder", "plif.encoding.phase": "WeightedPhaseEncoder",
+            "plif.encoding.periodic": "PeriodicEncoder", "plif.encoding.delta": "DeltaEncoder",
+            "plif.encoding.population": "PopulationEncoder"}
 MODULES = ["plif.neurons.modules", "plif.neurons.dispatch", "plif.models.network", "plif.models.fusion", "plif.models.zoo",
            "plif.data.idx", "plif.data.events.nmnist", "plif.data.events.aedat2", "plif.data.events.aedat3",
            "plif.data.events.aedat4", "plif.data.events.detect", "plif.data.frames", "plif.runs.load",
-           "plif.train.run", "plif.deploy.nir_export", "plif.encoding", "plif.monitor"]
+           "plif.train.run", "plif.deploy.nir_export", "plif.encoding", "plif.monitor", *ENCODERS]
 NEEDS = {"plif.deploy.nir_export": "nir"}
 
 # the entry points that must show an example (qualified names within MODULES)
@@ -32,8 +36,9 @@ ENTRY_POINTS = {
     "plif.runs.load": ["load_run"],
     "plif.train.run": ["train"],
     "plif.deploy.nir_export": ["export_nir", "export_nir_all"],
-    "plif.encoding": [],  # the module's own example shows every encoder
+    "plif.encoding": [],  # the package's own example shows the first encoders
     "plif.monitor": [],
+    **{module: [cls] for module, cls in ENCODERS.items()},
 }
 FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 

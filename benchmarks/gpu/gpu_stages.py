@@ -24,12 +24,12 @@ from plif.bench.memory import select_configs
 DRY_CASE = ("dry-T4-B2-C8-8x8", (4, 2, 8, 8, 8))
 MEMORY_CONFIGS = select_configs("naive", "spikingjelly", "default", "exact", "low")  # plif bench memory's names
 TRAIN_VARIANTS = ("naive", "auto", "cuda-graph", "cuda-graph+bf16", "compile", "compile+graph", "spikingjelly",
-                  "spikingjelly+bf16", "spikingjelly+graph")
+                  "spikingjelly+bf16", "spikingjelly+graph", "spikingjelly+cuda-graph", "spikingjelly+cuda-graph+bf16")
 # the paper networks users train for hours: plif's eager step, the captured one (compiled inside,
 # bf16, bf16 with channels-last convolutions), SpikingJelly eager and under its own AMP (bf16
-# autocast); compile+graph last, since its Inductor compile is the one cost that may not fit
+# autocast), and under its own CUDA-graph execution mode; compile+graph last, since its Inductor compile is the one cost that may not fit
 NET_VARIANTS = ("auto", "cuda-graph", "cuda-graph+bf16", "cuda-graph+bf16+channels-last", "spikingjelly",
-                "spikingjelly+bf16", "compile+graph")
+                "spikingjelly+bf16", "spikingjelly+cuda-graph", "spikingjelly+cuda-graph+bf16", "compile+graph")
 NET_MEMORY_NONE = ("auto", "cuda-graph")  # also measured with --memory none (the composed layers) beside the default
 
 
@@ -111,6 +111,32 @@ def _net_stage(dataset: str):
         return out
     stage.__name__ = f"stage_{dataset.replace('-', '_')}"
     return stage
+
+
+def stage_bound(ctx, st) -> dict:
+    """``plif bench bound``: plif's eager step against its own convolutions and matrix products run
+    alone (recorded from the step), SpikingJelly's eager step beside it, fp32 and bf16, on the paper's
+    Fashion-MNIST network (B16) and DVS128 Gesture's (T20 B16, synthetic event frames)."""
+    from plif.bench.neuron import machine_description
+    from plif.bench.step_bound import bench_step_bound, format_bound_table
+
+    out = {"machine": machine_description(ctx.device), "networks": {}}
+    st.partial.update(out)
+    if ctx.dry:
+        plan = [("fashion-mnist", dict(batch=2, T=2, rounds=1, warmup=0, precisions=["fp32"],
+                                       network="c4k3s1-BN-PLIF-MPk2s2-FC10-PLIF"))]
+    else:
+        plan = [("fashion-mnist", dict(batch=16, rounds=10)), ("dvs128-gesture", dict(batch=16, rounds=5))]
+    for dataset, kw in plan:
+        if time.monotonic() > st.deadline - 10:
+            out["networks"][dataset] = {"not run": "time budget spent"}
+            continue
+        rows = bench_step_bound(dataset, device=str(ctx.device), **kw)
+        print(format_bound_table(rows, f"plif bench bound — {dataset} on {ctx.device}", top=5), flush=True)
+        out["networks"][dataset] = {"settings": {k: v for k, v in kw.items()},
+                                    "rows": [{**asdict(r), "over_bound": r.over_bound,
+                                              "over_spikingjelly": r.over_spikingjelly} for r in rows]}
+    return out
 
 
 def stage_memory(ctx, st) -> dict:
@@ -296,11 +322,12 @@ STAGES = {
     "memory": (stage_memory, 90),
     "protocol-full": (stage_protocol, 520),
     "residual": (stage_residual, 60),  # issue 47: the residual zoo beside SpikingJelly (gpu_residual.py)
+    "bound": (stage_bound, 45),  # issue 55: the step against its own products alone
 }
 
 # Two device calls of under 9 minutes each (the device has 15 in all, a machine start costs 1-2):
 # "first" checks and times Fashion-MNIST with the new defaults, "second" the three big paper networks.
 PLANS = {
     "first": ("spikingjelly", "grid", "compile", "sync", "neuron", "train", "fuse", "residual", "protocol"),
-    "second": ("spikingjelly", "block", "cifar10", "dvs128-gesture", "cifar10-dvs", "memory"),
+    "second": ("spikingjelly", "block", "cifar10", "dvs128-gesture", "bound", "cifar10-dvs", "memory"),
 }

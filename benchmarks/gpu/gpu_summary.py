@@ -34,6 +34,10 @@ def _key(name: str, res: dict) -> str:
         check, cases = res.get("check", []), res.get("cases", [])
         return res.get("note") or (f"check {sum(r['ok'] for r in check)}/{len(check)} cases ok, "
                                    f"{sum('rows' in c for c in cases)}/{len(cases)} shapes measured")
+    if name == "bound":
+        return "; ".join(f"{net} " + ", ".join(f"{r['precision']} step/bound {_f(r['over_bound'], '.2f')} x SJ "
+                                               f"{_f(r['over_spikingjelly'], '.2f')}" for r in v.get("rows", []))
+                         for net, v in res.get("networks", {}).items())
     if name in ("neuron", "train", *NETS):
         return f"{sum(r.get('time_ms', r.get('ms_per_step')) is not None for r in res.get('rows', []))} rows measured"
     return ""

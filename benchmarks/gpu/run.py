@@ -27,7 +27,8 @@ where that run timed it; an H100 takes a little longer:
                            SpikingJelly, eager call time, kernels' device time
   train              90   35 s (measured 22 s for 16 rows): Fashion-MNIST paper step, B16 and B128:
                            naive, auto, cuda-graph, cuda-graph+bf16, compile, compile+graph,
-                           spikingjelly, spikingjelly+bf16, spikingjelly+graph, and cuda-graph without
+                           spikingjelly, spikingjelly+bf16, spikingjelly+graph, spikingjelly+cuda-graph
+                           (+bf16: SpikingJelly's own StaticCudaGraph mode), and cuda-graph without
                            TF32; kernels, device time and the bound per step
   fuse            120   ~90 s (not yet measured; 4 Inductor compiles last): plif.fuse on networks written by hand, B16: the paper's
                            Fashion-MNIST network by hand + fuse (a stride-0 image) beside build_network's,
@@ -47,13 +48,17 @@ where that run timed it; an H100 takes a little longer:
                            CIFAR-10 block shapes, fp32 and bf16, and the backward's chunk (10 vs 20 steps)
   cifar10            90   60 s: CIFAR-10, T = 8, and per network below: auto, cuda-graph,
                            cuda-graph+bf16, cuda-graph+bf16+channels-last, spikingjelly,
-                           spikingjelly+bf16, compile+graph (last: one Inductor compile, ~40 s); auto
+                           spikingjelly+bf16, spikingjelly+cuda-graph(+bf16), compile+graph (last: one
+                           Inductor compile, ~40 s); auto
                            and cuda-graph also with --memory none; kernels, device time, % of bound
   dvs128-gesture    100   70 s: DVS128 Gesture, T = 20, synthetic event frames (45 ms a step)
+  bound              45   ~20 s (not yet measured): plif bench bound, the eager step against its own
+                           products run alone, SpikingJelly's beside, fp32/bf16: Fashion-MNIST paper
+                           B16 and DVS128 Gesture T20 B16 (issue 55)
   cifar10-dvs       100   70 s: CIFAR10-DVS, T = 20, synthetic event frames
   memory             90   55 s (measured 55.4 s): DVS128 Gesture T20 B16, naive / spikingjelly / default /
                            exact / low, a fresh process each
-  expected ~360 s; every stage at its budget: ~500 s
+  expected ~380 s; every stage at its budget: ~545 s (cut by --budget: memory, last, keeps what it measured)
 
   not in a plan: protocol-full (520 s), all 64 epochs of the protocol, a call of its own.
 

@@ -35,7 +35,8 @@ def test_the_report_names_paths_checks_versions_and_the_cache(library, capsys, m
     assert [c["kernel"] for c in cpu["checks"]] == ["cpu neuron", "cpu block"]
     assert all(c["ran"] == c["cases"] > 0 and c["equal"] == c["ran"] and not c["failed"] for c in cpu["checks"])
     assert {"torch", "triton", "compiler", "cuda", "plif", "python"} <= set(r["versions"])
-    assert {"path": str(library), "bytes": library.stat().st_size, "state": "ok", "loaded": True} in r["cache"]["libraries"]
+    assert {"path": str(library), "bytes": library.stat().st_size, "state": "ok", "loaded": True, "problem": False,
+            "remedy": None} in r["cache"]["libraries"]
     code, text = _report(capsys)
     assert code == 0 and text.startswith("plif doctor: paste this whole report into an issue\n")
     assert "check cpu neuron" in text and "cases equal the reference" in text and text.rstrip().endswith(
@@ -56,6 +57,19 @@ def test_a_damaged_library_and_a_differing_kernel_are_reported_and_exit_1(librar
     assert f"{damaged} is damaged: {library.stat().st_size // 3} bytes where {library.stat().st_size} were built" in text
     assert "    FAIL PLIF-" in text and "g_x=0.5" in text
     assert re.search(r"verdict: cpu neuron on cpu: [1-9]\d* case\(s\) differ; .*is damaged", text), text
+    assert f"problem: remove it with rm -r '{folder}'" in text
+
+
+def test_an_older_plifs_unrecorded_library_is_a_note_with_its_remedy(library, tmp_path, capsys, monkeypatch):
+    # an older plif wrote no size/hash record beside its library; this plif never loads it (issue 53)
+    folder = tmp_path / "kernels" / "0123456789abcdef"
+    folder.mkdir(parents=True)
+    (folder / library.name).write_bytes(library.read_bytes())
+    monkeypatch.setenv("PLIF_CACHE_DIR", str(tmp_path))
+    code, text = _report(capsys)
+    assert code == 0, text
+    assert f"note: never loaded by this plif; to free its space: rm -r '{folder}'" in text
+    assert text.rstrip().endswith("the cache is whole")
 
 
 def test_a_budget_must_be_positive(capsys):

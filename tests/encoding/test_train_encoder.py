@@ -57,3 +57,25 @@ def test_a_run_stored_before_the_option_is_direct_and_resumes():
     assert config_diff(old, {**new, "encoder": "poisson"}) == ["  encoder: run has 'direct', now 'poisson'"]
     poisson = dataclasses.replace(cfg, encoder="poisson").to_dict()
     check_stored(poisson, "config.json")
+
+
+@pytest.mark.parametrize("name, function", [("latency-log", "log"), ("phase", None)])
+def test_the_new_static_encoders_are_train_choices_stored_and_rebuilt(name, function):
+    """Issue 56.3: the log latency and weighted phase codes are ``plif train --encoder`` choices; the
+    sequence and population encoders are not (their input or output is no network's static feed)."""
+    from plif import build_network
+    from plif.cli.main import build_parser
+    from plif.encoding import WeightedPhaseEncoder
+
+    args = build_parser().parse_args(["train", "--encoder", name])
+    assert args.encoder == name
+    cfg = resolve_config(TrainConfig(device="cpu", encoder=name))
+    d = cfg.to_dict()
+    check_stored(d, "config.json")
+    net = build_network(cfg.network, tuple(cfg.input_shape), cfg.T, **d["network_kwargs"])
+    enc = net.encoder.encoder
+    assert enc.name == name and enc.T == cfg.T
+    assert (enc.function == function) if function else isinstance(enc, WeightedPhaseEncoder)
+    for other in ("delta", "periodic", "population"):
+        with pytest.raises(SystemExit):
+            build_parser().parse_args(["train", "--encoder", other])

@@ -16,8 +16,8 @@ from plif.catalog import get_dataset
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "benchmarks" / "gpu" / "run.sh"
 # both plans (spikingjelly needs a wheels folder): the first call's stages, then the second's
-STAGES = ("grid", "compile", "sync", "neuron", "train", "fuse", "residual", "protocol", "block", "cifar10", "dvs128-gesture", "cifar10-dvs",
-          "memory")
+STAGES = ("grid", "compile", "sync", "neuron", "train", "fuse", "residual", "protocol", "block", "cifar10", "dvs128-gesture", "bound",
+          "cifar10-dvs", "memory")
 NETS = {"cifar10": "one random image batch [B, 3, 32, 32]", "dvs128-gesture": "synthetic event frames [T, B, 2, 128, 128]",
         "cifar10-dvs": "synthetic event frames [T, B, 2, 128, 128]"}
 
@@ -98,6 +98,9 @@ def test_dry_run_runs_every_stage_and_packs_them(tiny_fashion, tmp_path):
     assert [(r["network"], r["variant"]) for r in residual["rows"] if r["variant"].startswith("plif")] == [
         (n, v) for n in ("sew-resnet18", "sew-7b-net") for v in ("plif", "plif+bf16")]
     assert all(r["ms_per_step"] > 0 for r in residual["rows"])
+    bound = recs["bound"]["result"]["networks"]["fashion-mnist"]["rows"]  # issue 55: step against its products
+    assert [r["precision"] for r in bound] == ["fp32"] and bound[0]["products"] == 5
+    assert bound[0]["bound_ms"] > 0 and bound[0]["step_ms"] > 0 and bound[0]["spikingjelly_ms"] > 0
     memory = recs["memory"]["result"]
     assert [r["config"] for r in memory["rows"]] == ["naive", "low"] and memory["vs_naive"]["naive"] == 1.0
     assert memory["network"] == "nmnist" and all(r["network"] == "nmnist" for r in memory["rows"])

@@ -143,3 +143,18 @@ def test_a_hand_made_state_with_a_bad_t_is_refused_in_one_line(t):
     with pytest.raises(ValueError, match=rf"net.step\(x_t, state\): the state's t \(steps taken, 0 or more\) is "
                                          rf"{re.escape(repr(t))}; start with net.initial_state\(\)"):
         net.step(x[1], bad)
+
+
+@pytest.mark.parametrize("args, kind, says", [
+    (("bogus",), ValueError, r"NetworkState.to\('bogus'\): takes what Tensor.to takes \(a device such as 'cpu'"),
+    (("cuda:x",), ValueError, r"NetworkState.to\('cuda:x'\): takes what Tensor.to takes"),
+    (("cpu", "float64"), TypeError, r"NetworkState.to\('cpu', 'float64'\): takes what Tensor.to takes"),
+])
+def test_state_to_refuses_what_tensor_to_refuses_in_one_line(args, kind, says):
+    """Issue 53: a raw torch error before; refused even before the first step (no potential to move yet)."""
+    state = NetworkState(0, (None,), ())
+    for s in (state, NetworkState(1, (torch.zeros(2, 3),), ())):
+        with pytest.raises(kind, match=says) as e:
+            s.to(*args)
+        assert "\n" not in str(e.value)
+    assert state.to(torch.float64) == state

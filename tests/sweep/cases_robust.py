@@ -36,6 +36,27 @@ def _truncated_library(fraction: float):
     return run
 
 
+def _older_plifs_library(env: Env):
+    """``plif doctor`` over a cache holding an older plif's library (no size/hash record beside it)
+    as well as this plif's own (the suite's, copied in with its record)."""
+    r = env.python(LOCATE, timeout=600)
+    if r.returncode != 0:
+        raise SkipCase(f"no CPU kernel library here: {r.stderr.strip()[-200:]}")
+    good = Path(r.stdout.strip().splitlines()[-1])
+    own = env.tmp / "cache" / "kernels" / good.parent.name
+    own.mkdir(parents=True)
+    for f in good.parent.iterdir():
+        write(own / f.name, f.read_bytes())
+    write(env.tmp / "cache" / "kernels" / "0123456789abcdef" / good.name, good.read_bytes())
+    return env.plif("doctor", "--quick", timeout=600, extra_env={"PLIF_CACHE_DIR": str(env.tmp / "cache")})
+
+
+def _a_note_with_its_remedy(tmp, r):
+    if "note: never loaded by this plif; to free its space: rm -r" not in r.stdout:
+        return f"no note naming how to remove the older library: {r.stdout.strip()[-300:]!r}"
+    return None
+
+
 def _one_line_and_rebuilt(tmp, r):
     lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
     if len(lines) != 1 or "is damaged" not in lines[0] or "rebuilding it" not in lines[0]:
@@ -95,6 +116,8 @@ CASES = [
          check=_one_line_and_rebuilt),
     Case("kernel-library-truncated-to-nine-tenths", "disk", expect="ok", run=_truncated_library(9 / 10),
          check=_one_line_and_rebuilt),
+    Case("doctor-over-an-older-plifs-library", "disk", expect="ok", run=_older_plifs_library,
+         check=_a_note_with_its_remedy),
     Case("kernel-cache-dir-empty", "disk", expect="ok", check=_nothing_in_cwd,
          run=lambda env: env.python(FORWARD, timeout=600, env={"PLIF_CACHE_DIR": ""})),
     Case("verify-raw-recordings", "cache", ["data", "verify", "{tmp}/nm"], check=_no_delete_advice,

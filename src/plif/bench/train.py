@@ -24,7 +24,11 @@ Variants measured in one process so ratios are fair:
   SpikingJelly 2.0 (multi-step; its neuron implementation is its own automatic choice, named in the
   row's note), when installed; ``spikingjelly+bf16``: its step under ``torch.autocast`` bf16 (its AMP path);
 - ``spikingjelly+graph`` (CUDA only): that step captured in one CUDA graph, as ``auto+graph`` does for
-  plif (SpikingJelly's documentation: a CUDA graph keeps the implementation chosen before capture).
+  plif (SpikingJelly's documentation: a CUDA graph keeps the implementation chosen before capture);
+- ``spikingjelly+cuda-graph`` / ``spikingjelly+cuda-graph+bf16`` (CUDA only): SpikingJelly's own CUDA-graph
+  execution mode, as its ``train_classify --execution-mode cuda_graph`` runs it: forward, loss and
+  backward captured by its ``StaticCudaGraph`` (after its warm-up calls on a side stream), the
+  optimizer step, ``zero_grad(set_to_none=False)`` and ``reset_net`` eager outside the graph.
 
 plif's variants run with the product's default ``--memory`` (``memory=None``) or the one named (``bptt`` and
 ``auto+none`` always with the composed layers), and
@@ -61,9 +65,10 @@ __all__ = ["TrainBenchResult", "bench_train", "default_variants", "format_train_
            "MODEL_VARIANTS"]
 
 VARIANTS = ("naive", "bptt", "auto", "auto+none", "auto+bf16", "auto+graph", "compile", "compile+graph", "cuda-graph",
-            "cuda-graph+bf16", "cuda-graph+bf16+channels-last", "spikingjelly", "spikingjelly+bf16", "spikingjelly+graph")
+            "cuda-graph+bf16", "cuda-graph+bf16+channels-last", "spikingjelly", "spikingjelly+bf16", "spikingjelly+graph",
+            "spikingjelly+cuda-graph", "spikingjelly+cuda-graph+bf16")
 CUDA_ONLY = ("auto+graph", "compile+graph", "cuda-graph", "cuda-graph+bf16", "cuda-graph+bf16+channels-last",
-             "spikingjelly+graph")
+             "spikingjelly+graph", "spikingjelly+cuda-graph", "spikingjelly+cuda-graph+bf16")
 COMPOSED = ("naive", "bptt", "auto+none")  # the composed layers (--memory none), whatever the memory asked
 
 
@@ -114,6 +119,34 @@ def _step_fn(net, x, y, classes, capturable=False, after=None, amp=None):
         train_step(net, opt, x, y, classes, params, set_to_none=not capturable, autocast=autocast)
         if after is not None:
             after(net)
+    return step
+
+
+def _spikingjelly_cuda_graph_step(sj, x, y, classes: int, reset_net, amp=None):
+    """SpikingJelly's own CUDA-graph training step (its ``train_classify`` with ``--execution-mode
+    cuda_graph``): ``StaticCudaGraph`` over forward + loss (the same as plif's step) + backward, the
+    optimizer outside the graph."""
+    from contextlib import nullcontext
+
+    from spikingjelly.activation_based._cuda_graph import StaticCudaGraph
+
+    from ..train.loss import rate_mse_loss
+
+    opt = adam(sj.parameters(), 1e-3)
+
+    def forward_backward(x, y):
+        with autocast_context(x.device, amp) if amp else nullcontext():
+            loss, _ = rate_mse_loss(sj(x), y, classes)
+        loss.backward()
+        return loss
+
+    graphed = StaticCudaGraph(forward_backward, warmup_steps=3)
+
+    def step():
+        opt.zero_grad(set_to_none=False)
+        graphed(x, y)
+        opt.step()
+        reset_net(sj)
     return step
 
 
@@ -178,6 +211,9 @@ def _build_step(v: str, entry, T: int, x, xs, y, dev, network: str | None = None
     of the memory option it runs with ("none" for the composed layers, None for SpikingJelly)."""
     network = network or entry.network
     amp = "bf16" if "+bf16" in v else None
+    if v.startswith("spikingjelly+cuda-graph"):
+        sj, reset_net = spikingjelly_twin(build_network(network, entry.input_shape, T), str(dev))
+        return _spikingjelly_cuda_graph_step(sj.to(dev), xs, y, entry.num_classes, reset_net, amp), None
     if v.startswith("spikingjelly"):
         sj, reset_net = spikingjelly_twin(build_network(network, entry.input_shape, T), str(dev))
         graph = v.endswith("graph")

@@ -2,7 +2,8 @@
 
 - ``plif bench neuron``: one neuron layer on every backend (:func:`plif.bench.neuron.run_neuron_bench`);
 - ``plif bench train``: one training step of the paper's network (:func:`plif.bench.train.bench_train`);
-- ``plif bench memory``: peak memory of one training step per memory configuration (:mod:`plif.bench.memory`).
+- ``plif bench memory``: peak memory of one training step per memory configuration (:mod:`plif.bench.memory`);
+- ``plif bench bound``: a training step against its own products run alone (:mod:`plif.bench.step_bound`).
 
 A new benchmark is a module ``plif.bench.<name>`` plus an ``_add_<name>`` here, imported lazily so
 that one benchmark's dependencies never slow down or break another.
@@ -126,6 +127,60 @@ def _add_train(sub) -> None:
     p.set_defaults(func=_run_train)
 
 
+def _run_bound(args: argparse.Namespace) -> int:
+    import torch
+
+    from ..bench.step_bound import bench_step_bound, format_bound_table
+    from ..catalog import get_dataset
+    from ..device import pick_device
+
+    device = str(pick_device(args.device or "auto"))
+    entry = get_dataset(args.dataset)
+    network = entry.network_string(cpu=True) if args.preset == "cpu" and args.model is None else None
+    T = args.T or (4 if args.preset == "cpu" else None)
+    rows = bench_step_bound(args.dataset, args.batch, T, device, _csv(args.precisions) if args.precisions else None,
+                            args.rounds, args.warmup, network, args.model, args.memory, not args.no_spikingjelly)
+    what = args.model or f"{args.dataset}'s {args.preset} network"
+    print(format_bound_table(rows, f"plif bench bound — {what}, T={T or entry.T}, batch {args.batch}, on {device}",
+                             args.top))
+    if args.json:
+        from dataclasses import asdict as fields
+
+        from ..bench.neuron import machine_description, write_json_data
+        write_json_data(args.json, {"meta": {"machine": machine_description(torch.device(device)), "dataset": args.dataset,
+                                             "preset": args.preset, "model": args.model, "T": T or entry.T,
+                                             "batch": args.batch, "rounds": args.rounds, "threads": torch.get_num_threads()},
+                                    "rows": [{**fields(r), "over_bound": r.over_bound,
+                                              "over_spikingjelly": r.over_spikingjelly} for r in rows]})
+        print(f"\nwrote {args.json}")
+    return 0
+
+
+def _add_bound(sub) -> None:
+    from ..train.config import MEMORY_CHOICES
+
+    p = sub.add_parser("bound", help="a training step against its own convolutions and matrix products run alone",
+                       description="Record the convolutions and matrix products of plif's training step as ATen "
+                                   "sees them, time them alone in turns with the step (and SpikingJelly's step of the "
+                                   "same network), in fp32 and bf16: step / bound says what plif adds on top of "
+                                   "the products it must compute.")
+    p.add_argument("--dataset", default="fashion-mnist", help="zoo entry whose network is timed (default fashion-mnist)")
+    p.add_argument("--preset", choices=("paper", "cpu"), default="paper",
+                   help="the paper's network, or the dataset's cpu network at T=4 (plif train's presets)")
+    p.add_argument("--model", metavar="NAME", help="a residual zoo network (plif zoo lists them) for --dataset's input")
+    p.add_argument("--batch", type=int, default=16, help="batch size (default 16)")
+    p.add_argument("--T", type=int, help="time-steps (default: the preset's)")
+    p.add_argument("--precisions", help="comma-separated fp32, bf16 (default: both where bf16 runs natively)")
+    p.add_argument("--memory", choices=MEMORY_CHOICES, help="plif's activation savings (default: plif train's)")
+    p.add_argument("--rounds", type=int, default=10, help="timed turns (default 10); medians are reported")
+    p.add_argument("--warmup", type=int, default=2, help="untimed turns first (default 2)")
+    p.add_argument("--top", type=int, default=0, help="list this many of each row's most frequent products")
+    p.add_argument("--no-spikingjelly", action="store_true", help="leave SpikingJelly's step out")
+    p.add_argument("--device", help="cpu or cuda (default: cuda when available)")
+    p.add_argument("--json", metavar="FILE", help="also write the numbers as JSON")
+    p.set_defaults(func=_run_bound)
+
+
 def _run_memory(args: argparse.Namespace) -> int:
     import torch
 
@@ -189,4 +244,5 @@ def register(subparsers) -> None:
     _add_neuron(sub)
     _add_train(sub)
     _add_memory(sub)
+    _add_bound(sub)
     bench.set_defaults(func=lambda args: (bench.print_help(), 2)[1])

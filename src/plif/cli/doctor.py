@@ -66,9 +66,24 @@ def _cache() -> dict:
     cpu_build.load_library()  # builds or rebuilds (one line) where needed, as the first network would
     loaded = cpu_build.loaded_library()
     libraries = [{"path": str(path), "bytes": path.stat().st_size if path.exists() else None,
-                  "state": "ok" if damage is None else damage, "loaded": path == loaded}
+                  "state": "ok" if damage is None else damage, "loaded": path == loaded, **_verdict(path, damage)}
                  for path, damage in cpu_build.cached_libraries().items()]
     return {"folder": str(cpu_build.cache_dir()), "libraries": libraries, "build_error": cpu_build.BUILD_ERROR}
+
+
+def _verdict(library, damage: str | None) -> dict:
+    """Whether a cached library is a problem, and how to remove it.  One without a size and hash
+    record is an older plif's (or an interrupted build's): this plif builds and records its own
+    beside it and never loads it, so it is a note.  A damaged one (size or hash not as built) is a
+    problem: a disk or a process wrote over plif's cache."""
+    from ..kernels import cpu_build
+
+    if damage is None:
+        return {"problem": False, "remedy": None}
+    remove = f"rm -r '{library.parent}'"
+    if damage == cpu_build.UNRECORDED:
+        return {"problem": False, "remedy": f"never loaded by this plif; to free its space: {remove}"}
+    return {"problem": True, "remedy": f"remove it with {remove} (plif builds what it loads again)"}
 
 
 def _train_defaults(kind: str) -> list[str]:
@@ -171,6 +186,8 @@ def _print(r: dict) -> None:
     for lib in c["libraries"] or [{"path": "(no library built yet)", "state": "", "bytes": None, "loaded": False}]:
         size = f" ({lib['bytes'] / 1e6:.1f} MB)" if lib["bytes"] else ""
         print(f"  {lib['state'] or '-':4s} {lib['path']}{size}{' loaded' if lib['loaded'] else ''}")
+        if lib.get("remedy"):
+            print(f"       {'note' if not lib['problem'] else 'problem'}: {lib['remedy']}")
     if c["build_error"]:
         print(f"  the CPU kernels did not load: {c['build_error'].splitlines()[0]}; the PyTorch path runs")
     for d in r["devices"]:
@@ -204,7 +221,7 @@ def _problems(r: dict) -> list[str]:
            for d in r["devices"] for ch in d["checks"] if ch["failed"]]
     bad += [f"{ch['kernel']} {ch['dtype']} on {ch['device']} failed its first-use check"
             for ch in r["first_use_checks"] if ch["equal"] is False]
-    bad += [f"{lib['path']} {lib['state']}" for lib in r["cache"]["libraries"] if lib["state"] != "ok"]
+    bad += [f"{lib['path']} {lib['state']}" for lib in r["cache"]["libraries"] if lib["problem"]]
     return bad
 
 

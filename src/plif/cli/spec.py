@@ -31,14 +31,23 @@ def run_spec(args) -> int:
     return 0
 
 
+def _module_zoo() -> dict:
+    """plif's networks written as modules: the residual zoo and the spiking transformers."""
+    from ..models.residual import RESIDUAL_ZOO
+    from ..models.spikformer import TRANSFORMER_ZOO
+
+    return {**RESIDUAL_ZOO, **TRANSFORMER_ZOO}
+
+
 def _residual_zoo(name: str | None) -> None:
-    """List plif's residual zoo (:mod:`plif.models.residual`), or show entry ``name``'s modules."""
+    """List plif's residual zoo (:mod:`plif.models.residual`) and spiking transformers
+    (:mod:`plif.models.spikformer`), or show entry ``name``'s modules."""
     import torch
 
     from ..catalog import get_dataset
-    from ..models.residual import RESIDUAL_ZOO, parameter_count
+    from ..models.residual import parameter_count
 
-    for entry, (factory, dataset) in RESIDUAL_ZOO.items():
+    for entry, (factory, dataset) in _module_zoo().items():
         if name not in (None, entry):
             continue
         e = get_dataset(dataset)
@@ -54,11 +63,9 @@ def _residual_zoo(name: str | None) -> None:
 def run_zoo(args) -> int:
     from ..catalog import DATASETS
     from ..models import build_zoo, layer_table
-    from ..models.residual import RESIDUAL_ZOO
-
     import torch
 
-    if args.name in RESIDUAL_ZOO:
+    if args.name in _module_zoo():
         _residual_zoo(args.name)
         return 0
     names = [args.name] if args.name else list(DATASETS)
@@ -71,7 +78,8 @@ def run_zoo(args) -> int:
             params = sum(p.numel() for p in net.parameters())
             print(f"{name:15s} T={net.T:<3d} input={'x'.join(map(str, net.input_shape)):10s} params={params:>12,}  {net.spec}")
     if not args.name:
-        print("\nresidual networks (plif.models.residual; input channels and classes follow --dataset):")
+        print("\nresidual networks and transformers (plif.models.residual, plif.models.spikformer; input channels and "
+              "classes follow --dataset):")
         _residual_zoo(None)
     return 0
 
@@ -93,6 +101,6 @@ def register(sub) -> None:
     from ..catalog import DATASETS
 
     z.add_argument("name", nargs="?", help=f"dataset name ({', '.join(DATASETS)}) or a residual network "
-                   "(sew-resnet18, sew-7b-net, ...: the list without a name shows them)")
+                   "(sew-resnet18, sew-7b-net, spikformer, ...: the list without a name shows them)")
     z.add_argument("--authors-code", action="store_true", help="the authors' code's variant of the network")
     z.set_defaults(func=run_zoo)

@@ -47,13 +47,21 @@ def bn_scale_shift(bn: nn.modules.batchnorm._BatchNorm) -> tuple[torch.Tensor, t
     return alpha, beta.reshape(-1)
 
 
-def fold_batchnorm(net: SpikingNetwork) -> SpikingNetwork:
+def fold_batchnorm(net: nn.Module) -> nn.Module:
     """A copy of ``net`` in eval mode with each BN merged into the conv/linear right before it.
 
     Per-step BN (``bn_per_step``) folds the same way: in eval mode it uses one set of running
     statistics for every step.  A BN that does not follow a conv/linear is kept as it is.
-    The original network is not modified.
+    The original network is not modified.  Any other ``nn.Module`` (a residual network, a converted
+    SpikingJelly model, a network written by hand) folds each BN that reads only a conv/linear
+    layer's output, found on its traced graph (:func:`plif.deploy.module_folding.fold_module_batchnorm`).
     """
+    if not isinstance(net, nn.Module):
+        raise TypeError(f"fold_batchnorm takes an nn.Module, got {type(net).__name__}")
+    if not isinstance(net, SpikingNetwork):
+        from .module_folding import fold_module_batchnorm, replace_networks
+
+        return replace_networks(fold_module_batchnorm(net), fold_batchnorm)
     layers: list[nn.Module] = []
     info: list[LayerInfo] = []
     for layer, li in zip(net.layers, net.info):

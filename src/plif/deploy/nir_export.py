@@ -460,8 +460,8 @@ def export_nir_all(net: SpikingNetwork, path: str | Path, verify: bool = True, b
                    allow_inexact_dt: bool = False) -> dict[str, Path | str]:
     """One file per importer (:data:`~plif.deploy.nir_targets.TARGETS`, each at its own ``dt``),
     named after it (:func:`~plif.deploy.nir_targets.target_path`: ``model.nir`` ->
-    ``model.norse.nir``, ``model.snntorch.nir``, ...): ``{target: the file written, or why that
-    importer cannot run the network}``.  Every file is converted and checked before any is written
+    ``model.norse.nir``, ``model.snntorch.nir``, ...): a dict from each target to the file written,
+    or to why that importer cannot run the network.  Every file is converted and checked before any is written
     (each atomically); a network no importer can run is an :class:`NIRExportError`.  Notes of
     :func:`export_nir` name their target.
 

@@ -18,8 +18,8 @@ from .spike_ops import DEFAULT_MAX_DENSITY, DEFAULT_MAX_DENSITY_CONV, GatherConv
 __all__ = ["to_spike_inference", "keeps_binary", "spike_fed_layers"]  # the last two: plif.models.structure
 
 
-def to_spike_inference(net: SpikingNetwork, max_density: float | None = None,
-                       validate: bool = True) -> SpikingNetwork:
+def to_spike_inference(net: nn.Module, max_density: float | None = None,
+                       validate: bool = True) -> nn.Module:
     """BN-folded eval copy of ``net`` with every spike-fed ``Conv2d``/``Linear`` replaced by its
     gather-accumulate form (:class:`GatherConv2d`, :class:`GatherLinear`).
 
@@ -27,7 +27,16 @@ def to_spike_inference(net: SpikingNetwork, max_density: float | None = None,
     takes the measured defaults (linear 0.06, conv 0: the unfold gather never beat oneDNN here),
     ``1`` forces the gather path everywhere, ``0`` keeps every dense GEMM.
     Same input and output as ``net``: ``[B, ...]`` or ``[T, B, ...]`` -> ``[T, B, classes]``.
+    Any other ``nn.Module`` gets the same from its traced graph
+    (:func:`plif.deploy.module_folding.module_spike_inference`).
     """
+    if not isinstance(net, nn.Module):
+        raise TypeError(f"to_spike_inference takes an nn.Module, got {type(net).__name__}")
+    if not isinstance(net, SpikingNetwork):
+        from .module_folding import module_spike_inference, replace_networks
+
+        return replace_networks(module_spike_inference(net, max_density, validate),
+                                lambda m: to_spike_inference(m, max_density, validate))
     out = fold_batchnorm(net)
     for i in spike_fed_layers(out):
         syn = unwrap(out.layers[i])

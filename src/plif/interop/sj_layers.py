@@ -29,6 +29,11 @@ def _conv(m):
                      m.bias is not None, m.padding_mode, device="meta")
 
 
+def _conv1d(m):
+    return nn.Conv1d(m.in_channels, m.out_channels, m.kernel_size, m.stride, m.padding, m.dilation, m.groups,
+                     m.bias is not None, m.padding_mode, device="meta")
+
+
 def _bn(m):
     return nn.BatchNorm2d(m.num_features, m.eps, m.momentum, m.affine, m.track_running_stats, device="meta")
 
@@ -50,8 +55,9 @@ def _avg_pool(m):
 
 
 # the torch.nn parent of each SpikingJelly wrapper (and of itself, inside a SeqToANNContainer)
-_PLAIN = {"Conv2d": _conv, "BatchNorm2d": _bn, "BatchNorm1d": _bn1d, "Linear": _linear, "MaxPool2d": _max_pool,
-          "AvgPool2d": _avg_pool, "AdaptiveAvgPool2d": lambda m: nn.AdaptiveAvgPool2d(m.output_size),
+_PLAIN = {"Conv2d": _conv, "Conv1d": _conv1d, "BatchNorm2d": _bn, "BatchNorm1d": _bn1d, "Linear": _linear,
+          "MaxPool2d": _max_pool, "AvgPool2d": _avg_pool,
+          "AdaptiveAvgPool2d": lambda m: nn.AdaptiveAvgPool2d(m.output_size),
           "Flatten": lambda m: nn.Flatten(m.start_dim, m.end_dim), "Identity": lambda m: nn.Identity()}
 FOLDABLE = tuple(_PLAIN)
 """The layer class names (SpikingJelly's, or torch.nn's inside a ``SeqToANNContainer``) converted exactly."""

@@ -5,13 +5,16 @@ The module tree is kept: containers and the model's own ``forward``s (a SEW ``Ba
 ``self.sn1(self.bn1(self.conv1(x)))`` plus its shortcut) run as written, on the same ``[T, B, ...]``
 tensors, and only the leaves are replaced:
 
-- ``layer.Conv2d``, ``BatchNorm2d``, ``MaxPool2d``, ``AvgPool2d``, ``AdaptiveAvgPool2d``, ``Linear``,
-  ``Flatten`` -> :class:`plif.layers.TimeFolded` of the ``torch.nn`` layer (:mod:`.sj_layers`);
+- ``layer.Conv2d``, ``Conv1d``, ``BatchNorm2d``, ``BatchNorm1d``, ``MaxPool2d``, ``AvgPool2d``,
+  ``AdaptiveAvgPool2d``, ``Linear``, ``Flatten`` -> :class:`plif.layers.TimeFolded` of the ``torch.nn`` layer
+  (:mod:`.sj_layers`);
   ``SeqToANNContainer`` -> an ``nn.Sequential`` of its layers, each time-folded;
 - ``layer.Dropout`` -> :class:`plif.layers.TimeInvariantDropout` (both draw one mask per sample,
   scaled by ``1/(1-p)``, and keep it over ``T``); ``layer.VotingLayer`` -> :class:`plif.layers.Voting`;
 - ``neuron.IFNode``, ``LIFNode``, ``ParametricLIFNode`` -> ``IF``, ``LIF``, ``PLIF`` (:mod:`.sj_neurons`,
   which states the equations and the surrogates);
+- ``layer.SpikingSelfAttention``, ``QKAttention`` (token, channel), ``SpikeDrivenSelfAttention`` -> plif's
+  layers of :mod:`plif.layers.attention` (:mod:`.sj_attention`), holding the converted children;
 - plain ``torch.nn`` modules are kept as they are (they ran on the same tensors in SpikingJelly).
 
 The parameters and buffers (BatchNorm's running statistics included) are copied, or with
@@ -28,6 +31,7 @@ import copy
 
 from torch import nn
 
+from .sj_attention import convert_attention
 from .sj_layers import convert_layer
 from .sj_neurons import convert_neuron
 
@@ -91,7 +95,8 @@ def _convert(module: nn.Module, prefix: str) -> nn.Module:
     for key, child in list(module._modules.items()):
         if child is not None:
             module._modules[key] = _convert(child, f"{prefix}.{key}" if prefix else key)
-    return module
+    attention = convert_attention(module, prefix, _refuse)  # holds the children just converted
+    return module if attention is None else attention
 
 
 def from_spikingjelly(model: nn.Module, *, state_dict: dict | None = None, share: bool = False,

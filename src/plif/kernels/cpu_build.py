@@ -32,7 +32,7 @@ import torch
 from ..atomic import atomic_path, atomic_write_json
 from ..filelock import FileLock
 
-__all__ = ["load_library", "library_or_raise", "unavailable", "SUFFIX", "BUILD_ERROR", "cache_dir", "library_damage",
+__all__ = ["load_library", "library_or_raise", "unavailable", "SUFFIX", "BUILD_ERROR", "cache_dir", "library_damage", "UNRECORDED",
            "cached_libraries", "loaded_library"]
 
 # one translation unit per input type, compiled in parallel: nearly all the build is the neuron
@@ -90,6 +90,9 @@ def _digest(path: Path) -> dict:
     return {"size": path.stat().st_size, "sha256": h.hexdigest()}
 
 
+UNRECORDED = "has no readable size and hash record (an interrupted build or an older plif)"
+
+
 def library_damage(library: Path) -> str | None:
     """Why the cached ``library`` must not be loaded (missing, unrecorded, a size or hash other than
     the one recorded when it was built), or ``None`` when it is whole.  Reads the file (3 MB: a few ms)."""
@@ -99,7 +102,7 @@ def library_damage(library: Path) -> str | None:
         record = json.loads(_record_path(library).read_text())
         want_size, want_hash = int(record["size"]), str(record["sha256"])
     except (OSError, ValueError, KeyError, TypeError):
-        return "has no readable size and hash record (an interrupted build or an older plif)"
+        return UNRECORDED
     try:
         have = _digest(library)
     except OSError as e:

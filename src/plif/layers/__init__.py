@@ -1,5 +1,6 @@
 """Layers over ``[T, B, ...]`` tensors: time folding, time-invariant dropout, voting, BN folding,
-and the memory-saving forms of conv/linear/pooling/BN on spikes."""
+the memory-saving forms of conv/linear/pooling/BN on spikes, and the spiking transformers' attention."""
+from .attention import QKAttention, SpikeDrivenSelfAttention, SpikingSelfAttention
 from .bn_fold import fold_bn_into
 from .dropout import TimeInvariantDropout
 from .fold import PerStepBatchNorm, TimeFolded, unwrap
@@ -11,4 +12,5 @@ from .voting import Voting
 
 __all__ = ["TimeFolded", "PerStepBatchNorm", "TimeInvariantDropout", "Voting", "fold_bn_into",
            "MaxPool2d", "SpikeMaxPool2d", "spike_max_pool2d", "SpikeConv2d", "SpikeLinear", "SpikeConvBN",
-           "BF16SavedPotential", "unwrap"]
+           "BF16SavedPotential", "unwrap",
+           "SpikingSelfAttention", "QKAttention", "SpikeDrivenSelfAttention"]

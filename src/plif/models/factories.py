@@ -41,6 +41,7 @@ class ModelError(ValueError):
 MODEL_FACTORIES.update({name: f"plif.models.residual:{name.replace('-', '_')}" for name in (
     "sew-resnet18", "sew-resnet18-and", "sew-resnet18-iand", "sew-resnet34", "sew-resnet34-and", "sew-resnet34-iand",
     "spiking-resnet18", "spiking-resnet34", "sew-7b-net", "sew-wide-7b-net")})
+MODEL_FACTORIES["spikformer"] = "plif.models.spikformer:spikformer"  # plif.models.spikformer.TRANSFORMER_ZOO
 
 
 def register_model(name: str, factory: "Callable | str | None" = None):

@@ -145,9 +145,10 @@ def _trace(module: nn.Module) -> fx.Graph:
     return graph
 
 
-def _binary_nodes(graph: fx.Graph, module: nn.Module, spikes_in: bool) -> dict:
-    """For each node, whether its value is spikes in training mode: a neuron's output, and what
-    stays binary through max-pooling, flatten and views (:func:`~.structure.keeps_binary`)."""
+def _binary_nodes(graph: fx.Graph, module: nn.Module, spikes_in: bool, training: bool = True) -> dict:
+    """For each node, whether its value is spikes in training mode (or, ``training=False``, in
+    evaluation mode): a neuron's output, and what stays binary through max-pooling, flatten and views
+    (:func:`~.structure.keeps_binary`)."""
     binary: dict = {}
     placeholders = 0
     for n in graph.nodes:
@@ -158,7 +159,7 @@ def _binary_nodes(graph: fx.Graph, module: nn.Module, spikes_in: bool) -> dict:
             placeholders += 1
         elif n.op == "call_module":
             m = module.get_submodule(n.target)
-            binary[n] = isinstance(m, SpikingNeuron) or (fed and keeps_binary(m, training=True))
+            binary[n] = isinstance(m, SpikingNeuron) or (fed and keeps_binary(m, training=training))
         elif n.op == "call_method":
             binary[n] = fed and n.target in _BINARY_METHODS
         elif n.op == "call_function":

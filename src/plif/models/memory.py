@@ -108,10 +108,10 @@ _PRESETS: dict[str, tuple[MemoryOptions, str]] = {
 }
 
 MEMORY_PRESETS: dict[str, MemoryOptions] = {name: opts for name, (opts, _) in _PRESETS.items()}
-"""The one table of memory modes: ``plif train --memory``, :func:`plif.fuse`'s ``memory``, ``plif bench
-memory`` and the GPU script take these names, with these meanings (:data:`plif.models.memory.MEMORY_HELP`): ``fused`` (the
-default) runs each conv block's BatchNorm, neuron and pool as one fused step; ``none`` is the composed
-PyTorch layers; ``exact`` gives the same results as ``fused`` with the conv outputs recomputed in
+"""The one table of memory modes: ``plif train --memory``, :func:`plif.fuse`'s ``memory``,
+``plif bench memory`` and the GPU script take these names, with these meanings
+(:data:`plif.models.memory.MEMORY_HELP`): ``fused`` (the default) runs each conv block's BatchNorm,
+neuron and pool as one fused step; ``none`` is the composed PyTorch layers; ``exact`` gives the same results as ``fused`` with the conv outputs recomputed in
 backward, and ``spikes`` and ``checkpoint`` the same results as ``none``; ``low`` and ``all`` add the
 inexact savings."""
 

@@ -270,7 +270,7 @@ def build_network(spec: str, input_shape, T: int = 8, *, neuron: str | None = No
     T = _check_int("T", T, 1)
     from ..encoding import make_encoder
 
-    encoder = make_encoder(encoder, T)
+    encoder = make_encoder(encoder, T, channels=input_shape[0])
     if pool not in (None, "max", "avg"):
         raise ValueError(f"pool must be 'max' or 'avg', got {pool!r}")
     given = {"bn_per_step": bn_per_step, "per_channel_tau": per_channel_tau, "dropout_p": dropout_p,

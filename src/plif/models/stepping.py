@@ -55,6 +55,15 @@ class NetworkState:
     def to(self, *args, **kwargs) -> "NetworkState":
         """The same state with every tensor moved or cast as ``Tensor.to(*args, **kwargs)`` does it
         (``state.to("cuda")``, ``state.to(torch.float64)``, ``state.to(x)``); autograd follows the copy."""
+        try:  # the arguments are checked on an empty tensor first, so a bad one is refused even with no potential yet
+            torch.empty(0).to(*args, **kwargs)
+        except (RuntimeError, TypeError, AssertionError) as e:
+            given = ", ".join([*map(repr, args), *(f"{k}={v!r}" for k, v in kwargs.items())])
+            reason = (str(e).strip().splitlines() or [type(e).__name__])[0][:160]
+            raise (TypeError if isinstance(e, TypeError) else ValueError)(
+                f"NetworkState.to({given}): takes what Tensor.to takes (a device such as 'cpu' or 'cuda:0', a dtype "
+                f"such as torch.float64, or a tensor); torch says: {reason}") from None
+
         def move(vs):
             return tuple(None if v is None else v.to(*args, **kwargs) for v in vs)
 

@@ -70,8 +70,9 @@ class TrainConfig:
     encoder: str = field(default=DEFAULT_ENCODER, metadata={
         "help": "how a static image becomes T steps (plif.encoding): direct (the paper's: the image at every step, "
                 "the first conv is the learnt encoder), poisson (a spike with probability = the pixel's intensity in "
-                "[0, 1] at every step), latency (one spike at step round((T-1)(1-intensity))); event datasets feed "
-                "their frames", "choices": tuple(ENCODERS)})
+                "[0, 1] at every step), latency (one spike at step round((T-1)(1-intensity))), latency-log "
+                "(SpikingJelly's log latency), phase (the intensity's binary digits, weighted phase); event datasets "
+                "feed their frames", "choices": tuple(ENCODERS)})
     device: str = field(default="auto", metadata={"help": "auto (cuda if available), cpu, cuda, cuda:1, ..."})
     seed: int = field(default=0, metadata={
         "help": "seed of weights, shuffling, augmentation and dropout (0 to 2^32-1)"})
