@@ -112,6 +112,10 @@ def test_the_cache_is_reused_and_never_stale(tmp_path):
     assert ds.reads == 6 and np.array_equal(edited[1][0], _plif_frames(files[0], 4, "count"))
     other_T = TonicFrames(ds, 5, cache_dir=tmp_path / "c", log=lambda line: None)
     assert other_T[0][0].shape == (5, 2, 34, 34)
+    from plif.data.events.clean import cache_like_folders
+
+    assert cache_like_folders(tmp_path / "c") == []  # apart from the caches plif data verify and clean read
+    assert len(list((tmp_path / "c" / "tonic").glob("*/meta.json"))) == 2
 
 
 def test_tonic_transforms_are_refused_not_applied(tmp_path):
@@ -165,7 +169,7 @@ def test_bad_input_is_refused_in_one_line(tmp_path):
         TonicFrames(NMNIST(files, [0]), 0)
     with pytest.raises(TypeError, match="dataset: a Tonic dataset"):
         TonicFrames(3, 4)
-    assert len(list((tmp_path / "c").glob("*/meta.json"))) == 1  # the one accepted; the refused ones wrote none
+    assert len(list((tmp_path / "c").glob("tonic/*/meta.json"))) == 1  # the one accepted; the refused ones wrote none
 
 
 def test_the_real_tonic_nmnist_gives_plifs_frames(shared_data, tmp_path):

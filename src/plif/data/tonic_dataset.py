@@ -24,7 +24,8 @@ safely as the event datasets' (:mod:`plif.data.events.cache`).
   Tonic's sensor is ``(W, H, P)``, plif's ``(H, W)``; a sensor that differs from plif's record of
   the same dataset; plif's own reader flipping x where Tonic's does not; ``p`` as -1/1 (taken as
   OFF 0 / ON 1; 0/1 and bool are plif's).
-- The cache (``cache_dir``, default ``$PLIF_DATA_ROOT/frames``): one folder per dataset class, T,
+- The cache (under ``tonic/`` in ``cache_dir``, default ``$PLIF_DATA_ROOT/frames``, apart from the event
+  datasets' caches that ``plif data verify`` and ``clean`` read): one folder per dataset class, T,
   split, sensor and samples, holding ``frames.npy`` ``[N, T, 2, H, W]`` (counts, the smallest
   integer type that holds them), ``labels.npy`` and, written last, ``meta.json``.  Its key hashes
   each recording file's fingerprint where the dataset lists its files (``dataset.data``, one path
@@ -139,7 +140,7 @@ class TonicFrames:
     - dataset: the Tonic dataset object (module docstring), built without transforms.
     - T: frames per sample; split: ``"count"`` (the paper) or ``"time"`` (:func:`plif.data.frames.slice_index`).
     - sensor_size: plif's ``(H, W)``; None: the dataset's Tonic ``sensor_size``.
-    - cache_dir: where the frame cache goes (None: ``$PLIF_DATA_ROOT/frames``)."""
+    - cache_dir: the frame caches' folder; this one goes under ``tonic/`` there (None: ``$PLIF_DATA_ROOT/frames``)."""
 
     def __init__(self, dataset, T: int, split: str = "count", sensor_size=None, cache_dir=None, log=print):
         if isinstance(T, bool) or not isinstance(T, (int, np.integer)) or T < 1:
@@ -159,7 +160,8 @@ class TonicFrames:
             raise ValueError(f"{type(dataset).__name__}: no samples")
         check_frame_shape(self.T, self.sensor_size, samples=len(dataset), hint="lower T")
         self.notes = tonic_conventions(dataset, self.sensor_size, polarities)
-        root = Path(cache_dir) if cache_dir is not None else default_root() / "frames"
+        # a folder of their own: plif data verify / clean read the folders directly under the frame caches' folder
+        root = (Path(cache_dir) if cache_dir is not None else default_root() / "frames") / "tonic"
         self.frames, self.labels, signed = _cached(dataset, self.T, split, self.sensor_size, root)
         if signed:
             self.notes.append(f"{type(dataset).__name__}: polarity p is -1/1 in Tonic's events, taken as plif's "
