@@ -27,7 +27,8 @@ def test_a_step_beyond_the_available_memory_is_refused_in_one_line(encoder, T, b
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1, err
-    assert err.startswith(f"plif train: error: --T {T} with --batch-size {batch}: one training step needs at least "), err
+    assert err.startswith(f"plif train: error: --T {T} with --batch-size {batch}: one training step needs at "
+                          "least "), err
     assert "of activations kept for backward over the" in err and "with --memory fused" in err, err
     assert err.endswith("more than the 16.0 GiB this machine has available; lower --T or --batch-size"), err
     assert not (tmp_path / "run").exists()

@@ -72,7 +72,8 @@ def tonic_events(events, where: str = "events") -> tuple[np.ndarray, bool]:
     signed = bool(p.size and p.min() < 0)
     if signed:
         if not np.isin(p, (-1, 1)).all():
-            raise ValueError(f"{where}: polarity values must be 0/1, bool or -1/1, found {int(p.min())} to {int(p.max())}")
+            raise ValueError(f"{where}: polarity values must be 0/1, bool or -1/1, found {int(p.min())} to "
+                             f"{int(p.max())}")
         p = (p > 0).astype(np.int64)
     elif p.size and p.max() > 1:
         raise ValueError(f"{where}: polarity values must be 0/1, bool or -1/1, found {int(p.min())} to {int(p.max())}")

@@ -21,7 +21,8 @@ from ..values import check_value
 from .fields import field_kind, flag_name
 
 __all__ = ["NEURON_NAMES", "NOTATION_ONLY", "MAX_SEED", "LR_RANGE", "check_names", "check_values", "check_effects", "idle_settings",
-           "check_outputs", "meta_network", "check_network", "check_weights_fit", "check_step_fits", "available_memory"]
+           "check_outputs", "meta_network", "check_network", "check_weights_fit", "check_step_fits",
+           "available_memory"]
 
 NEURON_NAMES = tuple(name.lower() for name in NEURONS)
 MAX_SEED = 2**32 - 1  # every generator seeded from it stays inside torch's 64-bit seeds
