@@ -24,7 +24,8 @@ import warnings
 from pathlib import Path
 
 MODULES = ("plif", "plif.neurons", "plif.surrogate", "plif.layers", "plif.models", "plif.data", "plif.data.events",
-           "plif.data.frames", "plif.data.tonic_frames", "plif.train", "plif.runs", "plif.deploy", "plif.experiments")
+           "plif.data.frames", "plif.data.tonic_frames", "plif.data.tonic_dataset",
+           "plif.train", "plif.runs", "plif.deploy", "plif.experiments")
 LEFT_OUT = {
     "plif.cli": "argument parsing only; `plif <command> --help` is its reference",
     "plif.kernels": "fused backends, reached through plif.neurons.multi_step and backend_status; "

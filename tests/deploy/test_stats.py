@@ -91,3 +91,30 @@ def test_stats_on_real_mnist_test_images(shared_data, make_net):
     st = collect_stats(net, batches)
     assert st.samples == 40 and st.correct is not None
     assert math.isfinite(st.totals["energy_ratio_ann_over_snn"])
+
+
+def test_counts_stay_exact_under_bf16_autocast():
+    """Under bf16 autocast a conv's reach (up to C_in*k*k = 576 here) and a spike sum were rounded to
+    bf16 (integers step by 2 above 256): ``plif stats`` of a bf16 run counts in fp32/fp64 all the same."""
+    from plif.deploy.stats import spike_count
+
+    conv = nn.Conv2d(64, 3, 3, padding=1)
+    s = (torch.rand(2, 64, 9, 9, generator=torch.Generator().manual_seed(0)) < 0.9).float()
+    want = conv_synops(s, conv)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        assert conv_synops(s, conv) == want
+        assert spike_count(torch.ones(1001, dtype=torch.bfloat16)) == 1001
+
+
+def test_collect_stats_runs_the_layers_in_the_precision_asked(make_net):
+    """amp='bf16': every layer runs under bf16 autocast (the precision of a run that trained in bf16)
+    and the result says which precision it ran in; amp=None: fp32."""
+    net = make_net().eval()
+    seen = []
+    net.layers[0].register_forward_hook(lambda m, i, o: seen.append(torch.is_autocast_enabled("cpu")))
+    x = torch.randn(4, 1, 16, 16)
+    st = collect_stats(net, [x], fold_bn=False, amp="bf16", precision="precision: bf16 autocast")
+    assert seen == [True] and st.to_dict()["precision"] == "precision: bf16 autocast"
+    assert "\nprecision: bf16 autocast\n" in render_stats(st)
+    collect_stats(net, [x], fold_bn=False)
+    assert seen == [True, False]

@@ -102,6 +102,9 @@ def test_a_batch_first_tensor_is_refused_unless_asked_for():
         net(torch.rand(3, T, 8, 8, 2), time_first=False)
     with pytest.raises(TypeError, match="time_first=...\\): True"):
         net(x, time_first="no")
+    for not_a_bool in (0, 1, 0.0):  # 0 == False: 0 ran frames time-first, unsaid (issue 53)
+        with pytest.raises(TypeError, match=rf"time_first=...\): True .* or None, got {not_a_bool!r}"):
+            net(x, time_first=not_a_bool)
 
 
 def _stepped_state(net, batch=3):

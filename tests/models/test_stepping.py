@@ -1,6 +1,7 @@
 """A network run one frame at a time with carried state equals its multi-step forward bit for bit,
 on every zoo network (narrow, small frames), in eval mode and in training with per-step BatchNorm."""
 import copy
+import re
 
 import pytest
 import torch
@@ -116,6 +117,32 @@ def test_batch_statistics_shapes_and_batch_size_are_refused_in_one_line():
     with pytest.raises(ValueError, match="the state is for a batch of 2, but x_t has 1 samples"):
         net.step(x[0, :1], state)
     assert isinstance(net.initial_state(), NetworkState) and net.initial_state().t == 0
+
+
+def test_a_training_step_past_T_through_per_step_batchnorm_is_refused_in_one_line():
+    """It was taken (issue 53): the running statistics updated more often than a training batch of T
+    steps does.  In eval mode the stream goes on; a new batch starts at rest."""
+    net, x = _net("fashion-mnist", bn_per_step=True)
+    net.train()
+    _, state = _stepped(net, x)
+    with pytest.raises(ValueError, match=r"net.step\(\): step 4 is past T = 3 in training, through a per-step "
+                                         r"BatchNorm \(layer 1\) .* net.initial_state\(\), or step in eval mode"):
+        net.step(x, state)
+    net.step(x)  # the next batch
+    net.eval()
+    with torch.no_grad():
+        assert net.step(x, state)[1].t == T + 1
+
+
+@pytest.mark.parametrize("t", [-1, 1.5, True, "0"])
+def test_a_hand_made_state_with_a_bad_t_is_refused_in_one_line(t):
+    net, x = _net("nmnist")
+    net.eval()
+    _, state = net.step(x[0])
+    bad = NetworkState(t, state.potentials, state.masks)
+    with pytest.raises(ValueError, match=rf"net.step\(x_t, state\): the state's t \(steps taken, 0 or more\) is "
+                                         rf"{re.escape(repr(t))}; start with net.initial_state\(\)"):
+        net.step(x[1], bad)
 
 
 @pytest.mark.parametrize("args, kind, says", [

@@ -53,6 +53,15 @@ CALLS = {
                       "convert it with state.to(torch.float32)", "refuse"),
     "state-moved-back": ("    _, s = net.step(x[0])\n    y, s = net.step(x[1], s.to(torch.float64).to(torch.float32))\n"
                          "    print(tuple(y.shape), len(s.detach().potentials))", "(3, 10) 2", "ok"),
+    # issue 53: each of these was taken in silence
+    "time-first-zero": ("    net(x, time_first=0)", "True ([T, B, ...]), False ([B, T, ...]) or None, got 0", "refuse"),
+    "state-t-negative": ("    from plif.models import NetworkState\n    _, s = net.step(x[0])\n"
+                         "    net.step(x[1], NetworkState(-1, s.potentials, s.masks))",
+                         "the state's t (steps taken, 0 or more) is -1", "refuse"),
+    "training-step-past-T-per-step-bn": (
+        "    net = build_network('c4k3s1-BN-PLIF-MPk2s2-DP-FC10-PLIF', (2, 8, 8), 4, bn_per_step=True).train()\n"
+        "    s = None\n    for t in range(5):\n        _, s = net.step(x[0], s)",
+        "step 5 is past T = 4 in training, through a per-step BatchNorm (layer 1)", "refuse"),
 }
 
 

@@ -153,6 +153,23 @@ _NO_EFFECT = {
     "nesterov-with-adam": ["--nesterov"],
 }
 CASES += [Case(f"train-no-effect-{name}", "options", [*TRAIN, *extra], check=no_stub) for name, extra in _NO_EFFECT.items()]
+
+
+def _refused_step(T: int, batch: int):
+    """The check of a step too large for the memory available (issue 53): one line naming --T and the batch."""
+    says = f"--T {T} with --batch-size {batch}: one training step needs at least"
+
+    def check(tmp: Path, r) -> str | None:
+        return no_stub(tmp, r) or (None if says in r.stderr else f"the refusal does not say {says!r}")
+    return check
+
+
+# issue 53: OOM-killed at 22 GB (T 100000), the allocator's raw error (T 20000, batch 32); the cpu network
+_HUGE_STEP = ["train", "--data-dir", "{fmnist}", "--device", "cpu", "--out", "{tmp}/run", "--epochs", "1"]
+CASES += [Case(f"train-encoder-{enc}-T{T}-B{B}", "options",
+               [*_HUGE_STEP, "--encoder", enc, "--T", str(T), "--batch-size", str(B)], check=_refused_step(T, B))
+          for enc, T, B in (("latency", 100_000, 16), ("direct", 100_000, 16), ("poisson", 100_000, 16),
+                            ("latency", 20_000, 32))]
 CASES += [
     Case("train-recipe-ce-sgd", "options", [*TRAIN, "--loss", "ce", "--label-smoothing", "0.1", "--optimizer", "sgd",
                                             "--nesterov", "--weight-decay", "1e-4", "--lr", "0.05"], expect="ok"),

@@ -91,3 +91,31 @@ def test_eval_stopped_by_a_signal_says_so_and_exits_128_plus_its_number(sig, tin
     finally:
         signal.signal(signum, before)
     assert f"plif eval: stopped by {sig} before it finished" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_eval_runs_a_bf16_run_in_bf16_where_native_and_says_which(native, tiny_fashion, tmp_path, capsys,
+                                                                   monkeypatch):
+    """plif eval runs in the run's precision where this CPU has it natively (bf16 is emulated elsewhere,
+    slower than fp32): then accuracy A is the one the run recorded; else fp32, the line saying why."""
+    import torch
+
+    from plif.layers import precision
+    from plif.train import loop
+
+    out = tmp_path / "run"
+    assert main(_args(tiny_fashion, out, "--epochs", "1", "--amp", "bf16", "--max-test-samples", "40")) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    monkeypatch.setattr(precision, "native_bf16", lambda: native)
+    seen = []
+    real = loop.evaluate
+    monkeypatch.setattr(loop, "evaluate", lambda *a, **k: seen.append(torch.is_autocast_enabled("cpu")) or real(*a, **k))
+    capsys.readouterr()
+    assert main(["eval", str(out), "--device", "cpu"]) == 0
+    printed = capsys.readouterr().out
+    assert seen == [native]
+    if native:
+        assert "precision: bf16 autocast, as the run trained" in printed
+        assert f"accuracy A: {summary['accuracy_A']['test_acc']:.2%}" in printed
+    else:
+        assert "precision: fp32, not the run's bf16: this CPU has no native bf16" in printed

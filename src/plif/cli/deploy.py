@@ -17,6 +17,9 @@ def run_stats(args) -> int:
         raise ValueError("--seed has no effect without --random: it seeds the random input; the test split is "
                          "read in order")
     net, config = load_checked_run(args.run, args.which, args.trust_module)
+    from ..layers.precision import run_precision
+
+    amp, said = run_precision(config.get("amp"), "cpu")  # the run's, where this CPU has it natively
     model = config.get("model")  # plif train --model: counted by forward hooks (plif.deploy.module_stats)
     if args.random:
         batches = random_batches(tuple(config["input_shape"]), args.samples, args.batch_size, seed=args.seed or 0)
@@ -32,9 +35,10 @@ def run_stats(args) -> int:
         if model:
             from ..deploy.module_stats import collect_module_stats
 
-            st = collect_module_stats(net, batches, int(config["T"]), f"--model {model}", args.samples, progress=bar)
+            st = collect_module_stats(net, batches, int(config["T"]), f"--model {model}", args.samples, progress=bar,
+                                      amp=amp, precision=said)
         else:
-            st = collect_stats(net, batches, max_samples=args.samples, progress=bar)
+            st = collect_stats(net, batches, max_samples=args.samples, progress=bar, amp=amp, precision=said)
     print(render_stats(st))
     if args.json:
         from ..atomic import atomic_write_text as write_text_atomic

@@ -85,7 +85,9 @@ def run_eval(args) -> int:
     (:func:`plif.train.evaluate_run.evaluate_run`)."""
     from ..train.evaluate_run import evaluate_run
 
-    for r in evaluate_run(args.run, args.data_dir, args.device, args.trust_module, progress=True):
+    for i, r in enumerate(evaluate_run(args.run, args.data_dir, args.device, args.trust_module, progress=True)):
+        if i == 0:
+            print(r.precision)
         name, checkpoint = ("A", "best-test") if r.which == "best_test" else ("B", "best-validation")
         print(f"accuracy {name}: {r.accuracy:.2%} on {r.samples} test samples ({checkpoint} checkpoint, epoch {r.epoch})")
     return 0

@@ -16,19 +16,21 @@ import torch
 from torch import nn
 
 from ..layers import unwrap
+from ..layers.precision import precision_autocast
 from ..neurons import SpikingNeuron
-from .stats import LayerStats, NetworkStats, _is_binary, ann_macs, conv_synops
+from .stats import LayerStats, NetworkStats, _is_binary, ann_macs, conv_synops, spike_count
 
 __all__ = ["collect_module_stats"]
 
 
 @torch.no_grad()
 def collect_module_stats(model: nn.Module, batches: Iterable, T: int, spec: str, max_samples: int | None = None,
-                         progress=None) -> NetworkStats:
+                         progress=None, amp: str | None = None, precision: str = "") -> NetworkStats:
     """Run ``model`` (eval mode) over ``batches`` of ``x [T, B, ...]`` or ``(x, labels)`` and count per
-    layer as :func:`plif.deploy.stats.collect_stats` does; ``spec`` names the network in the report."""
+    layer as :func:`plif.deploy.stats.collect_stats` does (``amp``, ``precision`` as there); ``spec`` names
+    the network in the report."""
     model.eval()
-    st = NetworkStats(spec, T)
+    st = NetworkStats(spec, T, precision=precision)
     rows: dict[str, LayerStats] = {}
     batch = {"b": 0}
 
@@ -52,7 +54,7 @@ def collect_module_stats(model: nn.Module, batches: Iterable, T: int, spec: str,
                 same = steps > 1 and bool((x.unflatten(0, (steps, b)) == x[:b].unsqueeze(0)).all())
                 ls.macs += ann_macs(m, per_sample) * b * (1 if same else steps)
             elif isinstance(m, nn.Linear):
-                ls.synops += float(x.sum()) * m.out_features
+                ls.synops += spike_count(x) * m.out_features
             else:
                 ls.synops += conv_synops(x, m)
         return hook
@@ -61,7 +63,7 @@ def collect_module_stats(model: nn.Module, batches: Iterable, T: int, spec: str,
         def hook(m, inputs, out):
             ls = row(name, "neuron")
             ls.neurons = out[0, 0].numel()
-            ls.spikes += float(out.sum())
+            ls.spikes += spike_count(out)
         return hook
 
     handles, wrapped = [], {}
@@ -85,7 +87,8 @@ def collect_module_stats(model: nn.Module, batches: Iterable, T: int, spec: str,
                 if b > take:
                     x, y, b = x[:, :take], None if y is None else y[:take], take
             batch["b"] = b
-            out = model(x)
+            with precision_autocast(amp, x.device.type):
+                out = model(x)
             st.samples += b
             if progress is not None:
                 progress.update(b)

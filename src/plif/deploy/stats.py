@@ -24,6 +24,7 @@ from torch import nn
 
 from ..models import SpikingNetwork
 from ..layers import unwrap
+from ..layers.precision import precision_autocast
 from ..models.inputs import is_static, repeat_over_time
 from ..monitor import FiringRateMonitor, spiking_layers
 from ..models.structure import hoists_first_layer
@@ -58,13 +59,15 @@ class LayerStats:
 @dataclass
 class NetworkStats:
     """What :func:`collect_stats` counted: per-layer totals (:class:`LayerStats`) over ``samples``
-    samples of ``T`` steps of the network ``spec``, and ``correct`` predictions when labels were given."""
+    samples of ``T`` steps of the network ``spec``, and ``correct`` predictions when labels were given;
+    ``precision``: a line saying which precision the network ran in (``plif stats``), empty if unsaid."""
 
     spec: str
     T: int
     samples: int = 0
     correct: int | None = None
     layers: list[LayerStats] = field(default_factory=list)
+    precision: str = ""
 
     def firing_rate(self, ls: LayerStats) -> float:
         """Spikes per neuron and time-step of layer ``ls``."""
@@ -88,7 +91,7 @@ class NetworkStats:
 
     def to_dict(self) -> dict:
         """Everything as JSON-ready values (``plif stats --json``): totals, per-layer rows, energy source."""
-        return {"spec": self.spec, "T": self.T, "samples": self.samples,
+        return {"spec": self.spec, "T": self.T, "samples": self.samples, "precision": self.precision,
                 "energy_per_op_pJ": {"MAC": E_MAC_PJ, "AC": E_AC_PJ, "source": ENERGY_SOURCE},
                 "totals_per_sample": self.totals,
                 "layers": [dict(asdict(ls), firing_rate=self.firing_rate(ls) if ls.neurons else None,
@@ -113,8 +116,9 @@ def conv_synops(s: torch.Tensor, conv: nn.Conv2d) -> float:
     if conv.groups != 1:
         raise ValueError("SynOps counting supports groups=1 convolutions")
     ones = torch.ones(1, conv.in_channels, *conv.kernel_size, dtype=s.dtype, device=s.device)
-    reach = F.conv2d(s, ones, stride=conv.stride, padding=conv.padding, dilation=conv.dilation)
-    return float(reach.sum()) * conv.out_channels
+    with torch.autocast(s.device.type, enabled=False):  # reach counts up to C_in*k*k: exact only in fp32
+        reach = F.conv2d(s.float(), ones.float(), stride=conv.stride, padding=conv.padding, dilation=conv.dilation)
+    return float(reach.sum(dtype=torch.float64)) * conv.out_channels
 
 
 def _is_binary(x: torch.Tensor) -> bool:
@@ -132,9 +136,15 @@ def _time_first(net: SpikingNetwork, x: torch.Tensor) -> torch.Tensor:
     return x.unsqueeze(0) if hoists_first_layer(net.layers) else repeat_over_time(x, net.T)
 
 
+def spike_count(x: torch.Tensor) -> float:
+    """The sum of spikes ``x`` as an exact count (a bf16 sum under autocast is exact only to 256)."""
+    return float(x.sum(dtype=torch.float64))
+
+
 @torch.no_grad()
-def _accumulate(net: SpikingNetwork, x: torch.Tensor, st: NetworkStats) -> torch.Tensor:
-    h = _time_first(net, x)
+def _accumulate(net: SpikingNetwork, x: torch.Tensor, st: NetworkStats, amp: str | None) -> torch.Tensor:
+    with precision_autocast(amp, x.device.type):
+        h = _time_first(net, x)
     for layer, ls, info in zip(net.layers, st.layers, net.info):
         syn = unwrap(layer)
         if isinstance(syn, (nn.Conv2d, nn.Linear)):
@@ -144,10 +154,11 @@ def _accumulate(net: SpikingNetwork, x: torch.Tensor, st: NetworkStats) -> torch
             if not ls.spike_input:
                 ls.macs += ann_macs(syn, info.out_shape) * h.shape[1] * steps
             elif isinstance(syn, nn.Linear):
-                ls.synops += float(h.sum()) * syn.out_features
+                ls.synops += spike_count(h) * syn.out_features
             else:
                 ls.synops += conv_synops(h.flatten(0, 1), syn)
-        h = layer(h)
+        with precision_autocast(amp, h.device.type):
+            h = layer(h)
         if h.shape[0] == 1 and net.T > 1:
             h = repeat_over_time(h[0], net.T)
     return h
@@ -155,21 +166,24 @@ def _accumulate(net: SpikingNetwork, x: torch.Tensor, st: NetworkStats) -> torch
 
 @torch.no_grad()
 def collect_stats(net: SpikingNetwork, batches: Iterable, max_samples: int | None = None,
-                  fold_bn: bool = True, progress=None) -> NetworkStats:
+                  fold_bn: bool = True, progress=None, amp: str | None = None,
+                  precision: str = "") -> NetworkStats:
     """Run ``net`` (eval mode) over ``batches`` and count spikes, SynOps and MACs per layer.
 
     ``batches`` yields ``x`` or ``(x, labels)`` with ``x [B, ...]`` (static) or ``[T, B, ...]``;
     with labels the accuracy (argmax of the mean output over T) is counted too.  Stops after
     ``max_samples`` samples.  BN is folded first so it is not counted as an operation.
-    progress: a tqdm-like bar advanced by each batch's samples.
+    progress: a tqdm-like bar advanced by each batch's samples.  amp: ``"bf16"`` runs the layers under
+    bf16 autocast (counts stay exact), None in fp32 (:func:`plif.layers.precision.run_precision`);
+    precision: the line saying so, kept in the result.
     """
     net = fold_batchnorm(net) if fold_bn else net.eval()
     st = NetworkStats(net.spec, net.T, layers=[LayerStats(i, li.token, li.kind, li.neurons)
-                                               for i, li in enumerate(net.info)])
+                                               for i, li in enumerate(net.info)], precision=precision)
     # the spikes of every spiking layer (the monitor refuses a network without one)
     monitor = FiringRateMonitor(net) if spiking_layers(net) else None
     with monitor or contextlib.nullcontext():
-        _collect(net, batches, max_samples, progress, st)
+        _collect(net, batches, max_samples, progress, st, amp)
     for ls, spikes in zip((ls for ls in st.layers if isinstance(net.layers[ls.index], SpikingNeuron)),
                           monitor.spike_totals().values() if monitor else ()):
         ls.spikes = spikes
@@ -178,7 +192,8 @@ def collect_stats(net: SpikingNetwork, batches: Iterable, max_samples: int | Non
     return st
 
 
-def _collect(net: SpikingNetwork, batches: Iterable, max_samples: int | None, progress, st: NetworkStats) -> None:
+def _collect(net: SpikingNetwork, batches: Iterable, max_samples: int | None, progress, st: NetworkStats,
+             amp: str | None) -> None:
     for batch in batches:
         x, y = (batch if isinstance(batch, (tuple, list)) else (batch, None))
         static = is_static(x, net.input_shape)
@@ -191,7 +206,7 @@ def _collect(net: SpikingNetwork, batches: Iterable, max_samples: int | None, pr
                 x = x[:take] if static else x[:, :take]
                 y = None if y is None else y[:take]
                 b = take
-        out = _accumulate(net, x, st)
+        out = _accumulate(net, x, st, amp)
         st.samples += b
         if progress is not None:
             progress.update(b)
@@ -227,6 +242,8 @@ def render_stats(st: NetworkStats) -> str:
     head = f"network: {st.spec}\nT = {st.T}, samples = {st.samples}"
     if t["accuracy"] is not None:
         head += f", accuracy = {100 * t['accuracy']:.2f}%"
+    if st.precision:
+        head += f"\n{st.precision}"
     tail = [f"energy per sample: SNN {t['energy_snn_uJ']:.4g} µJ (MAC {E_MAC_PJ} pJ x {_fmt(t['snn_macs'])} + "
             f"AC {E_AC_PJ} pJ x {_fmt(t['synops'])}), ANN {t['energy_ann_uJ']:.4g} µJ (MAC {E_MAC_PJ} pJ x "
             f"{_fmt(t['ann_macs'])}): ANN / SNN = {t['energy_ratio_ann_over_snn']:.3g}",

@@ -23,13 +23,14 @@ used by default, see :func:`native_bf16`.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 
 import torch
 from torch import nn
 
-__all__ = ["norm_in_fp32", "native_bf16", "resolve_amp"]
+__all__ = ["norm_in_fp32", "native_bf16", "resolve_amp", "run_precision", "precision_autocast"]
 
 _NORMS = (nn.modules.batchnorm._BatchNorm,)
 
@@ -77,3 +78,37 @@ def resolve_amp(amp: str | None, device_type: str) -> str | None:
     if amp == "auto":
         return "bf16" if device_type == "cpu" and native_bf16() else None
     return None if amp == "none" else amp
+
+
+def _native_bf16_on(device_type: str) -> tuple[bool, str]:
+    """Whether ``device_type`` computes bf16 natively, and where not, why (for a line that says it)."""
+    if device_type == "cpu":
+        return native_bf16(), "this CPU has no native bf16 (AVX512-BF16 or AMX, or ONEDNN_MAX_CPU_ISA caps it): " \
+                              "oneDNN would emulate it, slower than fp32"
+    if device_type == "cuda":
+        return torch.cuda.is_bf16_supported(including_emulation=False), "this GPU has no native bf16"
+    return False, f"bf16 autocast is validated on CUDA and the CPU only, not on {device_type}"
+
+
+def run_precision(amp: str | None, device_type: str) -> tuple[str | None, str]:
+    """``(amp, line)``: the precision a run that trained with ``amp`` (config.json's ``"bf16"`` or None,
+    fp32) is evaluated in on ``device_type`` (``plif eval``, ``plif stats``), and one line saying it.
+    The run's bf16 where the device computes bf16 natively; fp32 elsewhere, the line saying why (its
+    accuracy may then differ from the run's by bf16 rounding).  ``"none"`` and ``"auto"`` (a config
+    written by hand) mean what they mean to ``--amp`` (:func:`resolve_amp`)."""
+    amp = resolve_amp(amp, device_type) if amp in ("none", "auto") else amp
+    if amp is None:
+        return None, "precision: fp32, as the run trained"
+    if amp != "bf16":
+        raise ValueError(f"amp {amp!r}: a run records 'bf16' or null (fp32)")
+    native, why = _native_bf16_on(device_type)
+    if native:
+        return "bf16", "precision: bf16 autocast, as the run trained (plif.layers.precision)"
+    return None, f"precision: fp32, not the run's bf16: {why} (accuracy may differ from the run's by bf16 rounding)"
+
+
+def precision_autocast(amp: str | None, device_type: str):
+    """The context to evaluate in for :func:`run_precision`'s ``amp``: bf16 autocast, or nothing (fp32)."""
+    if amp is None:
+        return contextlib.nullcontext()
+    return torch.autocast(device_type=device_type, dtype=torch.bfloat16)

@@ -18,6 +18,7 @@ graphs a shape is static).  A refusal is one line that names what was given and 
 from __future__ import annotations
 
 import itertools
+import numbers
 
 import torch
 from torch import nn
@@ -62,7 +63,7 @@ def to_time_first(x: torch.Tensor, input_shape: tuple, T: int, time_first: bool 
     ``time_first``: ``True`` takes frames as ``[T', B, ...]`` (any ``T'``), ``False`` as
     ``[B, T', ...]`` (returned transposed, a view); ``None`` takes ``[T', B, ...]`` but refuses a
     tensor whose dim 0 is not ``T`` while dim 1 is, which looks batch-first."""
-    if time_first not in (None, True, False):
+    if time_first is not None and not isinstance(time_first, bool):  # 0 == False: ``in`` took 0 as time-first
         raise TypeError(f"net(x, time_first=...): True ([T, B, ...]), False ([B, T, ...]) or None, got {time_first!r}")
     n, shape = len(input_shape), tuple(x.shape)
     if x.dim() == n + 1:
@@ -104,6 +105,9 @@ def check_state(state, neuron_shapes: list[tuple], mask_shapes: list[tuple], x_t
     if not isinstance(state, NetworkState):
         raise TypeError(f"net.step(x_t, state): state must be the NetworkState that net.initial_state() or the "
                         f"previous net.step() returned, got {type(state).__qualname__}")
+    if isinstance(state.t, bool) or not isinstance(state.t, numbers.Integral) or state.t < 0:
+        raise ValueError(f"net.step(x_t, state): the state's t (steps taken, 0 or more) is {state.t!r}; start with "
+                         "net.initial_state()")
     for what, got, shapes in (("potential", state.potentials, neuron_shapes), ("dropout mask", state.masks, mask_shapes)):
         if not isinstance(got, tuple) or len(got) != len(shapes):
             n = len(got) if isinstance(got, tuple) else type(got).__qualname__

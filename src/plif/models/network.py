@@ -24,7 +24,7 @@ from .memory import DEFAULT_MEMORY, MEMORY_PRESETS, MemoryOptions, hoist_static,
 from .builders import BUILDERS, BuildError, BuildOptions
 from .inputs import check_state, check_tensor, is_static, reference_tensor, to_time_first
 from .notation import MAX_INT, NotationError, parse
-from .stepping import NetworkState, initial_state, step
+from .stepping import NetworkState, check_training_step, initial_state, step
 
 __all__ = ["LayerInfo", "SpikingNetwork", "build_network"]
 
@@ -168,6 +168,7 @@ class SpikingNetwork(nn.Module):
             state = self.initial_state()
         else:
             check_state(state, *self._state_shapes(), x_t, ref)
+        check_training_step(self.layers, state.t, self.T)
         return step(self.layers, x_t, state)
 
     def set_backend(self, backend: str = "auto") -> "SpikingNetwork":

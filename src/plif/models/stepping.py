@@ -15,7 +15,8 @@ same way in a batch of ``B`` as in one of ``T*B``; a GPU convolution library may
 algorithm for the smaller batch), and beyond ``T`` it keeps going (a stream).
 
 In training the same holds for dropout and for BatchNorm with statistics per time-step
-(``bn_per_step=True``: each step normalises its own frame, as in the multi-step forward).  A
+(``bn_per_step=True``: each step normalises its own frame, as in the multi-step forward), for the
+``T`` steps of a training batch: a training step past ``T`` through a per-step BatchNorm is refused.  A
 BatchNorm whose statistics run over all ``T*B`` inputs of a batch (the default in training, or one
 without running statistics) needs every step at once: stepping refuses it, naming the layer.
 Stepping ignores the training memory plan (:mod:`plif.models.memory`), which changes what backward
@@ -32,7 +33,7 @@ from torch import nn
 from ..layers import PerStepBatchNorm, TimeFolded, TimeInvariantDropout
 from ..neurons import SpikingNeuron
 
-__all__ = ["NetworkState", "initial_state", "step"]
+__all__ = ["NetworkState", "initial_state", "step", "check_training_step"]
 
 
 @dataclass(frozen=True)
@@ -84,6 +85,19 @@ def _batch_statistics(layer: nn.Module) -> bool:
     bn = layer.layer
     return isinstance(bn, nn.modules.batchnorm._BatchNorm) and (
         bn.training or (bn.running_mean is None and bn.running_var is None))
+
+
+def check_training_step(layers, t: int, T: int) -> None:
+    """Refuse a training step past ``T`` (``t``: the steps taken) through a per-step BatchNorm in
+    training: it would update its running statistics more often than a training batch of ``T`` steps
+    does, and normalise step ``t + 1`` with statistics no multi-step batch has."""
+    if t < T:
+        return
+    for i, m in enumerate(layers):
+        if isinstance(m, PerStepBatchNorm) and m.layer.training:
+            raise ValueError(f"net.step(): step {t + 1} is past T = {T} in training, through a per-step BatchNorm "
+                             f"(layer {i}) that a training batch runs T times; start the next batch with "
+                             "net.initial_state(), or step in eval mode (a stream goes on past T)")
 
 
 def step(layers, x_t: torch.Tensor, state: NetworkState) -> tuple[torch.Tensor, NetworkState]:

@@ -21,8 +21,8 @@ from ..values import check_value
 from .fields import field_kind, flag_name
 
 __all__ = ["NEURON_NAMES", "NOTATION_ONLY", "MAX_SEED", "LR_RANGE", "check_names", "check_values", "check_recipe",
-           "check_effects", "idle_settings",
-           "check_outputs", "meta_network", "check_network", "check_weights_fit"]
+           "check_effects", "idle_settings", "check_outputs", "meta_network", "check_network", "check_weights_fit",
+           "check_step_fits", "available_memory"]
 
 NEURON_NAMES = tuple(name.lower() for name in NEURONS)
 MAX_SEED = 2**32 - 1  # every generator seeded from it stays inside torch's 64-bit seeds
@@ -237,6 +237,54 @@ def check_network(cfg, asked=True) -> None:
     if batch > limit:
         raise ValueError(f"--T {cfg.T} with --batch-size {cfg.batch_size}: one batch of input alone is {_gib(batch)}, "
                          f"more than the {_gib(limit)} of {where}")
+    check_step_fits(model, cfg)
+
+
+def check_step_fits(model, cfg) -> None:
+    """Refuse, in one line naming ``--T``, the batch and both sizes, a training step of ``model`` (built
+    from ``cfg``, on the meta device) whose least memory (:func:`plif.models.step_memory.step_memory`:
+    the activations its layers keep for backward over T, its input, weights and Adam's state) exceeds
+    the memory available now on the run's device: the process would be killed, or the allocator fail,
+    mid-step.  Unknown available memory: not checked."""
+    from ..layers.precision import resolve_amp
+    from ..models.memory import DEFAULT_MEMORY
+    from ..models.step_memory import step_memory
+
+    available, where = available_memory(cfg.device)
+    if not available:
+        return
+    device = pick_device(cfg.device, check=False)
+    need = step_memory(model, cfg.batch_size, cfg.memory_options(), resolve_amp(cfg.amp, device.type),
+                       static=not cfg.dataset_spec.is_event)
+    if need.total > available:
+        memory = cfg.memory or DEFAULT_MEMORY
+        raise ValueError(f"--T {cfg.T} with --batch-size {cfg.batch_size}: one training step needs at least "
+                         f"{_gib(need.total)} ({_gib(need.activations)} of activations kept for backward over the "
+                         f"{cfg.T} steps with --memory {memory}, {_gib(need.input)} of input, {_gib(need.weights)} of "
+                         f"weights and Adam's state), more than the {_gib(available)} {where}; lower --T or "
+                         "--batch-size")
+
+
+def available_memory(device: str) -> tuple[int, str]:
+    """``(bytes, description)`` of the memory free for a run on ``device`` now: CUDA's free memory
+    (``torch.cuda.mem_get_info``), else the machine's ``MemAvailable`` (``/proc/meminfo``; free pages
+    where that is not there); ``(0, "")`` when unknown."""
+    import torch
+
+    dev = pick_device(device, check=False)
+    if dev.type == "cuda" and torch.cuda.is_available():
+        return torch.cuda.mem_get_info(dev)[0], f"free on {dev}"
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024, "this machine has available (MemAvailable)"
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"), "free on this machine"
+    except (OSError, ValueError):
+        return 0, ""
 
 
 def check_weights_fit(model, what: str, device: str) -> tuple[int, str]:
