@@ -87,6 +87,7 @@ def test_a_notation_network_steps_through_its_own_step():
     ("not-a-module", "plif.step takes an nn.Module, got function"),
     ("numpy-frame", "x_t must be a torch.Tensor \\[B, ...\\] \\(one time-step\\), got ndarray"),
     ("state-a-dict", "state must be the ModuleState a previous plif.step returned"),
+    ("state-t-negative", "state.t must be the number of steps taken \\(an integer >= 0\\), got -1"),
 ])
 def test_what_needs_every_step_at_once_is_refused_in_one_line(case, error):
     import numpy as np
@@ -120,6 +121,8 @@ def test_what_needs_every_step_at_once_is_refused_in_one_line(case, error):
         x = np.zeros((2, 1, 8, 8), dtype=np.float32)
     elif case == "state-a-dict":
         state = {}
+    elif case == "state-t-negative":
+        state = ModuleState(t=-1)
     with pytest.raises((TypeError, ValueError), match=error):
         plif.step(model, x, state)
 

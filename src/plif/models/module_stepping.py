@@ -78,6 +78,8 @@ def step(model: nn.Module, x_t: torch.Tensor, state: ModuleState | None = None):
     elif not isinstance(state, ModuleState):
         raise TypeError(f"plif.step: state must be the ModuleState a previous plif.step returned (or None), got "
                         f"{type(state).__name__}")
+    elif isinstance(state.t, bool) or not isinstance(state.t, int) or state.t < 0:
+        raise ValueError(f"plif.step: state.t must be the number of steps taken (an integer >= 0), got {state.t!r}")
     _refusals(model)
     potentials, masks, calls = dict(state.potentials), dict(state.masks), {}
     patched = []
