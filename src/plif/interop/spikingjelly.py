@@ -17,7 +17,9 @@ tensors, and only the leaves are replaced:
 The parameters and buffers (BatchNorm's running statistics included) are copied, or with
 ``share=True`` are the SpikingJelly model's own objects.  Then ``plif.fuse`` runs every
 conv -> BN -> neuron chain as plif's fused block.  Anything without an exact counterpart is refused
-with :class:`ConversionError`, one line naming the module's path and the attribute.
+with :class:`ConversionError`, one line naming the module's path and the attribute; so is a neuron
+module that one forward calls twice (SpikingJelly carries its potential into the second call, plif's
+neuron starts each call from rest).
 
 Exactness (tests/interop/test_spikingjelly_exact.py): in float64, with dropout off, the outputs and
 every parameter's gradient are within 1e-9 of SpikingJelly's, relative to each tensor's largest value.
