@@ -6,7 +6,8 @@ from plif.layers import TimeFolded
 from plif.layers.spike_pool import SpikeMaxPool2d, spike_max_pool2d
 
 
-@pytest.mark.parametrize("k, s", [(2, 2), (3, 2), (3, 1), (2, 3), (4, 4), ((2, 3), (2, 3)), ((3, 2), (2, 1)), (2, (1, 2))])
+@pytest.mark.parametrize("k, s", [(2, 2), (3, 2), (3, 1), (2, 3), (4, 4), ((2, 3), (2, 3)), ((3, 2), (2, 1)),
+                                  (2, (1, 2))])
 @pytest.mark.parametrize("kind", ["spikes", "ties", "float"])
 def test_values_and_gradients_bit_identical_to_nn_maxpool(k, s, kind):
     """First maximal element of each window gets the gradient, exactly as nn.MaxPool2d routes it

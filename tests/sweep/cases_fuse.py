@@ -86,8 +86,8 @@ _SJ_CALL = """    from spikingjelly.activation_based import functional, layer, n
 CALLS = {
     **{f"pool-{name}-{memory}": (_POOL_CALL.format(pool=pool, bn=True, memory=memory), "agree", "ok")
        for name, pool in _POOLS.items() for memory in ("fused", "exact", "low", "spikes")},
-    **{f"pool-{name}-after-a-neuron": (_POOL_CALL.format(pool=_POOLS[name], bn=False, memory="fused"), "agree", "ok")
-       for name in ("2x3", "3x2-s2x1")},
+    **{f"pool-{name}-after-a-neuron": (_POOL_CALL.format(pool=_POOLS[name], bn=False, memory="fused"), "agree",
+                                       "ok") for name in ("2x3", "3x2-s2x1")},
     **{f"backward-hook-on-{where}": (_HOOK_CALL.format(where=where), "agree", "ok") for where in ("bn", "sn")},
     "slice-of-a-fused-sequential": (_SLICE_CALL, "agree", "ok"),
     **{f"fused-blocks-of-{name}": (f"    plif.fused_blocks({value})",

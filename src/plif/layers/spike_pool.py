@@ -59,7 +59,8 @@ def _(x, k, s):
 
 
 @torch.library.custom_op("plif::spike_max_pool2d_backward", mutates_args=())
-def _pool_backward(grad: torch.Tensor, offset: torch.Tensor, h: int, w: int, k: list[int], s: list[int]) -> torch.Tensor:
+def _pool_backward(grad: torch.Tensor, offset: torch.Tensor, h: int, w: int, k: list[int],
+                   s: list[int]) -> torch.Tensor:
     flat = offset.to(torch.int64) + _window_starts(grad.shape[-2], grad.shape[-1], w, s, grad.device, torch.int64)
     like = grad.new_empty((*grad.shape[:-2], h, w))
     # the kernel nn.MaxPool2d's backward uses, so overlapping windows accumulate in the same order
@@ -77,7 +78,8 @@ register_pool_autograd(_pool, _pool_backward)
 
 def _pair(v, name: str) -> list[int]:
     pair = [v, v] if isinstance(v, int) else list(v) if isinstance(v, (tuple, list)) else None
-    if pair is None or len(pair) != 2 or not all(isinstance(e, int) and not isinstance(e, bool) and e >= 1 for e in pair):
+    ok = pair is not None and len(pair) == 2
+    if not ok or not all(isinstance(e, int) and not isinstance(e, bool) and e >= 1 for e in pair):
         raise ValueError(f"spike_max_pool2d: {name} takes a positive int or a pair of them, got {v!r}")
     return pair
 

@@ -223,9 +223,10 @@ def _name(prefix: str, target: str) -> str:
 
 def _explain_chain(names, layers, run: _Run, lines: list[str], users=None) -> None:
     """One line for each convolution of a run of ``layers`` (qualified ``names``) that did not fuse,
-    and for each fused run that runs as written while it has a hook, or whose pool stays its own
-    step.  ``users``: for each layer, the names of what reads its output (an FX graph's chain ends
-    where that is not one module: the graph says why there)."""
+    and for each fused run that runs as written while it has a hook, and for each max-pool that a
+    block before it or the spike pool does not take (:func:`_explain_pool`).  ``users``: for each
+    layer, the names of what reads its output (an FX graph's chain ends where that is not one
+    module: the graph says why there)."""
     covered, ends = set(), set()
     for a, b in run.fused(layers):
         covered.update(range(a, b))
