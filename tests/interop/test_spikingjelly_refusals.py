@@ -115,3 +115,28 @@ def test_share_holds_the_same_tensors():
     assert out[2][0].w is net[2][0].w
     assert out[1].layer.running_mean is net[1].running_mean
     assert {id(p) for p in out.parameters()} == {id(p) for p in net.parameters()}
+
+
+def test_a_neuron_called_twice_is_refused_by_name():
+    """SpikingJelly carries a neuron's potential from its first call of a forward into the second; plif's
+    neuron starts each call from rest (the outputs differed): refused in one line naming the module."""
+    s = sj()
+
+    class Twice(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1 = s.layer.Conv2d(2, 4, 3, padding=1, bias=False)
+            self.conv2 = s.layer.Conv2d(4, 4, 3, padding=1, bias=False)
+            self.sn = s.neuron.IFNode(step_mode="m")
+
+        def forward(self, x):
+            return self.sn(self.conv2(self.sn(self.conv1(x))))
+
+    net = Twice()
+    s.functional.set_step_mode(net, "m")
+    _refused(net, r"^sn: is called 2 times in one forward \(traced\).*plif starts each call from rest")
+    shared = s.neuron.IFNode(step_mode="m")
+    seq = torch.nn.Sequential(s.layer.Conv2d(2, 4, 3, bias=False), shared, s.layer.Conv2d(4, 4, 3, bias=False), shared)
+    s.functional.set_step_mode(seq, "m")
+    _refused(seq, r"^1: is called 2 times in one forward \(at 1, 3\)")
+    from_spikingjelly(_net(s))  # one call each: converted

@@ -6,12 +6,13 @@ from plif.layers import TimeFolded
 from plif.layers.spike_pool import SpikeMaxPool2d, spike_max_pool2d
 
 
-@pytest.mark.parametrize("k, s", [(2, 2), (3, 2), (3, 1), (2, 3), (4, 4)])
+@pytest.mark.parametrize("k, s", [(2, 2), (3, 2), (3, 1), (2, 3), (4, 4), ((2, 3), (2, 3)), ((3, 2), (2, 1)),
+                                  (2, (1, 2))])
 @pytest.mark.parametrize("kind", ["spikes", "ties", "float"])
 def test_values_and_gradients_bit_identical_to_nn_maxpool(k, s, kind):
     """First maximal element of each window gets the gradient, exactly as nn.MaxPool2d routes it
     (all-zero windows and overlapping windows included)."""
-    g = torch.Generator().manual_seed(k * 10 + s)
+    g = torch.Generator().manual_seed(len(str((k, s))))
     if kind == "spikes":
         x = (torch.rand(3, 4, 11, 13, generator=g) > 0.7).float()
     elif kind == "ties":
@@ -40,6 +41,19 @@ def test_module_over_time_and_checks():
     assert torch.equal(pool(x), TimeFolded(nn.MaxPool2d(2, 2))(x))
     with pytest.raises(ValueError, match="padding"):
         SpikeMaxPool2d(nn.MaxPool2d(2, 2, padding=1))
+    with pytest.raises(ValueError, match="ceil_mode"):
+        SpikeMaxPool2d(nn.MaxPool2d(2, 2, ceil_mode=True))
+
+
+@pytest.mark.parametrize("k, s", [((2, 3), None), ((3, 2), (2, 1)), (2, (2, 1)), ((1, 2), None)])
+def test_a_rectangular_window_or_stride_pools_as_written(k, s):
+    """The module keeps both sides of the window and stride (it kept ``k[0], s[0]`` on both axes)."""
+    x = (torch.rand(3, 2, 4, 9, 10, generator=torch.Generator().manual_seed(0)) > 0.5).float()
+    a, b = x.clone().requires_grad_(), x.clone().requires_grad_()
+    ya, yb = SpikeMaxPool2d(nn.MaxPool2d(k, s))(a), TimeFolded(nn.MaxPool2d(k, s))(b)
+    ya.sum().backward()
+    yb.sum().backward()
+    assert ya.shape == yb.shape and torch.equal(ya, yb) and torch.equal(a.grad, b.grad)
     with pytest.raises(ValueError, match=r"\[N, C, H, W\]"):
         spike_max_pool2d(x, 2)
 

@@ -330,7 +330,7 @@ def test_memory_takes_the_names_plif_train_takes():
         assert all(p.grad is not None for p in net.parameters()), name
     with pytest.raises(ValueError, match="unknown memory mode 'fast'; valid: fused, none"):
         plif.fuse(_paper(), "fast")
-    with pytest.raises(TypeError, match="takes an nn.Module"):
+    with pytest.raises(TypeError, match="takes a torch.nn.Module"):
         plif.fuse("model")
     assert FusedSequential  # the class an untraceable nn.Sequential becomes
 
@@ -341,3 +341,91 @@ def test_a_notation_network_inside_takes_the_memory_mode_and_names_its_runs():
     assert plif.fused_blocks(plif.fuse(model)) == [("0.layers.0", "0.layers.1", "0.layers.2", "0.layers.3")]
     assert net.memory == MEMORY_PRESETS["fused"]
     assert plif.fused_blocks(plif.fuse(model, "none")) == [] and net.memory == MEMORY_PRESETS["none"]
+
+
+def _scale(grads):
+    return tuple(None if g is None else g * 3 for g in grads)
+
+
+BACKWARD_HOOKS = {
+    "full-bn": lambda net: net.bn.register_full_backward_hook(lambda m, gi, go: _scale(gi)),
+    "full-neuron": lambda net: net.sn.register_full_backward_hook(lambda m, gi, go: _scale(gi)),
+    "full-inner-bn": lambda net: net.bn.layer.register_full_backward_hook(lambda m, gi, go: _scale(gi)),
+    "pre-neuron": lambda net: net.sn.register_full_backward_pre_hook(lambda m, go: _scale(go)),
+    "pre-conv": lambda net: net.conv.register_full_backward_pre_hook(lambda m, go: _scale(go)),
+    "old-bn": lambda net: net.bn.register_backward_hook(lambda m, gi, go: _scale(gi)),
+    "tensor-weight": lambda net: net.conv.layer.weight.register_hook(lambda g: g * 3),
+}
+
+
+@pytest.mark.filterwarnings("ignore:.*non-full backward hook", "ignore:Full backward hook is firing")
+@pytest.mark.parametrize("memory", ["fused", "exact"])
+@pytest.mark.parametrize("hook", list(BACKWARD_HOOKS))
+def test_a_backward_hook_scales_the_gradient_fused_as_written(hook, memory):
+    """A hook that triples a gradient on the BatchNorm, the neuron or the conv of a fused run triples the
+    conv's weight gradient fused as it does as written (fused, the block's backward never called the
+    modules' hooks), and explain says the run runs as written."""
+    torch.manual_seed(0)
+    plain = _Twice()
+    x = torch.rand(3, 2, 2, 8, 8, generator=torch.Generator().manual_seed(1))
+
+    def grad(net):
+        net.zero_grad()
+        net(x).mul(torch.linspace(0, 1, 3 * 2 * 4 * 4 * 4).view(3, 2, 4, 4, 4)).sum().backward()
+        return net.conv.layer.weight.grad.clone()
+
+    before = grad(copy.deepcopy(plain))
+    written, fused = copy.deepcopy(plain), plif.fuse(copy.deepcopy(plain), memory)
+    BACKWARD_HOOKS[hook](written)
+    handle = BACKWARD_HOOKS[hook](fused)
+    g0, g1 = grad(written), grad(fused)
+    assert not torch.allclose(g0, before, rtol=0.1)
+    assert (g1 - g0).abs().max() <= 1e-4 * g0.abs().max()
+    if hook != "tensor-weight":  # a parameter's hook runs fused too: the run stays fused
+        assert any("runs as written while" in line and "has a backward hook" in line
+                   for line in _explained(copy.deepcopy(fused), memory)), hook
+    handle.remove()
+    torch.testing.assert_close(grad(fused), before, rtol=1e-4, atol=1e-6)
+
+
+def test_a_backward_hook_on_a_notation_networks_block_fires():
+    """The fused block of a notation network (FusedBlock's own fallback) runs its layers as written
+    while one has a backward hook, so the hook fires and scales the gradient as it does without fusion."""
+    torch.manual_seed(0)
+    net = plif.build_network("c4k3s1-BN-PLIF-MPk2s2-FC10-PLIF", (2, 8, 8), 3, v_threshold=THRESHOLD)
+    written = copy.deepcopy(net).set_memory(MEMORY_PRESETS["none"])
+    x = torch.rand(3, 2, 2, 8, 8, generator=torch.Generator().manual_seed(2))
+    grads, calls = [], []
+    for m in (net, written):
+        m.layers[1].register_full_backward_hook(lambda mod, gi, go: calls.append(1) or _scale(gi))
+        m(x).square().sum().backward()
+        grads.append(m.layers[0].layer.weight.grad)
+    assert len(calls) == 2
+    assert (grads[0] - grads[1]).abs().max() <= 1e-4 * grads[1].abs().max()
+
+
+@pytest.mark.parametrize("traced", [True, False], ids=["traced", "untraceable"])
+def test_a_slice_of_a_fused_sequential_computes_the_slice_as_written(traced):
+    """``fused[:3]`` raised AttributeError ('Sequential' object has no attribute '3': the traced forward
+    called children the slice lacks; a FusedSequential slice had no plan)."""
+    torch.manual_seed(0)
+    tail = [] if traced else [_Gate()]
+    written = nn.Sequential(*nets.conv_bn(2, 4), plif.PLIF(v_threshold=THRESHOLD), TimeFolded(nn.MaxPool2d(2)), *tail)
+    fused = plif.fuse(copy.deepcopy(written))
+    assert isinstance(fused, FusedSequential) != traced
+    x = torch.rand(3, 2, 2, 8, 8)
+    for idx in (slice(None, 3), slice(1, None), slice(0, 4), slice(None, None, 2)):
+        part = fused[idx]
+        assert type(part) is nn.Sequential and list(part) == list(fused)[idx]
+        y = x if idx.start is None or idx.start == 0 else fused[0](x)
+        torch.testing.assert_close(part(y), written[idx](y))
+    assert fused[2] is list(fused)[2] and torch.equal(fused(x), written(x))
+
+
+@pytest.mark.parametrize("bad", [None, 3, "x", torch.zeros(2), [nn.Linear(2, 2)]], ids=repr)
+def test_fuse_and_fused_blocks_refuse_what_is_not_a_module_in_one_line(bad):
+    for call, says in ((plif.fuse, r"^plif\.fuse\(model\): model takes a torch\.nn\.Module, got "),
+                       (plif.fused_blocks, r"^plif\.fused_blocks\(model\): model takes a torch\.nn\.Module")):
+        with pytest.raises(TypeError, match=says) as e:
+            call(bad)
+        assert "\n" not in str(e.value)

@@ -20,7 +20,9 @@ tensors, and only the leaves are replaced:
 The parameters and buffers (BatchNorm's running statistics included) are copied, or with
 ``share=True`` are the SpikingJelly model's own objects.  Then ``plif.fuse`` runs every
 conv -> BN -> neuron chain as plif's fused block.  Anything without an exact counterpart is refused
-with :class:`ConversionError`, one line naming the module's path and the attribute.
+with :class:`ConversionError`, one line naming the module's path and the attribute; so is a neuron
+module that one forward calls twice (SpikingJelly carries its potential into the second call, plif's
+neuron starts each call from rest).
 
 Exactness (tests/interop/test_spikingjelly_exact.py): in float64, with dropout off, the outputs and
 every parameter's gradient are within 1e-9 of SpikingJelly's, relative to each tensor's largest value.
@@ -99,6 +101,52 @@ def _convert(module: nn.Module, prefix: str) -> nn.Module:
     return module if attention is None else attention
 
 
+def _refuse_repeated(path: str, calls: int, where: str) -> None:
+    _refuse(path, "is called", f"{calls} times in one forward ({where}): SpikingJelly carries the neuron's "
+            "potential from one call into the next, plif starts each call from rest; give each call its own "
+            "neuron module")
+
+
+def _check_shared(model: nn.Module) -> None:
+    """Refuse a SpikingJelly stateful module (a neuron) that sits at two paths of ``model``: one forward
+    calls it twice (before conversion, which would give each path its own neuron)."""
+    from spikingjelly.activation_based import base
+
+    paths: dict[int, list[str]] = {}
+    for path, m in model.named_modules(remove_duplicate=False):
+        if isinstance(m, base.MemoryModule):
+            paths.setdefault(id(m), []).append(path)
+    for where in paths.values():
+        if len(where) > 1:
+            _refuse_repeated(where[0], len(where), f"at {', '.join(where)}")
+
+
+def _check_called_once(model: nn.Module) -> None:
+    """Refuse a neuron module of the converted ``model`` that one forward calls twice: SpikingJelly carries
+    its potential from the first call into the second, plif's neuron starts each call from rest.  Found
+    by tracing ``model`` as :func:`plif.fuse` does; a module FX cannot trace is looked into child by
+    child (a second call hidden inside such a forward is not seen)."""
+    from ..models.fusion import traced_calls
+    from ..neurons import SpikingNeuron
+
+    calls: dict[int, list[str]] = {}
+
+    def walk(module: nn.Module, prefix: str) -> None:
+        names = traced_calls(module) if module._modules and not isinstance(module, SpikingNeuron) else []
+        if names is None:
+            for key, child in module.named_children():
+                walk(child, f"{prefix}.{key}" if prefix else key)
+            return
+        for name in names:
+            if isinstance(module.get_submodule(name), SpikingNeuron):
+                calls.setdefault(id(module.get_submodule(name)), []).append(f"{prefix}.{name}" if prefix else name)
+
+    walk(model, "")
+    for names in calls.values():
+        if len(names) > 1:
+            _refuse_repeated(names[0], len(names), "traced")
+
+
 def from_spikingjelly(model: nn.Module, *, state_dict: dict | None = None, share: bool = False,
                       fuse: bool = True, memory: str = "fused") -> nn.Module:
     """The plif model computing what SpikingJelly 2.0 ``model`` (multi-step) computes; ``model``'s modules are
@@ -133,9 +181,11 @@ def from_spikingjelly(model: nn.Module, *, state_dict: dict | None = None, share
     if share:
         memo.update({id(t): t for t in (*model.parameters(), *model.buffers())})
     converted = copy.deepcopy(model, memo)
+    _check_shared(converted)
     if state_dict is not None:
         _load(converted, state_dict)
     converted = _convert(converted, "")
+    _check_called_once(converted)
     if fuse:
         from ..models.fusion import fuse as plif_fuse
 

@@ -48,6 +48,8 @@ from ..neurons import IF, LIF, PLIF, SpikingNeuron
 from ..neurons.dispatch import load_kernel_module
 from ..neurons.functional import NeuronConfig, state_dtype
 from ..surrogate import get_surrogate
+from .hooks import hook_kind
+from .pool_rule import max_pool_rule
 from .few_tap_conv import few_tap_conv2d, few_tap_conv_backward, few_taps
 from .spike_input import SpikeConv2d, autocast_dtype, autocast_inputs, conv_backward, pack_spikes, unpack_spikes, conv_args, conv_refusal
 
@@ -163,10 +165,8 @@ def conv_dtype(weight: torch.Tensor, device: torch.device) -> torch.dtype:
 
 def fusable_pool(pool: nn.Module) -> bool:
     """Whether ``pool`` (unwrapped) is the block's pooling: max over 2×2 windows every 2, no padding,
-    dilation or ceil mode."""
-    one = lambda v: v if isinstance(v, int) else (v[0] if len(v) == 2 and v[0] == v[1] else None)  # noqa: E731
-    return (isinstance(pool, nn.MaxPool2d) and one(pool.kernel_size) == 2 and one(pool.stride or 2) == 2
-            and one(pool.padding) == 0 and one(pool.dilation) == 1 and not pool.ceil_mode and not pool.return_indices)
+    dilation, ceil mode or indices (:func:`~plif.layers.pool_rule.max_pool_rule`)."""
+    return max_pool_rule(pool).fused == ""
 
 
 # ------------------------------------------------------------------------------------ statistics
@@ -369,12 +369,11 @@ def fused_block(y: torch.Tensor, bn: nn.BatchNorm2d, neuron: SpikingNeuron, pool
 def fusable_now(layers: list[nn.Module], bn: nn.BatchNorm2d) -> bool:
     """Whether a block of ``layers`` (conv, BatchNorm ``bn``, neuron [, pool]) may run fused now:
     ``bn`` in training mode with a momentum and running statistics (evaluation runs the composed
-    layers, bit for bit what stepping a network and the exporters compute), and no forward hook on
-    any of the layers or the module a ``TimeFolded`` wraps.  A hook sees what the composed layers
-    compute (firing-rate counts, recorded spikes, a conv's output), and fused, the conv's output may
-    be made without its module (recomputed, a few-tap first conv) and is overwritten by ``∂y``."""
+    layers, bit for bit what stepping a network and the exporters compute), and no forward or
+    backward hook on any of the layers or the module a ``TimeFolded`` wraps
+    (:func:`~plif.layers.hooks.hook_kind`: a hook sees what the composed layers compute)."""
     return (bn.training and bn.momentum is not None and bn.track_running_stats  # the flags first: cheap
-            and not any(m._forward_hooks or m._forward_pre_hooks for layer in layers for m in layer.modules()))
+            and not hook_kind(m for layer in layers for m in layer.modules()))
 
 
 @dataclass(frozen=True)
@@ -453,6 +452,7 @@ class FusedBlock:
         self.pool = len(layers) > 3
         self.conv_step, self._plain = conv_step, fallback
         self.recompute, self.binary = bool(recompute), bool(binary)
+        self._all_modules = tuple(m for layer in layers for m in layer.modules())
         load_kernels()  # now, never inside a torch.compile trace
 
     def __call__(self, x: torch.Tensor, start: int = 0) -> torch.Tensor:
@@ -460,6 +460,10 @@ class FusedBlock:
         input's hoisted encoder)."""
         route = fused_route(self.layers, x, start)
         if route is None:
+            if hook_kind(self._all_modules):  # the hooks see the layers as written (the composed plan skips modules)
+                for m in self.layers[start:]:
+                    x = m(x)
+                return x
             return self._plain(x, start)
         kernels, few = route.kernels, route.few
         # a few-tap conv runs here, not as conv_step, unless that is the spike input's own convolution

@@ -4,30 +4,22 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from .pool_rule import max_pool_rule
+
 __all__ = ["MaxPool2d"]
 
 
-def _one(v) -> int | None:
-    """``v`` as one int when it is an int or a pair of equal ints, else ``None``."""
-    if isinstance(v, int):
-        return v
-    if isinstance(v, (tuple, list)) and len(v) == 2 and v[0] == v[1] and isinstance(v[0], int):
-        return v[0]
-    return None
-
-
 class MaxPool2d(nn.MaxPool2d):
-    """Same module, state dict, values and gradients as ``nn.MaxPool2d``; square windows without
-    padding, dilation or ceil mode on a CPU fp32/fp64 ``[N, C, H, W]`` tensor go through the
-    compiled kernel (several times faster than PyTorch's on a contiguous tensor), anything else
-    through ``nn.MaxPool2d``."""
+    """Same module, state dict, values and gradients as ``nn.MaxPool2d``; square windows and strides
+    without padding, dilation or ceil mode (:func:`~plif.layers.pool_rule.max_pool_rule`) on a CPU
+    fp32/fp64 ``[N, C, H, W]`` tensor go through the compiled kernel (several times faster than
+    PyTorch's on a contiguous tensor), anything else through ``nn.MaxPool2d``."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        k, s = _one(self.kernel_size), _one(self.stride)
-        plain = (_one(self.padding) == 0 and _one(self.dilation) == 1 and not self.ceil_mode
-                 and not self.return_indices and k is not None and s is not None)
-        self._ks = (k, s) if plain else None
+        rule = max_pool_rule(self)
+        plain = rule.kernel == ""
+        self._ks = (rule.window[0], rule.stride[0]) if plain else None
         if plain:
             from ..kernels.cpu_pool import kernel_loaded
 

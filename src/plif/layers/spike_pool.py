@@ -12,8 +12,9 @@ backward scatters the gradient through the same kernel, so gradients are bit-ide
 
 The forward and backward are ``torch.library`` custom ops with fake implementations, so
 ``torch.compile(fullgraph=True)`` sees one opaque op whose output shape is a formula of the
-input's, which stays valid when the batch size is symbolic.  Padding, dilation and ceil mode are
-not used by the paper's networks and are not supported.
+input's, which stays valid when the batch size is symbolic.  Windows and strides may be rectangular;
+padding, dilation and ceil mode are not used by the paper's networks and are not supported (such a
+pool runs as written: :func:`~plif.layers.pool_rule.max_pool_rule`).
 """
 from __future__ import annotations
 
@@ -22,25 +23,27 @@ from torch import nn
 
 from ..kernels.pool_autograd import pooled_size, register_pool_autograd
 from .fold import TimeFolded
+from .pool_rule import max_pool_rule
 from .spike_input import saves_for_backward
 
 __all__ = ["spike_max_pool2d", "SpikeMaxPool2d", "spike_poolable"]
 
 
-def _offset_dtype(k: int, w: int) -> torch.dtype:
-    return torch.int16 if (k - 1) * (w + 1) < 2 ** 15 else torch.int32
+def _offset_dtype(k: list[int], w: int) -> torch.dtype:
+    """The dtype of an offset ``dy * w + dx`` within a ``k = [kh, kw]`` window of rows ``w`` wide."""
+    return torch.int16 if (k[0] - 1) * w + k[1] - 1 < 2 ** 15 else torch.int32
 
 
-def _window_starts(h_out: int, w_out: int, w: int, s: int, device, dtype) -> torch.Tensor:
+def _window_starts(h_out: int, w_out: int, w: int, s: list[int], device, dtype) -> torch.Tensor:
     """``[h_out, w_out]``: the flat index (``row * w + col``) of each window's top-left element."""
-    rows = torch.arange(h_out, device=device, dtype=dtype) * (s * w)
-    cols = torch.arange(w_out, device=device, dtype=dtype) * s
+    rows = torch.arange(h_out, device=device, dtype=dtype) * (s[0] * w)
+    cols = torch.arange(w_out, device=device, dtype=dtype) * s[1]
     return rows.view(-1, 1) + cols.view(1, -1)
 
 
 @torch.library.custom_op("plif::spike_max_pool2d", mutates_args=())
-def _pool(x: torch.Tensor, k: int, s: int) -> tuple[torch.Tensor, torch.Tensor]:
-    out, flat = torch.ops.aten.max_pool2d_with_indices(x, [k, k], [s, s])
+def _pool(x: torch.Tensor, k: list[int], s: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
+    out, flat = torch.ops.aten.max_pool2d_with_indices(x, list(k), list(s))
     h, w = x.shape[-2:]
     small = h * w < 2 ** 31  # int32 arithmetic is twice as fast and the int64 indices can go at once
     flat = flat.to(torch.int32) if small else flat
@@ -51,16 +54,17 @@ def _pool(x: torch.Tensor, k: int, s: int) -> tuple[torch.Tensor, torch.Tensor]:
 
 @_pool.register_fake
 def _(x, k, s):
-    shape = (*x.shape[:-2], pooled_size(x.shape[-2], k, s), pooled_size(x.shape[-1], k, s))
+    shape = (*x.shape[:-2], pooled_size(x.shape[-2], k[0], s[0]), pooled_size(x.shape[-1], k[1], s[1]))
     return x.new_empty(shape), x.new_empty(shape, dtype=_offset_dtype(k, x.shape[-1]))
 
 
 @torch.library.custom_op("plif::spike_max_pool2d_backward", mutates_args=())
-def _pool_backward(grad: torch.Tensor, offset: torch.Tensor, h: int, w: int, k: int, s: int) -> torch.Tensor:
+def _pool_backward(grad: torch.Tensor, offset: torch.Tensor, h: int, w: int, k: list[int],
+                   s: list[int]) -> torch.Tensor:
     flat = offset.to(torch.int64) + _window_starts(grad.shape[-2], grad.shape[-1], w, s, grad.device, torch.int64)
     like = grad.new_empty((*grad.shape[:-2], h, w))
     # the kernel nn.MaxPool2d's backward uses, so overlapping windows accumulate in the same order
-    return torch.ops.aten.max_pool2d_with_indices_backward(grad.contiguous(), like, [k, k], [s, s], [0, 0], [1, 1],
+    return torch.ops.aten.max_pool2d_with_indices_backward(grad.contiguous(), like, list(k), list(s), [0, 0], [1, 1],
                                                            False, flat)
 
 
@@ -72,22 +76,32 @@ def _(grad, offset, h, w, k, s):
 register_pool_autograd(_pool, _pool_backward)
 
 
-def spike_max_pool2d(x: torch.Tensor, kernel_size: int, stride: int | None = None) -> torch.Tensor:
-    """``x [N, C, H, W]`` -> ``[N, C, H', W']``: max (OR on spikes) over ``k×k`` windows every ``stride``.
+def _pair(v, name: str) -> list[int]:
+    pair = [v, v] if isinstance(v, int) else list(v) if isinstance(v, (tuple, list)) else None
+    ok = pair is not None and len(pair) == 2
+    if not ok or not all(isinstance(e, int) and not isinstance(e, bool) and e >= 1 for e in pair):
+        raise ValueError(f"spike_max_pool2d: {name} takes a positive int or a pair of them, got {v!r}")
+    return pair
 
-    Same values and gradients as ``nn.MaxPool2d(k, stride)`` on any input; the memory kept for
-    backward is two bytes per output instead of eight.
+
+def spike_max_pool2d(x: torch.Tensor, kernel_size, stride=None) -> torch.Tensor:
+    """``x [N, C, H, W]`` -> ``[N, C, H', W']``: max (OR on spikes) over ``kernel_size`` windows (an int
+    or ``(kh, kw)``) every ``stride`` (likewise; default: the window), no padding.
+
+    Same values and gradients as ``nn.MaxPool2d(kernel_size, stride)`` on any input; the memory kept
+    for backward is two bytes per output instead of eight.
     """
     if x.dim() != 4:
         raise ValueError(f"spike_max_pool2d takes [N, C, H, W], got shape {tuple(x.shape)}")
-    k, s = int(kernel_size), int(kernel_size if stride is None else stride)
-    return _pool(x, k, s)[0]
+    k = _pair(kernel_size, "kernel_size")
+    return _pool(x, k, k if stride is None else _pair(stride, "stride"))[0]
 
 
 def spike_poolable(pool: nn.MaxPool2d) -> bool:
-    """Whether :class:`SpikeMaxPool2d` takes ``pool``: no padding, dilation or ceil mode (a ResNet stem's
-    3x3/2 pool with padding 1 stays an ``nn.MaxPool2d``)."""
-    return pool.padding in (0, (0, 0)) and pool.dilation in (1, (1, 1)) and not pool.ceil_mode
+    """Whether :class:`SpikeMaxPool2d` takes ``pool`` (:func:`~plif.layers.pool_rule.max_pool_rule`:
+    any window and stride; no padding, dilation, ceil mode or indices: a ResNet stem's 3x3/2 pool with
+    padding 1 stays an ``nn.MaxPool2d``)."""
+    return max_pool_rule(pool).spike == ""
 
 
 class SpikeMaxPool2d(TimeFolded):
@@ -96,11 +110,10 @@ class SpikeMaxPool2d(TimeFolded):
 
     def __init__(self, pool: nn.MaxPool2d):
         super().__init__(pool)
-        k, s = pool.kernel_size, pool.stride
-        k, s = (k if isinstance(k, int) else k[0]), (s if isinstance(s, int) else s[0])
-        if not spike_poolable(pool):
-            raise ValueError("SpikeMaxPool2d supports neither padding, dilation nor ceil_mode")
-        self.k, self.s = k, s
+        rule = max_pool_rule(pool)
+        if rule.spike:
+            raise ValueError(f"SpikeMaxPool2d does not take this pool: {rule.spike}")
+        self.k, self.s = list(rule.window), list(rule.stride)
 
     def _plain_is_smaller(self, x: torch.Tensor) -> bool:
         """plif's :class:`~plif.layers.max_pool.MaxPool2d` on the CPU runs the compiled kernel, which keeps

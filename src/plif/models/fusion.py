@@ -4,8 +4,8 @@
 model built from plif's layers (``TimeFolded(nn.Conv2d)``, ``TimeFolded(nn.BatchNorm2d)``, ``PLIF``,
 ``TimeFolded(nn.MaxPool2d)``, ...) and runs it as the fused block, through the memory plan a
 :class:`~plif.models.SpikingNetwork` runs (:func:`plif.models.memory.make_plan`): the same steps,
-the same fallbacks (evaluation mode, a forward hook, a device or dtype without kernels: the composed
-layers) and the same exactness.  Where it looks:
+the same fallbacks (evaluation mode, a device or dtype without kernels: the composed layers; a forward
+or backward hook: the layers as written) and the same exactness.  Where it looks:
 
 - a module's own ``forward`` (``self.sn1(self.bn1(self.conv1(x)))`` plus a shortcut) is traced with
   ``torch.fx``, plif's layers as leaves, through every submodule that is not one of plif's or
@@ -31,23 +31,27 @@ are the same objects and names, so a checkpoint of either loads into the other a
 before ``fuse`` keeps training it.  After replacing a module that is not a layer (a block), fuse again;
 a replaced layer (``convert_sync_batchnorm``) is seen at the next call.  ``fuse(model, "none")`` gives
 the model back as written.  A fused model saves as a state dict, deep-copies, and pickles (it is
-fused again when loaded).
+fused again when loaded).  A slice of a fused ``nn.Sequential`` (``model[:3]``) is the slice as written,
+the same children (``plif.fuse`` it to run it fused).
 """
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import replace
 
 import torch
 from torch import fx, nn
 
 from ..layers import PerStepBatchNorm, SpikeConvBN, TimeFolded, TimeInvariantDropout, Voting, unwrap
-from ..layers.fused_block import FusedBlock, fusable_pool
+from ..layers.fused_block import FusedBlock
+from ..layers.hooks import hook_kind
+from ..layers.pool_rule import max_pool_rule
 from ..layers.time_chunked import TimeChunkedBlock
 from ..neurons import SpikingNeuron
 from .memory import DEFAULT_MEMORY, MemoryOptions, hoist_static, make_plan, memory_options, run_plan, why_not_fused
 from .structure import hoists_first_layer, keeps_binary
 
-__all__ = ["fuse", "fused_blocks", "FusedSequential"]
+__all__ = ["fuse", "fused_blocks", "FusedSequential", "traced_calls"]
 
 _BINARY_METHODS = {"flatten", "view", "reshape", "contiguous", "unflatten", "clone", "detach"}
 """Tensor methods whose output is binary where their input is (a view or copy of the same values)."""
@@ -62,8 +66,9 @@ def _plif_layer(m: nn.Module) -> bool:
                           SpikingNetwork))
 
 
-def _hooked(layers) -> bool:
-    return any(m._forward_hooks or m._forward_pre_hooks for layer in layers for m in layer.modules())
+def _hooked(layers) -> str:
+    """The kind of hook one of ``layers`` (or a module inside) has, ``""`` if none (:func:`hook_kind`)."""
+    return hook_kind(m for layer in layers for m in layer.modules())
 
 
 class _Run:
@@ -87,7 +92,7 @@ class _Run:
         return [(a, b) for a, b, step in self.plan(layers) if isinstance(step, (FusedBlock, TimeChunkedBlock))]
 
     def __call__(self, x: torch.Tensor, *layers: nn.Module) -> torch.Tensor:
-        if _hooked(layers):  # a hook sees what the layers as written compute
+        if _hooked(layers):  # a forward or backward hook sees what the layers as written compute
             for m in layers:
                 x = m(x)
             return x
@@ -108,6 +113,19 @@ class FusedSequential(nn.Sequential):
 
     def forward(self, x):
         return self._plif_run(x, *self)
+
+    def __getitem__(self, idx):
+        return _sequential_item(self, idx)
+
+
+def _sequential_item(seq: nn.Sequential, idx):
+    """``seq[idx]`` of a fused ``nn.Sequential``: a child as it is, or a slice as written (its class as
+    written, the same children; ``plif.fuse`` it to run it fused), whose outputs are those of the slice
+    of the unfused model (``nn.Sequential`` would make a fused class without its plan, or a traced
+    forward that calls children the slice does not have)."""
+    if not isinstance(idx, slice):
+        return nn.Sequential.__getitem__(seq, idx)
+    return type(seq)._plif_original(OrderedDict(list(seq._modules.items())[idx]))
 
 
 # ------------------------------------------------------------------------------------ tracing
@@ -143,6 +161,17 @@ def _trace(module: nn.Module) -> fx.Graph:
     if codes[0] != codes[1]:
         raise _NotTraced("its forward traces differently in training and evaluation mode (torch.fx would freeze one)")
     return graph
+
+
+def traced_calls(module: nn.Module) -> list[str] | None:
+    """The qualified names of the modules ``module``'s forward calls, once per call and in order, traced
+    as :func:`fuse` traces (plif's and torch's layers are leaves, other submodules are traced through);
+    None where FX cannot trace it."""
+    try:
+        graph = _Tracer().trace(module)
+    except Exception:  # noqa: BLE001  (FX raises TraceError, TypeError, AttributeError, ...)
+        return None
+    return [n.target for n in graph.nodes if n.op == "call_module"]
 
 
 def _binary_nodes(graph: fx.Graph, module: nn.Module, spikes_in: bool, training: bool = True) -> dict:
@@ -195,20 +224,22 @@ def _name(prefix: str, target: str) -> str:
 
 def _explain_chain(names, layers, run: _Run, lines: list[str], users=None) -> None:
     """One line for each convolution of a run of ``layers`` (qualified ``names``) that did not fuse,
-    and for each fused run that runs as written while it has a hook, or whose pool stays its own
-    step.  ``users``: for each layer, the names of what reads its output (an FX graph's chain ends
-    where that is not one module: the graph says why there)."""
-    covered = set()
+    and for each fused run that runs as written while it has a hook, and for each max-pool that a
+    block before it or the spike pool does not take (:func:`_explain_pool`).  ``users``: for each
+    layer, the names of what reads its output (an FX graph's chain ends where that is not one
+    module: the graph says why there)."""
+    covered, ends = set(), set()
     for a, b in run.fused(layers):
         covered.update(range(a, b))
-        hooked = [names[j] for j in range(a, b) if _hooked([layers[j]])]
+        ends.add(b)
+        hooked = [(names[j], kind) for j in range(a, b) if (kind := _hooked([layers[j]]))]
         if hooked:
-            lines.append(f"{' → '.join(names[a:b])}: runs as written while {hooked[0]} has a forward hook")
-        if b - a == 3 and b < len(layers) and _is_pool(layers[b]):
-            lines.append(f"{names[b]}: a max-pool the fused block does not take (it pools 2×2 windows every 2): "
-                         f"runs after the block")
+            lines.append(f"{' → '.join(names[a:b])}: runs as written while {hooked[0][0]} has {hooked[0][1]}")
     for i, layer in enumerate(layers):
-        if i in covered or not isinstance(unwrap(layer), nn.modules.conv._ConvNd):
+        if i not in covered and isinstance(layer, TimeFolded) and isinstance(layer.layer, nn.MaxPool2d):
+            _explain_pool(names[i], layer.layer, i in ends, run.opts, lines)
+    for i, layer in enumerate(layers):
+        if i in covered or not run.opts.fused_block or not isinstance(unwrap(layer), nn.modules.conv._ConvNd):
             continue
         why = why_not_fused(layers, i)
         ended = {"no BatchNorm follows the convolution": (i, "convolution", "BatchNorm"),
@@ -220,8 +251,15 @@ def _explain_chain(names, layers, run: _Run, lines: list[str], users=None) -> No
         lines.append(f"{' → '.join(names[i:i + 3])}: not fused: {why}")
 
 
-def _is_pool(layer) -> bool:
-    return isinstance(layer, TimeFolded) and isinstance(layer.layer, nn.MaxPool2d) and not fusable_pool(layer.layer)
+def _explain_pool(name: str, pool: nn.MaxPool2d, after_block: bool, opts: MemoryOptions, lines: list[str]) -> None:
+    """The line for a max-pool that a fused block (``after_block``: it follows one) or the spike pool
+    does not take, saying how it runs (:func:`~plif.layers.pool_rule.max_pool_rule`)."""
+    rule = max_pool_rule(pool)
+    how = ("as written" if not opts.spike_storage or rule.spike else "as the spike pool (two-byte saved offsets)")
+    if after_block:
+        lines.append(f"{name}: a max-pool the fused block does not take: {rule.fused}; runs after the block, {how}")
+    elif opts.spike_storage and rule.spike:
+        lines.append(f"{name}: runs as written, not as the spike pool: {rule.spike}")
 
 
 def _fuse_graph(module: nn.Module, graph: fx.Graph, prefix: str, opts: MemoryOptions, spikes_in: bool,
@@ -256,9 +294,11 @@ def _fuse_graph(module: nn.Module, graph: fx.Graph, prefix: str, opts: MemoryOpt
     scope = dict(code.globals)
     exec(compile(code.src, f"<plif.fuse: {type(module).__qualname__}.forward>", "exec"), scope)
     cls = type(module)
-    module.__class__ = type(cls.__name__, (cls,), {"forward": scope["forward"], "_plif_original": cls,
-                                                   "__module__": cls.__module__, "__reduce_ex__": _reduce_ex,
-                                                   "__doc__": cls.__doc__})
+    attrs = {"forward": scope["forward"], "_plif_original": cls, "__module__": cls.__module__,
+             "__reduce_ex__": _reduce_ex, "__doc__": cls.__doc__}
+    if isinstance(module, nn.Sequential):  # a slice is the slice as written
+        attrs["__getitem__"] = _sequential_item
+    module.__class__ = type(cls.__name__, (cls,), attrs)
     module._plif_runs = list(runs.values())
     module._plif_opts = opts
     module._plif_spikes_in = spikes_in
@@ -360,7 +400,7 @@ def fuse(model: nn.Module, memory=DEFAULT_MEMORY, explain: bool = False):
     torch.Size([4, 2, 4, 8, 8])
     """
     if not isinstance(model, nn.Module):
-        raise TypeError(f"plif.fuse takes an nn.Module, got {type(model).__name__}")
+        raise TypeError(f"plif.fuse(model): model takes a torch.nn.Module, got {type(model).__name__}")
     opts = memory_options(memory)
     lines: list[str] = []
     _unfuse(model)
@@ -380,6 +420,9 @@ def fused_blocks(model: nn.Module) -> list[tuple[str, ...]]:
     """The qualified names of each run of ``model`` that :func:`fuse` runs as the fused block, in
     order: ``[("conv1", "bn1", "sn1"), ("layer1.0.conv1", "layer1.0.bn1", "layer1.0.sn1"), ...]``
     (four names where a 2×2 max-pool is fused too); empty for a model not fused."""
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"plif.fused_blocks(model): model takes a torch.nn.Module (one plif.fuse ran on), "
+                        f"got {type(model).__name__}")
     from .network import SpikingNetwork
 
     out = []
