@@ -44,6 +44,8 @@ def _one_line_and_rebuilt(tmp, r):
 
 
 def _nothing_in_cwd(tmp, r):
+    if any(not p.name.strip() for p in tmp.iterdir()):
+        return "made a folder named by blanks in the working directory"
     return "compiled into the working directory" if (tmp / "kernels").exists() else None
 
 
@@ -90,6 +92,16 @@ def _scripted_refused(tmp, r):
     return None if "registered by a script" in r.stderr and "MODULE:scripted" in r.stderr else "the fix is not said"
 
 
+# issue 53.6: oneDNN's older name for its ISA cap; a CPU with native bf16 is faked by its flags
+_AMP_AUTO = ("import pathlib; from plif.layers.precision import native_bf16; "
+             "f = pathlib.Path('cpuinfo'); f.write_text('flags : avx512f avx512_bf16 amx_bf16\\n'); "
+             "print('bf16' if native_bf16(str(f)) else 'fp32')")
+
+
+def _fp32_under_cap(tmp, r):
+    return None if r.stdout.strip() == "fp32" else f"--amp auto picks {r.stdout.strip()!r} under an AVX2 ISA cap"
+
+
 CASES = [
     Case("kernel-library-truncated-to-a-third", "disk", expect="ok", run=_truncated_library(1 / 3),
          check=_one_line_and_rebuilt),
@@ -97,6 +109,11 @@ CASES = [
          check=_one_line_and_rebuilt),
     Case("kernel-cache-dir-empty", "disk", expect="ok", check=_nothing_in_cwd,
          run=lambda env: env.python(FORWARD, timeout=600, env={"PLIF_CACHE_DIR": ""})),
+    *(Case(f"kernel-cache-dir-blank#{i}", "disk", expect="ok", check=_nothing_in_cwd,  # issue 53.8
+           run=lambda env, v=value: env.python(FORWARD, timeout=600, env={"PLIF_CACHE_DIR": v, "PLIF_DATA_ROOT": v}))
+      for i, value in enumerate(["  ", "\t"])),
+    Case("amp-auto-under-dnnl-isa-cap", "api", expect="ok", check=_fp32_under_cap,
+         run=lambda env: env.python(_AMP_AUTO, env={"DNNL_MAX_CPU_ISA": "AVX2", "ONEDNN_MAX_CPU_ISA": ""})),
     Case("verify-raw-recordings", "cache", ["data", "verify", "{tmp}/nm"], check=_no_delete_advice,
          setup=lambda tmp: nmnist_tree(tmp / "nm", per_class=1)),
     Case("verify-a-damaged-cache-holding-a-users-file", "cache", run=_users_file_cache, check=_users_file_kept),

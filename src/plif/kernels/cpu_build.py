@@ -30,6 +30,7 @@ from pathlib import Path
 import torch
 
 from ..atomic import atomic_path, atomic_write_json
+from ..catalog import env_folder
 from ..filelock import FileLock
 
 __all__ = ["load_library", "library_or_raise", "unavailable", "SUFFIX", "BUILD_ERROR", "cache_dir", "library_damage",
@@ -73,9 +74,10 @@ _STATS_ARGS = [_P] * 3 + [_I64] * 5 + [_INT]
 
 
 def cache_dir() -> Path:
-    """``$PLIF_CACHE_DIR/kernels``; an empty ``PLIF_CACHE_DIR`` counts as unset (``~/.cache/plif``),
-    not as the working directory."""
-    return Path(os.environ.get("PLIF_CACHE_DIR") or Path.home() / ".cache" / "plif") / "kernels"
+    """``$PLIF_CACHE_DIR/kernels``; an empty or blank ``PLIF_CACHE_DIR`` counts as unset
+    (``~/.cache/plif``), not as the working directory or a folder named by blanks
+    (:func:`plif.catalog.env_folder`)."""
+    return env_folder("PLIF_CACHE_DIR", Path.home() / ".cache" / "plif") / "kernels"
 
 
 def _record_path(library: Path) -> Path:
