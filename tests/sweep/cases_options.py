@@ -169,3 +169,11 @@ _DATA_NO_EFFECT = {
     "clean-unknown-dataset": ["clean", "--cache-dir", "{tmp}", "--dataset", "nope"],
 }
 CASES += [Case(f"data-no-effect-{name}", "options", ["data", *argv]) for name, argv in _DATA_NO_EFFECT.items()]
+
+# --- issue 53.10: a value equal to the default is still a value given; an empty zoo name lists nothing ----
+_MODEL = ["train", "--data-dir", "{fmnist}", "--model", "sew-resnet18", "--T", "1", "--max-train-samples", "64",
+          "--max-test-samples", "64", "--epochs", "1", "--batch-size", "32", "--device", "cpu", "--out", "{tmp}/run"]
+CASES += [Case(f"train-model-no-effect{'=' .join(['', *flags])}", "options", [*_MODEL, *flags], check=no_stub, timeout=300)
+          for flags in (["--tau0", "2"], ["--tau0", "3"], ["--detach-reset"], ["--no-detach-reset"], ["--encoder", "direct"],
+                        ["--neuron", "plif"], ["--surrogate", "atan"], ["--pool", "max"])]
+CASES += [Case(f"zoo-name={name!r}", "options", ["zoo", name]) for name in ("", " ")]

@@ -178,6 +178,21 @@ def test_notation_options_and_a_network_do_not_go_with_a_model(model_file, tiny_
     assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
 
 
+@pytest.mark.parametrize("given", [["--tau0", "2"], ["--tau0", "3"], ["--detach-reset"], ["--no-detach-reset"],
+                                   ["--encoder", "direct"], ["--neuron", "plif"], ["--no-per-channel-tau"]])
+def test_a_notation_option_given_with_a_model_is_refused_at_its_default_value_too(given, tiny_fashion, tmp_path, capsys):
+    """Issue 53.10: ``--model sew-resnet18 --tau0 2`` was accepted, ``--tau0 3`` refused: the command line
+    knows what was typed, so any value of an option that has no effect is refused."""
+    out = tmp_path / "run"
+    argv = ["train", "--model", "sew-resnet18", "--T", "2", "--device", "cpu", "--data-dir", str(tiny_fashion),
+            "--out", str(out), *given]
+    assert main(argv) == 2
+    err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
+    flag = given[0] + (f" {float(given[1]):g}" if given[0] == "--tau0" else f" {given[1]}" if len(given) > 1 else "")
+    assert len(err) == 1 and f"{flag} has no effect with --model" in err[0], err
+    assert not out.exists()
+
+
 def test_a_registered_name_and_a_module_reference_build_the_same_network(model_file, monkeypatch, tmp_path):
     from plif.models import factories
 

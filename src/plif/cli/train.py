@@ -26,8 +26,9 @@ def run_train(args) -> int:
         if args.download:
             from ..train.config import resolve_config
 
-            _download(cfg, check=resolve_config)  # a bad option fails now, not after a long download
-        return train(cfg, restart=args.restart)
+            # a bad option fails now, not after a long download
+            _download(cfg, check=lambda c: resolve_config(c, asked=set(given)))
+        return train(cfg, restart=args.restart, asked=set(given))  # a value given is refused where idle, the default's too
     if args.restart:
         raise ValueError("--restart deletes the run in --out and --resume continues it: give one of them")
     run = Path(args.resume if args.resume is not True else given.get("out") or "")
