@@ -216,3 +216,19 @@ def test_folders_of_the_right_names_holding_no_event_files_are_never_called_read
 def test_the_sample_read_spreads_over_the_list():
     assert ed._spread(list("abcdefg"), 3) == ["a", "d", "g"] and ed._spread(list("ab"), 3) == ["a", "b"]
     assert ed._spread(list("abc"), 1) == ["a"]
+
+
+def test_a_download_whose_recordings_are_all_empty_is_never_called_ready(tmp_path, monkeypatch):
+    """Issue 53.10: recordings of 0 bytes read as no events and no error, so such a download was called
+    ready; the second call refuses it too instead of 'already downloaded'."""
+    zips = {split: _zip_bytes({f"{split}/{d}/{i:05d}.bin": b"" for d in range(10) for i in range(2)})
+            for split in ("Train", "Test")}
+    with serve({f"/{s}.zip": z for s, z in zips.items()}) as (url, _):
+        _serve_archives(monkeypatch, "nmnist", url, {f"{s}.zip": z for s, z in zips.items()})
+        lines = []
+        with pytest.raises(ValueError) as e:
+            ed.download_event_dataset(get_dataset("nmnist"), tmp_path / "nm", progress=False, log=lines.append)
+    assert "the loaders do not find the dataset" in str(e.value) and "empty (0 bytes), not a recording" in str(e.value)
+    assert "\n" not in str(e.value) and not any("ready" in ln for ln in lines)
+    with pytest.raises(ValueError, match="the archives were unpacked .* but the loaders do not find the dataset"):
+        ed.download_event_dataset(get_dataset("nmnist"), tmp_path / "nm", progress=False, log=lines.append)
