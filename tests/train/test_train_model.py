@@ -70,6 +70,32 @@ class _Mean(nn.Module):
 
 
 NOT_CALLABLE = 3
+
+
+def exits_zero():
+    import sys
+    sys.exit(0)
+
+
+def exits_three():
+    import sys
+    sys.exit(3)
+
+
+def reseeds(input_shape, num_classes):
+    torch.manual_seed(0)  # a factory that seeds its own initialisation
+    return make(input_shape, num_classes)
+
+
+def reseeds_randomly(input_shape, num_classes):
+    torch.seed()
+    return make(input_shape, num_classes)
+
+
+def builds_then_raises(input_shape, num_classes, T):
+    from plif.models.residual import sew_resnet18
+    sew_resnet18(input_shape, num_classes, T)  # fused PLIF layers: they would load (compile) the kernels
+    raise RuntimeError("out of ideas")
 '''
 
 
@@ -138,6 +164,8 @@ def test_the_command_line_trains_evaluates_and_resumes_a_model_run_and_refuses_w
     ("NOT_CALLABLE", "NOT_CALLABLE in {file} is a int, not a function or class"),
     ("needs_more", "the factory needs 'depth', which plif cannot give"),
     ("raises", "the factory raised RuntimeError: out of ideas"),
+    ("exits_zero", "the factory called sys.exit(0)"),
+    ("exits_three", "the factory called sys.exit(3)"),
     ("not_a_module", "the factory returned a int, not a torch.nn.Module"),
     ("wrong_width", "its output for the dataset's input [2, 2, 1, 28, 28] is [2, 2, 7], not [T, B, classes] = [2, 2, 10]"),
     ("wrong_time", "its output for the dataset's input [2, 2, 1, 28, 28] is [2, 10], not [T, B, classes]"),
@@ -151,6 +179,63 @@ def test_a_bad_factory_is_refused_before_training_naming_the_file_and_the_factor
     assert "\n" not in line and line.startswith(f"--model {model_file}:{factory}: ")
     assert why.format(file=model_file) in line
     assert not out.exists()
+
+
+@pytest.mark.parametrize("code", ["0", "3", "None", "'bye'"])
+def test_a_factory_or_its_module_that_calls_sys_exit_is_refused_on_the_command_line(code, model_file, tiny_fashion,
+                                                                                    tmp_path, capsys):
+    """Issue 53.4: ``sys.exit(0)`` in a factory ended plif train with status 0, nothing trained and nothing
+    said; ``sys.exit(3)`` with 3 and no word.  Now exit status 2, one line naming the factory, no run folder."""
+    exits_at_import = tmp_path / "exits_at_import.py"
+    exits_at_import.write_text(f"import sys\nsys.exit({code})\ndef make():\n    pass\n")
+    exits = tmp_path / "exits.py"
+    exits.write_text(f"import sys\ndef make():\n    sys.exit({code})\n")
+    out = tmp_path / "run"
+    for ref, why in ((f"{exits}:make", f"the factory called sys.exit({code})"),
+                     (f"{exits_at_import}:make", f"importing {exits_at_import} called sys.exit({code})")):
+        argv = ["train", "--model", ref, "--T", "2", "--device", "cpu", "--data-dir", str(tiny_fashion), "--out", str(out)]
+        assert main(argv) == 2
+        err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
+        assert err == [f"plif train: error: --model {ref}: {why}"]
+        assert not out.exists()
+
+
+@pytest.mark.parametrize("factory", ["reseeds", "reseeds_randomly", "make"])
+def test_two_seeds_give_two_networks_though_the_factory_reseeds_torch(factory, model_file, tiny_fashion, tmp_path):
+    """Issue 53.4: a factory calling ``torch.manual_seed(0)`` made ``--seed 1`` and ``--seed 2`` one network;
+    a reseed inside is now derived from plif's seed, so one seed is still one network (a resume rebuilds it)."""
+    from plif.train import resolve_config
+    from plif.train.user_model import setup_user_model
+
+    def weights(seed):
+        cfg = resolve_config(_cfg(tiny_fashion, tmp_path / "run", f"{model_file}:{factory}", seed=seed, memory="none"))
+        net = setup_user_model(cfg, torch.device("cpu"))
+        return torch.cat([p.detach().flatten() for p in net.parameters()])
+
+    one, two = weights(1), weights(2)
+    assert not torch.equal(one, two) and torch.equal(one, weights(1))
+    torch.manual_seed(5)  # put back: a plain seed again
+    a = torch.rand(3)
+    torch.default_generator.manual_seed(5)
+    assert torch.equal(a, torch.rand(3))
+
+
+def test_a_factory_that_raises_is_said_before_any_kernel_is_compiled(model_file, tiny_fashion, tmp_path):
+    """Issue 53.13: a factory that builds fused PLIF layers, then raises, was reported only after the first
+    kernel build (197 s on a loaded machine).  The "compiler" here leaves a mark when it is run at all."""
+    import os
+    import subprocess
+
+    cxx = tmp_path / "cxx"
+    cxx.write_text(f"#!/bin/sh\ntouch {tmp_path / 'compiled'}\nexit 1\n")
+    cxx.chmod(0o755)
+    env = {**os.environ, "CXX": str(cxx), "PLIF_CACHE_DIR": str(tmp_path / "cache")}
+    ref = f"{model_file}:builds_then_raises"
+    r = subprocess.run([sys.executable, "-m", "plif", "train", "--model", ref, "--T", "2", "--device", "cpu",
+                        "--data-dir", str(tiny_fashion), "--out", str(tmp_path / "run")],
+                       env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 2 and f"--model {ref}: the factory raised RuntimeError: out of ideas" in r.stderr
+    assert not (tmp_path / "compiled").exists() and not (tmp_path / "run").exists()
 
 
 def test_a_file_that_does_not_import_or_is_missing_is_refused_in_one_line(tmp_path, tiny_fashion, capsys):
