@@ -1,6 +1,7 @@
 """``plif train --model FILE.py:FACTORY``: a network written as nn.Module code trains and resumes bit for
 bit as a notation run does; every bad reference is refused before training, in one line naming the
 file, the factory and what was wrong, with nothing written to --out."""
+import hashlib
 import json
 import sys
 
@@ -143,20 +144,51 @@ def test_the_command_line_trains_evaluates_and_resumes_a_model_run_and_refuses_w
     monkeypatch.delitem(sys.modules, file_module_name(model_file))  # as in a new process: not imported already
     assert main(["eval", str(out)]) == 2  # a run folder from elsewhere imports no code unless trusted
     err = capsys.readouterr().err
-    assert "model" in err and "--trust-module tiny_model" in err
-    assert main(["eval", str(out), "--trust-module", "tiny_model"]) == 0
+    assert "model" in err and f"--trust-module {model_file}" in err
+    assert main(["eval", str(out), "--trust-module", "tiny_model"]) == 2  # a file is trusted by its path only
+    assert "the module name 'tiny_model' you trust does not trust a file" in capsys.readouterr().err
+    assert main(["eval", str(out), "--trust-module", str(model_file)]) == 0
     assert "accuracy A: " in capsys.readouterr().out
-    assert main(["train", "--resume", str(out), "--epochs", "2", "--trust-module", "tiny_model"]) == 0
+    assert main(["train", "--resume", str(out), "--epochs", "2", "--trust-module", str(model_file)]) == 0
     assert [r["epoch"] for r in read_metrics(out)] == [1, 2]
     capsys.readouterr()
-    assert main(["stats", str(out), "--samples", "20", "--trust-module", "tiny_model"]) == 0  # counted by hooks
+    assert main(["stats", str(out), "--samples", "20", "--trust-module", str(model_file)]) == 0  # counted by hooks
     shown = capsys.readouterr().out
     assert f"network: --model {model_file}:make" in shown and "sn2" in shown and "energy per sample" in shown
     for command in (["export", str(out), "--nir", str(tmp_path / "n.nir")],
                     ["plot", "encoder", str(out), "--out", str(tmp_path / "figs")]):
-        assert main([*command, "--trust-module", "tiny_model"]) == 2
+        assert main([*command, "--trust-module", str(model_file)]) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and f"trained --model {model_file}:make" in err[0] and "notation" in err[0], err
+
+
+def test_a_file_that_arrives_inside_a_run_folder_is_not_trusted_by_its_name(model_file, tiny_fashion, tmp_path,
+                                                                             capsys, monkeypatch):
+    """Issue 53.3: a foreign run folder whose config names ``RUN/code/tiny_model.py:make`` was run by
+    ``plif eval RUN --trust-module tiny_model`` (the user trusted *their* tiny_model).  A file is trusted
+    by its path, and a trusted file that changed since the run trained is refused."""
+    out = tmp_path / "run"
+    assert main(["train", "--model", f"{model_file}:make", "--T", "2", "--batch-size", "20", "--epochs", "1",
+                 "--max-train-samples", "40", "--device", "cpu", "--data-dir", str(tiny_fashion), "--out", str(out)]) == 0
+    monkeypatch.delitem(sys.modules, file_module_name(model_file))  # as in a new process: not imported already
+    config = json.loads((out / "config.json").read_text())
+    assert config["model_sha256"] == hashlib.sha256(model_file.read_bytes()).hexdigest()
+    foreign = out / "code" / "tiny_model.py"  # the same name, other code: it leaves a mark when it runs
+    foreign.parent.mkdir()
+    foreign.write_text(f"import pathlib\npathlib.Path({str(tmp_path / 'pwned')!r}).write_text('ran')\n" + TINY_MODEL)
+    (out / "config.json").write_text(json.dumps({**config, "model": f"{foreign}:make", "model_sha256": None}))
+    (out / "checkpoints" / "last.pt").unlink()  # no fallback copy of the config
+    capsys.readouterr()
+    for trust in (["--trust-module", "tiny_model"], ["--trust-module", str(model_file)], []):
+        assert main(["eval", str(out), *trust]) == 2
+        err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
+        assert len(err) == 1 and f"runs the file {foreign}" in err[0] and "inside the run folder" in err[0], err
+        assert not (tmp_path / "pwned").exists()
+    # the user's own file, trusted by its path, but edited since the run trained: refused, not run
+    (out / "config.json").write_text(json.dumps(config))
+    model_file.write_text(TINY_MODEL + "\n# edited\n")
+    assert main(["eval", str(out), "--trust-module", str(model_file)]) == 2
+    assert f"model file {model_file} changed since the run was trained" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("factory, why", [

@@ -38,10 +38,10 @@ def run_train(args) -> int:
     # (train() refuses and lists the differences), except what a resume may change (--epochs, --device).
     typed = given.get("surrogate", "")  # a MODULE:NAME typed again is the user's choice of MODULE
     trust = [*args.trust_module, *([typed.partition(":")[0]] if ":" in typed else [])]
-    if given.get("model"):  # so is a --model typed again
-        from ..models.factories import model_module
+    if given.get("model"):  # so is a --model typed again (a file: by its path)
+        from ..models.factories import model_trust
 
-        trust += [m for m in [model_module(given["model"])] if m]
+        trust += [m for m in [model_trust(given["model"])] if m]
     stored = _stored_config(run, trust)
     cfg = dataclasses.replace(stored, **{**given, "out": str(run)})
     # the options given are refused where they would have no effect (train checks them; the run's own are

@@ -24,7 +24,8 @@ import sys
 from pathlib import Path
 from typing import Callable
 
-__all__ = ["MODEL_FACTORIES", "register_model", "ModelError", "parse_model_ref", "model_module", "file_module_name",
+__all__ = ["MODEL_FACTORIES", "register_model", "ModelError", "parse_model_ref", "model_module", "model_trust",
+           "model_file_sha256", "file_module_name",
            "load_factory", "build_model", "check_model_output", "spiking_modules", "over_time", "model_prepare", "FACTORY_ARGS"]
 
 MODEL_FACTORIES: dict[str, "Callable | str"] = {}
@@ -91,6 +92,26 @@ def model_module(ref: str) -> str | None:
     return where if kind == "module" else None
 
 
+def model_trust(ref: str) -> str | None:
+    """What trusts ``ref`` (``--trust-module``): the module of ``package.module:FACTORY``, the absolute
+    path of ``FILE.py:FACTORY`` (a file is trusted by its path, never by its name: a file of the same
+    name arriving with a run folder is another file), None for a registered name."""
+    kind, where, _ = parse_model_ref(ref)
+    return None if kind == "name" else where
+
+
+def model_file_sha256(ref: str) -> str | None:
+    """The SHA-256 of the file ``FILE.py:FACTORY`` runs (a run records it, :func:`plif.runs.stored_model`
+    checks it), None for a module or a registered name, or a file that cannot be read."""
+    kind, where, _ = parse_model_ref(ref)
+    if kind != "file":
+        return None
+    try:
+        return hashlib.sha256(Path(where).read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
 def file_module_name(path) -> str:
     """The name under ``sys.modules`` of the module a ``FILE.py:FACTORY`` reference loads from ``path``."""
     return f"plif_user_model_{re.sub(r'[^0-9A-Za-z_]', '_', Path(path).stem)}"
@@ -117,8 +138,10 @@ def load_factory(ref: str) -> Callable:
             del sys.modules[module_name]
             raise ModelError(f"--model {ref}: importing {where} {_failed(e, 'failed:')}") from None
     else:
-        try:
-            module = importlib.import_module(where)
+        from ..surrogate import import_outside_cwd
+
+        try:  # as a surrogate's MODULE: a module.py lying in the working directory is not what the user chose
+            module = import_outside_cwd(where)
         except (Exception, SystemExit) as e:
             raise ModelError(f"--model {ref}: importing module {where} {_failed(e, 'failed:')}") from None
     factory = getattr(module, attr, None)
