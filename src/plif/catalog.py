@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 __all__ = ["Archive", "DatasetSpec", "DATASETS", "get_dataset", "as_dataset", "CIFAR10_CLASSES", "GESTURE_CLASS_NAMES",
-           "NCALTECH101_CLASSES", "ATIS_SENSOR", "default_root", "dataset_folder"]
+           "NCALTECH101_CLASSES", "ATIS_SENSOR", "default_root", "dataset_folder", "env_folder"]
 
 CIFAR10_CLASSES = ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck")
 GESTURE_CLASS_NAMES = ("hand clap", "right hand wave", "left hand wave", "right arm clockwise",
@@ -380,6 +380,14 @@ def dataset_folder(root: str | Path) -> Path:
     return path
 
 
+def env_folder(name: str, default: Path) -> Path:
+    """The folder environment variable ``name`` names, or ``default`` where it is unset, empty or only
+    blanks: every reader of plif's folder variables (``PLIF_DATA_ROOT``, ``PLIF_CACHE_DIR``) asks here,
+    so a blank value never becomes a folder named by blanks, or the working directory itself."""
+    value = os.environ.get(name, "")
+    return Path(value) if value.strip() else Path(default)
+
+
 def default_root() -> Path:
     """``$PLIF_DATA_ROOT`` or ``~/.cache/plif/data``: where downloads go when no root is given."""
-    return Path(os.environ.get("PLIF_DATA_ROOT", Path.home() / ".cache" / "plif" / "data"))
+    return env_folder("PLIF_DATA_ROOT", Path.home() / ".cache" / "plif" / "data")

@@ -43,3 +43,15 @@ def test_integers_too_large_for_torch_and_non_finite_tau_are_one_line(argv, mess
     assert main(["spec", *argv]) == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err and "frame #0" not in err
+
+
+@pytest.mark.parametrize("name", ["", " ", "\t"])
+def test_zoo_refuses_an_empty_name_instead_of_listing_everything(name, capsys):
+    """Issue 53.10: ``plif zoo ''`` listed every network with exit status 0."""
+    with pytest.raises(SystemExit) as e:  # refused while parsing the command line
+        main(["zoo", name])
+    assert e.value.code == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and [ln for ln in captured.err.splitlines() if "error:" in ln] == [
+        f"plif zoo: error: argument name: {name!r}: give a dataset or residual network name, or leave it out to "
+        "list them all"]

@@ -231,3 +231,19 @@ def test_shd_downloads_its_zipped_splits_and_loads_them(tmp_path, monkeypatch):
     shd = get_dataset("shd")
     assert [s.index for s in list_samples(shd, folder, train=True)] == list(range(6))
     assert len(list_samples(shd, folder, train=False)) == 3
+
+
+def test_a_download_whose_recordings_are_all_empty_is_never_called_ready(tmp_path, monkeypatch):
+    """Issue 53.10: recordings of 0 bytes read as no events and no error, so such a download was called
+    ready; the second call refuses it too instead of 'already downloaded'."""
+    zips = {split: _zip_bytes({f"{split}/{d}/{i:05d}.bin": b"" for d in range(10) for i in range(2)})
+            for split in ("Train", "Test")}
+    with serve({f"/{s}.zip": z for s, z in zips.items()}) as (url, _):
+        _serve_archives(monkeypatch, "nmnist", url, {f"{s}.zip": z for s, z in zips.items()})
+        lines = []
+        with pytest.raises(ValueError) as e:
+            ed.download_event_dataset(get_dataset("nmnist"), tmp_path / "nm", progress=False, log=lines.append)
+    assert "the loaders do not find the dataset" in str(e.value) and "empty (0 bytes), not a recording" in str(e.value)
+    assert "\n" not in str(e.value) and not any("ready" in ln for ln in lines)
+    with pytest.raises(ValueError, match="the archives were unpacked .* but the loaders do not find the dataset"):
+        ed.download_event_dataset(get_dataset("nmnist"), tmp_path / "nm", progress=False, log=lines.append)

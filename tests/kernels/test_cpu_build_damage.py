@@ -40,6 +40,31 @@ def test_empty_cache_dir_counts_as_unset(monkeypatch):
     assert cpu_build.cache_dir() == Path("/somewhere/kernels")
 
 
+@pytest.mark.parametrize("blanks", [" ", "  ", "\t", " \n "])
+def test_a_blank_cache_or_data_folder_variable_counts_as_unset(monkeypatch, blanks):
+    """Issue 53.8: ``PLIF_CACHE_DIR="  "`` named a folder of two blanks in the working directory."""
+    from plif.catalog import default_root
+
+    monkeypatch.setenv("PLIF_CACHE_DIR", blanks)
+    monkeypatch.setenv("PLIF_DATA_ROOT", blanks)
+    assert cpu_build.cache_dir() == Path.home() / ".cache" / "plif" / "kernels"
+    assert default_root() == Path.home() / ".cache" / "plif" / "data"
+    monkeypatch.setenv("PLIF_DATA_ROOT", "")  # Path("") is the working directory
+    assert default_root() == Path.home() / ".cache" / "plif" / "data"
+
+
+def test_every_reader_of_a_folder_variable_asks_env_folder():
+    """One function reads plif's folder variables: no ``os.environ`` lookup of them anywhere else."""
+    import re
+
+    import plif
+
+    src = Path(plif.__file__).parent
+    direct = re.compile(r"environ(\.get\(|\[)\s*[\"'](PLIF_CACHE_DIR|PLIF_DATA_ROOT)")
+    found = [str(p.relative_to(src)) for p in src.rglob("*.py") if direct.search(p.read_text())]
+    assert found == []
+
+
 @pytest.mark.parametrize("fraction", [1 / 3, 9 / 10])
 def test_truncated_library_is_found_and_rebuilt_with_one_line(tmp_path, monkeypatch, capsys, good_library, fraction):
     monkeypatch.setenv("PLIF_CACHE_DIR", str(tmp_path / "cache"))

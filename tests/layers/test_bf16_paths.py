@@ -124,6 +124,7 @@ def test_native_bf16_is_asked_of_the_cpu(tmp_path, monkeypatch):
     info = tmp_path / "cpuinfo"
     info.write_text("processor\t: 0\nflags\t\t: fpu sse avx2 avx512f\n")
     monkeypatch.delenv("ONEDNN_MAX_CPU_ISA", raising=False)
+    monkeypatch.delenv("DNNL_MAX_CPU_ISA", raising=False)
     assert not native_bf16(str(info))
     amx = tmp_path / "amx"
     amx.write_text("flags\t\t: avx512f avx512_bf16 amx_bf16\n")
@@ -132,6 +133,21 @@ def test_native_bf16_is_asked_of_the_cpu(tmp_path, monkeypatch):
     assert not native_bf16(str(amx))
     monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "avx512_core_amx")
     assert native_bf16(str(amx))
+
+
+@pytest.mark.parametrize("onednn, dnnl, native", [(None, "AVX2", False), (None, "avx512_core_amx", True),
+                                                  ("ALL", "AVX2", True), ("AVX2", "ALL", False), ("  ", "AVX2", False)])
+def test_onednns_older_name_for_the_isa_cap_is_honoured(tmp_path, monkeypatch, onednn, dnnl, native):
+    """Issue 53.6: ``DNNL_MAX_CPU_ISA=AVX2`` still picked bf16 for ``--amp auto``, then emulated ~100x slower;
+    oneDNN reads it where ``ONEDNN_MAX_CPU_ISA`` is unset."""
+    amx = tmp_path / "amx"
+    amx.write_text("flags\t\t: avx512f avx512_bf16 amx_bf16\n")
+    for name, value in (("ONEDNN_MAX_CPU_ISA", onednn), ("DNNL_MAX_CPU_ISA", dnnl)):
+        if value is None:
+            monkeypatch.delenv(name, raising=False)
+        else:
+            monkeypatch.setenv(name, value)
+    assert native_bf16(str(amx)) is native
 
 
 def test_amp_auto_is_bf16_only_on_a_cpu_with_native_bf16(monkeypatch):

@@ -201,3 +201,37 @@ def _size_overrun(b):
     struct.pack_into("<i", b, off + 4, 2**30)
     return bytes(b)
 add("aedat4-packet-size-overrun", _a4(_size_overrun), ("info",), "rec.aedat4")
+
+# issue 53.10: a download whose recordings are all 0 bytes was called ready (a reader finds no events in an
+# empty file, and no error); the archives lie in the folder with the record's MD5 (patched), so nothing is fetched
+_EMPTY_DOWNLOAD = """
+import hashlib, io, sys, zipfile
+from dataclasses import replace
+from plif.catalog import DATASETS
+from plif.data.event_download import download_event_dataset
+from pathlib import Path
+folder = Path("nm"); folder.mkdir()
+md5 = {}
+for split in ("Train", "Test"):
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        for d in range(10):
+            z.writestr(f"{split}/{d}/00000.bin", b"")
+    (folder / f"{split}.zip").write_bytes(buf.getvalue())
+    md5[f"{split}.zip"] = hashlib.md5(buf.getvalue()).hexdigest()
+DATASETS["nmnist"] = replace(DATASETS["nmnist"], archives=tuple(replace(a, md5=md5[a.filename])
+                                                                for a in DATASETS["nmnist"].archives))
+try:
+    download_event_dataset("nmnist", folder, progress=False)
+except ValueError as e:
+    print(f"python: error: {e}", file=sys.stderr)
+    sys.exit(2)
+"""
+
+
+def _said_empty(tmp, r):
+    return None if "empty (0 bytes)" in r.stderr else "the refusal does not say the recordings are empty"
+
+
+CASES.append(Case("download-recordings-all-empty", AREA, run=lambda env: env.python(_EMPTY_DOWNLOAD),
+                  check=_said_empty))

@@ -210,3 +210,89 @@ _DATA_NO_EFFECT = {
     "clean-unknown-dataset": ["clean", "--cache-dir", "{tmp}", "--dataset", "nope"],
 }
 CASES += [Case(f"data-no-effect-{name}", "options", ["data", *argv]) for name, argv in _DATA_NO_EFFECT.items()]
+
+# --- issue 53.10: a value equal to the default is still a value given; an empty zoo name lists nothing ----
+_MODEL = ["train", "--data-dir", "{fmnist}", "--model", "sew-resnet18", "--T", "1", "--max-train-samples", "64",
+          "--max-test-samples", "64", "--epochs", "1", "--batch-size", "32", "--device", "cpu", "--out", "{tmp}/run"]
+CASES += [Case(f"train-model-no-effect{'=' .join(['', *flags])}", "options", [*_MODEL, *flags], check=no_stub, timeout=300)
+          for flags in (["--tau0", "2"], ["--tau0", "3"], ["--detach-reset"], ["--no-detach-reset"], ["--encoder", "direct"],
+                        ["--neuron", "plif"], ["--surrogate", "atan"], ["--pool", "max"])]
+CASES += [Case(f"zoo-name={name!r}", "options", ["zoo", name]) for name in ("", " ")]
+
+# --- issue 53.4 / 53.13: a --model factory that ends the process, reseeds torch, or raises after building layers --
+_FACTORIES = """
+import sys
+import torch
+from torch import nn
+from plif import PLIF
+from plif.layers import TimeFolded, Voting
+
+
+def exits_zero():
+    sys.exit(0)
+
+
+def exits_three():
+    sys.exit(3)
+
+
+def reseeds(input_shape, num_classes):
+    torch.manual_seed(0)
+    return nn.Sequential(TimeFolded(nn.Flatten()), TimeFolded(nn.Linear(784, num_classes * 10)), PLIF(), Voting(10))
+
+
+def builds_then_raises(input_shape, num_classes, T):
+    from plif.models.residual import sew_resnet18
+    sew_resnet18(input_shape, num_classes, T)
+    raise RuntimeError("out of ideas")
+"""
+
+
+def _factories(tmp: Path):
+    (tmp / "nets.py").write_text(_FACTORIES)
+    (tmp / "exits_at_import.py").write_text("import sys\nsys.exit(3)\n")
+    cxx = tmp / "cxx"  # a compiler that leaves a mark: no kernel build may start before the factory is checked
+    cxx.write_text(f"#!/bin/sh\ntouch {tmp / 'compiled'}\nexit 1\n")
+    cxx.chmod(0o755)
+
+
+def _factory_refused(why: str):
+    def check(tmp: Path, r) -> str | None:
+        if (tmp / "compiled").exists():
+            return "a kernel build started before the factory was checked"
+        if why not in r.stderr:
+            return f"the refusal does not say {why!r}"
+        return no_stub(tmp, r)
+    return check
+
+
+def _model(ref: str, *extra):
+    def run(env):
+        return env.plif(*[env.fill(a) for a in [*TRAIN[:3], "--model", ref, *TRAIN[5:], *extra]], timeout=300,
+                        extra_env={"CXX": str(env.tmp / "cxx"), "PLIF_CACHE_DIR": str(env.tmp / "cache")})
+    return run
+
+
+CASES += [Case(f"train-model-{name}", "options", run=_model(ref), setup=_factories, check=_factory_refused(why), timeout=300)
+          for name, ref, why in (("sys-exit-0", "{tmp}/nets.py:exits_zero", "the factory called sys.exit(0)"),
+                                 ("sys-exit-3", "{tmp}/nets.py:exits_three", "the factory called sys.exit(3)"),
+                                 ("sys-exit-at-import", "{tmp}/exits_at_import.py:make", "called sys.exit(3)"),
+                                 ("raises-after-building-layers", "{tmp}/nets.py:builds_then_raises",
+                                  "the factory raised RuntimeError: out of ideas"))]
+
+
+def _two_seeds_two_networks(env):
+    """--seed 1 and --seed 2 with a factory that calls torch.manual_seed(0): two networks (as plif train builds them)."""
+    code = ("import torch; from plif.train import TrainConfig, resolve_config; "
+            "from plif.train.user_model import setup_user_model\n"
+            "def w(seed):\n"
+            f"    cfg = resolve_config(TrainConfig(dataset='fashion-mnist', data_dir={env.subst['fmnist']!r}, T=1, "
+            "seed=seed, model='nets.py:reseeds', memory='none'))\n"
+            "    return torch.cat([p.detach().flatten() for p in setup_user_model(cfg, torch.device('cpu')).parameters()])\n"
+            "print('same' if torch.equal(w(1), w(2)) else 'different')")
+    return env.python(code, timeout=300)
+
+
+CASES.append(Case("train-model-reseeding-factory-two-seeds", "options", run=_two_seeds_two_networks, setup=_factories,
+                  expect="ok", check=lambda tmp, r: None if r.stdout.strip() == "different" else
+                  "--seed 1 and --seed 2 give the same network"))

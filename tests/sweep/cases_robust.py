@@ -65,6 +65,8 @@ def _one_line_and_rebuilt(tmp, r):
 
 
 def _nothing_in_cwd(tmp, r):
+    if any(not p.name.strip() for p in tmp.iterdir()):
+        return "made a folder named by blanks in the working directory"
     return "compiled into the working directory" if (tmp / "kernels").exists() else None
 
 
@@ -111,6 +113,68 @@ def _scripted_refused(tmp, r):
     return None if "registered by a script" in r.stderr and "MODULE:scripted" in r.stderr else "the fix is not said"
 
 
+def _killed_first_build(env: Env):
+    """issue 53.12: the first kernel build (the real g++, a fresh cache) killed with SIGKILL once a cc1plus
+    runs; every process of the scenario carries a mark in its environment, found in /proc whoever its parent."""
+    import os
+    import shutil
+    import signal
+    import time
+    import uuid
+
+    from .case import Result
+
+    if shutil.which("g++") is None or not Path("/proc/self/environ").exists():
+        raise SkipCase("needs g++ and Linux's /proc")
+    mark = f"plif-sweep-orphan-{uuid.uuid4().hex}"
+
+    def marked(name: str = "") -> list[int]:
+        found = []
+        for entry in Path("/proc").iterdir():
+            try:
+                if (entry.name.isdigit() and mark.encode() in (entry / "environ").read_bytes()
+                        and (entry / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+                        and name.encode() in (entry / "cmdline").read_bytes()):
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+        return found
+
+    def until(condition, seconds):
+        end = time.monotonic() + seconds
+        while not condition() and time.monotonic() < end:
+            time.sleep(0.1)
+        return condition()
+
+    t0 = time.perf_counter()
+    p = env.plif(python="from plif.kernels import cpu_build; cpu_build.load_library()", wait=False,
+                 extra_env={"PLIF_CACHE_DIR": str(env.tmp / "cache"), "CXX": "g++", "PLIF_SWEEP_MARK": mark})
+    try:
+        if not until(lambda: marked("cc1plus"), 180):
+            return Result(2, "", "sweep: error: no cc1plus started\n", time.perf_counter() - t0)
+        os.kill(p.pid, signal.SIGKILL)
+        p.wait()
+        clean = until(lambda: not marked(), 10)
+        left = "" if clean else f"left running: {len(marked())} processes ({len(marked('cc1plus'))} cc1plus)"
+        return Result(0, left, "", time.perf_counter() - t0)
+    finally:
+        for pid in marked():
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+
+
+# issue 53.6: oneDNN's older name for its ISA cap; a CPU with native bf16 is faked by its flags
+_AMP_AUTO = ("import pathlib; from plif.layers.precision import native_bf16; "
+             "f = pathlib.Path('cpuinfo'); f.write_text('flags : avx512f avx512_bf16 amx_bf16\\n'); "
+             "print('bf16' if native_bf16(str(f)) else 'fp32')")
+
+
+def _fp32_under_cap(tmp, r):
+    return None if r.stdout.strip() == "fp32" else f"--amp auto picks {r.stdout.strip()!r} under an AVX2 ISA cap"
+
+
 CASES = [
     Case("kernel-library-truncated-to-a-third", "disk", expect="ok", run=_truncated_library(1 / 3),
          check=_one_line_and_rebuilt),
@@ -120,6 +184,13 @@ CASES = [
          check=_a_note_with_its_remedy),
     Case("kernel-cache-dir-empty", "disk", expect="ok", check=_nothing_in_cwd,
          run=lambda env: env.python(FORWARD, timeout=600, env={"PLIF_CACHE_DIR": ""})),
+    *(Case(f"kernel-cache-dir-blank#{i}", "disk", expect="ok", check=_nothing_in_cwd,  # issue 53.8
+           run=lambda env, v=value: env.python(FORWARD, timeout=600, env={"PLIF_CACHE_DIR": v, "PLIF_DATA_ROOT": v}))
+      for i, value in enumerate(["  ", "\t"])),
+    Case("kill-9-during-the-first-kernel-build", "kill", expect="ok", run=_killed_first_build, timeout=240,
+         check=lambda tmp, r: r.stdout.strip() or None),
+    Case("amp-auto-under-dnnl-isa-cap", "api", expect="ok", check=_fp32_under_cap,
+         run=lambda env: env.python(_AMP_AUTO, env={"DNNL_MAX_CPU_ISA": "AVX2", "ONEDNN_MAX_CPU_ISA": ""})),
     Case("verify-raw-recordings", "cache", ["data", "verify", "{tmp}/nm"], check=_no_delete_advice,
          setup=lambda tmp: nmnist_tree(tmp / "nm", per_class=1)),
     Case("verify-a-damaged-cache-holding-a-users-file", "cache", run=_users_file_cache, check=_users_file_kept),

@@ -112,3 +112,48 @@ CASES += [_trusted("pwnmod:x", c, "flag", "refuse", "the working directory is no
           for c in ("eval", "stats", "export", "resume", "plot-encoder")]
 CASES += [_trusted("pwnmod:x", c, "flag+pythonpath", "ok", "") for c in ("eval", "stats", "export", "resume")]
 CASES += [_trusted("pwnmod:x", "stats", "env+pythonpath", "ok", "")]
+
+
+# --- issue 53.3: a model file that arrives inside the run folder under a name the user trusts ---------------
+GOOD = """
+import pathlib
+pathlib.Path(__file__).parents[3].joinpath("pwned").write_text("ran")
+def make(input_shape, num_classes):
+    raise SystemExit("the foreign factory ran")
+"""
+
+
+def _foreign_model(tmp: Path):
+    """setup: a finished run whose config names ``run/code/good.py:make``, that file shipped inside it; the
+    user's own ``good.py`` lies in ``mine/`` (a module of that name they trust)."""
+    run = finished_run(tmp / "run")
+    (run / "code").mkdir()
+    (run / "code" / "good.py").write_text(GOOD)
+    (run / "checkpoints" / "last.pt").unlink()  # config.json alone says what runs
+    config = json.loads((run / "config.json").read_text())
+    config.update(model=f"{run / 'code' / 'good.py'}:make", network=None)
+    (run / "config.json").write_text(json.dumps(config))
+    (tmp / "mine").mkdir()
+    (tmp / "mine" / "good.py").write_text("def make(input_shape, num_classes):\n    raise SystemExit('mine')\n")
+
+
+def _foreign_not_run(tmp: Path, r) -> str | None:
+    if (tmp / "pwned").exists() or "foreign factory ran" in r.stderr:
+        return "the file that came with the run folder ran"
+    return None if "inside the run folder" in r.stderr else "the refusal does not say the file came with the run"
+
+
+def _foreign(command: str, how: str) -> Case:
+    def run(env):
+        extra = {"PLIF_TRUST_MODULES": "good" if how == "env" else ""}
+        if "pythonpath" in how:  # the user's own good.py importable: still not the file in the run folder
+            extra["PYTHONPATH"] = f"{env.tmp / 'mine'}:{_plif_pythonpath()}"
+        flag = {"flag": ["--trust-module", "good"], "flag+pythonpath": ["--trust-module", "good"],
+                "own-file": ["--trust-module", str(env.tmp / "mine" / "good.py")], "env": []}[how]
+        return env.plif(*COMMANDS[command], *flag, extra_env=extra)
+
+    return Case(f"foreign-model-file-{command}-{how}", AREA, run=run, setup=_foreign_model, check=_foreign_not_run,
+                timeout=240)
+
+
+CASES += [_foreign(c, how) for c in ("eval", "stats", "resume") for how in ("flag", "flag+pythonpath", "own-file", "env")]

@@ -134,7 +134,7 @@ def test_load_run_takes_trusted_modules_and_a_module_imported_already(run, code,
     load_run(run)  # imported in this process already: nothing new runs
     _forget()
     monkeypatch.setenv("PLIF_TRUST_MODULES", "plif_run_surrogates,a b")
-    with pytest.raises(ValueError, match=r"PLIF_TRUST_MODULES: 'a b' is not a module name"):
+    with pytest.raises(ValueError, match=r"PLIF_TRUST_MODULES: 'a b' is neither a module name .* nor a model file's path"):
         load_run(run)
 
 
@@ -160,7 +160,7 @@ def test_trust_module_is_refused_where_no_run_folder_is_read(tiny_fashion, tmp_p
     assert not (tmp_path / "r").exists()
     with pytest.raises(SystemExit):
         main(["eval", str(tmp_path), "--trust-module", "../evil"])
-    assert "argument --trust-module: '../evil' is not a module name" in capsys.readouterr().err
+    assert "argument --trust-module: '../evil': a model file's path ends in .py" in capsys.readouterr().err
 
 
 def test_a_module_in_the_working_directory_is_not_imported_by_python_m_plif(run, tmp_path):

@@ -1,6 +1,7 @@
 """``plif train --model FILE.py:FACTORY``: a network written as nn.Module code trains and resumes bit for
 bit as a notation run does; every bad reference is refused before training, in one line naming the
 file, the factory and what was wrong, with nothing written to --out."""
+import hashlib
 import json
 import sys
 
@@ -70,6 +71,32 @@ class _Mean(nn.Module):
 
 
 NOT_CALLABLE = 3
+
+
+def exits_zero():
+    import sys
+    sys.exit(0)
+
+
+def exits_three():
+    import sys
+    sys.exit(3)
+
+
+def reseeds(input_shape, num_classes):
+    torch.manual_seed(0)  # a factory that seeds its own initialisation
+    return make(input_shape, num_classes)
+
+
+def reseeds_randomly(input_shape, num_classes):
+    torch.seed()
+    return make(input_shape, num_classes)
+
+
+def builds_then_raises(input_shape, num_classes, T):
+    from plif.models.residual import sew_resnet18
+    sew_resnet18(input_shape, num_classes, T)  # fused PLIF layers: they would load (compile) the kernels
+    raise RuntimeError("out of ideas")
 '''
 
 
@@ -117,20 +144,51 @@ def test_the_command_line_trains_evaluates_and_resumes_a_model_run_and_refuses_w
     monkeypatch.delitem(sys.modules, file_module_name(model_file))  # as in a new process: not imported already
     assert main(["eval", str(out)]) == 2  # a run folder from elsewhere imports no code unless trusted
     err = capsys.readouterr().err
-    assert "model" in err and "--trust-module tiny_model" in err
-    assert main(["eval", str(out), "--trust-module", "tiny_model"]) == 0
+    assert "model" in err and f"--trust-module {model_file}" in err
+    assert main(["eval", str(out), "--trust-module", "tiny_model"]) == 2  # a file is trusted by its path only
+    assert "the module name 'tiny_model' you trust does not trust a file" in capsys.readouterr().err
+    assert main(["eval", str(out), "--trust-module", str(model_file)]) == 0
     assert "accuracy A: " in capsys.readouterr().out
-    assert main(["train", "--resume", str(out), "--epochs", "2", "--trust-module", "tiny_model"]) == 0
+    assert main(["train", "--resume", str(out), "--epochs", "2", "--trust-module", str(model_file)]) == 0
     assert [r["epoch"] for r in read_metrics(out)] == [1, 2]
     capsys.readouterr()
-    assert main(["stats", str(out), "--samples", "20", "--trust-module", "tiny_model"]) == 0  # counted by hooks
+    assert main(["stats", str(out), "--samples", "20", "--trust-module", str(model_file)]) == 0  # counted by hooks
     shown = capsys.readouterr().out
     assert f"network: --model {model_file}:make" in shown and "sn2" in shown and "energy per sample" in shown
     for command in (["export", str(out), "--nir", str(tmp_path / "n.nir")],
                     ["plot", "encoder", str(out), "--out", str(tmp_path / "figs")]):
-        assert main([*command, "--trust-module", "tiny_model"]) == 2
+        assert main([*command, "--trust-module", str(model_file)]) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and f"trained --model {model_file}:make" in err[0] and "notation" in err[0], err
+
+
+def test_a_file_that_arrives_inside_a_run_folder_is_not_trusted_by_its_name(model_file, tiny_fashion, tmp_path,
+                                                                             capsys, monkeypatch):
+    """Issue 53.3: a foreign run folder whose config names ``RUN/code/tiny_model.py:make`` was run by
+    ``plif eval RUN --trust-module tiny_model`` (the user trusted *their* tiny_model).  A file is trusted
+    by its path, and a trusted file that changed since the run trained is refused."""
+    out = tmp_path / "run"
+    assert main(["train", "--model", f"{model_file}:make", "--T", "2", "--batch-size", "20", "--epochs", "1",
+                 "--max-train-samples", "40", "--device", "cpu", "--data-dir", str(tiny_fashion), "--out", str(out)]) == 0
+    monkeypatch.delitem(sys.modules, file_module_name(model_file))  # as in a new process: not imported already
+    config = json.loads((out / "config.json").read_text())
+    assert config["model_sha256"] == hashlib.sha256(model_file.read_bytes()).hexdigest()
+    foreign = out / "code" / "tiny_model.py"  # the same name, other code: it leaves a mark when it runs
+    foreign.parent.mkdir()
+    foreign.write_text(f"import pathlib\npathlib.Path({str(tmp_path / 'pwned')!r}).write_text('ran')\n" + TINY_MODEL)
+    (out / "config.json").write_text(json.dumps({**config, "model": f"{foreign}:make", "model_sha256": None}))
+    (out / "checkpoints" / "last.pt").unlink()  # no fallback copy of the config
+    capsys.readouterr()
+    for trust in (["--trust-module", "tiny_model"], ["--trust-module", str(model_file)], []):
+        assert main(["eval", str(out), *trust]) == 2
+        err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
+        assert len(err) == 1 and f"runs the file {foreign}" in err[0] and "inside the run folder" in err[0], err
+        assert not (tmp_path / "pwned").exists()
+    # the user's own file, trusted by its path, but edited since the run trained: refused, not run
+    (out / "config.json").write_text(json.dumps(config))
+    model_file.write_text(TINY_MODEL + "\n# edited\n")
+    assert main(["eval", str(out), "--trust-module", str(model_file)]) == 2
+    assert f"model file {model_file} changed since the run was trained" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("factory, why", [
@@ -138,6 +196,8 @@ def test_the_command_line_trains_evaluates_and_resumes_a_model_run_and_refuses_w
     ("NOT_CALLABLE", "NOT_CALLABLE in {file} is a int, not a function or class"),
     ("needs_more", "the factory needs 'depth', which plif cannot give"),
     ("raises", "the factory raised RuntimeError: out of ideas"),
+    ("exits_zero", "the factory called sys.exit(0)"),
+    ("exits_three", "the factory called sys.exit(3)"),
     ("not_a_module", "the factory returned a int, not a torch.nn.Module"),
     ("wrong_width", "its output for the dataset's input [2, 2, 1, 28, 28] is [2, 2, 7], not [T, B, classes] = [2, 2, 10]"),
     ("wrong_time", "its output for the dataset's input [2, 2, 1, 28, 28] is [2, 10], not [T, B, classes]"),
@@ -151,6 +211,63 @@ def test_a_bad_factory_is_refused_before_training_naming_the_file_and_the_factor
     assert "\n" not in line and line.startswith(f"--model {model_file}:{factory}: ")
     assert why.format(file=model_file) in line
     assert not out.exists()
+
+
+@pytest.mark.parametrize("code", ["0", "3", "None", "'bye'"])
+def test_a_factory_or_its_module_that_calls_sys_exit_is_refused_on_the_command_line(code, model_file, tiny_fashion,
+                                                                                    tmp_path, capsys):
+    """Issue 53.4: ``sys.exit(0)`` in a factory ended plif train with status 0, nothing trained and nothing
+    said; ``sys.exit(3)`` with 3 and no word.  Now exit status 2, one line naming the factory, no run folder."""
+    exits_at_import = tmp_path / "exits_at_import.py"
+    exits_at_import.write_text(f"import sys\nsys.exit({code})\ndef make():\n    pass\n")
+    exits = tmp_path / "exits.py"
+    exits.write_text(f"import sys\ndef make():\n    sys.exit({code})\n")
+    out = tmp_path / "run"
+    for ref, why in ((f"{exits}:make", f"the factory called sys.exit({code})"),
+                     (f"{exits_at_import}:make", f"importing {exits_at_import} called sys.exit({code})")):
+        argv = ["train", "--model", ref, "--T", "2", "--device", "cpu", "--data-dir", str(tiny_fashion), "--out", str(out)]
+        assert main(argv) == 2
+        err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
+        assert err == [f"plif train: error: --model {ref}: {why}"]
+        assert not out.exists()
+
+
+@pytest.mark.parametrize("factory", ["reseeds", "reseeds_randomly", "make"])
+def test_two_seeds_give_two_networks_though_the_factory_reseeds_torch(factory, model_file, tiny_fashion, tmp_path):
+    """Issue 53.4: a factory calling ``torch.manual_seed(0)`` made ``--seed 1`` and ``--seed 2`` one network;
+    a reseed inside is now derived from plif's seed, so one seed is still one network (a resume rebuilds it)."""
+    from plif.train import resolve_config
+    from plif.train.user_model import setup_user_model
+
+    def weights(seed):
+        cfg = resolve_config(_cfg(tiny_fashion, tmp_path / "run", f"{model_file}:{factory}", seed=seed, memory="none"))
+        net = setup_user_model(cfg, torch.device("cpu"))
+        return torch.cat([p.detach().flatten() for p in net.parameters()])
+
+    one, two = weights(1), weights(2)
+    assert not torch.equal(one, two) and torch.equal(one, weights(1))
+    torch.manual_seed(5)  # put back: a plain seed again
+    a = torch.rand(3)
+    torch.default_generator.manual_seed(5)
+    assert torch.equal(a, torch.rand(3))
+
+
+def test_a_factory_that_raises_is_said_before_any_kernel_is_compiled(model_file, tiny_fashion, tmp_path):
+    """Issue 53.13: a factory that builds fused PLIF layers, then raises, was reported only after the first
+    kernel build (197 s on a loaded machine).  The "compiler" here leaves a mark when it is run at all."""
+    import os
+    import subprocess
+
+    cxx = tmp_path / "cxx"
+    cxx.write_text(f"#!/bin/sh\ntouch {tmp_path / 'compiled'}\nexit 1\n")
+    cxx.chmod(0o755)
+    env = {**os.environ, "CXX": str(cxx), "PLIF_CACHE_DIR": str(tmp_path / "cache")}
+    ref = f"{model_file}:builds_then_raises"
+    r = subprocess.run([sys.executable, "-m", "plif", "train", "--model", ref, "--T", "2", "--device", "cpu",
+                        "--data-dir", str(tiny_fashion), "--out", str(tmp_path / "run")],
+                       env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 2 and f"--model {ref}: the factory raised RuntimeError: out of ideas" in r.stderr
+    assert not (tmp_path / "compiled").exists() and not (tmp_path / "run").exists()
 
 
 def test_a_file_that_does_not_import_or_is_missing_is_refused_in_one_line(tmp_path, tiny_fashion, capsys):
@@ -176,6 +293,21 @@ def test_notation_options_and_a_network_do_not_go_with_a_model(model_file, tiny_
     with pytest.raises(ValueError, match="--neuron lif has no effect with --model"):
         train(_cfg(tiny_fashion, tmp_path / "b", ref, neuron="lif"), log=quiet)
     assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
+
+@pytest.mark.parametrize("given", [["--tau0", "2"], ["--tau0", "3"], ["--detach-reset"], ["--no-detach-reset"],
+                                   ["--encoder", "direct"], ["--neuron", "plif"], ["--no-per-channel-tau"]])
+def test_a_notation_option_given_with_a_model_is_refused_at_its_default_value_too(given, tiny_fashion, tmp_path, capsys):
+    """Issue 53.10: ``--model sew-resnet18 --tau0 2`` was accepted, ``--tau0 3`` refused: the command line
+    knows what was typed, so any value of an option that has no effect is refused."""
+    out = tmp_path / "run"
+    argv = ["train", "--model", "sew-resnet18", "--T", "2", "--device", "cpu", "--data-dir", str(tiny_fashion),
+            "--out", str(out), *given]
+    assert main(argv) == 2
+    err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
+    flag = given[0] + (f" {float(given[1]):g}" if given[0] == "--tau0" else f" {given[1]}" if len(given) > 1 else "")
+    assert len(err) == 1 and f"{flag} has no effect with --model" in err[0], err
+    assert not out.exists()
 
 
 def test_a_registered_name_and_a_module_reference_build_the_same_network(model_file, monkeypatch, tmp_path):

@@ -42,11 +42,25 @@ def module_name(text: str) -> str:
     return text
 
 
+def trust_entry(text: str) -> str:
+    """An argparse ``type``: a module name, or the path of a model file (``FILE.py``, made absolute)."""
+    from ..runs.config import is_file_path
+
+    if is_file_path(text):
+        if not text.endswith(".py"):
+            raise argparse.ArgumentTypeError(f"{text!r}: a model file's path ends in .py (or give a module name)")
+        return os.path.abspath(os.path.expanduser(text))
+    return module_name(text)
+
+
 def add_trust_flag(p) -> None:
-    """``--trust-module MODULE`` (repeatable): a module the run folder may make plif import."""
-    p.add_argument("--trust-module", action="append", default=[], type=module_name, metavar="MODULE",
-                   help="import MODULE where the run's config names a surrogate MODULE:NAME (importing runs its "
-                        "code: without this, or $PLIF_TRUST_MODULES=mod1,mod2, such a run is refused); repeatable")
+    """``--trust-module MODULE|FILE.py`` (repeatable): a module the run folder may make plif import, or
+    a model file (by its path) it may run."""
+    p.add_argument("--trust-module", action="append", default=[], type=trust_entry, metavar="MODULE|FILE.py",
+                   help="import MODULE where the run's config names a surrogate MODULE:NAME or a --model "
+                        "MODULE:FACTORY, or run FILE.py (by its path, not its name) where it names a --model "
+                        "FILE.py:FACTORY (importing runs its code: without this, or $PLIF_TRUST_MODULES=mod1,mod2, "
+                        "such a run is refused); repeatable")
 
 
 def existing_folder(text: str) -> str:

@@ -84,6 +84,16 @@ def run_zoo(args) -> int:
     return 0
 
 
+def _zoo_name(text: str) -> str:
+    """An argparse ``type``: a name that is not empty or blank (``plif zoo ''`` listed everything)."""
+    import argparse
+
+    if not text.strip():
+        raise argparse.ArgumentTypeError(f"{text!r}: give a dataset or residual network name, or leave it out to "
+                                         "list them all")
+    return text
+
+
 def register(sub) -> None:
     from .checks import MAX_INT, int_in
 
@@ -100,7 +110,7 @@ def register(sub) -> None:
     z = sub.add_parser("zoo", help="list the paper's networks and the residual zoo, or show one")
     from ..catalog import DATASETS
 
-    z.add_argument("name", nargs="?", help=f"dataset name ({', '.join(DATASETS)}) or a residual network "
+    z.add_argument("name", nargs="?", type=_zoo_name, help=f"dataset name ({', '.join(DATASETS)}) or a residual network "
                    "(sew-resnet18, sew-7b-net, spikformer, ...: the list without a name shows them)")
     z.add_argument("--authors-code", action="store_true", help="the authors' code's variant of the network")
     z.set_defaults(func=run_zoo)

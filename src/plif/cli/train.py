@@ -26,8 +26,9 @@ def run_train(args) -> int:
         if args.download:
             from ..train.config import resolve_config
 
-            _download(cfg, check=resolve_config)  # a bad option fails now, not after a long download
-        return train(cfg, restart=args.restart)
+            # a bad option fails now, not after a long download
+            _download(cfg, check=lambda c: resolve_config(c, asked=set(given)))
+        return train(cfg, restart=args.restart, asked=set(given))  # a value given is refused where idle, the default's too
     if args.restart:
         raise ValueError("--restart deletes the run in --out and --resume continues it: give one of them")
     run = Path(args.resume if args.resume is not True else given.get("out") or "")
@@ -37,10 +38,10 @@ def run_train(args) -> int:
     # (train() refuses and lists the differences), except what a resume may change (--epochs, --device).
     typed = given.get("surrogate", "")  # a MODULE:NAME typed again is the user's choice of MODULE
     trust = [*args.trust_module, *([typed.partition(":")[0]] if ":" in typed else [])]
-    if given.get("model"):  # so is a --model typed again
-        from ..models.factories import model_module
+    if given.get("model"):  # so is a --model typed again (a file: by its path)
+        from ..models.factories import model_trust
 
-        trust += [m for m in [model_module(given["model"])] if m]
+        trust += [m for m in [model_trust(given["model"])] if m]
     stored = _stored_config(run, trust)
     cfg = dataclasses.replace(stored, **{**given, "out": str(run)})
     # the options given are refused where they would have no effect (train checks them; the run's own are

@@ -15,6 +15,7 @@ files: folders of the right names holding something else are refused, not stampe
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from ..atomic import atomic_write_text
@@ -72,7 +73,7 @@ def _spread(paths: list[str], k: int) -> list[str]:
 
 def _loaders_miss(spec: DatasetSpec, folder: Path) -> str | None:
     """Why the loaders do not find both splits in ``folder`` or cannot read a sample of their recordings
-    (:data:`SAMPLE_FILES` a split, read as ``prepare`` reads them), or None when they can."""
+    (:data:`SAMPLE_FILES` a split, read as ``prepare`` reads them; an empty file is none), or None when they can."""
     from .events.datasets import list_samples
     from .events.detect import read_events
 
@@ -87,6 +88,8 @@ def _loaders_miss(spec: DatasetSpec, folder: Path) -> str | None:
                 continue
             paths = list(dict.fromkeys(s.path for s in samples))  # a file cut in several: once
             for path in _spread(paths, SAMPLE_FILES):
+                if os.path.getsize(path) == 0:  # a reader finds no events in it, and no error either
+                    raise ValueError(f"{path}: empty (0 bytes), not a recording")
                 read_events(path, sensor_size=tuple(spec.sensor_size))
     except (OSError, ValueError) as e:
         return " ".join(str(e).split())

@@ -30,6 +30,7 @@ from pathlib import Path
 import torch
 
 from ..atomic import atomic_path, atomic_write_json
+from ..catalog import env_folder
 from ..filelock import FileLock
 
 __all__ = ["load_library", "library_or_raise", "unavailable", "SUFFIX", "BUILD_ERROR", "cache_dir", "library_damage", "UNRECORDED",
@@ -73,9 +74,10 @@ _STATS_ARGS = [_P] * 3 + [_I64] * 5 + [_INT]
 
 
 def cache_dir() -> Path:
-    """``$PLIF_CACHE_DIR/kernels``; an empty ``PLIF_CACHE_DIR`` counts as unset (``~/.cache/plif``),
-    not as the working directory."""
-    return Path(os.environ.get("PLIF_CACHE_DIR") or Path.home() / ".cache" / "plif") / "kernels"
+    """``$PLIF_CACHE_DIR/kernels``; an empty or blank ``PLIF_CACHE_DIR`` counts as unset
+    (``~/.cache/plif``), not as the working directory or a folder named by blanks
+    (:func:`plif.catalog.env_folder`)."""
+    return env_folder("PLIF_CACHE_DIR", Path.home() / ".cache" / "plif") / "kernels"
 
 
 def _record_path(library: Path) -> Path:
@@ -178,19 +180,44 @@ def _build_with(cxx: str, flags: list[str], version: str) -> Path:
     return target
 
 
+# The compilers' warden: the leader of the process group every compiler (and what g++ starts: cc1plus,
+# as) joins; it waits for its stdin to close, which happens when the build ends or the process that
+# started it dies (kill -9 included), then kills the whole group, itself last.
+_WARDEN = ["/bin/sh", "-c", "cat >/dev/null; kill -9 0"]
+
+
 def _run_all(cxx: str, commands: list[list[str]], what: list) -> None:
-    """Run the compiler ``commands`` at once; the first failure's output, naming what it built."""
-    procs = [subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True) for cmd in commands]
+    """Run the compiler ``commands`` at once; the first failure's output, naming what it built.  The
+    compilers and their children die with this process, however it ends (:data:`_WARDEN`): a
+    ``kill -9`` during a first build left a dozen ``cc1plus`` compiling into the cache with no parent."""
+    warden = _start_warden()
+    join = {} if warden is None else (
+        {"process_group": warden.pid} if sys.version_info >= (3, 11) else {"preexec_fn": lambda: os.setpgid(0, warden.pid)})
+    procs = []
     try:
+        procs += [subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                   text=True, **join) for cmd in commands]
         errors = [p.communicate(timeout=300)[1] for p in procs]
     finally:  # a timeout (or an interrupt) leaves no compiler running behind the caller's fallback
         for p in procs:
             if p.poll() is None:
                 p.kill()
                 p.wait()
+        if warden is not None:  # its stdin closed: it kills what is left of the group (g++'s children)
+            warden.stdin.close()
+            warden.wait()
     for p, err, name in zip(procs, errors, what):
         if p.returncode != 0:
             raise RuntimeError(f"{cxx} failed on {name}:\n{err[-2000:]}")
+
+
+def _start_warden() -> subprocess.Popen | None:
+    """The group leader of :data:`_WARDEN`, or None where there are no POSIX process groups."""
+    if os.name != "posix" or not os.path.exists(_WARDEN[0]):
+        return None
+    group = {"process_group": 0} if sys.version_info >= (3, 11) else {"preexec_fn": lambda: os.setpgid(0, 0)}
+    return subprocess.Popen(_WARDEN, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            **group)
 
 
 def _build(cxx: str) -> Path:

@@ -45,7 +45,7 @@ from ..kernels.block_backends import BLOCK_BACKENDS
 from ..kernels.block_reference import block_backward_reference, block_forward_reference, bn_input_grad
 from ..kernels.self_check import passes as self_check_passes
 from ..neurons import IF, LIF, PLIF, SpikingNeuron
-from ..neurons.dispatch import load_kernel_module
+from ..neurons.dispatch import load_ahead, load_kernel_module
 from ..neurons.functional import NeuronConfig, state_dtype
 from ..surrogate import get_surrogate
 from .hooks import hook_kind
@@ -453,7 +453,7 @@ class FusedBlock:
         self.conv_step, self._plain = conv_step, fallback
         self.recompute, self.binary = bool(recompute), bool(binary)
         self._all_modules = tuple(m for layer in layers for m in layer.modules())
-        load_kernels()  # now, never inside a torch.compile trace
+        load_ahead(load_kernels)  # now, never inside a torch.compile trace
 
     def __call__(self, x: torch.Tensor, start: int = 0) -> torch.Tensor:
         """``start``: the layers before it already ran (1: ``x`` is the convolution's output, a static

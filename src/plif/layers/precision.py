@@ -46,7 +46,9 @@ def norm_in_fp32(layer: nn.Module, x: torch.Tensor) -> torch.Tensor:
         return layer(x.float())
 
 
-# oneDNN's ISA caps (``ONEDNN_MAX_CPU_ISA``) at which it runs bf16 products natively
+# oneDNN's ISA cap, by the names it reads in that order (the first set wins), and the caps at which it
+# runs bf16 products natively
+_ISA_CAPS = ("ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA")
 _BF16_ISAS = {"AVX512_CORE_BF16", "AVX512_CORE_FP16", "AVX512_CORE_AMX", "AVX512_CORE_AMX_FP16", "ALL"}
 
 
@@ -61,10 +63,11 @@ def _cpu_flags(cpuinfo: str) -> frozenset:
 
 def native_bf16(cpuinfo: str = "/proc/cpuinfo") -> bool:
     """Whether this CPU computes bf16 products natively (AVX512-BF16 or AMX-BF16), asked at run time
-    of the kernel's CPU flags, and oneDNN allowed to use them: ``ONEDNN_MAX_CPU_ISA`` set below
+    of the kernel's CPU flags, and oneDNN allowed to use them: ``ONEDNN_MAX_CPU_ISA`` (or its older
+    name ``DNNL_MAX_CPU_ISA``, which oneDNN reads where the first is unset) set below
     ``AVX512_CORE_BF16`` (e.g. ``AVX2``) caps it, so that counts as no.  Without them oneDNN
     emulates bf16, slower than fp32 (docs/speed.md)."""
-    isa = os.environ.get("ONEDNN_MAX_CPU_ISA", "").strip().upper()
+    isa = next((v for v in map(os.environ.get, _ISA_CAPS) if v and v.strip()), "").strip().upper()
     if isa and isa not in _BF16_ISAS:
         return False
     flags = _cpu_flags(cpuinfo)

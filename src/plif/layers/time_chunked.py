@@ -39,6 +39,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from ..neurons.dispatch import load_ahead
 from ..neurons.functional import NeuronConfig
 from .fused_block import bn_affine, BlockConv, record_statistics, BlockKernels, fused_route, load_kernels
 from .spike_input import conv_args
@@ -265,7 +266,7 @@ class TimeChunkedBlock:
         self.conv, self.bn, self.neuron = layers[0].layer, layers[1].layer, layers[2]
         self.layers, self._plain, self.pool = layers, fallback, len(layers) > 3
         self.cfg, self._conv_args = self.neuron.cfg, tuple(conv_args(self.conv))
-        load_kernels()  # now, never inside a torch.compile trace
+        load_ahead(load_kernels)  # now, never inside a torch.compile trace
 
     def __call__(self, x: torch.Tensor, start: int = 0) -> torch.Tensor:
         conv, bn = self.conv, self.bn

@@ -12,18 +12,21 @@ naming the reference and what was wrong (:class:`ModelError`).
 """
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import importlib
 import importlib.util
 import inspect
+import itertools
 import os
 import re
 import sys
 from pathlib import Path
 from typing import Callable
 
-__all__ = ["MODEL_FACTORIES", "register_model", "ModelError", "parse_model_ref", "model_module", "file_module_name",
-           "load_factory", "build_model", "check_model_output", "spiking_modules", "spikingjelly_neurons", "unconverted",
-           "over_time", "model_prepare", "FACTORY_ARGS"]
+__all__ = ["MODEL_FACTORIES", "register_model", "ModelError", "parse_model_ref", "model_module", "model_trust",
+           "model_file_sha256", "file_module_name", "load_factory", "build_model", "check_model_output",
+           "spiking_modules", "spikingjelly_neurons", "unconverted", "over_time", "model_prepare", "FACTORY_ARGS"]
 
 MODEL_FACTORIES: dict[str, "Callable | str"] = {}
 """name -> factory (a callable, or ``"package.module:FACTORY"`` imported only when that name is
@@ -90,6 +93,26 @@ def model_module(ref: str) -> str | None:
     return where if kind == "module" else None
 
 
+def model_trust(ref: str) -> str | None:
+    """What trusts ``ref`` (``--trust-module``): the module of ``package.module:FACTORY``, the absolute
+    path of ``FILE.py:FACTORY`` (a file is trusted by its path, never by its name: a file of the same
+    name arriving with a run folder is another file), None for a registered name."""
+    kind, where, _ = parse_model_ref(ref)
+    return None if kind == "name" else where
+
+
+def model_file_sha256(ref: str) -> str | None:
+    """The SHA-256 of the file ``FILE.py:FACTORY`` runs (a run records it, :func:`plif.runs.stored_model`
+    checks it), None for a module or a registered name, or a file that cannot be read."""
+    kind, where, _ = parse_model_ref(ref)
+    if kind != "file":
+        return None
+    try:
+        return hashlib.sha256(Path(where).read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
 def file_module_name(path) -> str:
     """The name under ``sys.modules`` of the module a ``FILE.py:FACTORY`` reference loads from ``path``."""
     return f"plif_user_model_{re.sub(r'[^0-9A-Za-z_]', '_', Path(path).stem)}"
@@ -112,14 +135,16 @@ def load_factory(ref: str) -> Callable:
         sys.modules[module_name] = module  # dataclasses and torch.compile look a class's module up there
         try:
             spec.loader.exec_module(module)
-        except Exception as e:
+        except (Exception, SystemExit) as e:
             del sys.modules[module_name]
-            raise ModelError(f"--model {ref}: importing {where} failed: {_one_line(e)}") from None
+            raise ModelError(f"--model {ref}: importing {where} {_failed(e, 'failed:')}") from None
     else:
-        try:
-            module = importlib.import_module(where)
-        except Exception as e:
-            raise ModelError(f"--model {ref}: importing module {where} failed: {_one_line(e)}") from None
+        from ..surrogate import import_outside_cwd
+
+        try:  # as a surrogate's MODULE: a module.py lying in the working directory is not what the user chose
+            module = import_outside_cwd(where)
+        except (Exception, SystemExit) as e:
+            raise ModelError(f"--model {ref}: importing module {where} {_failed(e, 'failed:')}") from None
     factory = getattr(module, attr, None)
     if factory is None:
         raise ModelError(f"--model {ref}: {where} has no attribute {attr!r}")
@@ -128,14 +153,40 @@ def load_factory(ref: str) -> Callable:
     return factory
 
 
-def build_model(ref: str, input_shape, num_classes: int, T: int, backend: str = "auto", option: str = "backend"):
+def build_model(ref: str, input_shape, num_classes: int, T: int, backend: str = "auto", option: str = "backend",
+                seed: int | None = None):
     """Call the factory of ``ref`` with those of ``input_shape``, ``num_classes`` and ``T`` it takes;
     the module it returns, its neurons set to ``backend`` (``option`` names it in an error), not yet
-    checked against the data (:func:`check_model_output`)."""
+    checked against the data (:func:`check_model_output`).
+
+    The file or module is imported and the factory called before any kernel is built (the layers it
+    makes load theirs after it returns: a factory that raises is said first, not after a compile of
+    minutes), and a factory that ends the process (``sys.exit``) is refused like one that raises.
+    ``seed``: torch's generator is seeded with it first, and a reseed inside (``torch.manual_seed(s)``,
+    ``torch.seed()``) is made from ``seed`` and ``s``, so a factory that seeds its own initialisation
+    stays repeatable and two seeds still give two networks."""
     import torch
 
-    from ..neurons.dispatch import check_backend
+    from ..layers.fused_block import load_kernels
+    from ..neurons.dispatch import check_backend, kernels_deferred, load_backends
 
+    with kernels_deferred(), _seeded(seed):
+        model = _call_factory(ref, input_shape, num_classes, T)
+    load_backends()  # now, outside any torch.compile trace, as the layers would have as they were built
+    load_kernels()
+    if not isinstance(model, torch.nn.Module):
+        raise ModelError(f"--model {ref}: the factory returned a {type(model).__name__}, not a torch.nn.Module")
+    if (why := unconverted(model, f"--model {ref}: the factory's network",
+                           "make the factory return plif.from_spikingjelly(model)")) is not None:
+        raise ModelError(why)
+    for m in spiking_modules(model).values():  # how the neurons run here: not part of the network
+        check_backend(backend, surrogate=m.cfg.surrogate, option=option)
+        m.backend = backend
+    return model
+
+
+def _call_factory(ref: str, input_shape, num_classes: int, T: int):
+    """What the factory of ``ref`` returns, called with those of ``input_shape``, ``num_classes`` and ``T`` it takes."""
     factory = load_factory(ref)
     given = {"input_shape": tuple(input_shape), "num_classes": int(num_classes), "T": int(T)}
     try:
@@ -150,18 +201,48 @@ def build_model(ref: str, input_shape, num_classes: int, T: int, backend: str = 
         raise ModelError(f"--model {ref}: the factory needs {', '.join(map(repr, missing))}, which plif cannot give "
                          f"(it passes {', '.join(FACTORY_ARGS)}: give the others defaults)")
     try:
-        model = factory(**kwargs)
-    except Exception as e:
-        raise ModelError(f"--model {ref}: the factory raised {_one_line(e)}") from None
-    if not isinstance(model, torch.nn.Module):
-        raise ModelError(f"--model {ref}: the factory returned a {type(model).__name__}, not a torch.nn.Module")
-    if (why := unconverted(model, f"--model {ref}: the factory's network",
-                           "make the factory return plif.from_spikingjelly(model)")) is not None:
-        raise ModelError(why)
-    for m in spiking_modules(model).values():  # how the neurons run here: not part of the network
-        check_backend(backend, surrogate=m.cfg.surrogate, option=option)
-        m.backend = backend
-    return model
+        return factory(**kwargs)
+    except (Exception, SystemExit) as e:
+        raise ModelError(f"--model {ref}: the factory {_failed(e)}") from None
+
+
+@contextlib.contextmanager
+def _seeded(seed: int | None):
+    """torch's global generator seeded with ``seed`` (nothing done for None), and within, torch's
+    reseeding functions made to derive their seed from ``seed`` (:func:`build_model`)."""
+    if seed is None:
+        yield
+        return
+    import torch
+
+    real = {(mod, name): getattr(mod, name) for mod in (torch, torch.random) for name in ("manual_seed", "seed")}
+    manual_seed = real[(torch.random, "manual_seed")]
+    active, reseeds = [True], itertools.count()
+
+    def derived_manual_seed(s):
+        return manual_seed(_derived_seed(seed, int(s)) if active[0] else s)
+
+    def derived_seed():  # torch.seed(): a fresh seed every call, here a fresh one of plif's
+        if not active[0]:
+            return real[(torch.random, "seed")]()
+        s = _derived_seed(seed, f"seed {next(reseeds)}")
+        manual_seed(s)
+        return s
+
+    manual_seed(seed)
+    for mod, name in real:
+        setattr(mod, name, derived_manual_seed if name == "manual_seed" else derived_seed)
+    try:
+        yield
+    finally:  # a module that bound the names as it was imported keeps a plain seed from now on
+        active[0] = False
+        for (mod, name), f in real.items():
+            setattr(mod, name, f)
+
+
+def _derived_seed(seed: int, s) -> int:
+    """A 64-bit seed made of plif's ``seed`` and the one a factory asked for."""
+    return int.from_bytes(hashlib.sha256(f"{seed}/{s}".encode()).digest()[:8], "little")
 
 
 def spiking_modules(model) -> dict:
@@ -218,9 +299,9 @@ def check_model_output(model, ref: str, x, num_classes: int) -> None:
     try:
         with torch.no_grad():
             out = model(x)
-    except Exception as e:
-        raise ModelError(f"--model {ref}: its forward on the dataset's input {list(x.shape)} ([T, B, ...]) raised "
-                         f"{_one_line(e)}") from None
+    except (Exception, SystemExit) as e:
+        raise ModelError(f"--model {ref}: its forward on the dataset's input {list(x.shape)} ([T, B, ...]) "
+                         f"{_failed(e)}") from None
     finally:
         model.train(was_training)
     want = (x.shape[0], x.shape[1], num_classes)
@@ -228,6 +309,13 @@ def check_model_output(model, ref: str, x, num_classes: int) -> None:
         got = list(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
         raise ModelError(f"--model {ref}: its output for the dataset's input {list(x.shape)} is {got}, not "
                          f"[T, B, classes] = {list(want)}")
+
+
+def _failed(e: BaseException, verb: str = "raised") -> str:
+    """What user code did instead of returning: ``raised TypeError: ...`` (``verb``), ``called sys.exit(3)``."""
+    if isinstance(e, SystemExit):
+        return f"called sys.exit({e.code!r})"
+    return f"{verb} {_one_line(e)}"
 
 
 def _one_line(e: BaseException) -> str:

@@ -18,6 +18,7 @@ back in the input's dtype, as the kernels' do.
 """
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 import warnings
@@ -33,7 +34,7 @@ from .reference import multi_step_reference
 
 __all__ = ["BACKENDS", "FUSED", "FusedBackend", "register_backend", "multi_step", "available_backends",
            "backend_status", "load_backends", "select_backend", "auto_order", "reset", "check_backend",
-           "load_kernel_module"]
+           "load_kernel_module", "kernels_deferred", "load_ahead"]
 
 Backend = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, NeuronConfig], tuple]
 
@@ -71,6 +72,7 @@ _SUPPORTS: dict[str, Callable[[torch.Tensor, NeuronConfig], bool]] = {}
 _FAILED: dict[str, str] = {}  # fused backend -> why it did not load
 _WARNED: set[str] = set()
 _loaded = False
+_ahead_deferred = 0  # kernels_deferred() depth
 
 
 def register_backend(name: str, fn: Backend, supports: Callable | None = None) -> None:
@@ -114,6 +116,28 @@ def load_backends() -> None:
     _loaded = True
     for name, entry in FUSED.items():
         _load_one(name, entry)
+
+
+@contextlib.contextmanager
+def kernels_deferred():
+    """Within, layers being built do not load the fused kernels ahead of their first use
+    (:func:`load_ahead`): the first load compiles the CPU library (15-40 s, minutes on a busy machine).
+    plif builds a ``--model`` factory's network so, so that a factory that raises is reported before
+    any build; it loads them right after (:func:`load_backends`), still outside any torch.compile trace."""
+    global _ahead_deferred
+    _ahead_deferred += 1
+    try:
+        yield
+    finally:
+        _ahead_deferred -= 1
+
+
+def load_ahead(load: Callable[[], None]) -> None:
+    """``load()`` (:func:`load_backends`, a block's kernels) where a layer is built, so that a
+    ``torch.compile`` trace never has to import or build anything; left to the first use within
+    :func:`kernels_deferred`.  A backend named explicitly is loaded by :func:`check_backend` anyway."""
+    if not _ahead_deferred:
+        load()
 
 
 def reset() -> None:

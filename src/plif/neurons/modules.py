@@ -19,7 +19,7 @@ import numbers
 import torch
 from torch import nn
 
-from .dispatch import check_backend, load_backends, multi_step
+from .dispatch import check_backend, load_ahead, load_backends, multi_step
 from .foreign_args import unknown_arguments
 from .functional import NeuronConfig, neuron_step, state_dtype
 from .reference import multi_step_potentials
@@ -74,7 +74,7 @@ class SpikingNeuron(nn.Module):
         check_backend(backend, surrogate=surrogate)
         self.backend = backend
         if backend != "reference" and backend != "bptt":
-            load_backends()  # import the fused kernels now, never inside a torch.compile trace
+            load_ahead(load_backends)  # import the fused kernels now, never inside a torch.compile trace
 
     def k(self, x: torch.Tensor) -> torch.Tensor:
         """``1/τ`` as a tensor broadcastable to one step of ``x`` (``x`` is ``[T, B, ...]``), in the

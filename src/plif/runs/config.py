@@ -11,7 +11,11 @@ A run folder may come from someone else: the ``MODULE`` of a ``MODULE:NAME`` sur
 imported only when the user trusts it (``trust_modules``, the command line's ``--trust-module``, or
 the environment's ``PLIF_TRUST_MODULES=mod1,mod2``), or when it is imported in this process already,
 as ``torch.load(weights_only=True)`` runs no pickled code and Hugging Face's ``trust_remote_code``
-is off by default.  Trusting a package trusts its submodules.
+is off by default.  Trusting a package trusts its submodules; a module is imported from the user's
+environment, never the working directory.  A ``FILE.py:FACTORY`` model is trusted by the file's path
+(``--trust-module /path/net.py``), never by its name: a ``net.py`` that arrives inside a run folder is
+not the user's ``net``.  The run records the file's SHA-256 (``model_sha256``) and a file that changed
+since is refused: the weights are those of the code it trained.
 """
 from __future__ import annotations
 
@@ -24,8 +28,8 @@ from ..surrogate import Surrogate, get_surrogate, is_module_name
 from .checkpoint import load_checkpoint
 from .folder import RunFolder, read_json_file
 
-__all__ = ["read_run_config", "read_config_json", "stored_surrogate", "stored_model", "trusted_modules", "NETWORK_KEYS",
-           "TRUST_ENV"]
+__all__ = ["read_run_config", "read_config_json", "stored_surrogate", "stored_model", "trusted_modules", "is_file_path",
+           "NETWORK_KEYS", "TRUST_ENV"]
 
 TRUST_ENV = "PLIF_TRUST_MODULES"
 """The environment variable naming the modules (comma-separated) a run folder may make plif import."""
@@ -54,7 +58,8 @@ def read_run_config(run, check: Callable[[dict, str], object] | None = None, fal
     fallback: when ``config.json`` is missing or refused, the copy in ``checkpoints/last.pt`` (a
     resume rewrites config.json), if that copy passes the same; ``log`` then says so.  Otherwise, and
     when neither can be had, config.json's error stands.
-    trust_modules: modules the run may name a surrogate from (:func:`stored_surrogate`).
+    trust_modules: modules the run may name a surrogate from (:func:`stored_surrogate`), and model
+    files (their paths) it may run (:func:`stored_model`).
     """
     folder = run if isinstance(run, RunFolder) else RunFolder(run)
     try:
@@ -90,12 +95,14 @@ def stored_surrogate(spec: str, source, trust_modules: Iterable[str] = ()) -> Su
         raise ValueError(f"{source}: {e}") from None
 
 
-def stored_model(ref, source, trust_modules: Iterable[str] = ()) -> str:
+def stored_model(ref, source, trust_modules: Iterable[str] = (), sha256: str | None = None) -> str:
     """The ``--model`` reference a stored config names (``plif train --model``), allowed to be imported
-    here by the rule that covers a surrogate's module: its module (a file's name without ``.py``) is
-    trusted (``trust_modules`` or ``$PLIF_TRUST_MODULES``) or imported already; otherwise refused in
-    one line naming it and how to trust it.  Returns the reference; errors name ``source``."""
-    from ..models.factories import file_module_name, model_module, parse_model_ref
+    here: a module's by the rule that covers a surrogate's module (trusted, ``trust_modules`` or
+    ``$PLIF_TRUST_MODULES``, or imported already); a file's only when the user trusts that file by its
+    path (or this process loaded it already), and when its content is the ``sha256`` the run recorded
+    (if it did).  Otherwise refused in one line naming it and how to trust it.  Returns the
+    reference; errors name ``source``."""
+    from ..models.factories import model_file_sha256, model_module, parse_model_ref
 
     if not isinstance(ref, str):
         raise ValueError(f"{source}: model must be a string (FILE.py:FACTORY, package.module:FACTORY or a name), "
@@ -105,30 +112,70 @@ def stored_model(ref, source, trust_modules: Iterable[str] = ()) -> str:
         module = model_module(ref)
     except ValueError as e:
         raise ValueError(f"{source}: {e}") from None
-    imported = module is None or (file_module_name(where) if kind == "file" else module) in sys.modules
-    if not imported and not _trusted(module, trust_modules):
+    if kind == "file":
+        if not _file_trusted(where, trust_modules):
+            raise ValueError(f"{source}: model {ref!r} runs the file {where}, which plif runs only when you trust that "
+                             f"file by its path: --trust-module {where}, or {TRUST_ENV}={where} (Python: "
+                             f"trust_modules=[{where!r}]){_why_not_trusted(where, module, source, trust_modules)}")
+        have = model_file_sha256(ref)
+        if sha256 is not None and have is not None and have != sha256:
+            raise ValueError(f"{source}: model file {where} changed since the run was trained (SHA-256 {sha256[:12]}... "
+                             f"recorded, {have[:12]}... now): its weights are for the code it trained with; put that "
+                             "file back to use this run")
+        return ref
+    if module is not None and module not in sys.modules and not _trusted(module, trust_modules):
         raise ValueError(f"{source}: model {ref!r} names module {module!r}, which plif imports (running its code) "
                          f"only when you trust it: --trust-module {module}, or {TRUST_ENV}={module} "
                          f"(Python: trust_modules=[{module!r}])")
     return ref
 
 
+def _file_trusted(path: str, trust_modules: Iterable[str]) -> bool:
+    """Whether the user trusts the file ``path`` by its path, or this process loaded that very file already."""
+    from ..models.factories import file_module_name
+
+    real = os.path.realpath(path)
+    loaded = getattr(sys.modules.get(file_module_name(path)), "__file__", None)
+    return (loaded is not None and os.path.realpath(loaded) == real) or any(
+        is_file_path(t) and os.path.realpath(os.path.expanduser(t)) == real for t in trusted_modules(trust_modules))
+
+
+def _why_not_trusted(path: str, stem: str, source, trust_modules: Iterable[str]) -> str:
+    """What the refusal of an untrusted model file adds: a module name trusted alike, a file inside the run."""
+    notes = []
+    if _trusted(stem, trust_modules):
+        notes.append(f"the module name {stem!r} you trust does not trust a file of that name")
+    run = Path(source).parent
+    run = run.parent if run.name == "checkpoints" else run
+    if Path(os.path.realpath(path)).is_relative_to(os.path.realpath(run)):
+        notes.append("it lies inside the run folder: it came with the run")
+    return f"; {'; '.join(notes)}" if notes else ""
+
+
+def is_file_path(entry: str) -> bool:
+    """Whether a trusted entry names a file (``net.py``, ``./nets/a.py``) rather than a module."""
+    return isinstance(entry, str) and (entry.endswith(".py") or os.sep in entry)
+
+
 def trusted_modules(trust_modules: Iterable[str] = ()) -> list[str]:
-    """The modules a run folder may make plif import: ``trust_modules`` and those ``$PLIF_TRUST_MODULES``
-    names (comma-separated); a name that is not a module name is refused, naming where it came from."""
+    """The modules a run folder may make plif import and the model files (``FILE.py`` paths) it may run:
+    ``trust_modules`` and those ``$PLIF_TRUST_MODULES`` names (comma-separated); one that is neither a
+    module name nor a ``.py`` path is refused, naming where it came from."""
     if isinstance(trust_modules, str):
         trust_modules = [trust_modules]
     given = [(name, "trust_modules") for name in trust_modules]
     given += [(name.strip(), TRUST_ENV) for name in os.environ.get(TRUST_ENV, "").split(",") if name.strip()]
     for name, where in given:
-        if not is_module_name(name):
-            raise ValueError(f"{where}: {name!r} is not a module name (dotted Python identifiers, e.g. "
-                             "mypackage.surrogates)")
+        if not (is_module_name(name) if not is_file_path(name) else name.endswith(".py")):
+            raise ValueError(f"{where}: {name!r} is neither a module name (dotted Python identifiers, e.g. "
+                             "mypackage.surrogates) nor a model file's path (FILE.py)")
     return [name for name, _ in given]
 
 
 def _trusted(module: str, trust_modules: Iterable[str]) -> bool:
-    return any(module == t or module.startswith(t + ".") for t in trusted_modules(trust_modules))
+    """Whether module ``module`` is trusted, by its name or a package's (a file's path trusts no module)."""
+    return any(module == t or module.startswith(t + ".") for t in trusted_modules(trust_modules)
+               if not is_file_path(t))
 
 
 def _ready(d, source: Path, check, trust_modules: Iterable[str] = ()) -> dict:
@@ -148,7 +195,8 @@ def _ready(d, source: Path, check, trust_modules: Iterable[str] = ()) -> dict:
         if isinstance(spec, str):  # another type: the check names it
             stored_surrogate(spec, source, trust_modules)
     if d.get("model") is not None:
-        stored_model(d["model"], source, trust_modules)
+        sha = d.get("model_sha256")
+        stored_model(d["model"], source, trust_modules, sha if isinstance(sha, str) else None)
     if check is not None:
         check(d, str(source))
     return d

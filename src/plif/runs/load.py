@@ -23,9 +23,11 @@ def load_run(run_dir: str | Path, which: str = "best", map_location="cpu", backe
       trained with ``triton`` on a GPU loads on a CPU-only machine).
     - config: the run's config as :func:`plif.runs.read_run_config` gave it (a caller that read it
       already); read from the folder when None.
-    - trust_modules: modules the run's config may name a surrogate from (``MODULE:NAME``); one it
-      names that is neither among them (or ``$PLIF_TRUST_MODULES``) nor imported already is refused,
-      not imported: a run folder from someone else runs no code (:func:`plif.runs.stored_surrogate`).
+    - trust_modules: modules the run's config may name a surrogate or ``--model`` from
+      (``MODULE:NAME``), and model files by their paths (``FILE.py``); one it names that is neither
+      among them (or ``$PLIF_TRUST_MODULES``) nor imported already is refused, not imported: a run
+      folder from someone else runs no code (:func:`plif.runs.stored_surrogate`,
+      :func:`plif.runs.config.stored_model`).
 
     A folder that is not a run, a malformed ``config.json``, a corrupted checkpoint, one whose
     tensors do not match the network and one with non-finite weights raise errors naming the file.

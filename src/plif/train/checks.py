@@ -135,14 +135,23 @@ def check_effects(cfg, authors_network: str | None, asked=True) -> None:
                          "weight but one within ~1e-31 of 0, a larger one is infinite")
     for name, (default, why) in idle_settings(type(cfg), vars(cfg)).items():
         value = getattr(cfg, name)
-        if given(name) and value != default:  # a flag's value shown as typed (a float's as %g), a switch's not
-            shown = "" if value is True else f" {value:g}" if isinstance(default, float) else f" {value}"
-            raise ValueError(f"{flag_name(name)}{shown} has no effect {why}")
+        # options named (the command line's, a resume's): any value given is refused, the default's too
+        # (--tau0 2 as --tau0 3); all of them (True: a config built in Python) cannot tell the default from
+        # "not given", so only another value is
+        if given(name) and (asked is not True or value != default):
+            raise ValueError(f"{_typed(name, value, default)} has no effect {why}")
     if given("authors_code") and cfg.authors_code and cfg.network != authors_network:
         why = ("the dataset's paper network is the authors' code's" if authors_network is None else
                "--preset cpu trains the dataset's CPU network" if cfg.preset == "cpu" else "--network gives the network")
         raise ValueError(f"--authors-code has no effect here: it picks the authors' code's network for --preset paper, "
                          f"and {why}")
+
+
+def _typed(name: str, value, default) -> str:
+    """An option as typed: a float's value as %g, a switch as ``--x`` or ``--no-x``."""
+    if isinstance(value, bool):
+        return flag_name(name) if value else "--no-" + flag_name(name)[2:]
+    return f"{flag_name(name)} {value:g}" if isinstance(default, float) else f"{flag_name(name)} {value}"
 
 
 def idle_settings(config_type, values) -> dict[str, tuple[object, str]]:

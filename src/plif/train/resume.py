@@ -43,6 +43,8 @@ def config_diff(old: dict, new: dict) -> list[str]:
     for key in sorted(set(old) | set(new)):
         if key in RESUMABLE_CHANGES or key in ("network_kwargs", "speed_auto", "kernel_checks"):
             continue
+        if key == "model_sha256" and key not in old:  # a run made before it was recorded
+            continue
         a, b = old.get(key, ABSENT_MEANS.get(key)), new.get(key, ABSENT_MEANS.get(key))
         if json.dumps(a) != json.dumps(b):
             diffs.append(f"  {key}: run has {a!r}, now {b!r}")

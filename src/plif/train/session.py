@@ -152,6 +152,15 @@ def _check_batch_fits(cfg: TrainConfig, n_train: int | None, world: int) -> None
                          + "; lower --batch-size" + (" or --val-split" if cfg.val_split else ""))
 
 
+def _model_record(cfg: TrainConfig) -> dict:
+    """A ``--model FILE.py:FACTORY`` run's file content (``model_sha256``): a reader of the run refuses
+    the file once it changed (:func:`plif.runs.stored_model`); ``{}`` for other runs."""
+    from ..models.factories import model_file_sha256
+
+    sha = model_file_sha256(cfg.model) if cfg.model is not None else None
+    return {} if sha is None else {"model_sha256": sha}
+
+
 def _switches_record() -> dict:
     """``{"gpu_switches": {...}}`` when ``$PLIF_GPU`` turned a switch on (each may change what the
     network computes, so config.json records it and a resume with other switches is refused), else ``{}``."""
@@ -204,7 +213,7 @@ def open_session(cfg: TrainConfig, resume, log, restart: bool = False, asked=Non
 
     def record(cfg: TrainConfig) -> dict:  # config.json and the copy in each checkpoint
         return {**cfg.to_dict(), "out": str(folder.path), "speed_auto": auto, **_switches_record(),
-                **self_check.record()}
+                **self_check.record(), **_model_record(cfg)}
 
     cfg_dict, main, undo, tb = record(cfg), dist.is_main, None, None
     if main and not resume:

@@ -1,8 +1,9 @@
 """``plif train --model REF``: a network written as ``nn.Module`` code (:mod:`plif.models.factories`)
 trained with everything ``plif train`` does for a network in the paper's notation.
 
-The factory is called with the seed set, as ``build_network`` is; the module is checked on one batch
-of the dataset's input (``[T, B, ...]``: a static image repeated over T as a stride-0 view, which
+The factory is called with the seed set, as ``build_network`` is (a reseed inside it derived from
+``--seed``, :func:`plif.models.factories.build_model`), before any kernel is built; the module is
+checked on one batch of the dataset's input (``[T, B, ...]``: a static image repeated over T as a stride-0 view, which
 :func:`plif.fuse` hoists) before the run folder is touched, then fused per ``--memory``
 (:func:`plif.fuse`) and its neurons set to ``--backend``.  What needs a network in the paper's
 notation (NIR export, ``net.step``, BN folding, SOP counts) is refused for such a run in one line
@@ -26,8 +27,9 @@ def sample_input(cfg, batch: int = 2, device="cpu") -> torch.Tensor:
 def _build(cfg) -> torch.nn.Module:
     from ..models.factories import build_model
 
-    torch.manual_seed(cfg.seed)
-    return build_model(cfg.model, cfg.input_shape, cfg.num_classes, cfg.T, cfg.backend, option="--backend")
+    # seeded there, so that a factory that reseeds torch cannot make --seed 1 and --seed 2 one network
+    return build_model(cfg.model, cfg.input_shape, cfg.num_classes, cfg.T, cfg.backend, option="--backend",
+                       seed=cfg.seed)
 
 
 def check_run_network(cfg, asked=True) -> None:
