@@ -34,10 +34,14 @@ from plif_testing import narrow_zoo
 T = 2
 CLASSES = 32  # narrow_zoo's voting layer
 BATCHES = (4, 6, 3)  # a training batch, a bigger evaluation batch, a short last batch
-# each narrow zoo network once: MNIST and Fashion-MNIST share theirs
-NETWORKS: dict[tuple, list[str]] = {}
+# each narrow zoo network once: networks of one layer sequence share a trace (MNIST, Fashion-MNIST and
+# N-MNIST; the four 4-block event networks), whatever their input's channels and size, on the smallest input
+_SPECS: dict[str, tuple] = {}
 for _name in DATASETS:
-    NETWORKS.setdefault(narrow_zoo(_name), []).append(_name)
+    _spec, _shape = narrow_zoo(_name)
+    _known = _SPECS.get(_spec, ((), []))
+    _SPECS[_spec] = (min([_shape, _known[0]], key=lambda s: (len(s) == 0, torch.Size(s).numel())), _known[1] + [_name])
+NETWORKS: dict[tuple, list[str]] = {(spec, shape): names for spec, (shape, names) in _SPECS.items()}
 # the backends ``auto`` does not pick on CPU tensors: one network each (see the module docstring)
 OTHER_BACKENDS = [b for b in ("bptt", "reference") if b in available_backends()]
 
