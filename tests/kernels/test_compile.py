@@ -34,14 +34,17 @@ from plif_testing import narrow_zoo
 T = 2
 CLASSES = 32  # narrow_zoo's voting layer
 BATCHES = (4, 6, 3)  # a training batch, a bigger evaluation batch, a short last batch
-# each narrow zoo network once: networks of one layer sequence share a trace (MNIST, Fashion-MNIST and
-# N-MNIST; the four 4-block event networks), whatever their input's channels and size, on the smallest input
-_SPECS: dict[str, tuple] = {}
+# each narrow zoo network's form once: networks whose layer sequences differ only in how often a block
+# repeats share one trace (the static-image and event networks: {conv-BN-PLIF-pool}*n, then the
+# classifier), whatever their input's channels and size, traced on the smallest of them
+_FORMS: dict[str, tuple] = {}
 for _name in DATASETS:
     _spec, _shape = narrow_zoo(_name)
-    _known = _SPECS.get(_spec, ((), []))
-    _SPECS[_spec] = (min([_shape, _known[0]], key=lambda s: (len(s) == 0, torch.Size(s).numel())), _known[1] + [_name])
-NETWORKS: dict[tuple, list[str]] = {(spec, shape): names for spec, (shape, names) in _SPECS.items()}
+    _form = re.sub(r"\}\*\d+", "}*n", _spec)
+    _known = _FORMS.get(_form, (None, None, []))
+    _smaller = _known[1] is None or torch.Size(_shape).numel() < torch.Size(_known[1]).numel()
+    _FORMS[_form] = ((_spec, _shape) if _smaller else _known[:2]) + (_known[2] + [_name],)
+NETWORKS: dict[tuple, list[str]] = {(spec, shape): names for spec, shape, names in _FORMS.values()}
 # the backends ``auto`` does not pick on CPU tensors: one network each (see the module docstring)
 OTHER_BACKENDS = [b for b in ("bptt", "reference") if b in available_backends()]
 
