@@ -15,11 +15,13 @@ fi
 if [ ! -x "$VENV/bin/python" ]; then
     "$PY" -m venv "$VENV"
 fi
-if ! "$VENV/bin/python" -c "import torch" 2>/dev/null; then
+# asked of the installed metadata, not by importing torch (which warns while numpy is not installed yet)
+torch_version() { "$VENV/bin/python" -c "import importlib.metadata as m; print(m.version('torch'))" 2>/dev/null || true; }
+if [ -z "$(torch_version)" ]; then
     "$VENV/bin/pip" install -qq --disable-pip-version-check "torch==2.13.0"
 fi
 # A CUDA build of torch installed beforehand brings the Triton it was built with: keep that one.
-if [ "${PLIF_CONSTRAINTS:-}" != none ] && "$VENV/bin/python" -c "import sys, torch; sys.exit(torch.version.cuda is None)"; then
+if [ "${PLIF_CONSTRAINTS:-}" != none ] && [[ "$(torch_version)" == *+cu* ]]; then
     OWN=$(mktemp)
     trap 'rm -f "$OWN"' EXIT
     grep -v -i '^triton==' scripts/constraints.txt > "$OWN"
