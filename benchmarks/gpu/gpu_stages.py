@@ -145,7 +145,7 @@ def stage_memory(ctx, st) -> dict:
     from plif.bench.memory import bench_memory
 
     # the dry run: N-MNIST's smaller network (34x34 input), the same fresh-process mechanism
-    network, configs, T, batch = (("nmnist", ("naive", "low"), 1, 1) if ctx.dry
+    network, configs, T, batch = (("nmnist", ("low",), 1, 1) if ctx.dry
                                   else ("dvs128-gesture", MEMORY_CONFIGS, 20, 16))
     rows = bench_memory([network], configs, (batch,), T, 2, str(ctx.device), threads=2 if ctx.dry else None,
                         default_rss=False, timeout=600, deadline=st.deadline)

@@ -78,7 +78,8 @@ def _memory(res: dict) -> list[str]:
     lines = ["", f"memory, {res.get('network', 'dvs128-gesture')} T={res['T']} B={res['batch']} ({res['what']}):"]
     for r in res["rows"]:
         ratio = res["vs_naive"].get(r["config"])
-        lines.append(f"{r['config']:14s} " + (f"{r['peak_mb']:9.0f} MB  {ratio:.2f} of naive  step {r['step_s']:.3f} s"
+        of_naive = "" if ratio is None else f"  {ratio:.2f} of naive"
+        lines.append(f"{r['config']:14s} " + (f"{r['peak_mb']:9.0f} MB{of_naive}  step {r['step_s']:.3f} s"
                                               if r["error"] is None else r["error"]))
     return lines
 
