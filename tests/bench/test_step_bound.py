@@ -83,3 +83,13 @@ def test_a_narrow_residual_zoo_network_is_measured_without_a_spikingjelly_twin()
     assert "       - " in format_bound_table([row], "t").splitlines()[3]
     with pytest.raises(ValueError, match="width: the channels of a residual zoo network"):
         bench_step_bound(width=8, network=NET)
+
+
+def test_an_expanded_argument_is_replayed_with_its_strides():
+    # a static image repeated over T is an expand (stride 0 along time): the replay views fresh values so
+    weight = torch.rand(4, 2, 3, 3)
+    x = torch.rand(2, 8, 8).unsqueeze(0).expand(5, 2, 8, 8)
+    calls = record_products(lambda: torch.nn.functional.conv2d(x, weight))
+    assert calls[0].args[0].stride == (0, 64, 8, 1)
+    replay(calls)()
+    assert summarize(record_products(replay(calls))) == summarize(calls)

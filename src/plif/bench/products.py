@@ -48,8 +48,12 @@ class TensorLayout:
     device: torch.device
 
     def fresh(self) -> torch.Tensor:
-        t = torch.empty_strided(self.shape, self.stride, dtype=self.dtype, device=self.device)
-        return t.normal_() if t.is_floating_point() else t.zero_()
+        """A tensor of this shape and these strides (an expanded one, stride 0, included: the values are
+        written into the storage it views, then viewed as the step's tensor was)."""
+        extent = 1 + sum((n - 1) * st for n, st in zip(self.shape, self.stride)) if all(self.shape) else 0
+        base = torch.empty(extent, dtype=self.dtype, device=self.device)
+        base = base.normal_() if base.is_floating_point() else base.zero_()
+        return base.as_strided(self.shape, self.stride)
 
 
 @dataclass(frozen=True)
