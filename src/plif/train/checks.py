@@ -13,7 +13,7 @@ import dataclasses
 import math
 import os
 
-from ..device import pick_device
+from ..device import free_memory, pick_device
 from ..models.notation import MAX_INT
 from ..neurons import NEURONS, check_tau
 from ..surrogate import get_surrogate
@@ -275,25 +275,19 @@ def check_step_fits(model, cfg) -> None:
 
 
 def available_memory(device: str) -> tuple[int, str]:
-    """``(bytes, description)`` of the memory free for a run on ``device`` now: CUDA's free memory
-    (``torch.cuda.mem_get_info``), else the machine's ``MemAvailable`` (``/proc/meminfo``; free pages
-    where that is not there); ``(0, "")`` when unknown."""
+    """``(bytes, description)`` of the memory free for a run on ``device`` now, as
+    :func:`plif.device.free_memory` reads it (CUDA's free memory, or the host's ``MemAvailable`` within
+    a cgroup limit); ``(0, "")`` when unknown."""
     import torch
 
     dev = pick_device(device, check=False)
-    if dev.type == "cuda" and torch.cuda.is_available():
-        return torch.cuda.mem_get_info(dev)[0], f"free on {dev}"
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        return 0, ""
     try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024, "this machine has available (MemAvailable)"
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"), "free on this machine"
+        free = free_memory(dev)
     except (OSError, ValueError):
         return 0, ""
+    return free, f"free on {dev}" if dev.type == "cuda" else "this machine has available (MemAvailable)"
 
 
 def check_weights_fit(model, what: str, device: str) -> tuple[int, str]:
