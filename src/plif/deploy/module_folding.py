@@ -21,7 +21,7 @@ import copy
 from torch import fx, nn
 
 from ..layers import TimeFolded, fold_bn_into, unwrap
-from ..models.fusion import _binary_nodes, _NotTraced, _trace, fuse
+from ..models.fusion import _binary_nodes, _name, _NotTraced, _trace, fuse
 
 __all__ = ["conv_bn_pairs", "fold_module_batchnorm", "spike_fed_modules", "module_spike_inference", "replace_networks"]
 
@@ -46,22 +46,34 @@ def _pairs_in_graph(graph: fx.Graph, module: nn.Module) -> list[tuple[str, str]]
         if calls[n.target] != 1 or calls[src.target] != 1:
             continue  # a module called twice: folding one call would change the other
         layer, bn = module.get_submodule(src.target), module.get_submodule(n.target)
-        if isinstance(unwrap(layer), _FOLDS_INTO) and type(layer) in (TimeFolded, *_FOLDS_INTO) and _foldable_bn(bn):
+        if _synapse(layer) and _foldable_bn(bn):
             pairs.append((src.target, n.target))
     return pairs
 
 
-def _pairs(model: nn.Module, prefix: str = "") -> list[tuple[str, str]]:
+def _synapse(m: nn.Module) -> bool:
+    """A conv/linear layer, bare or time-folded: what a BN folds into, what spike-only inference gathers."""
+    return type(m) in (TimeFolded, *_FOLDS_INTO) and isinstance(unwrap(m), _FOLDS_INTO)
+
+
+def _per_graph(model: nn.Module, read, prefix: str = "") -> list:
+    """What ``read(graph, module)`` finds (qualified names, or tuples of them) in each part of ``model``
+    FX traces: the model itself, or child by child below a module it cannot trace.  A notation network
+    is left to its own layer walk."""
     from ..models import SpikingNetwork
 
     if isinstance(model, SpikingNetwork):
-        return []  # its own layer walk (plif.deploy.fold_batchnorm) folds it
-    name = lambda t: f"{prefix}.{t}" if prefix else t  # noqa: E731
+        return []
     try:
         graph = _trace(model)
     except _NotTraced:
-        return [p for child_name, child in model.named_children() for p in _pairs(child, name(child_name))]
-    return [(name(a), name(b)) for a, b in _pairs_in_graph(graph, model)]
+        return [x for child_name, child in model.named_children()
+                for x in _per_graph(child, read, _name(prefix, child_name))]
+    return [tuple(_name(prefix, t) for t in x) if isinstance(x, tuple) else _name(prefix, x) for x in read(graph, model)]
+
+
+def _pairs(model: nn.Module) -> list[tuple[str, str]]:
+    return _per_graph(model, _pairs_in_graph)
 
 
 def conv_bn_pairs(model: nn.Module) -> list[tuple[str, str]]:
@@ -101,24 +113,18 @@ def replace_networks(model: nn.Module, convert) -> nn.Module:
     return model
 
 
-def _spike_fed(model: nn.Module, prefix: str = "") -> list[str]:
-    from ..models import SpikingNetwork
-
-    if isinstance(model, SpikingNetwork):
-        return []  # its own structure walk (plif.deploy.to_spike_inference)
-    name = lambda t: f"{prefix}.{t}" if prefix else t  # noqa: E731
-    try:
-        graph = _trace(model)
-    except _NotTraced:
-        return [p for child_name, child in model.named_children() for p in _spike_fed(child, name(child_name))]
-    binary = _binary_nodes(graph, model, spikes_in=False, training=False)
+def _spike_fed_in_graph(graph: fx.Graph, module: nn.Module) -> list[str]:
+    binary = _binary_nodes(graph, module, spikes_in=False, training=False)
     fed: dict[str, bool] = {}  # a layer called twice is spike-fed only where both calls are
     for n in graph.nodes:
-        if n.op == "call_module" and isinstance(unwrap(model.get_submodule(n.target)), _FOLDS_INTO) \
-                and type(model.get_submodule(n.target)) in (TimeFolded, *_FOLDS_INTO):
+        if n.op == "call_module" and _synapse(module.get_submodule(n.target)):
             spikes = bool(n.args) and isinstance(n.args[0], fx.Node) and binary[n.args[0]]
             fed[n.target] = fed.get(n.target, True) and spikes
-    return [name(t) for t, spikes in fed.items() if spikes]
+    return [t for t, spikes in fed.items() if spikes]
+
+
+def _spike_fed(model: nn.Module) -> list[str]:
+    return _per_graph(model, _spike_fed_in_graph)
 
 
 def spike_fed_modules(model: nn.Module) -> list[str]:
@@ -132,15 +138,11 @@ def module_spike_inference(model: nn.Module, max_density: float | None = None, v
     """The BN-folded eval copy of ``model`` (:func:`fold_module_batchnorm`) with each spike-fed
     ``Conv2d``/``Linear`` (:func:`spike_fed_modules`) in its gather-accumulate form; what
     :func:`plif.deploy.to_spike_inference` gives any module."""
-    from .spike_ops import DEFAULT_MAX_DENSITY, DEFAULT_MAX_DENSITY_CONV, GatherConv2d, GatherLinear
+    from .spike_ops import gather_form
 
     out = fold_module_batchnorm(model)
     for name in _spike_fed(out):
         layer = out.get_submodule(name)
-        syn = unwrap(layer)
-        if isinstance(syn, nn.Linear):
-            gather = GatherLinear(syn, DEFAULT_MAX_DENSITY if max_density is None else max_density, validate)
-        else:
-            gather = GatherConv2d(syn, DEFAULT_MAX_DENSITY_CONV if max_density is None else max_density, validate)
+        gather = gather_form(unwrap(layer), max_density, validate)
         _set(out, name, TimeFolded(gather) if isinstance(layer, TimeFolded) else gather)
     return out.eval()

@@ -13,7 +13,7 @@ from ..layers import TimeFolded, unwrap
 from ..models import SpikingNetwork
 from ..models.structure import keeps_binary, spike_fed_layers
 from .bn_folding import fold_batchnorm
-from .spike_ops import DEFAULT_MAX_DENSITY, DEFAULT_MAX_DENSITY_CONV, GatherConv2d, GatherLinear
+from .spike_ops import gather_form
 
 __all__ = ["to_spike_inference", "keeps_binary", "spike_fed_layers"]  # the last two: plif.models.structure
 
@@ -21,7 +21,7 @@ __all__ = ["to_spike_inference", "keeps_binary", "spike_fed_layers"]  # the last
 def to_spike_inference(net: nn.Module, max_density: float | None = None,
                        validate: bool = True) -> nn.Module:
     """BN-folded eval copy of ``net`` with every spike-fed ``Conv2d``/``Linear`` replaced by its
-    gather-accumulate form (:class:`GatherConv2d`, :class:`GatherLinear`).
+    gather-accumulate form (:func:`~plif.deploy.spike_ops.gather_form`).
 
     ``max_density``: input spike density above which a layer uses the dense GEMM instead; ``None``
     takes the measured defaults (linear 0.06, conv 0: the unfold gather never beat oneDNN here),
@@ -40,10 +40,6 @@ def to_spike_inference(net: nn.Module, max_density: float | None = None,
     out = fold_batchnorm(net)
     for i in spike_fed_layers(out):
         syn = unwrap(out.layers[i])
-        if isinstance(syn, nn.Linear):
-            d = DEFAULT_MAX_DENSITY if max_density is None else max_density
-            out.layers[i] = TimeFolded(GatherLinear(syn, d, validate))
-        elif isinstance(syn, nn.Conv2d):
-            d = DEFAULT_MAX_DENSITY_CONV if max_density is None else max_density
-            out.layers[i] = TimeFolded(GatherConv2d(syn, d, validate))
+        if isinstance(syn, (nn.Linear, nn.Conv2d)):
+            out.layers[i] = TimeFolded(gather_form(syn, max_density, validate))
     return out.eval()

@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-__all__ = ["gather_linear", "gather_conv2d", "GatherLinear", "GatherConv2d", "check_binary", "DEFAULT_MAX_DENSITY",
+__all__ = ["gather_linear", "gather_conv2d", "GatherLinear", "GatherConv2d", "gather_form", "check_binary", "DEFAULT_MAX_DENSITY",
            "DEFAULT_MAX_DENSITY_CONV"]
 
 # Crossovers measured on a 2-core CPU (benchmarks/bench_inference.py): a linear layer's gather
@@ -119,3 +119,11 @@ class GatherConv2d(nn.Module):
 
     def extra_repr(self) -> str:
         return f"gather below density {self.max_density}"
+
+
+def gather_form(layer: nn.Module, max_density: float | None = None, validate: bool = True) -> nn.Module:
+    """The gather-accumulate form of a spike-fed ``nn.Linear`` (:class:`GatherLinear`) or ``nn.Conv2d``
+    (:class:`GatherConv2d`); ``max_density`` None takes each one's measured default."""
+    if isinstance(layer, nn.Linear):
+        return GatherLinear(layer, DEFAULT_MAX_DENSITY if max_density is None else max_density, validate)
+    return GatherConv2d(layer, DEFAULT_MAX_DENSITY_CONV if max_density is None else max_density, validate)
