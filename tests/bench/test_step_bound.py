@@ -72,6 +72,8 @@ def test_bad_settings_are_refused_in_one_line():
         bench_step_bound(precisions=["fp16"], network=NET)
     with pytest.raises(ValueError, match="rounds, batch must be >= 1"):
         bench_step_bound(rounds=0, network=NET)
+    with pytest.raises(ValueError, match="unknown model 'resnet-9000'; valid: sew-resnet18"):
+        bench_step_bound(model="resnet-9000")
 
 
 def test_a_narrow_residual_zoo_network_is_measured_without_a_spikingjelly_twin():

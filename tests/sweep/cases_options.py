@@ -296,3 +296,11 @@ def _two_seeds_two_networks(env):
 CASES.append(Case("train-model-reseeding-factory-two-seeds", "options", run=_two_seeds_two_networks, setup=_factories,
                   expect="ok", check=lambda tmp, r: None if r.stdout.strip() == "different" else
                   "--seed 1 and --seed 2 give the same network"))
+
+# plif bench bound (issue 55.1): each bad value refused in one line before any network is built
+_BOUND = ["bench", "bound", "--preset", "cpu", "--T", "1", "--batch", "2", "--rounds", "1", "--warmup", "0",
+          "--no-spikingjelly"]
+for _name, _extra in {"rounds-0": ["--rounds", "0"], "batch-0": ["--batch", "0"], "warmup-negative": ["--warmup", "-1"],
+                      "precision-fp16": ["--precisions", "fp16"], "width-without-model": ["--width", "8"],
+                      "model-unknown": ["--model", "resnet-9000"], "width-0": ["--model", "sew-resnet18", "--width", "0"], "dataset-unknown": ["--dataset", "mnist2"]}.items():
+    CASES.append(Case(f"bench-bound-{_name}", "options", [*_BOUND, *_extra]))

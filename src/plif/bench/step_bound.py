@@ -85,6 +85,9 @@ def bench_step_bound(dataset: str = "fashion-mnist", batch: int = 16, T: int | N
     from ..layers.precision import native_bf16
     from ..train.malloc import keep_freed_memory
 
+    from .train import check_model
+
+    check_model(model)
     if width is not None and model is None:
         raise ValueError("width: the channels of a residual zoo network; give model= (plif bench bound --model)")
     if rounds < 1 or warmup < 0 or batch < 1:

@@ -62,7 +62,7 @@ from .spikingjelly import INSTALL_HINT, spikingjelly_path, spikingjelly_unavaila
 from .twin import spikingjelly_twin
 
 __all__ = ["TrainBenchResult", "bench_train", "default_variants", "format_train_table", "VARIANTS", "CUDA_ONLY",
-           "MODEL_VARIANTS"]
+           "MODEL_VARIANTS", "check_model"]
 
 VARIANTS = ("naive", "bptt", "auto", "auto+none", "auto+bf16", "auto+graph", "compile", "compile+graph", "cuda-graph",
             "cuda-graph+bf16", "cuda-graph+bf16+channels-last", "spikingjelly", "spikingjelly+bf16", "spikingjelly+graph",
@@ -184,6 +184,14 @@ MODEL_VARIANTS = ("auto", "auto+none", "auto+bf16", "auto+graph", "compile", "sp
 """The variants ``--model NAME`` (a residual zoo network, not a notation string) runs."""
 
 
+def check_model(model: str | None) -> None:
+    """Refuse a ``--model`` that is not a residual zoo network (what the benches build) in one line."""
+    from ..models.residual import RESIDUAL_ZOO
+
+    if model is not None and model not in RESIDUAL_ZOO:
+        raise ValueError(f"unknown model {model!r}; valid: {', '.join(RESIDUAL_ZOO)}")
+
+
 def _model_step(v: str, model: str, entry, T: int, x, xs, y, dev, memory: str | None = None, width: int | None = None):
     """``(step, memory)`` of variant ``v`` on residual zoo network ``model`` (:mod:`plif.models.residual`) for
     ``entry``'s shape and classes: fused per ``memory`` (``auto+none``: as written), fed the static image as a
@@ -276,11 +284,7 @@ def bench_train(dataset: str = "fashion-mnist", batches=(16,), device: str = "cp
     entry = get_dataset(dataset)
     T = T or entry.T
     network = network or entry.network
-    if model is not None:
-        from ..models.residual import RESIDUAL_ZOO
-
-        if model not in RESIDUAL_ZOO:
-            raise ValueError(f"unknown model {model!r}; valid: {', '.join(RESIDUAL_ZOO)}")
+    check_model(model)
     if variants is None:
         variants = default_variants(dev)
         variants = variants if model is None else [v for v in variants if v in MODEL_VARIANTS]
