@@ -42,8 +42,9 @@ BACKENDS: dict[str, Backend] = {"reference": multi_step_reference, "bptt": multi
 that loaded (``triton``, ``cpu``) or were registered; each maps ``(x [T, B, ...], k, v0, cfg)`` to
 ``(spikes [T, B, ...], V_{T-1} [B, ...])``."""
 _SUPPORTS: dict[str, Callable[[torch.Tensor, NeuronConfig], bool]] = {}
+_UNLOADED: dict[str, str] = {}  # fused kernel -> its device, for those that did not load (the table says why)
 _WARNED: set[str] = set()
-_filled = False  # BACKENDS and _SUPPORTS hold the table's loaded neuron kernels
+_filled = False  # BACKENDS, _SUPPORTS and _UNLOADED hold the table's neuron kernels
 
 
 def register_backend(name: str, fn: Backend, supports: Callable | None = None) -> None:
@@ -67,6 +68,8 @@ def load_backends() -> None:
         if found is not None:
             BACKENDS[name] = found["fn"]
             _SUPPORTS[name] = found["supports"]
+        else:
+            _UNLOADED[name] = _FUSED[name].device
 
 
 def _forget() -> None:
@@ -75,6 +78,7 @@ def _forget() -> None:
     BACKENDS.clear()
     BACKENDS.update(reference=multi_step_reference, bptt=multi_step_bptt)
     _SUPPORTS.clear()
+    _UNLOADED.clear()
     _WARNED.clear()
     _filled = False
 
@@ -139,9 +143,10 @@ def select_backend(x: torch.Tensor, cfg: NeuronConfig) -> str:
     for name, supports in _SUPPORTS.items():
         if supports(x, cfg) and _first_use_checked(name, x):
             return name
-    for name, entry in _FUSED.items():
-        if entry.device == x.device.type and (why := kernel_table.failure("neuron", name)):
-            _warn_once(name, f"plif: the fused {name!r} neuron backend failed to load ({why}); "
+    for name, device in _UNLOADED.items():
+        if device == x.device.type:
+            _warn_once(name, f"plif: the fused {name!r} neuron backend failed to load "
+                             f"({kernel_table.failure('neuron', name)}); "
                              f"backend='auto' falls back to 'bptt', which is several times slower")
     return "bptt"
 
@@ -158,8 +163,8 @@ def check_backend(name: str, device: torch.device | str | None = None, surrogate
         return
     if name not in BACKENDS:
         load_backends()
-    if (why := kernel_table.failure("neuron", name)) is not None:
-        raise RuntimeError(f"{option} {name!r}: the kernel failed to load here: {why}")
+    if name in _UNLOADED:
+        raise RuntimeError(f"{option} {name!r}: the kernel failed to load here: {kernel_table.failure('neuron', name)}")
     if name not in BACKENDS:
         raise ValueError(f"{option} {name!r}: unknown; available: auto, {', '.join(BACKENDS)}")
     fused = _FUSED.get(name)
