@@ -34,6 +34,8 @@ LEFT_OUT = {
     "plif.atomic, plif.device, plif.progress": "internal helpers of the packages above",
     "plif.catalog": "the dataset records, shown where users reach them: plif.data (DATASETS, DatasetSpec, get_dataset)",
     "plif.switches": "the GPU speed candidates, set with $PLIF_GPU (docs/lab/gpu-candidates.md)",
+    "plif.kernel_table": "the fused kernels' one table, loader and status: plif doctor prints it, "
+                         "plif.neurons.backend_status shows its neuron kernels",
 }
 OPTIONAL = ("triton", "nir", "nirtorch", "aedat", "matplotlib", "tensorboard", "tonic", "snntorch", "norse", "sinabs")
 HTML_TAGS = {"p", "code", "a", "pre", "div", "span", "table", "thead", "tbody", "tr", "th", "td", "ul", "ol", "li",

@@ -141,19 +141,27 @@ def test_the_check_gives_an_input_gradient_written_over_its_argument_a_copy():
 
 
 def test_the_check_skips_a_dtype_the_backend_refuses(monkeypatch, capsys):
-    """As Triton refuses fp64: a line saying so per case, the others checked; nothing run is a failure."""
+    """As Triton refuses fp64: a line saying so per case, the others checked; nothing run is a failure.
+    The check takes the kernel from the kernel table, which loads it again after a reset."""
+    from plif import kernel_table
     from plif.kernels import block_check
 
     cases = [BlockCase((2, 1, 2, 4, 4), dtype=d) for d in ("float32", "float64", "bfloat16")]
     monkeypatch.setattr(block_check, "block_grid", lambda quick=False: cases)
-    monkeypatch.setattr(cb, "cpu_block_supports", lambda device, dtype: dtype != torch.float64)
-    assert block_check.main(["--backend", "cpu"]) == 0
-    lines = capsys.readouterr().out.splitlines()
-    assert [line.split()[0] for line in lines] == ["ok", "skip", "ok"]
-    assert lines[1].endswith("(cpu does not take float64 on cpu)")
-    monkeypatch.setattr(cb, "cpu_block_supports", lambda device, dtype: False)
-    assert block_check.main(["--backend", "cpu"]) == 1
-    assert "no case ran: cpu takes none of the grid's dtypes on cpu" in capsys.readouterr().err
+    try:
+        monkeypatch.setattr(cb, "cpu_block_supports", lambda device, dtype: dtype != torch.float64)
+        kernel_table.reset()
+        assert block_check.main(["--backend", "cpu"]) == 0
+        lines = capsys.readouterr().out.splitlines()
+        assert [line.split()[0] for line in lines] == ["ok", "skip", "ok"]
+        assert lines[1].endswith("(cpu does not take float64 on cpu)")
+        monkeypatch.setattr(cb, "cpu_block_supports", lambda device, dtype: False)
+        kernel_table.reset()
+        assert block_check.main(["--backend", "cpu"]) == 1
+        assert "no case ran: cpu takes none of the grid's dtypes on cpu" in capsys.readouterr().err
+    finally:
+        monkeypatch.undo()
+        kernel_table.reset()
 
 
 def test_a_missing_library_is_refused_with_the_reason(monkeypatch):

@@ -14,6 +14,7 @@ from plif.kernels import self_check
 
 _INTERPRETED = r"""
 import json, time, warnings, torch
+from plif import kernel_table
 from plif.kernels import self_check, triton_block
 from plif.layers.fused_block import block_kernels
 from plif.neurons import PLIF, NeuronConfig, dispatch
@@ -35,12 +36,14 @@ out["results"], out["record"], out["clean"] = self_check.results(), self_check.r
 self_check.reset()
 real = triton_block.block_forward_triton
 triton_block.block_forward_triton = lambda *a: (lambda o, p, v: (o, p, v + 1))(*real(*a))
+kernel_table.reset()  # loaded again from the module: the check and the block take the wrong kernel
 neuron = PLIF(backend="triton")
 with warnings.catch_warnings(record=True) as caught:
     out["block_falls_back"] = [block_kernels(neuron, "cpu", torch.float32) is None for _ in range(2)]
 out["block_warnings"] = [str(w.message) for w in caught]
 out["block_result"] = self_check.results()
 triton_block.block_forward_triton = real
+kernel_table.reset()
 
 # a wrong neuron kernel where auto would pick it (on CUDA: here told it takes CPU tensors): the next backend runs
 self_check.reset()

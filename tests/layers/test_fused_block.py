@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from plif.kernels.block_backends import BlockBackend
+from plif import kernel_table
 from plif.layers import TimeFolded
 from plif.layers import fused_block as fb
 from plif.layers.few_tap_conv import few_tap_conv2d, few_tap_conv_backward
@@ -199,7 +199,7 @@ def test_a_dtype_or_device_the_kernels_refuse_runs_the_composed_layers():
             assert fb.block_kernels(PLIF(), "cpu", dtype).name == "cpu"
     assert fb.block_kernels(PLIF(), "cpu", torch.float16) is None
     assert fb.block_kernels(PLIF(backend="cpu"), "cuda", torch.float32) is None
-    if fb.kernel_status()["triton"] == "ok":
+    if kernel_table.functions("block", "triton") is not None:
         for dtype in (torch.float32, torch.bfloat16, torch.float16):
             assert fb.block_kernels(PLIF(), torch.device("cuda"), dtype).name == "triton"
         assert fb.block_kernels(PLIF(), "cuda", torch.float64) is None
@@ -207,13 +207,28 @@ def test_a_dtype_or_device_the_kernels_refuse_runs_the_composed_layers():
             assert fb.block_kernels(PLIF(backend="triton"), "cpu", torch.float32) is None
 
 
-def test_a_kernel_module_that_fails_to_load_warns_once_and_runs_the_reference(monkeypatch):
-    monkeypatch.setitem(fb.BLOCK_BACKENDS, "broken",
-                        BlockBackend("plif.kernels.no_such_module", "meta", "f", "b", "g", "s"))
-    for name, value in (("_LOADED", {}), ("_FAILED", {}), ("_WARNED", set()), ("_tried", False)):
-        monkeypatch.setattr(fb, name, value)
+@pytest.fixture
+def fresh_table():
+    """The kernel table from scratch, and again afterwards so the next test loads the real kernels."""
+    kernel_table.reset()
+    yield kernel_table.KERNELS["block"]
+    kernel_table.reset()
+
+
+def _block_entry(module: str, **kw) -> kernel_table.Kernel:
+    """A table entry of ``module`` for the meta device whose every role is its function ``f``."""
+    roles = ("forward", "backward", "input_grad", "input_grad_into", "stats", "backward_into", "backward_summed")
+    return kernel_table.Kernel(module, "meta", dict.fromkeys(roles, "f"), "f", **kw)
+
+
+def _state(kind: str, name: str) -> str:
+    return next(k["state"] for k in kernel_table.status() if (k["kind"], k["name"]) == (kind, name))
+
+
+def test_a_kernel_module_that_fails_to_load_warns_once_and_runs_the_reference(fresh_table, monkeypatch):
+    monkeypatch.setitem(fresh_table, "broken", _block_entry("plif.kernels.no_such_module"))
     fb.load_kernels()  # as a plan does when it is made: nothing is said yet
-    assert fb.kernel_status()["broken"].startswith("unavailable: ModuleNotFoundError")
+    assert _state("block", "broken").startswith("unavailable: ModuleNotFoundError")
     with pytest.warns(RuntimeWarning, match="'broken' kernels failed to load.*No module named"):
         assert fb.block_kernels(PLIF(), "meta", torch.float32) is fb.REFERENCE
     # no second warning (pytest would fail on one)
@@ -267,24 +282,19 @@ def test_few_tap_conv_takes_any_layout(layout):
     torch.testing.assert_close(g_w, conv.weight.grad, rtol=1e-5, atol=1e-5)
 
 
-def test_a_kernel_module_that_says_it_cannot_run_is_reported_with_its_reason(monkeypatch):
-    """The block's kernels load as the neuron's do (plif.neurons.dispatch.load_kernel_module): a module
-    whose ``unavailable()`` gives a reason (a failed build) is listed unavailable with that reason, and
-    the neuron's loader reads the same table entry the same way."""
+def test_a_kernel_module_that_says_it_cannot_run_is_reported_with_its_reason(fresh_table, monkeypatch):
+    """The block's kernels load as the neuron's do (plif.kernel_table, one loader): a module whose
+    ``unavailable()`` gives a reason (a failed build) is listed unavailable with that reason."""
     import sys
     import types
 
-    from plif.neurons.dispatch import load_kernel_module
-
     mod = types.ModuleType("plif_test_unbuilt_kernels")
-    mod.f = mod.b = mod.g = mod.s = lambda *a: None
+    mod.f = lambda *a: None
     mod.why = lambda: "no C++ compiler found"
     monkeypatch.setitem(sys.modules, mod.__name__, mod)
-    monkeypatch.setitem(fb.BLOCK_BACKENDS, "unbuilt", BlockBackend(mod.__name__, "meta", "f", "b", "g", "s",
-                                                                   unavailable="why"))
-    for name, value in (("_LOADED", {}), ("_FAILED", {}), ("_WARNED", set()), ("_tried", False)):
-        monkeypatch.setattr(fb, name, value)
-    assert fb.kernel_status()["unbuilt"] == "unavailable: no C++ compiler found"
-    assert load_kernel_module(mod.__name__, {"fn": "f"}, "why") == (None, "no C++ compiler found")
-    assert load_kernel_module(mod.__name__, {"fn": "f", "none": None}) == ({"fn": mod.f, "none": None}, None)
-    assert load_kernel_module(mod.__name__, {"fn": "missing"})[1].startswith("AttributeError")
+    monkeypatch.setitem(fresh_table, "unbuilt", _block_entry(mod.__name__, unavailable="why"))
+    assert _state("block", "unbuilt") == "unavailable: no C++ compiler found"
+    assert kernel_table.functions("block", "unbuilt") is None
+    assert kernel_table.import_kernel(mod.__name__, {"fn": "f"}, "why") == (None, "no C++ compiler found")
+    assert kernel_table.import_kernel(mod.__name__, {"fn": "f", "none": None}) == ({"fn": mod.f, "none": None}, None)
+    assert kernel_table.import_kernel(mod.__name__, {"fn": "missing"})[1].startswith("AttributeError")

@@ -6,17 +6,18 @@ import sys
 import pytest
 import torch
 
+from plif import kernel_table
 from plif.neurons import BACKENDS, PLIF, NeuronConfig, backend_status, multi_step
 from plif.neurons import dispatch
 
 
 @pytest.fixture
 def empty_table():
-    """The backend table from scratch (``dispatch.reset``), and again afterwards so the next test
+    """The backend table from scratch (``kernel_table.reset``), and again afterwards so the next test
     loads the real backends."""
-    dispatch.reset()
+    kernel_table.reset()
     yield dispatch
-    dispatch.reset()
+    kernel_table.reset()
 
 
 @pytest.fixture
@@ -29,7 +30,7 @@ def fresh_table(empty_table, monkeypatch):
             raise ImportError("simulated bug in cpu_neuron.py")
         return real(name, *a, **kw)
 
-    monkeypatch.setattr(dispatch.importlib, "import_module", broken)
+    monkeypatch.setattr(kernel_table.importlib, "import_module", broken)
     return dispatch
 
 
@@ -65,7 +66,7 @@ def test_cpu_backend_loads_here():
 def test_reset_forgets_extra_backends_and_failures(fresh_table):
     dispatch.register_backend("extra", dispatch.multi_step_bptt, supports=lambda x, cfg: True)
     assert "extra" in dispatch.BACKENDS and "cpu" in backend_status()
-    dispatch.reset()
+    kernel_table.reset()
     assert list(dispatch.BACKENDS) == ["reference", "bptt"]
     assert dispatch.BACKENDS is BACKENDS  # cleared in place: names imported elsewhere see it
 

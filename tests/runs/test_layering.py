@@ -36,9 +36,11 @@ def test_the_check_sees_a_relative_import_of_training():
 
 # The whole package in layers, lowest first (issue 48): a module imports only from layers below its own,
 # or from its own package. The ground floor holds the facts and settings every layer may read: the
-# dataset catalog and the GPU switches among them, so that models never reach into data for a fact.
+# dataset catalog and the GPU switches among them, so that models never reach into data for a fact,
+# and the kernel table (names only), which the neuron dispatch below plif.kernels reads.
 LAYERS = (
-    {"_lazy", "atomic", "filelock", "device", "progress", "signals", "surrogate", "catalog", "switches", "values"},
+    {"_lazy", "atomic", "filelock", "device", "progress", "signals", "surrogate", "catalog", "switches", "values",
+     "kernel_table"},
     {"neurons"}, {"kernels"}, {"layers", "encoding"}, {"models", "data"}, {"runs", "monitor", "interop"}, {"deploy", "train"},
     {"experiments", "bench"}, {"cli"}, {"__main__"},
 )
@@ -89,7 +91,7 @@ def test_no_import_runs_back_up_the_layers(path):
 
 
 def test_the_facts_on_the_ground_floor_import_nothing_of_plif():
-    for name in ("catalog.py", "switches.py"):
+    for name in ("catalog.py", "switches.py", "kernel_table.py"):
         assert [n for n in _imported_names(SRC / name) if n == "plif" or n.startswith("plif.")] == [], name
     assert not (SRC / "data" / "catalog.py").exists() and not (SRC / "kernels" / "gpu_switches.py").exists()
 

@@ -1,6 +1,7 @@
 """``plif doctor``: one report of this machine to paste into an issue.
 
-For the CPU and each CUDA device: which path each default takes (the neuron backend ``auto`` picks,
+Every fused kernel of :data:`plif.kernel_table.KERNELS` and whether it loaded (the reason, once,
+where not).  For the CPU and each CUDA device: which path each default takes (the neuron backend ``auto`` picks,
 the fused block kernels, ``plif train``'s CUDA graph, compile and memory defaults, the GPU switches),
 and whether every fused kernel equals its reference there, on the kernel grids of
 :mod:`plif.kernels.check` and :mod:`plif.kernels.block_check` within a time budget (``--budget``,
@@ -105,8 +106,8 @@ def _paths(device) -> dict:
     import torch
 
     from ..switches import changed
-    from ..layers.fused_block import block_kernels, kernel_status
-    from ..neurons import PLIF, NeuronConfig, backend_status, select_backend
+    from ..layers.fused_block import block_kernels
+    from ..neurons import PLIF, NeuronConfig, select_backend
 
     dtypes = (torch.float32, torch.bfloat16) + ((torch.float64,) if device.type == "cpu" else (torch.float16,))
     neuron, blocks = {}, {}
@@ -116,7 +117,6 @@ def _paths(device) -> dict:
         kernels = block_kernels(PLIF(), device, dtype)
         blocks[name] = kernels.name if kernels is not None else "composed layers"
     return {"neuron backend (auto)": neuron, "fused block (memory fused)": blocks,
-            "neuron backends": backend_status(), "block kernels": kernel_status(),
             "plif train": _train_defaults(device.type), "gpu switches": changed() or "none on"}
 
 
@@ -124,16 +124,15 @@ def _grid(device, budget: float, quick: bool) -> list[dict]:
     """Each fused kernel that runs on ``device`` against its reference on its grid, within ``budget`` seconds."""
     import torch
 
+    from .. import kernel_table
     from ..kernels import block_check, check, self_check
-    from ..layers.fused_block import kernel_status
-    from ..neurons import backend_status
 
     name = "cpu" if device.type == "cpu" else "triton"
     todo = []
-    if backend_status().get(name) == "ok":
+    if kernel_table.functions("neuron", name) is not None:
         cases = [replace(c, dtype=d) for d in NEURON_DTYPES[name] for c in check.case_grid(quick)]
         todo.append(("neuron", cases, lambda c: check.run_case(c, name, str(device))))
-    if kernel_status().get(name) == "ok":
+    if kernel_table.functions("block", name) is not None:
         *fns, supports = block_check.load_backend(name)
         cases = [c for c in block_check.block_grid(quick) if supports(device, getattr(torch, c.dtype))]
         todo.append(("block", cases, lambda c: block_check.run_block_case(
@@ -161,11 +160,12 @@ def report(budget: float = 60.0, quick: bool = False) -> dict:
     """Everything ``plif doctor`` prints, as a dict."""
     import torch
 
+    from .. import kernel_table
     from ..kernels import self_check
 
     devices = [torch.device("cpu")] + [torch.device("cuda", i) for i in range(torch.cuda.device_count())]
     per_device = budget / len(devices)
-    result = {"versions": _versions(), "cache": _cache(), "devices": []}
+    result = {"versions": _versions(), "cache": _cache(), "kernels": kernel_table.status(), "devices": []}
     for device in devices:
         about = "CPU" if device.type == "cpu" else (f"{torch.cuda.get_device_name(device)}, compute capability "
                                                      f"{'.'.join(map(str, torch.cuda.get_device_capability(device)))}")
@@ -190,6 +190,9 @@ def _print(r: dict) -> None:
             print(f"       {'note' if not lib['problem'] else 'problem'}: {lib['remedy']}")
     if c["build_error"]:
         print(f"  the CPU kernels did not load: {c['build_error'].splitlines()[0]}; the PyTorch path runs")
+    print("kernels (plif.kernel_table)")
+    for k in r["kernels"]:
+        print(f"  {k['kind']:6s} {k['name']:7s} for {k['device']:5s} {k['state']}")
     for d in r["devices"]:
         print(f"{d['device']} ({d['about']})")
         for k, v in d["defaults"].items():
@@ -210,6 +213,8 @@ def _print(r: dict) -> None:
         if not d["checks"]:
             print("  check                       no fused kernel loads here: the PyTorch paths run")
     for ch in r["first_use_checks"]:
+        if ch["dtype"] is None:
+            continue  # a checked kernel that did not load: the kernels' lines above say why
         print(f"first-use check {ch['kernel']} {ch['device']} {ch['dtype']}: "
               f"{ {True: 'equal', False: 'differs', None: 'not checked'}[ch['equal']]}, runs {ch['runs']}")
     bad = _problems(r)

@@ -12,7 +12,6 @@ backend refuses (Triton: fp64) is skipped, one line saying so.  The tests run it
 from __future__ import annotations
 
 import argparse
-import importlib
 import itertools
 import json
 import sys
@@ -20,9 +19,9 @@ from dataclasses import asdict, dataclass
 
 import torch
 
+from .. import kernel_table
 from ..neurons.functional import state_dtype
 from ..surrogate import SURROGATES
-from .block_backends import BLOCK_BACKENDS
 from .block_reference import block_backward_reference, block_forward_reference, bn_input_grad
 from .check import TAU, case_config
 
@@ -133,16 +132,17 @@ def run_block_case(case: BlockCase, forward, backward, input_grad, device="cpu",
 
 
 def load_backend(name: str):
-    """``(forward, backward, input_grad, supports)`` of backend ``name`` (a key of
-    :data:`~.block_backends.BLOCK_BACKENDS`)."""
-    b = BLOCK_BACKENDS[name]
-    mod = importlib.import_module(b.module)
-    return tuple(getattr(mod, fn) for fn in (b.forward, b.backward, b.input_grad, b.supports))
+    """``(forward, backward, input_grad, supports)`` of block kernel ``name``, loaded through
+    :mod:`plif.kernel_table`; a ``RuntimeError`` with the reason where it did not load."""
+    found = kernel_table.functions("block", name)
+    if found is None:
+        raise RuntimeError(f"block kernel {name!r}: did not load here: {kernel_table.failure('block', name) or 'not in plif.kernel_table'}")
+    return tuple(found[role] for role in ("forward", "backward", "input_grad", "supports"))
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description="check a fused block backend against block_reference")
-    p.add_argument("--backend", required=True, choices=tuple(BLOCK_BACKENDS))
+    p.add_argument("--backend", required=True, choices=tuple(kernel_table.KERNELS["block"]))
     p.add_argument("--device", default="cpu")
     p.add_argument("--quick", action="store_true", help="a third of the fp32 grid")
     p.add_argument("--json", action="store_true", help="print one JSON object per case")

@@ -10,7 +10,8 @@ and one warning says so.  The result of every check is kept (:func:`results`), a
 records them in the run's ``config.json`` under ``"kernel_checks"`` (:func:`record`), which
 :func:`run_checks` fills before the run starts, outside any ``torch.compile`` trace or CUDA graph
 capture.  A first use inside a trace or a capture cannot run a check (it synchronises); it uses the
-kernel and records ``"equal": null``.
+kernel and records ``"equal": null``.  A checked kernel that did not load
+(:func:`plif.kernel_table.status`) is recorded once per device by :func:`run_checks`, with its reason.
 
 Only Triton kernels are checked: the CPU kernels are compiled once per machine and checked by the
 suite on it.  Cost of one check on the CPU through Triton's interpreter (``TRITON_INTERPRET=1``, a 2-core
@@ -26,6 +27,8 @@ import time
 import warnings
 
 import torch
+
+from .. import kernel_table
 
 __all__ = ["passes", "results", "record", "run_checks", "reset", "block_g_y_tol", "BLOCK_CASE", "NEURON_CASE",
            "FAMILIES"]
@@ -140,24 +143,20 @@ def run_checks(device, dtypes) -> list[dict]:
     kind = torch.device(device).type
     if not (kind == "cuda" or (kind == "cpu" and os.environ.get("TRITON_INTERPRET") == "1")):
         return []
-    from ..neurons.dispatch import backend_status
-
-    loaded = {"block": _block_loads(), "neuron": backend_status().get(CHECKED) == "ok"}
     for family in FAMILIES:
-        for dtype in dtypes if loaded[family] else ():
-            passes(family, CHECKED, device, dtype)
+        if kernel_table.functions(family, CHECKED) is not None:
+            for dtype in dtypes:
+                passes(family, CHECKED, device, dtype)
+        else:
+            _RESULTS.setdefault((family, _device_name(device), "not loaded"), _not_loaded(family, device))
     return results()
 
 
-def _block_loads() -> bool:
-    """Whether the checked block kernels import here (the kernels' own table, not the layer that runs them)."""
-    from .block_check import load_backend
-
-    try:
-        load_backend(CHECKED)
-    except Exception:  # noqa: BLE001  (a broken Triton install raises more than ImportError)
-        return False
-    return True
+def _not_loaded(family: str, device) -> dict:
+    """The record of a checked kernel that did not load (:func:`plif.kernel_table.failure` says why)."""
+    return {"kernel": f"{CHECKED} {family}", "device": _device_name(device), "dtype": None, "equal": None,
+            "runs": "block reference" if family == "block" else "next backend (bptt on CUDA)",
+            "note": f"did not load: {kernel_table.failure(family, CHECKED)}"}
 
 
 def record() -> dict:

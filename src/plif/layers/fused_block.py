@@ -41,11 +41,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..kernels.block_backends import BLOCK_BACKENDS
+from .. import kernel_table
+from ..kernel_table import load_ahead
 from ..kernels.block_reference import block_backward_reference, block_forward_reference, bn_input_grad
 from ..kernels.self_check import passes as self_check_passes
 from ..neurons import IF, LIF, PLIF, SpikingNeuron
-from ..neurons.dispatch import load_ahead, load_kernel_module
 from ..neurons.functional import NeuronConfig, state_dtype
 from ..surrogate import get_surrogate
 from .hooks import hook_kind
@@ -53,7 +53,7 @@ from .pool_rule import max_pool_rule
 from .few_tap_conv import few_tap_conv2d, few_tap_conv_backward, few_taps
 from .spike_input import SpikeConv2d, autocast_dtype, autocast_inputs, conv_backward, pack_spikes, unpack_spikes, conv_args, conv_refusal
 
-__all__ = ["BlockKernels", "block_kernels", "load_kernels", "kernel_status", "FusedBlock", "fused_block",
+__all__ = ["BlockKernels", "block_kernels", "load_kernels", "FusedBlock", "fused_block",
            "batch_statistics", "record_statistics", "bn_affine", "BlockConv", "fusable_pool", "fusable_now", "Route",
            "fused_route"]
 
@@ -90,37 +90,37 @@ def _torch_stats(y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 REFERENCE = BlockKernels("reference", block_forward_reference, block_backward_reference, bn_input_grad, None,
                          _torch_stats)
 
-_LOADED: dict[str, BlockKernels] = {}
-_FAILED: dict[str, str] = {}  # kernel name -> why it did not load
+_BLOCKS: dict[str, kernel_table.Kernel] = kernel_table.KERNELS["block"]  # the table's own: name -> where it lives
+_LOADED: dict[str, BlockKernels] = {}  # the table's block kernels that loaded, made BlockKernels
 _WARNED: set[str] = set()
-_tried = False
+_made = False
 
 
 def load_kernels() -> None:
-    """Import every kernel module of :data:`~plif.kernels.block_backends.BLOCK_BACKENDS` once
-    (idempotent).  A plan's fused steps call this when they are made, so that a ``torch.compile``
-    trace never has to import anything; a module that fails keeps its reason, said once where a
-    block needs it (:func:`block_kernels`)."""
-    global _tried
-    if _tried:
+    """Load the block kernels of :data:`plif.kernel_table.KERNELS` once (idempotent) and make those
+    that loaded :class:`BlockKernels`.  A plan's fused steps call this when they are made, so that a
+    ``torch.compile`` trace never has to import anything; a module that fails keeps its reason in the
+    table, said once where a block needs it (:func:`block_kernels`)."""
+    global _made
+    if _made:
         return
-    _tried = True
-    names = ("forward", "backward", "input_grad", "input_grad_into", "stats", "backward_into", "backward_summed",
-             "supports")
-    for name, b in BLOCK_BACKENDS.items():
-        found, reason = load_kernel_module(b.module, {n: getattr(b, n) for n in names}, b.unavailable)
-        if reason:
-            _FAILED[name] = reason
-            continue
-        _LOADED[name] = BlockKernels(name, found["forward"], found["backward"], found["input_grad"],
-                                     found["input_grad_into"], found["stats"] or _torch_stats, found["backward_into"],
-                                     found["backward_summed"], b.reads_repeated, found["supports"])
+    _made = True
+    for name, entry in _BLOCKS.items():
+        f = kernel_table.functions("block", name)
+        if f is not None:
+            _LOADED[name] = BlockKernels(name, f["forward"], f["backward"], f["input_grad"], f["input_grad_into"],
+                                         f["stats"] or _torch_stats, f["backward_into"], f["backward_summed"],
+                                         entry.reads_repeated, f["supports"])
 
 
-def kernel_status() -> dict[str, str]:
-    """Each fused block kernel with ``"ok"`` or ``"unavailable: <reason>"``."""
-    load_kernels()
-    return {name: "ok" if name in _LOADED else f"unavailable: {_FAILED[name]}" for name in BLOCK_BACKENDS}
+def _forget() -> None:
+    global _made
+    _LOADED.clear()
+    _WARNED.clear()
+    _made = False
+
+
+kernel_table.on_reset(_forget)
 
 
 def block_kernels(neuron: nn.Module, device: torch.device | str, dtype: torch.dtype) -> BlockKernels | None:
@@ -137,10 +137,10 @@ def block_kernels(neuron: nn.Module, device: torch.device | str, dtype: torch.dt
     backend = neuron.backend
     if backend in ("reference", "bptt"):
         return REFERENCE
-    if backend not in ("auto", *BLOCK_BACKENDS) or not get_surrogate(neuron.cfg.surrogate).fused:
+    if backend not in ("auto", *_BLOCKS) or not get_surrogate(neuron.cfg.surrogate).fused:
         return None
     kind = torch.device(device).type
-    name = next((n for n, b in BLOCK_BACKENDS.items() if b.device == kind), None) if backend == "auto" else backend
+    name = next((n for n, b in _BLOCKS.items() if b.device == kind), None) if backend == "auto" else backend
     if name is None:
         return REFERENCE
     load_kernels()
@@ -150,7 +150,7 @@ def block_kernels(neuron: nn.Module, device: torch.device | str, dtype: torch.dt
         return kernels if ok else None
     if name not in _WARNED:
         _WARNED.add(name)
-        warnings.warn(f"plif: the fused block's {name!r} kernels failed to load ({_FAILED.get(name)}); the block "
+        warnings.warn(f"plif: the fused block's {name!r} kernels failed to load ({kernel_table.failure('block', name)}); the block "
                       f"runs its PyTorch reference there instead, which is several times slower",
                       RuntimeWarning, stacklevel=2)
     return REFERENCE

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from ..neurons.dispatch import load_ahead
+from ..kernel_table import load_ahead
 from ..neurons.functional import NeuronConfig
 from .fused_block import bn_affine, BlockConv, record_statistics, BlockKernels, fused_route, load_kernels
 from .spike_input import conv_args

@@ -167,10 +167,11 @@ def build_model(ref: str, input_shape, num_classes: int, T: int, backend: str = 
     stays repeatable and two seeds still give two networks."""
     import torch
 
+    from ..kernel_table import deferred
     from ..layers.fused_block import load_kernels
-    from ..neurons.dispatch import check_backend, kernels_deferred, load_backends
+    from ..neurons.dispatch import check_backend, load_backends
 
-    with kernels_deferred(), _seeded(seed):
+    with deferred(), _seeded(seed):
         model = _call_factory(ref, input_shape, num_classes, T)
     load_backends()  # now, outside any torch.compile trace, as the layers would have as they were built
     load_kernels()

@@ -2,9 +2,9 @@
 
 A backend is ``fn(x, k, v0, cfg) -> (spikes, v_last)`` where ``x [T, B, ...]``, ``k`` a tensor
 broadcastable to ``x[0]`` and ``v0`` a full ``[B, ...]`` state.  ``reference`` and ``bptt`` are
-always present.  The fused kernels are listed in a static table (:data:`FUSED`) and imported
-lazily the first time a backend is asked for, so ``plif.neurons`` never imports ``plif.kernels``
-at import time (no cycle).  A fused backend that fails to load keeps its reason
+always present.  The fused kernels are the neuron kernels of :data:`plif.kernel_table.KERNELS`,
+imported by its loader the first time a backend is asked for, so ``plif.neurons`` never imports
+``plif.kernels`` at import time (no cycle).  A fused backend that fails to load keeps its reason
 (:func:`backend_status`), is named in the error when it is asked for by name, and triggers one
 warning when ``auto`` has to fall back to ``bptt`` because of it.  A custom surrogate
 (:func:`plif.surrogate.register_surrogate`) runs in the fused kernels when it declares one of their
@@ -18,61 +18,33 @@ back in the input's dtype, as the kernels' do.
 """
 from __future__ import annotations
 
-import contextlib
-import importlib
-import os
 import warnings
-from dataclasses import dataclass
 from typing import Callable
 
 import torch
 
+from .. import kernel_table
+from ..kernel_table import Kernel
 from ..surrogate import get_surrogate
 from .bptt import multi_step_bptt
 from .functional import NeuronConfig, initial_state, state_dtype
 from .reference import multi_step_reference
 
-__all__ = ["BACKENDS", "FUSED", "FusedBackend", "register_backend", "multi_step", "available_backends",
-           "backend_status", "load_backends", "select_backend", "auto_order", "reset", "check_backend",
-           "load_kernel_module", "kernels_deferred", "load_ahead"]
+__all__ = ["BACKENDS", "register_backend", "multi_step", "available_backends", "backend_status", "load_backends",
+           "select_backend", "auto_order", "check_backend"]
 
 Backend = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, NeuronConfig], tuple]
 
-
-@dataclass(frozen=True)
-class FusedBackend:
-    """Where a fused backend lives: ``module.attr`` is the backend, ``module.supports`` the ``auto``
-    predicate, ``module.unavailable`` (optional) returns why it cannot run here (e.g. a failed build)."""
-
-    module: str
-    attr: str
-    supports: str
-    device: str  # the device type it is for: a load failure only matters to auto on that device
-    unavailable: str | None = None
-    interpreter: str | None = None  # an environment variable that, set to "1", runs it on CPU tensors
-
-    def runs_on(self, kind: str) -> bool:
-        """Whether an explicitly named backend can take tensors of device type ``kind`` here."""
-        return kind in (self.device, "meta") or (
-            kind == "cpu" and self.interpreter is not None and os.environ.get(self.interpreter) == "1")
-
-
-# In ``auto`` order: the first loaded backend whose predicate accepts the input wins.
-FUSED: dict[str, FusedBackend] = {
-    "triton": FusedBackend("plif.kernels.triton_neuron", "multi_step_triton", "triton_supports", "cuda",
-                            interpreter="TRITON_INTERPRET"),
-    "cpu": FusedBackend("plif.kernels.cpu_neuron", "multi_step_cpu", "cpu_supports", "cpu", "cpu_unavailable"),
-}
+_FUSED: dict[str, Kernel] = kernel_table.KERNELS["neuron"]  # the fused neuron kernels, in auto order (the table's own)
 
 BACKENDS: dict[str, Backend] = {"reference": multi_step_reference, "bptt": multi_step_bptt}
 """Every backend :func:`multi_step` can run by name: ``reference``, ``bptt``, and the fused kernels
 that loaded (``triton``, ``cpu``) or were registered; each maps ``(x [T, B, ...], k, v0, cfg)`` to
 ``(spikes [T, B, ...], V_{T-1} [B, ...])``."""
 _SUPPORTS: dict[str, Callable[[torch.Tensor, NeuronConfig], bool]] = {}
-_FAILED: dict[str, str] = {}  # fused backend -> why it did not load
+_UNLOADED: dict[str, str] = {}  # fused kernel -> its device, for those that did not load (the table says why)
 _WARNED: set[str] = set()
-_loaded = False
-_ahead_deferred = 0  # kernels_deferred() depth
+_filled = False  # BACKENDS, _SUPPORTS and _UNLOADED hold the table's neuron kernels
 
 
 def register_backend(name: str, fn: Backend, supports: Callable | None = None) -> None:
@@ -83,73 +55,35 @@ def register_backend(name: str, fn: Backend, supports: Callable | None = None) -
         _SUPPORTS[name] = supports
 
 
-def load_kernel_module(module: str, attrs: dict[str, str | None], unavailable: str | None = None):
-    """The one loader of plif's kernels (the neuron's here, the fused block's in
-    :func:`plif.layers.fused_block.load_kernels`): import ``module``, take each of ``attrs`` (key ->
-    attribute name; None stays None) and ask ``module.<unavailable>()`` why it cannot run here (a
-    failed build).  ``({key: attribute}, None)``, or ``(None, reason)`` when any of it fails: a
-    broken Triton install raises more than ImportError, so every error is kept as the reason, shown."""
-    try:
-        mod = importlib.import_module(module)
-        found = {key: None if attr is None else getattr(mod, attr) for key, attr in attrs.items()}
-        reason = getattr(mod, unavailable)() if unavailable else None
-    except Exception as e:  # noqa: BLE001
-        return None, f"{type(e).__name__}: {e}"
-    return (None, reason) if reason else (found, None)
-
-
-def _load_one(name: str, entry: FusedBackend) -> None:
-    found, reason = load_kernel_module(entry.module, {"fn": entry.attr, "supports": entry.supports}, entry.unavailable)
-    if reason:
-        _FAILED[name] = reason
-    else:
-        BACKENDS[name] = found["fn"]
-        _SUPPORTS[name] = found["supports"]
-
-
 def load_backends() -> None:
-    """Import every fused backend once (idempotent).  Layers call this when they are built so
-    that a ``torch.compile`` trace never has to import anything."""
-    global _loaded
-    if _loaded:
+    """Load the fused neuron kernels of :data:`plif.kernel_table.KERNELS` once (idempotent) and make
+    those that loaded backends.  Layers call this when they are built so that a ``torch.compile``
+    trace never has to import anything."""
+    global _filled
+    if _filled:
         return
-    _loaded = True
-    for name, entry in FUSED.items():
-        _load_one(name, entry)
+    _filled = True
+    for name in _FUSED:
+        found = kernel_table.functions("neuron", name)
+        if found is not None:
+            BACKENDS[name] = found["fn"]
+            _SUPPORTS[name] = found["supports"]
+        else:
+            _UNLOADED[name] = _FUSED[name].device
 
 
-@contextlib.contextmanager
-def kernels_deferred():
-    """Within, layers being built do not load the fused kernels ahead of their first use
-    (:func:`load_ahead`): the first load compiles the CPU library (15-40 s, minutes on a busy machine).
-    plif builds a ``--model`` factory's network so, so that a factory that raises is reported before
-    any build; it loads them right after (:func:`load_backends`), still outside any torch.compile trace."""
-    global _ahead_deferred
-    _ahead_deferred += 1
-    try:
-        yield
-    finally:
-        _ahead_deferred -= 1
-
-
-def load_ahead(load: Callable[[], None]) -> None:
-    """``load()`` (:func:`load_backends`, a block's kernels) where a layer is built, so that a
-    ``torch.compile`` trace never has to import or build anything; left to the first use within
-    :func:`kernels_deferred`.  A backend named explicitly is loaded by :func:`check_backend` anyway."""
-    if not _ahead_deferred:
-        load()
-
-
-def reset() -> None:
-    """Back to the table before anything loaded: only the PyTorch backends, no extra ones, no
-    failures or warnings remembered; the fused backends load again on next use (tests)."""
-    global _loaded
+def _forget() -> None:
+    """Back to the PyTorch backends only, no extra ones, no warnings remembered (the table's reset)."""
+    global _filled
     BACKENDS.clear()
     BACKENDS.update(reference=multi_step_reference, bptt=multi_step_bptt)
     _SUPPORTS.clear()
-    _FAILED.clear()
+    _UNLOADED.clear()
     _WARNED.clear()
-    _loaded = False
+    _filled = False
+
+
+kernel_table.on_reset(_forget)
 
 
 def auto_order() -> list[str]:
@@ -165,10 +99,11 @@ def available_backends() -> list[str]:
 
 
 def backend_status() -> dict[str, str]:
-    """Every backend with ``"ok"`` or ``"unavailable: <reason>"``."""
+    """Every backend with ``"ok"`` or ``"unavailable: <reason>"`` (the fused ones as
+    :func:`plif.kernel_table.status` has them)."""
     load_backends()
     status = {name: "ok" for name in BACKENDS}
-    status.update({name: f"unavailable: {why}" for name, why in _FAILED.items()})
+    status.update({name: f"unavailable: {why}" for name in _FUSED if (why := kernel_table.failure("neuron", name))})
     return status
 
 
@@ -208,9 +143,10 @@ def select_backend(x: torch.Tensor, cfg: NeuronConfig) -> str:
     for name, supports in _SUPPORTS.items():
         if supports(x, cfg) and _first_use_checked(name, x):
             return name
-    for name, why in _FAILED.items():
-        if FUSED[name].device == x.device.type:
-            _warn_once(name, f"plif: the fused {name!r} neuron backend failed to load ({why}); "
+    for name, device in _UNLOADED.items():
+        if device == x.device.type:
+            _warn_once(name, f"plif: the fused {name!r} neuron backend failed to load "
+                             f"({kernel_table.failure('neuron', name)}); "
                              f"backend='auto' falls back to 'bptt', which is several times slower")
     return "bptt"
 
@@ -227,11 +163,11 @@ def check_backend(name: str, device: torch.device | str | None = None, surrogate
         return
     if name not in BACKENDS:
         load_backends()
-    if name in _FAILED:
-        raise RuntimeError(f"{option} {name!r}: the kernel failed to load here: {_FAILED[name]}")
+    if name in _UNLOADED:
+        raise RuntimeError(f"{option} {name!r}: the kernel failed to load here: {kernel_table.failure('neuron', name)}")
     if name not in BACKENDS:
         raise ValueError(f"{option} {name!r}: unknown; available: auto, {', '.join(BACKENDS)}")
-    fused = FUSED.get(name)
+    fused = _FUSED.get(name)
     if fused is None:
         return
     kind = torch.device(device).type if device is not None else None
@@ -275,7 +211,7 @@ def multi_step(x: torch.Tensor, k=None, v0: torch.Tensor | None = None,
         check_backend(backend, x.device, cfg.surrogate)
         name = backend
     fn = BACKENDS[name]
-    if state_dtype(x.dtype) != x.dtype and name not in FUSED:  # the PyTorch loops: fp32 state, as in the kernels
+    if state_dtype(x.dtype) != x.dtype and name not in _FUSED:  # the PyTorch loops: fp32 state, as in the kernels
         spikes, v_last = fn(x.float(), k.float(), v0.float(), cfg)
         return spikes.to(x.dtype), v_last.to(x.dtype)
     return fn(x, k, v0, cfg)

@@ -19,7 +19,8 @@ import numbers
 import torch
 from torch import nn
 
-from .dispatch import check_backend, load_ahead, load_backends, multi_step
+from ..kernel_table import load_ahead
+from .dispatch import check_backend, load_backends, multi_step
 from .foreign_args import unknown_arguments
 from .functional import NeuronConfig, neuron_step, state_dtype
 from .reference import multi_step_potentials
