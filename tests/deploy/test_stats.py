@@ -217,3 +217,34 @@ def test_collect_stats_runs_the_layers_in_the_precision_asked(make_net):
     assert "\nprecision: bf16 autocast\n" in render_stats(st)
     collect_stats(net, [x], fold_bn=False)
     assert seen == [True, False]
+
+
+def test_a_spiking_transformer_counts_its_1d_convolutions_and_attention_products():
+    """plif stats on Spikformer missed the Conv1d layers and the products of spikes Q Kᵀ V: each head's
+    (v kᵀ) q adds 1 for every pair of v and k spikes of a token, then d counts for every q spike."""
+    from plif.models.inputs import repeat_over_time
+    from plif.models.spikformer import spikformer
+    from plif.monitor import OutputMonitor
+
+    torch.manual_seed(0)
+    model = spikformer((3, 8, 8), 4, T=2, width=16, depth=1, heads=2, mlp_ratio=1.0).eval()
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, (nn.Conv1d, nn.Conv2d)):
+                m.weight.uniform_(-0.1, 0.5)  # every layer fires
+    x = repeat_over_time(torch.rand(3, 3, 8, 8, generator=torch.Generator().manual_seed(1)), 2)
+    st = collect_stats(model, [x], T=2, fold_bn=False)
+    rows = {ls.name: ls for ls in st.layers}
+    with OutputMonitor(model, layers=["blocks.0.attn.qkv_lif", "blocks.0.mlp.neuron1"]) as mon, torch.no_grad():
+        model(x)
+    qkv = mon["blocks.0.attn.qkv_lif"][0].unflatten(2, (3, 2, 8))  # [T, B, q/k/v, heads, d, L]
+    q, k, v = qkv.unbind(2)
+    want = torch.einsum("tbhil,tbhjl->", v, k) + 8 * q.sum()
+    products = rows["blocks.0.attn.products"]
+    assert products.kind == "attention" and products.spike_input and products.synops == want.item() > 0
+    assert products.ann_macs == 3 * 2 * 2 * 8 * 8 * 4  # B heads (v kᵀ and its product with q) d d L
+    fc2 = rows["blocks.0.mlp.fc2.0"]  # a 1x1 Conv1d on spikes: each spike reaches its 16 outputs
+    assert fc2.kind == "conv" and fc2.synops == 16 * mon["blocks.0.mlp.neuron1"][0].sum().item() > 0
+    names = [ls.name for ls in st.layers]
+    assert names.index("blocks.0.attn.qkv_lif") < names.index("blocks.0.attn.products") < names.index(
+        "blocks.0.attn.attn_lif")

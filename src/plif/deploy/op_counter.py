@@ -87,6 +87,8 @@ class OpCounter:
     def __enter__(self):
         if self._handles:
             raise RuntimeError("OpCounter is already open")
+        # the neurons' first: a product counted on a neuron's output comes after the neuron in the order
+        self._handles = [m.register_forward_hook(self._neuron_hook(name)) for name, m in self.neurons.items()]
         wrapped = {}
         for name, m in self.model.named_modules():
             inner = unwrap(m)
@@ -98,7 +100,6 @@ class OpCounter:
                 self._handles.append(m.register_forward_hook(self._synapse_hook(wrapped.get(id(m), name))))
             elif isinstance(m, SpikingSelfAttention):
                 self._handles.append(m.qkv_lif.register_forward_hook(self._ssa_hook(f"{name}.products", m.num_heads)))
-        self._handles += [m.register_forward_hook(self._neuron_hook(name)) for name, m in self.neurons.items()]
         return self
 
     def __exit__(self, *exc) -> None:
