@@ -1,3 +1,4 @@
+import copy
 import math
 import re
 
@@ -248,3 +249,25 @@ def test_a_spiking_transformer_counts_its_1d_convolutions_and_attention_products
     names = [ls.name for ls in st.layers]
     assert names.index("blocks.0.attn.qkv_lif") < names.index("blocks.0.attn.products") < names.index(
         "blocks.0.attn.attn_lif")
+
+
+def test_every_memory_mode_and_a_fused_module_count_as_the_layers_as_written(make_net):
+    """The fused plans run the layers as written while a hook is on one (plif.layers.hooks): no call of a
+    synapse or neuron goes uncounted, whatever the memory mode, for a notation network or a fused module."""
+    from plif import fuse
+    from plif.models.inputs import repeat_over_time
+    from plif.models.memory import MEMORY_PRESETS
+
+    x, frames = torch.randn(5, 1, 16, 16), (torch.rand(6, 5, 1, 16, 16) < 0.3).float()
+
+    def counts(model, batches):
+        st = collect_stats(model, batches, T=6)
+        return st.totals, [(ls.name, ls.spikes, ls.synops, ls.macs) for ls in st.layers]
+
+    net = make_net()
+    want = counts(copy.deepcopy(net).set_memory(MEMORY_PRESETS["none"]), [x, frames])
+    for mode in ("fused", "all"):
+        assert counts(copy.deepcopy(net).set_memory(MEMORY_PRESETS[mode]), [x, frames]) == want, mode
+    module = fuse(nn.Sequential(*copy.deepcopy(net).layers))
+    got = counts(module, [repeat_over_time(x, 6), frames])
+    assert got[0] == want[0] and [(f"layers.{n}", *rest) for n, *rest in got[1]] == want[1]
