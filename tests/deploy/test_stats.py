@@ -271,3 +271,15 @@ def test_every_memory_mode_and_a_fused_module_count_as_the_layers_as_written(mak
     module = fuse(nn.Sequential(*copy.deepcopy(net).layers))
     got = counts(module, [repeat_over_time(x, 6), frames])
     assert got[0] == want[0] and [(f"layers.{n}", *rest) for n, *rest in got[1]] == want[1]
+
+
+@pytest.mark.parametrize("model,kw,error,says", [
+    (nn.Sequential(nn.Linear(4, 2)), {}, ValueError, "T must be the network's time-steps (a positive integer), got None"),
+    (nn.Sequential(nn.Linear(4, 2)), {"T": 0}, ValueError, "got 0"),
+    (nn.Sequential(nn.Linear(4, 2)), {"T": True}, ValueError, "got True"),
+    ("FC10-PLIF", {}, TypeError, "collect_stats takes an nn.Module, got str"),
+])
+def test_collect_stats_refuses_what_it_cannot_count_in_one_line(model, kw, error, says):
+    with pytest.raises(error) as e:
+        collect_stats(model, [torch.rand(2, 3, 4)], **kw)
+    assert says in str(e.value) and "\n" not in str(e.value)
