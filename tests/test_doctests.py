@@ -16,7 +16,7 @@ MODULES = ["plif.neurons.modules", "plif.neurons.dispatch", "plif.models.network
            "plif.data.idx", "plif.data.events.nmnist", "plif.data.events.aedat2", "plif.data.events.aedat3",
            "plif.data.events.aedat4", "plif.data.events.detect", "plif.data.frames", "plif.runs.load",
            "plif.train.run", "plif.deploy.nir_export", "plif.encoding", "plif.monitor", "plif.monitor.rates",
-           "plif.monitor.records", "plif.monitor.potential", *ENCODERS]
+           "plif.monitor.records", "plif.monitor.potential", "plif.models.names", *ENCODERS]
 NEEDS = {"plif.deploy.nir_export": "nir"}
 
 # the entry points that must show an example (qualified names within MODULES)
@@ -43,6 +43,7 @@ ENTRY_POINTS = {
     "plif.monitor.rates": [],  # each module's own example shows its monitors
     "plif.monitor.records": [],
     "plif.monitor.potential": [],
+    "plif.models.names": [],  # the module's own example names a network's neurons
 }
 FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 

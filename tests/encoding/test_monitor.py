@@ -29,7 +29,7 @@ def _reference_rates(net, batches):
         for i, layer in enumerate(net.layers):
             h = layer(h)
             if isinstance(layer, SpikingNeuron):
-                key = f"{i}_{net.info[i].token}"
+                key = f"layers.{i}"
                 spikes[key] = spikes.get(key, 0.0) + float(h.sum())
                 counts[key] = counts.get(key, 0) + h.numel()
     return {k: spikes[k] / counts[k] for k in spikes}
@@ -44,10 +44,10 @@ def test_rates_over_several_batches_equal_the_layers_run_by_hand():
             net(x)
     with torch.no_grad():
         want = _reference_rates(net, batches)
-    assert list(mon.rates()) == list(want) == ["2_PLIF", "6_PLIF"]
+    assert list(mon.rates()) == list(want) == ["layers.2", "layers.6"]
     assert mon.rates() == pytest.approx(want, abs=0, rel=1e-12)
     assert all(0 < r < 1 for r in want.values())
-    assert mon.spike_totals()["6_PLIF"] == pytest.approx(want["6_PLIF"] * 3 * 6 * 20)
+    assert mon.spike_totals()["layers.6"] == pytest.approx(want["layers.6"] * 3 * 6 * 20)
 
 
 def test_any_model_holding_plif_neurons_is_named_by_module_path():
@@ -83,9 +83,9 @@ def test_all_reduce_sums_both_counts_and_reset_forgets():
     net = build_network("FC10-PLIF", (4,), T=2)
     with FiringRateMonitor(net, all_reduce=lambda t: t * 2) as mon:  # two processes that saw the same
         out = net(torch.rand(3, 4) * 5)
-    assert mon.rates()["1_PLIF"] == pytest.approx(float(out.detach().mean()))
+    assert mon.rates()["layers.1"] == pytest.approx(float(out.detach().mean()))
     mon.reset()
-    assert math.isnan(mon.rates()["1_PLIF"])
+    assert math.isnan(mon.rates()["layers.1"])
 
 
 def test_stats_counts_what_an_encoded_network_feeds():

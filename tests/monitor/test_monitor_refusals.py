@@ -64,7 +64,8 @@ def test_rates_arguments_after_the_model_are_keywords():
 @pytest.mark.parametrize("layers,error,says", [
     (PLIF, TypeError, "layers= takes qualified module names"),
     ([], ValueError, "layers= is empty"),
-    (["nope"], ValueError, "'nope' is not a module of the model (its plif neurons: 2_PLIF, 6_PLIF"),
+    (["nope"], ValueError, "'nope' is not a module of the model (its plif neurons: layers.2, layers.6"),
+    (["9_PLIF"], ValueError, "'9_PLIF' is not a module of the model (its plif neurons: layers.2, layers.6"),
     ([0], TypeError, "layers= takes qualified module names"),
 ])
 def test_bad_layers(layers, error, says):
@@ -103,7 +104,8 @@ def test_reading_a_monitor_never_opened_says_so():
     with mon:
         pass
     assert mon["2_PLIF"] == []
-    with pytest.raises(KeyError, match="'x' is not watched; watched: 2_PLIF, 6_PLIF"):
+    assert mon["layers.2"] is mon["2_PLIF"]  # the name runs before gave it reads
+    with pytest.raises(KeyError, match="'x' is not watched; watched: layers.2, layers.6"):
         mon["x"]
 
 

@@ -16,10 +16,10 @@ def test_tensorboard_event_file_holds_each_epoch(tiny_fashion, tmp_path):
     acc = EventAccumulator(str(out / "tensorboard"))
     acc.Reload()
     tags = set(acc.Tags()["scalars"])
-    # one name per layer (its index and token) for tau and firing rate alike
+    # one name per layer (its qualified module name) for tau and firing rate alike
     assert {"loss/train", "loss/test", "loss/val", "accuracy/train", "accuracy/test", "accuracy/val", "lr",
-            "time/epoch_s", "speed/samples_per_s", "tau/2_PLIF", "tau/7_PLIF", "firing_rate/2_PLIF",
-            "firing_rate/7_PLIF"} <= tags
+            "time/epoch_s", "speed/samples_per_s", "tau/layers.2", "tau/layers.7", "firing_rate/layers.2",
+            "firing_rate/layers.7"} <= tags
     assert not any(t.startswith("tau/plif_") for t in tags)
     metrics = read_metrics(out)
     test_acc = acc.Scalars("accuracy/test")
@@ -27,12 +27,12 @@ def test_tensorboard_event_file_holds_each_epoch(tiny_fashion, tmp_path):
     assert [e.value for e in test_acc] == pytest.approx([m["test_acc"] for m in metrics])
     assert [e.value for e in acc.Scalars("loss/val")] == pytest.approx([m["val_loss"] for m in metrics])
     assert [e.value for e in acc.Scalars("speed/samples_per_s")] == pytest.approx([m["samples_per_s"] for m in metrics])
-    assert [e.value for e in acc.Scalars("tau/7_PLIF")] == pytest.approx([m["taus"][1] for m in metrics])
-    rates = [e.value for e in acc.Scalars("firing_rate/2_PLIF")]
+    assert [e.value for e in acc.Scalars("tau/layers.7")] == pytest.approx([m["taus"][1] for m in metrics])
+    rates = [e.value for e in acc.Scalars("firing_rate/layers.2")]
     assert all(0.0 <= r <= 1.0 for r in rates) and any(r > 0 for r in rates)
     # the firing rates are in the record too, under the same names
-    assert rates == pytest.approx([m["firing_rates"]["2_PLIF"] for m in metrics])
-    assert set(metrics[0]["firing_rates"]) == {"2_PLIF", "7_PLIF"}
+    assert rates == pytest.approx([m["firing_rates"]["layers.2"] for m in metrics])
+    assert set(metrics[0]["firing_rates"]) == {"layers.2", "layers.7"}
 
 
 def test_without_tensorboard_the_error_says_what_to_install(tiny_fashion, tmp_path, monkeypatch):

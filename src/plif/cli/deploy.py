@@ -20,25 +20,20 @@ def run_stats(args) -> int:
     from ..layers.precision import run_precision
 
     amp, said = run_precision(config.get("amp"), "cpu")  # the run's, where this CPU has it natively
-    model = config.get("model")  # plif train --model: counted by forward hooks (plif.deploy.module_stats)
-    if args.random:
-        batches = random_batches(tuple(config["input_shape"]), args.samples, args.batch_size, seed=args.seed or 0)
-        if model:
-            from ..models.inputs import repeat_over_time
+    model = config.get("model")
+    if args.random:  # the input the run's network takes: a --model network static images over T
+        from ..models.factories import model_prepare
 
-            batches = (repeat_over_time(x, int(config["T"])) for x in batches)
+        prepare = model_prepare(lambda x, gen=None: x, model, False, int(config["T"]))
+        batches = (prepare(x) for x in random_batches(tuple(config["input_shape"]), args.samples, args.batch_size,
+                                                      seed=args.seed or 0))
     else:
         batches = _test_batches(args.run, config, args.data_dir, args.samples, args.batch_size)
     from ..progress import sample_bar
 
     with sample_bar(args.samples, "stats") as bar:
-        if model:
-            from ..deploy.module_stats import collect_module_stats
-
-            st = collect_module_stats(net, batches, int(config["T"]), f"--model {model}", args.samples, progress=bar,
-                                      amp=amp, precision=said)
-        else:
-            st = collect_stats(net, batches, max_samples=args.samples, progress=bar, amp=amp, precision=said)
+        st = collect_stats(net, batches, max_samples=args.samples, progress=bar, amp=amp, precision=said,
+                           T=int(config["T"]), spec=f"--model {model}" if model else config["network"])
     print(render_stats(st))
     if args.json:
         from ..atomic import atomic_write_text as write_text_atomic

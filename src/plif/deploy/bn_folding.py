@@ -19,7 +19,7 @@ from torch import nn
 from ..layers import TimeFolded, fold_bn_into, unwrap
 from ..models import LayerInfo, SpikingNetwork
 
-__all__ = ["fold_batchnorm", "is_batchnorm", "bn_scale_shift"]
+__all__ = ["fold_keeping_names", "fold_batchnorm", "is_batchnorm", "bn_scale_shift"]
 
 
 def is_batchnorm(layer: nn.Module) -> bool:
@@ -76,3 +76,22 @@ def fold_batchnorm(net: nn.Module) -> nn.Module:
         info.append(li)
     folded = SpikingNetwork(net.spec, layers, info, net.input_shape, net.T, encoder=net.encoder)
     return folded.eval()
+
+
+def fold_keeping_names(net: nn.Module) -> nn.Module:
+    """A copy of ``net`` in eval mode with each BN folded into the conv/linear before it, as
+    :func:`fold_batchnorm` folds, and replaced by ``nn.Identity``: every other module keeps its qualified
+    name (``plif stats`` names its layers so).  Any module: :func:`plif.deploy.module_folding.fold_module_batchnorm`;
+    a network in the paper's notation: its layer chain, as :func:`fold_batchnorm` walks it."""
+    if not isinstance(net, SpikingNetwork):
+        from .module_folding import fold_module_batchnorm
+
+        return fold_module_batchnorm(net)
+    folded = copy.deepcopy(net).eval()
+    layers = folded.layers
+    for i in range(1, len(layers)):
+        prev = unwrap(layers[i - 1])
+        if is_batchnorm(layers[i]) and isinstance(prev, (nn.Conv2d, nn.Linear)):
+            layers[i - 1] = TimeFolded(fold_bn_into(prev, unwrap(layers[i])))
+            layers[i] = nn.Identity()
+    return folded

@@ -1,12 +1,15 @@
-"""Firing rates, synaptic operations and an energy estimate, layer by layer.
+"""Firing rates, synaptic operations and an energy estimate, layer by layer, of any network plif runs.
 
 For a layer fed by spikes every input spike triggers one accumulate (AC) per synapse it reaches:
 ``SynOps = sum over input spikes of their fan-out`` (a conv's fan-out is smaller at the borders,
-so it is counted exactly: ``C_out * conv(spikes, ones)``).  A layer fed by real values (the
+so it is counted exactly: ``C_out / groups * conv(spikes, ones)``).  A layer fed by real values (the
 encoder conv on images) costs multiply-accumulates (MACs): once per sample when a static image
 is fed (it is computed once and broadcast over T), T times for event frames.  The same network
-as an ANN costs its MACs once per sample.  Only conv and linear synapses are counted (BN is
-folded away; pooling and voting are a few additions per output and left out on both sides).
+as an ANN costs its MACs once per sample.  Only convolutions, linear layers and Spikformer's attention
+products are counted (BN is folded away; pooling, voting, shortcuts and scales are a few additions per
+output and left out on both sides).  The counting rules: :mod:`plif.deploy.op_counts`; the hooks that
+apply them while the network runs, on any ``nn.Module``: :mod:`plif.deploy.op_counter`.  Layers are
+named by their qualified module names (:mod:`plif.models.names`), in the order they first ran.
 
 Energy per operation (Horowitz, "Computing's energy problem (and what we can do about it)",
 ISSCC 2014, 45 nm CMOS): 32-bit float MAC 4.6 pJ, 32-bit float add (AC) 0.9 pJ.
@@ -19,20 +22,18 @@ from dataclasses import asdict, dataclass, field
 from typing import Iterable
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
-from ..models import SpikingNetwork
-from ..layers import unwrap
 from ..layers.precision import precision_autocast
-from ..models.inputs import is_static, repeat_over_time
-from ..monitor import FiringRateMonitor, spiking_layers
-from ..models.structure import hoists_first_layer
-from ..neurons import SpikingNeuron
-from .bn_folding import fold_batchnorm
+from ..models.inputs import is_static
+from ..models.names import neurons
+from ..monitor import FiringRateMonitor
+from .bn_folding import fold_keeping_names
+from .op_counter import OpCounter, read
+from .op_counts import ann_macs
 
-__all__ = ["E_MAC_PJ", "E_AC_PJ", "ENERGY_SOURCE", "LayerStats", "NetworkStats", "collect_stats",
-           "conv_synops", "ann_macs", "render_stats"]
+__all__ = ["E_MAC_PJ", "E_AC_PJ", "ENERGY_SOURCE", "LayerStats", "NetworkStats", "collect_stats", "ann_macs",
+           "render_stats"]
 
 E_MAC_PJ = 4.6
 E_AC_PJ = 0.9
@@ -43,10 +44,11 @@ ENERGY_SOURCE = ("M. Horowitz, 'Computing's energy problem (and what we can do a
 
 @dataclass
 class LayerStats:
-    """Totals for one layer over all samples seen (divide by ``samples`` for per-sample values)."""
+    """Totals for one layer over all samples seen (divide by ``samples`` for per-sample values); ``name``:
+    its qualified module name, ``kind``: ``conv``, ``fc``, ``attention`` or the neuron's class."""
 
     index: int
-    token: str
+    name: str
     kind: str
     neurons: int = 0  # spiking neurons per sample and step
     spikes: float = 0.0  # output spikes (spiking layers)
@@ -100,103 +102,67 @@ class NetworkStats:
                                 ann_macs_per_sample=self.per_sample(ls.ann_macs)) for ls in self.layers]}
 
 
-def ann_macs(layer: nn.Module, out_shape: tuple) -> int:
-    """MACs of one evaluation of ``layer`` on one sample (``out_shape`` per sample)."""
-    if isinstance(layer, nn.Conv2d):
-        fan_in = layer.in_channels // layer.groups * layer.kernel_size[0] * layer.kernel_size[1]
-        return math.prod(out_shape) * fan_in
-    if isinstance(layer, nn.Linear):
-        return layer.in_features * layer.out_features
-    return 0
-
-
-def conv_synops(s: torch.Tensor, conv: nn.Conv2d) -> float:
-    """Accumulates a conv performs for spikes ``s [N, C, H, W]``: each spike times the number of
-    output positions x output channels it reaches (exact at the borders)."""
-    if conv.groups != 1:
-        raise ValueError("SynOps counting supports groups=1 convolutions")
-    ones = torch.ones(1, conv.in_channels, *conv.kernel_size, dtype=s.dtype, device=s.device)
-    with torch.autocast(s.device.type, enabled=False):  # reach counts up to C_in*k*k: exact only in fp32
-        reach = F.conv2d(s.float(), ones.float(), stride=conv.stride, padding=conv.padding, dilation=conv.dilation)
-    return float(reach.sum(dtype=torch.float64)) * conv.out_channels
-
-
-def _is_binary(x: torch.Tensor) -> bool:
-    return bool(((x == 0) | (x == 1)).all())
-
-
-def _time_first(net: SpikingNetwork, x: torch.Tensor) -> torch.Tensor:
-    """The network's input as its first layer sees it: frames as they are; a static image encoded
-    (``net.encoder``: spikes over T), or once (``[1, B, ...]``, the hoisted first conv), or
-    repeated over T, as :meth:`SpikingNetwork.forward` feeds it."""
-    if not is_static(x, net.input_shape):
-        return x
-    if net.encoder is not None:
-        return net.encoder(x)
-    return x.unsqueeze(0) if hoists_first_layer(net.layers) else repeat_over_time(x, net.T)
-
-
-def spike_count(x: torch.Tensor) -> float:
-    """The sum of spikes ``x`` as an exact count (a bf16 sum under autocast is exact only to 256)."""
-    return float(x.sum(dtype=torch.float64))
+def _time_steps(model: nn.Module, T: int | None) -> int:
+    T = getattr(model, "T", None) if T is None else T
+    if isinstance(T, bool) or not isinstance(T, int) or T < 1:
+        raise ValueError(f"collect_stats: T must be the network's time-steps (a positive integer), got {T!r}")
+    return T
 
 
 @torch.no_grad()
-def _accumulate(net: SpikingNetwork, x: torch.Tensor, st: NetworkStats, amp: str | None) -> torch.Tensor:
-    with precision_autocast(amp, x.device.type):
-        h = _time_first(net, x)
-    for layer, ls, info in zip(net.layers, st.layers, net.info):
-        syn = unwrap(layer)
-        if isinstance(syn, (nn.Conv2d, nn.Linear)):
-            steps = h.shape[0]
-            ls.ann_macs += ann_macs(syn, info.out_shape) * h.shape[1]
-            ls.spike_input = _is_binary(h)
-            if not ls.spike_input:
-                ls.macs += ann_macs(syn, info.out_shape) * h.shape[1] * steps
-            elif isinstance(syn, nn.Linear):
-                ls.synops += spike_count(h) * syn.out_features
-            else:
-                ls.synops += conv_synops(h.flatten(0, 1), syn)
-        with precision_autocast(amp, h.device.type):
-            h = layer(h)
-        if h.shape[0] == 1 and net.T > 1:
-            h = repeat_over_time(h[0], net.T)
-    return h
+def collect_stats(model: nn.Module, batches: Iterable, max_samples: int | None = None, fold_bn: bool = True,
+                  progress=None, amp: str | None = None, precision: str = "", *, T: int | None = None,
+                  spec: str | None = None) -> NetworkStats:
+    """Run ``model`` (eval mode) over ``batches`` and count spikes, SynOps and MACs per layer, for any
+    ``nn.Module`` (a network of the paper's notation, the zoo's, one written by hand), by forward hooks:
+    the counts stay on the device until the end (one host read, not one a layer).
 
-
-@torch.no_grad()
-def collect_stats(net: SpikingNetwork, batches: Iterable, max_samples: int | None = None,
-                  fold_bn: bool = True, progress=None, amp: str | None = None,
-                  precision: str = "") -> NetworkStats:
-    """Run ``net`` (eval mode) over ``batches`` and count spikes, SynOps and MACs per layer.
-
-    ``batches`` yields ``x`` or ``(x, labels)`` with ``x [B, ...]`` (static) or ``[T, B, ...]``;
-    with labels the accuracy (argmax of the mean output over T) is counted too.  Stops after
-    ``max_samples`` samples.  BN is folded first so it is not counted as an operation.
+    ``batches`` yields ``x`` or ``(x, labels)``: frames ``[T, B, ...]``, or a static ``[B, ...]`` for a
+    network that takes one (its ``input_shape``); with labels the accuracy (argmax of the mean output
+    over T) is counted too.  Stops after ``max_samples`` samples.  BN is folded first (the names kept:
+    :func:`plif.deploy.bn_folding.fold_keeping_names`), so it is not counted as an operation.
     progress: a tqdm-like bar advanced by each batch's samples.  amp: ``"bf16"`` runs the layers under
     bf16 autocast (counts stay exact), None in fp32 (:func:`plif.layers.precision.run_precision`);
-    precision: the line saying so, kept in the result.
+    precision: the line saying so, kept in the result.  T: the network's time-steps (default
+    ``model.T``); spec: what the report calls the network (default ``model.spec``, else its class).
     """
-    net = fold_batchnorm(net) if fold_bn else net.eval()
-    st = NetworkStats(net.spec, net.T, layers=[LayerStats(i, li.token, li.kind, li.neurons)
-                                               for i, li in enumerate(net.info)], precision=precision)
-    # the spikes of every spiking layer (the monitor refuses a network without one)
-    monitor = FiringRateMonitor(net) if spiking_layers(net) else None
-    with monitor or contextlib.nullcontext():
-        _collect(net, batches, max_samples, progress, st, amp)
-    for ls, spikes in zip((ls for ls in st.layers if isinstance(net.layers[ls.index], SpikingNeuron)),
-                          monitor.spike_totals().values() if monitor else ()):
-        ls.spikes = spikes
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"collect_stats takes an nn.Module, got {type(model).__name__}")
+    T = _time_steps(model, T)
+    spec = spec or getattr(model, "spec", None) or type(model).__name__
+    net = fold_keeping_names(model) if fold_bn else model.eval()
+    spiking = neurons(net)
+    st = NetworkStats(spec, T, precision=precision)
+    monitor = FiringRateMonitor(net) if spiking else None  # the spikes of every neuron
+    counter = OpCounter(net, spiking)
+    with counter, monitor or contextlib.nullcontext():
+        correct = _collect(net, batches, max_samples, progress, st, amp, counter)
+    ran = {name: t for name, t in (monitor.spikes.items() if monitor else ()) if t is not None}
+    pending = counter.pending()
+    values = read(pending + list(ran.values()) + ([] if correct is None else [correct]))  # the one host read
+    spikes = dict(zip(ran, values[len(pending):]))
+    if correct is not None:
+        st.correct = int(values[-1])
+    rows = {r.name: r for r in counter.rows(values[:len(pending)])}
+    for i, name in enumerate(sorted(counter.order, key=counter.order.get)):
+        if name in rows:
+            r = rows[name]
+            st.layers.append(LayerStats(i, name, r.kind, synops=r.synops, macs=r.macs, ann_macs=r.ann_macs,
+                                        spike_input=r.spike_input))
+        else:
+            st.layers.append(LayerStats(i, name, type(spiking[name]).__name__, counter.sizes[name], spikes.get(name, 0.0)))
     if st.samples == 0:
         raise ValueError("no samples to collect statistics on")
     return st
 
 
-def _collect(net: SpikingNetwork, batches: Iterable, max_samples: int | None, progress, st: NetworkStats,
-             amp: str | None) -> None:
+def _collect(net: nn.Module, batches: Iterable, max_samples: int | None, progress, st: NetworkStats,
+             amp: str | None, counter: OpCounter) -> torch.Tensor | None:
+    """Run the batches; the correct predictions as a device tensor (None without labels)."""
+    input_shape, correct = getattr(net, "input_shape", None), None
     for batch in batches:
         x, y = (batch if isinstance(batch, (tuple, list)) else (batch, None))
-        static = is_static(x, net.input_shape)
+        static = input_shape is not None and is_static(x, input_shape)
         b = x.shape[0] if static else x.shape[1]
         if max_samples is not None:
             take = max_samples - st.samples
@@ -206,12 +172,16 @@ def _collect(net: SpikingNetwork, batches: Iterable, max_samples: int | None, pr
                 x = x[:take] if static else x[:, :take]
                 y = None if y is None else y[:take]
                 b = take
-        out = _accumulate(net, x, st, amp)
+        counter.steps = st.T if static else x.shape[0]
+        with precision_autocast(amp, x.device.type):
+            out = net(x)
         st.samples += b
         if progress is not None:
             progress.update(b)
         if y is not None:
-            st.correct = (st.correct or 0) + int((out.mean(0).argmax(-1) == y).sum())
+            hits = (out.mean(0).argmax(-1) == y.to(out.device)).sum()
+            correct = hits if correct is None else correct + hits
+    return correct
 
 
 def _fmt(v: float) -> str:
@@ -223,7 +193,7 @@ def _fmt(v: float) -> str:
 
 def render_stats(st: NetworkStats) -> str:
     """A per-layer table with totals, the energy estimate and its source."""
-    rows = [("#", "layer", "input", "firing rate", "SynOps/sample", "SNN MACs/sample", "ANN MACs/sample")]
+    rows = [("#", "layer", "kind", "input", "firing rate", "SynOps/sample", "SNN MACs/sample", "ANN MACs/sample")]
     for ls in st.layers:
         if not (ls.neurons or ls.ann_macs):
             continue
@@ -232,11 +202,11 @@ def render_stats(st: NetworkStats) -> str:
         syn = _fmt(st.per_sample(ls.synops)) if ls.ann_macs else ""
         mac = _fmt(st.per_sample(ls.macs)) if ls.ann_macs else ""
         ann = _fmt(st.per_sample(ls.ann_macs)) if ls.ann_macs else ""
-        rows.append((str(ls.index), ls.token, kind, rate, syn, mac, ann))
+        rows.append((str(ls.index), ls.name, ls.kind, kind, rate, syn, mac, ann))
     t = st.totals
-    rows.append(("", "total", "", "", _fmt(t["synops"]), _fmt(t["snn_macs"]), _fmt(t["ann_macs"])))
+    rows.append(("", "total", "", "", "", _fmt(t["synops"]), _fmt(t["snn_macs"]), _fmt(t["ann_macs"])))
     widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]))]
-    lines = ["  ".join(f"{v:<{w}}" if c < 3 else f"{v:>{w}}" for c, (v, w) in enumerate(zip(r, widths))).rstrip()
+    lines = ["  ".join(f"{v:<{w}}" if c < 4 else f"{v:>{w}}" for c, (v, w) in enumerate(zip(r, widths))).rstrip()
              for r in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
     head = f"network: {st.spec}\nT = {st.T}, samples = {st.samples}"

@@ -15,11 +15,15 @@ __all__ = ["layer_spikes", "parse_channels", "load_test_inputs", "event_file_inp
 
 
 def layer_spikes(net, x: torch.Tensor, layer: int = 0) -> torch.Tensor:
-    """Spikes ``[T, B, ...]`` of spiking layer number ``layer`` (0 = the encoder's) for input ``x``.
+    """Spikes ``[T, B, ...]`` of spiking layer number ``layer`` (0 = the encoder's: the first plif neuron of
+    the network, :func:`plif.models.names.neurons`) for input ``x``, of any network.
 
-    x: ``[B, *input_shape]`` (static, repeated over T) or ``[T, B, *input_shape]`` (event frames).
+    x: what the network takes: ``[B, *input_shape]`` (static, repeated over T) for a network of the
+    paper's notation, or ``[T, B, *input_shape]`` (event frames, or an image repeated over T).
     """
-    neurons = net.neuron_layers()
+    from ..models.names import neurons as named_neurons
+
+    neurons = list(named_neurons(net).values())
     if not 0 <= layer < len(neurons):
         raise ValueError(f"spiking layer {layer} does not exist; valid: 0..{len(neurons) - 1} "
                          f"({len(neurons)} spiking layers)")
@@ -171,11 +175,10 @@ def plot_encoder_figures(run_dir: str | Path, out: str | Path, channels: str | N
     file's frames.  Each figure has a JSON of its data beside it.  ``trust_modules``: as
     :func:`plif.runs.load_run`'s.
     """
-    from ..runs import load_run, read_run_config, refuse_model_run
+    from ..runs import load_run, read_run_config
     from .figures import FigureOutput, save_figure, save_json
 
     config = read_run_config(run_dir, trust_modules=trust_modules)
-    refuse_model_run(config, "plif plot encoder", "its layer numbers count the layers of the notation", source=run_dir)
     if samples < 0:
         raise ValueError(f"--samples must be 0 or more, got {samples}")
     if samples == 0 and event_file is None:
@@ -196,7 +199,7 @@ def plot_encoder_figures(run_dir: str | Path, out: str | Path, channels: str | N
         chans = parse_channels(channels, rates.shape[1])
         shown = (x.float().mean(0) if x.dim() == len(config["input_shape"]) + 2 else x.float()).mean(1).numpy()
         meta = {"run": str(run_dir), "layer": layer, "T": int(spikes.shape[0]), "labels": labels,
-                "network": config["network"], "source": str(event_file) if prefix == "event" else "test set"}
+                "network": f"--model {config['model']}" if config.get("model") else config["network"], "source": str(event_file) if prefix == "event" else "test set"}
         where = f"spiking layer {layer} ({config['dataset']}, $T$ = {spikes.shape[0]})"
         p = out / f"{prefix}_rates.png"
         written += save_figure(_rates_figure(shown, rates, chans, labels, f"Firing rates of {where}"), p, output)

@@ -62,6 +62,14 @@ class RunRecord:
         """τ of every PLIF layer per epoch: ``[epochs][layers]`` (rows without taus are skipped)."""
         return [list(m["taus"]) for m in self.metrics if m.get("taus")]
 
+    def firing_rates(self) -> list[dict[str, float]]:
+        """The firing rate of every spiking layer per epoch, ``[epochs]{qualified name: rate}`` (rows without
+        rates are skipped); a row written before layers were named by module (``2_PLIF``) reads as ``layers.2``
+        (:func:`plif.models.names.stored_names`), so a run resumed across the change is one series."""
+        from ..models.names import stored_names
+
+        return [stored_names(m["firing_rates"]) for m in self.metrics if m.get("firing_rates")]
+
 
 def effective_pool(config: dict) -> str:
     """The spatial pooling a run used: the ``pool`` override, else what its network string says."""

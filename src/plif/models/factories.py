@@ -26,7 +26,7 @@ from typing import Callable
 
 __all__ = ["MODEL_FACTORIES", "register_model", "ModelError", "parse_model_ref", "model_module", "model_trust",
            "model_file_sha256", "file_module_name", "load_factory", "build_model", "check_model_output",
-           "spiking_modules", "spikingjelly_neurons", "unconverted", "over_time", "model_prepare", "FACTORY_ARGS"]
+           "spikingjelly_neurons", "unconverted", "over_time", "model_prepare", "FACTORY_ARGS"]
 
 MODEL_FACTORIES: dict[str, "Callable | str"] = {}
 """name -> factory (a callable, or ``"package.module:FACTORY"`` imported only when that name is
@@ -170,6 +170,7 @@ def build_model(ref: str, input_shape, num_classes: int, T: int, backend: str = 
     from ..kernel_table import deferred
     from ..layers.fused_block import load_kernels
     from ..neurons.dispatch import check_backend, load_backends
+    from .names import neurons
 
     with deferred(), _seeded(seed):
         model = _call_factory(ref, input_shape, num_classes, T)
@@ -180,7 +181,7 @@ def build_model(ref: str, input_shape, num_classes: int, T: int, backend: str = 
     if (why := unconverted(model, f"--model {ref}: the factory's network",
                            "make the factory return plif.from_spikingjelly(model)")) is not None:
         raise ModelError(why)
-    for m in spiking_modules(model).values():  # how the neurons run here: not part of the network
+    for m in neurons(model).values():  # how the neurons run here: not part of the network
         check_backend(backend, surrogate=m.cfg.surrogate, option=option)
         m.backend = backend
     return model
@@ -244,13 +245,6 @@ def _seeded(seed: int | None):
 def _derived_seed(seed: int, s) -> int:
     """A 64-bit seed made of plif's ``seed`` and the one a factory asked for."""
     return int.from_bytes(hashlib.sha256(f"{seed}/{s}".encode()).digest()[:8], "little")
-
-
-def spiking_modules(model) -> dict:
-    """``{qualified name: neuron}`` of every spiking neuron of ``model``, in module order."""
-    from ..neurons import SpikingNeuron
-
-    return {name: m for name, m in model.named_modules() if isinstance(m, SpikingNeuron)}
 
 
 def spikingjelly_neurons(model) -> dict:

@@ -20,8 +20,8 @@ Example:
 >>> net = build_network("FC10-PLIF", (4,), T=3)
 >>> with OutputMonitor(net) as spikes, PotentialMonitor(net) as v:
 ...     out = net(torch.rand(2, 4))
->>> spikes.names, v["1_PLIF"][0].shape
-(['1_PLIF'], torch.Size([3, 2, 10]))
+>>> spikes.names, v["layers.1"][0].shape
+(['layers.1'], torch.Size([3, 2, 10]))
 """
 from .layers import spiking_layers
 from .potential import PotentialMonitor

@@ -1,9 +1,9 @@
 """Which layers a monitor watches: the one answer every monitor of :mod:`plif.monitor` asks.
 
-By default every plif neuron of the model (:func:`spiking_layers`: a :class:`plif.models.SpikingNetwork`'s
-are named ``"<index>_<token>"``, ``2_PLIF``; any other model's by their qualified name,
-``block.0.neuron``, from :func:`plif.models.factories.spiking_modules`); with ``layers=[names]`` the
-modules so named (either of those names, or any qualified name of ``model.named_modules()``).
+By default every plif neuron of the model (:func:`spiking_layers`), named by its qualified module name
+(``layers.2``, ``block.0.neuron``: :mod:`plif.models.names`, the one owner of the names); with
+``layers=[names]`` the modules so named (any qualified name of ``model.named_modules()``; a neuron's old
+name ``<index>_<token>``, ``2_PLIF``, reads as ``layers.2``, and the monitor keeps the name it was given).
 What cannot be watched is refused in one line: not a model, SpikingJelly's ``(net, NodeClass)``
 spelling, a SpikingJelly model not yet converted, a model without a plif neuron.
 """
@@ -15,15 +15,11 @@ __all__ = ["spiking_layers", "watched_layers", "Hooked"]
 
 
 def spiking_layers(model: nn.Module) -> dict[str, nn.Module]:
-    """``{name: layer}`` of every spiking layer of ``model``, in order (names: module docstring)."""
-    from ..models import SpikingNetwork
-    from ..models.factories import spiking_modules
-    from ..neurons import SpikingNeuron
+    """``{qualified name: neuron}`` of every plif neuron of ``model``, in module order
+    (:func:`plif.models.names.neurons`)."""
+    from ..models.names import neurons
 
-    if isinstance(model, SpikingNetwork):
-        return {f"{i}_{info.token}": layer for i, (layer, info) in enumerate(zip(model.layers, model.info))
-                if isinstance(layer, SpikingNeuron)}
-    return spiking_modules(model)
+    return neurons(model)
 
 
 def _what(value) -> str:
@@ -58,7 +54,7 @@ def _names(layers, who: str) -> list[str]:
     except TypeError:
         names = None
     if isinstance(layers, (type, nn.Module)) or names is None or not all(isinstance(n, str) for n in names):
-        raise TypeError(f"{who} layers= takes qualified module names (a list of str, e.g. ['2_PLIF'] or "
+        raise TypeError(f"{who} layers= takes qualified module names (a list of str, e.g. ['layers.2'] or "
                         f"['block.0.neuron']), got {_what(layers)}")
     if not names:
         raise ValueError(f"{who} layers= is empty: leave it out to watch every plif neuron")
@@ -69,6 +65,7 @@ def watched_layers(model, layers, who: str, neurons_only: bool = False) -> dict[
     """``{name: module}`` that monitor ``who`` watches on ``model`` (module docstring); ``neurons_only``:
     each must be a plif neuron (a potential, a firing rate)."""
     from ..models.factories import unconverted
+    from ..models.names import stored_name
     from ..neurons import SpikingNeuron
 
     check_model(model, who)
@@ -82,7 +79,9 @@ def watched_layers(model, layers, who: str, neurons_only: bool = False) -> dict[
     modules = dict(model.named_modules())
     found = {}
     for name in _names(layers, who):
-        module = spiking.get(name, modules.get(name) if name else None)
+        module = modules.get(name) if name else None
+        if module is None:  # a neuron's name as runs before stored it (2_PLIF)
+            module = spiking.get(stored_name(name))
         if module is None:
             known = ", ".join(list(spiking)[:4]) or "none"
             raise ValueError(f"{who} layers: {name!r} is not a module of the model (its plif neurons: {known}; or "

@@ -7,9 +7,9 @@ is read on the host until :meth:`FiringRateMonitor.rates` is asked (one read for
 pass over many batches synchronises once.  :class:`plif.monitor.OutputMonitor` records the outputs
 themselves; this one keeps only the two counts per layer.
 
-Layer names (:mod:`plif.monitor.layers`): ``"<index>_<token>"`` for a :class:`plif.models.SpikingNetwork`
-(its position and token: ``2_PLIF``, as TensorBoard's ``firing_rate/2_PLIF`` and metrics.jsonl's
-``firing_rates`` name them), else the module's path in the model (``block.0.neuron``).
+Layer names (:mod:`plif.monitor.layers`): the qualified module names of the neurons (``layers.2``,
+``block.0.neuron``: :mod:`plif.models.names`), as TensorBoard's ``firing_rate/layers.2`` and
+metrics.jsonl's ``firing_rates`` name them.
 
 Attach it only around the passes that measure (an evaluation, ``plif stats``), not around training
 steps: a forward hook on a neuron makes the fused conv block run its composed layers instead
@@ -26,8 +26,8 @@ Example:
 >>> with FiringRateMonitor(net) as mon:
 ...     out = net(torch.rand(3, 1, 8, 8))
 >>> sorted(mon.rates())
-['2_PLIF', '6_PLIF']
->>> mon.rates()["6_PLIF"] == out.mean().item()       # the last layer's rate is its outputs' mean
+['layers.2', 'layers.6']
+>>> mon.rates()["layers.6"] == out.mean().item()     # the last layer's rate is its outputs' mean
 True
 """
 from __future__ import annotations

@@ -26,10 +26,10 @@ Example:
 ...     out = net(x)
 ...     out.sum().backward()
 >>> spikes.names
-['2_PLIF', '6_PLIF']
->>> torch.equal(spikes["6_PLIF"][0], out)          # one record per call: [T, B, ...]
+['layers.2', 'layers.6']
+>>> torch.equal(spikes["layers.6"][0], out)        # one record per call: [T, B, ...]
 True
->>> inputs["2_PLIF"][0].shape, grads["6_PLIF"][0].shape
+>>> inputs["layers.2"][0].shape, grads["layers.6"][0].shape
 (torch.Size([4, 3, 4, 8, 8]), torch.Size([4, 3, 10]))
 >>> with OutputMonitor(net, layers=["layers.0"]) as conv:   # any module by its qualified name
 ...     _ = net(x)
@@ -99,6 +99,10 @@ class Recorder(Hooked):
         if not self._opened:
             raise RuntimeError(f"{type(self).__name__} has recorded nothing: it records while open "
                                f"(with {type(self).__name__}(model) as monitor: model(x))")
+        if name not in self.records:
+            from ..models.names import stored_name
+
+            name = stored_name(name) if stored_name(name) in self.records else name  # an old name: 2_PLIF
         if name not in self.records:
             raise KeyError(f"{type(self).__name__}: {name!r} is not watched; watched: {', '.join(self.records)}")
         return self.records[name]

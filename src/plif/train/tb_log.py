@@ -3,37 +3,19 @@
 Written through ``torch.utils.tensorboard`` (the optional ``tensorboard`` package) into
 ``<run>/tensorboard``: losses (train, test, val), accuracies, learning rate, epoch time, samples/s,
 tau of every PLIF layer and the firing rate of every spiking layer, measured on the epoch's test
-pass.  A layer has one name everywhere, ``<index>_<token>`` (its position in the network and its
-token, e.g. ``2_PLIF``): ``tau/2_PLIF``, ``firing_rate/2_PLIF`` and the ``firing_rates`` of
-metrics.jsonl.
+pass.  A layer has one name everywhere, its qualified module name (``layers.2`` in a network of the
+paper's notation, ``block.0.neuron`` in a module: :mod:`plif.models.names`): ``tau/layers.2``,
+``firing_rate/layers.2`` and the ``firing_rates`` of metrics.jsonl (runs before named a notation
+network's layers ``2_PLIF``; :func:`plif.models.names.stored_names` reads those as ``layers.2``).
 """
 from __future__ import annotations
 
 from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["TensorBoardLog", "firing_rates", "spiking_layer_names", "tau_names", "layer_taus", "summary_writer_class"]
+from ..models.names import layer_taus, tau_names
 
-
-def spiking_layer_names(model) -> dict:
-    """``{"<index>_<token>": layer}`` for every spiking layer of ``model``, in network order; for a
-    ``--model`` network (no notation) ``{qualified module name: layer}``, in module order."""
-    from ..monitor import spiking_layers
-
-    return spiking_layers(model)
-
-
-def tau_names(model) -> list[str]:
-    """The names of the PLIF layers, in the order of :func:`layer_taus` (metrics' ``taus``)."""
-    return [name for name, layer in spiking_layer_names(model).items() if hasattr(layer, "w")]
-
-
-def layer_taus(model) -> list[float]:
-    """τ of every PLIF layer: ``Network.taus()``, and for a ``--model`` network the same of each
-    PLIF module, in the order of :func:`tau_names`."""
-    if hasattr(model, "taus"):
-        return model.taus()
-    return [float(layer.tau.mean()) for layer in spiking_layer_names(model).values() if hasattr(layer, "w")]
+__all__ = ["TensorBoardLog", "firing_rates", "tau_names", "layer_taus", "summary_writer_class"]
 
 
 @contextmanager
@@ -42,14 +24,15 @@ def firing_rates(model, all_reduce=None):
     :class:`plif.monitor.FiringRateMonitor`, on the epoch's test pass only: hooks make the fused
     block run composed).
 
-    Yields a dict that, after the block, maps ``"<index>_<token>"`` to the mean firing rate.  Counts
+    Yields a dict that, after the block, maps each neuron's qualified name to its mean firing rate.  Counts
     stay on the device until the block ends (no host sync per batch).  all_reduce: sums a tensor
     over the processes (torchrun), so the rates are those of every process's share together.
     """
-    from ..monitor import FiringRateMonitor, spiking_layers
+    from ..models.names import neurons
+    from ..monitor import FiringRateMonitor
 
     result: dict[str, float] = {}
-    if not spiking_layers(model):  # a --model network without plif neurons: no rates (the monitor refuses it)
+    if not neurons(model):  # a --model network without plif neurons: no rates (the monitor refuses it)
         yield result
         return
     with FiringRateMonitor(model, all_reduce=all_reduce) as monitor:
