@@ -85,7 +85,6 @@ from ..atomic import atomic_path
 from ..layers import TimeInvariantDropout, Voting, unwrap
 from ..models import SpikingNetwork
 from ..models.inputs import repeat_over_time
-from ..models.structure import spike_inputs
 from ..neurons import SpikingNeuron
 from .bn_folding import bn_scale_shift, fold_batchnorm, is_batchnorm
 from .nir_import import from_nir, threshold_to_nir
@@ -154,10 +153,15 @@ def _tau(layer: SpikingNeuron, shape: tuple, dt: float) -> tuple[np.ndarray, boo
     return tau, bool(np.array_equal(rate_from_tau(tau, dt).numpy(), k))
 
 
-def leaks_exact_at(net: SpikingNetwork, dt: float) -> bool:
-    """Whether every leaky neuron layer's trained ``k`` has a float32 τ at ``dt``."""
-    return all(_tau(m, info.out_shape, dt)[1] for m, info in zip(net.layers, net.info)
-               if isinstance(m, SpikingNeuron) and m.cfg.leak)
+def leaks_exact_at(net: nn.Module, dt: float, input_shape=None) -> bool:
+    """Whether every leaky neuron layer's trained ``k`` has a float32 τ at ``dt`` (``input_shape``:
+    a module's per-sample input, :func:`to_nir`)."""
+    return _leaks_exact(_walk(net, _input_shape(net, input_shape)), dt)
+
+
+def _leaks_exact(ops, dt: float) -> bool:
+    return all(_tau(op.module, op.shape, dt)[1] for op in ops
+               if op.kind == "layer" and isinstance(op.module, SpikingNeuron) and op.module.cfg.leak)
 
 
 def _neuron_node(nir, layer: SpikingNeuron, shape: tuple, where: str, dt: float, inexact: str):
@@ -241,13 +245,17 @@ def _pair(v) -> np.ndarray:
     return np.array(v if isinstance(v, (tuple, list)) else (v, v), dtype=np.int64)
 
 
-def _folds_forward(rest) -> bool:
-    """Whether a conv/linear follows with only flatten/dropout between (layers that commute with a scale)."""
-    for layer in rest:
-        m = unwrap(layer)
-        if isinstance(m, (nn.Conv2d, nn.Linear)):
-            return True
-        if not (isinstance(layer, TimeInvariantDropout) or isinstance(m, nn.Flatten)):
+def _folds_forward(ops, j: int, users: dict) -> bool:
+    """Whether op ``j``'s value reaches a conv/linear through flatten/dropout only (operations that
+    commute with a scale), each read by that one operation alone."""
+    while len(users.get(j, ())) == 1:
+        j = users[j][0]
+        op = ops[j]
+        if op.kind == "layer" and isinstance(unwrap(op.module), (nn.Conv2d, nn.Linear)):
+            return len(op.inputs) == 1
+        passes = op.kind == "layer" and (isinstance(op.module, TimeInvariantDropout)
+                                         or isinstance(unwrap(op.module), (nn.Flatten, nn.Dropout, nn.Identity)))
+        if op.kind not in ("flatten", "same") and not passes:
             return False
     return False
 
@@ -259,29 +267,98 @@ def _check_dt(dt) -> None:
 
 
 def _check_network(net) -> None:
-    """The exporters take a :class:`SpikingNetwork`; say what came instead (``load_run`` returns
-    ``(network, config)``)."""
-    if isinstance(net, SpikingNetwork):
+    """The exporters take an ``nn.Module`` plif can trace (a notation network included); say what
+    came instead (``load_run`` returns ``(network, config)``)."""
+    if isinstance(net, nn.Module):
         return
     hint = ("; load_run returns (network, config): net, _ = load_run(run)" if isinstance(net, tuple) and net
-            and isinstance(net[0], SpikingNetwork) else "")
-    raise TypeError(f"expected a plif SpikingNetwork (build_network, build_zoo, load_run), got "
+            and isinstance(net[0], nn.Module) else "")
+    raise TypeError(f"expected an nn.Module (build_network, build_zoo, load_run, a module of plif's layers), got "
                     f"{type(net).__name__}{hint}")
 
 
-def to_nir(net: SpikingNetwork, dt: float | None = None, target: str = DEFAULT_TARGET, bn: str = DEFAULT_BN,
-           allow_inexact_dt: bool = False):
-    """The ``nir.NIRGraph`` of ``net`` (eval mode): a chain ``input -> ... -> output``, for
-    ``target``'s importer (:data:`~plif.deploy.nir_targets.TARGETS`, Norse by default) stepping it
-    with time-step ``dt`` (> 0; default: the one that importer assumes; for Norse its own default
-    1e-3 where every trained ``k`` has a float32 τ there, else the power of two ``2**-10``).  ``bn``: ``exact`` (BatchNorm as its own node, computing what the trained network
+def _input_shape(net: nn.Module, input_shape) -> tuple:
+    """The per-sample input shape: a notation network's own, else ``input_shape`` (required)."""
+    own = getattr(net, "input_shape", None) if isinstance(net, SpikingNetwork) else None
+    if input_shape is None:
+        if own is None:
+            raise NIRExportError(f"{type(net).__name__}: the input shape is not known; pass input_shape=(C, H, W) "
+                                 f"(one sample, no time or batch dimension)")
+        return tuple(own)
+    try:
+        shape = tuple(int(v) for v in input_shape)
+    except (TypeError, ValueError):
+        raise NIRExportError(f"input_shape must be a tuple of sizes such as (C, H, W), got {input_shape!r}") from None
+    if not shape or min(shape) < 1 or any(isinstance(v, bool) or v != int(v) for v in input_shape):
+        raise NIRExportError(f"input_shape must be positive sizes such as (C, H, W), got {input_shape!r}")
+    if own is not None and shape != tuple(own):
+        raise NIRExportError(f"input_shape {shape} differs from the network's own {tuple(own)}")
+    return shape
+
+
+def _steps(net: nn.Module, T) -> int | None:
+    """The time-steps the network was trained with: a notation network's own, else ``T`` (None: unknown)."""
+    own = getattr(net, "T", None) if isinstance(net, SpikingNetwork) else None
+    if T is None:
+        return None if own is None else int(own)
+    if isinstance(T, bool) or not isinstance(T, numbers.Integral) or T < 1:
+        raise NIRExportError(f"T must be a number of time-steps >= 1, got {T!r}")
+    return int(T)
+
+
+def _walk(net: nn.Module, input_shape: tuple) -> list:
+    from .nir_walk import WalkError, walk
+
+    try:
+        return walk(net, input_shape)
+    except WalkError as e:
+        raise NIRExportError(str(e)) from None
+
+
+def _scaling(input_scaling) -> dict:
+    """``{"input_mean": [C], "input_std": [C]}`` for the metadata from ``(mean, std)`` (per channel,
+    or one value each); ``{}`` for None."""
+    if input_scaling is None:
+        return {}
+    try:
+        mean, std = input_scaling
+        mean = np.atleast_1d(np.asarray(mean, dtype=np.float64))
+        std = np.atleast_1d(np.asarray(std, dtype=np.float64))
+    except (TypeError, ValueError):
+        raise NIRExportError(f"input_scaling must be (mean, std), per channel or one value each, got "
+                             f"{input_scaling!r}") from None
+    if mean.ndim != 1 or std.ndim != 1 or not (np.isfinite(mean).all() and np.isfinite(std).all() and (std > 0).all()):
+        raise NIRExportError(f"input_scaling must be finite (mean, std) with std > 0, got {input_scaling!r}")
+    return {"input_mean": mean, "input_std": std,
+            "input": "each channel c of an image in [0, 1] (pixel / 255) as (x - input_mean[c]) / input_std[c], "
+                     "the input the network was trained on, fed at every time-step"}
+
+
+def to_nir(net: nn.Module, dt: float | None = None, target: str = DEFAULT_TARGET, bn: str = DEFAULT_BN,
+           allow_inexact_dt: bool = False, *, input_shape=None, T: int | None = None, input_scaling=None):
+    """The ``nir.NIRGraph`` of ``net`` (eval mode): a notation network, or any ``nn.Module`` plif can
+    trace (:mod:`.nir_walk`: the residual zoo, a converted SpikingJelly model, a network written with
+    plif's layers), for ``target``'s importer (:data:`~plif.deploy.nir_targets.TARGETS`, Norse by
+    default) stepping it with time-step ``dt`` (> 0; default: the one that importer assumes; for Norse
+    its own default 1e-3 where every trained ``k`` has a float32 τ there, else the power of two
+    ``2**-10``).  ``bn``: ``exact`` (BatchNorm as its own node, computing what the trained network
     computes) or ``fold`` (merged into the conv/linear before it; rounds differently).
     ``allow_inexact_dt``: export even where a trained ``k`` has no float32 τ at ``dt`` (a warning
     instead of :class:`NIRExportError`; targets whose importer is close, not exact, never refuse).
+    ``input_shape``: the per-sample input ``(C, H, W)`` (a notation network knows its own; required
+    for any other module); ``T``: the time-steps it was trained with (recorded in the metadata; a
+    notation network's own); ``input_scaling``: ``(mean, std)`` per channel the training input was
+    normalised with, recorded in the metadata (``input_mean``, ``input_std``) so that whoever feeds
+    the file knows what input it expects.
 
-    Node names are ``<layer index>_<kind>``, indices of ``net``'s layers (of the folded network
-    with ``bn="fold"``); the input node has the per-sample input shape and receives one frame per
-    time-step (a static image is repeated ``T`` times).
+    Node names are ``<layer>_<kind>``: the layer's index in a notation network (of the folded
+    network with ``bn="fold"``), its qualified name with ``_`` for ``.`` in a module; the input node
+    has the per-sample input shape and receives one frame per time-step (a static image is repeated
+    ``T`` times).  A shortcut that adds two values (SEW ADD, or the sum before a Spiking ResNet neuron)
+    has no node: each node reading the sum has an edge from every value summed (a NIR node sums its
+    inputs); a sum that is the output goes through an identity node ``output_sum`` (importers return
+    one node's value).  A sum of three or more values not all spike counts is refused (NIR fixes no
+    order to add them).
     """
     nir = _nir()
     _check_network(net)
@@ -292,86 +369,195 @@ def to_nir(net: SpikingNetwork, dt: float | None = None, target: str = DEFAULT_T
         asked, dt = dt, target_dt(target, dt)
     except ValueError as e:
         raise NIRExportError(str(e)) from None
+    shape_in, steps, scaling = _input_shape(net, input_shape), _steps(net, T), _scaling(input_scaling)
+    src = fold_batchnorm(net) if bn == "fold" else net
+    ops = _walk(src, shape_in)
     own = TARGETS[target].importer_dt  # Norse's 1e-3: the file runs with from_nir(graph) as users call it
-    if asked is None and own is not None and leaks_exact_at(net, own):
+    if asked is None and own is not None and _leaks_exact(ops, own):
         dt = own
     # snnTorch's importer forms its leak in float64 from dt/tau, never plif's float32 k: no dt is exact there
     inexact = "allow" if not TARGETS[target].exact else "warn" if allow_inexact_dt else "refuse"
-    src = fold_batchnorm(net) if bn == "fold" else net
-    nodes = {"input": nir.Input(input_type={"input": np.array(src.input_shape)})}
-    shape = tuple(src.input_shape)
-    fed_spikes = spike_inputs(src.layers)
-    leak_exact = True
-    scale_next = None  # 1/(kh kw) of a sum-pool still to be folded into the next conv/linear
-    for i, (layer, info, binary) in enumerate(zip(src.layers, src.info, fed_spikes)):
-        m = unwrap(layer)
-        where = f"layer {i} ({info.token})"
-        if isinstance(layer, TimeInvariantDropout):
-            continue
-        if is_batchnorm(layer):
-            if bn == "fold" and len(shape) != 3:
-                raise NIRExportError(f"{where}: a BatchNorm on features that follows no linear layer can be "
-                                     f"neither folded nor written exactly")
-            nodes[f"{i}_bn"] = _bn_node(nir, m, shape, where)
-        elif isinstance(m, nn.Conv2d):
-            bias = m.bias if m.bias is not None else torch.zeros(m.out_channels)
-            if isinstance(m.padding, str):
-                raise NIRExportError(f"{where}: string padding {m.padding!r} is not exported")
-            weight, scale_next = _np(m.weight) * (scale_next or 1), None
-            nodes[f"{i}_conv"] = nir.Conv2d(input_shape=np.array(shape[1:]), weight=weight,
-                                            stride=_pair(m.stride), padding=_pair(m.padding),
-                                            dilation=_pair(m.dilation), groups=m.groups, bias=_np(bias))
-        elif isinstance(m, nn.Linear):
-            weight, scale_next = _np(m.weight) * (scale_next or 1), None
-            bias = _np(m.bias) if m.bias is not None else np.zeros(m.out_features, dtype=weight.dtype)
-            nodes[f"{i}_linear"] = nir.Affine(weight=weight, bias=bias)
-        elif isinstance(m, nn.Flatten):
-            nodes[f"{i}_flatten"] = nir.Flatten(input_type={"input": np.array(shape)},
-                                                  start_dim=-len(shape), end_dim=-1)
-        elif isinstance(m, nn.AvgPool2d):
-            kernel = _pair(m.kernel_size)
-            # folding 1/(kh kw) into the next weights is exact only when it is a power of two (2x2, 4x4)
-            exact_fold = np.frexp(float(np.prod(kernel)))[0] == 0.5
-            if _pair(m.padding).any() or m.ceil_mode or not exact_fold or not _folds_forward(src.layers[i + 1:]):
-                nodes[f"{i}_avgpool"] = nir.AvgPool2d(kernel_size=kernel, stride=_pair(m.stride),
-                                                      padding=_pair(m.padding))
-            else:  # Norse has no AvgPool2d: a sum-pool, its 1/(kh kw) folded into the next weights
-                nodes[f"{i}_avgpool_sum"] = nir.SumPool2d(kernel_size=kernel, stride=_pair(m.stride),
-                                                          padding=_pair(m.padding))
-                scale_next = np.float32(1.0 / float(np.prod(kernel)))
-        elif isinstance(m, nn.MaxPool2d):
-            if not binary:
-                raise NIRExportError(f"{where}: NIR has no max-pooling node; max pooling is exported as "
-                                     f"OR of spikes (SumPool2d + threshold neuron) only when its input is spikes")
-            if m.dilation not in (1, (1, 1)) or m.ceil_mode:
-                raise NIRExportError(f"{where}: only dilation=1, ceil_mode=False max pooling exports")
-            nodes[f"{i}_maxpool_sum"] = nir.SumPool2d(kernel_size=_pair(m.kernel_size), stride=_pair(m.stride),
-                                                      padding=_pair(m.padding))
-            nodes[f"{i}_maxpool_or"] = _spike_or(nir, tuple(info.out_shape), dt)
-        elif isinstance(m, Voting):
-            nodes.update(_voting_nodes(nir, m, shape[0], str(i)))
-        elif isinstance(m, SpikingNeuron):
-            node, exact = _neuron_node(nir, m, info.out_shape, where, dt, inexact)
-            nodes[f"{i}_{type(m).__name__.lower()}"] = node
-            leak_exact = leak_exact and exact
-        else:
-            raise NIRExportError(f"{where}: no NIR mapping for {type(m).__name__}")
-        shape = tuple(info.out_shape)
-    nodes["output"] = nir.Output(output_type={"output": np.array(shape)})
-    names = list(nodes)
-    metadata = {"source": "plif", "spec": src.spec, "T": int(src.T), "dt": dt, "target": target,
+    nodes, edges, leak_exact = _graph(nir, ops, shape_in, dt, inexact, bn)
+    metadata = {"source": "plif", "dt": dt, "target": target,
                 "bn": "folded" if bn == "fold" else "exact", "leak": "exact" if leak_exact else "inexact",
-                "input_shape": np.array(src.input_shape),
+                "input_shape": np.array(shape_in), **scaling,
                 "neuron_discretisation": "forward Euler with metadata dt: LIF v += (dt/tau) (r I - (v - v_leak)), "
                                          "IF v += dt r I; fire v > v_threshold (float32: the largest float below "
                                          "plif's threshold, on which > and plif's >= agree); hard reset to v_reset"}
-    graph = nir.NIRGraph(nodes=nodes, edges=list(zip(names[:-1], names[1:])), metadata=metadata)
+    if isinstance(src, SpikingNetwork):
+        metadata["spec"] = src.spec
+    else:
+        metadata["model"] = f"{type(net).__module__}.{type(net).__qualname__}"
+    if steps is not None:
+        metadata["T"] = steps
+    graph = nir.NIRGraph(nodes=nodes, edges=edges, metadata=metadata)
     try:
         check_target(graph, target)
     except ValueError as e:
         raise NIRExportError(f"cannot export for {target}: {e}") from None
     graph.metadata["importers"] = importer_summary(graph)  # where it runs, for whoever reads the file
     return graph
+
+
+def _graph(nir, ops, shape_in: tuple, dt: float, inexact: str, bn: str) -> tuple[dict, list, bool]:
+    """``(nodes, edges, every leak exact)`` of the walk's operations ``ops``: each operation's value is
+    a list of nodes whose sum it is (``sources``), so an addition is only edges."""
+    nodes = {"input": nir.Input(input_type={"input": np.array(shape_in)})}
+    edges: list = []
+    counts = {"input": False}  # node -> whether its value is a spike count (exact in any order of summation)
+    sources: dict = {-1: ["input"]}
+    scale: dict = {}  # op -> 1/(kh kw) of a sum-pool still to be folded into the next conv/linear
+    users: dict = {}
+    for j, op in enumerate(ops):
+        for i in op.inputs:
+            users.setdefault(i, []).append(j)
+    leak_exact = True
+    for j, op in enumerate(ops):
+        ins = [s for i in op.inputs for s in sources[i]]
+        if len(set(ins)) != len(ins):
+            raise NIRExportError(f"{op.where}: adds a value to itself (x + x): NIR edges carry each value once")
+        if op.kind in ("same", "add"):
+            sources[j] = ins
+            if op.kind == "same" and len(op.inputs) == 1 and op.inputs[0] in scale:
+                scale[j] = scale[op.inputs[0]]
+            continue
+        if len(ins) > 2 and not all(counts[s] for s in ins):
+            raise NIRExportError(f"{op.where}: reads a sum of {len(ins)} values, not all spike counts: NIR fixes no "
+                                 f"order to add them, so importers would round it differently")
+        shape = tuple(ops[op.inputs[0]].shape) if op.inputs[0] >= 0 else shape_in
+        if op.kind == "flatten":
+            made = [(f"{op.name}_flatten", nir.Flatten(input_type={"input": np.array(shape)},
+                                                        start_dim=-len(shape), end_dim=-1))]
+            is_count = all(counts[s] for s in ins)
+            if op.inputs[0] in scale:
+                scale[j] = scale[op.inputs[0]]
+        else:
+            pending = scale.get(op.inputs[0]) if len(op.inputs) == 1 else None
+            made, exact, is_count, carry = _layer_nodes(nir, op, shape, dt, inexact, bn, pending,
+                                                        _folds_forward(ops, j, users))
+            leak_exact = leak_exact and exact
+            if carry is not None:
+                scale[j] = carry
+            if not made:
+                sources[j] = ins
+                continue
+            is_count = is_count or (all(counts[s] for s in ins) and _keeps_counts(op.module))
+        for name, node in made:
+            if name in nodes:
+                raise NIRExportError(f"{op.where}: a second node named {name!r}")
+            nodes[name] = node
+            counts[name] = False
+        edges += [(s, made[0][0]) for s in ins] + [(a, b) for (a, _), (b, _) in zip(made, made[1:])]
+        counts[made[-1][0]] = is_count
+        sources[j] = [made[-1][0]]
+    out = sources[len(ops) - 1]
+    if len(out) > 1:  # importers return one node's value: the sum through an identity node
+        nodes["output_sum"] = _identity_node(nir, tuple(ops[-1].shape), ops[-1].where)
+        edges += [(s, "output_sum") for s in out]
+        out = ["output_sum"]
+    nodes["output"] = nir.Output(output_type={"output": np.array(ops[-1].shape)})
+    edges.append((out[0], "output"))
+    return nodes, edges, leak_exact
+
+
+def _keeps_counts(m: nn.Module) -> bool:
+    """Whether integer-valued input stays integer-valued (a sum of spikes through flatten/pooling by sum)."""
+    return isinstance(unwrap(m), (nn.Flatten, nn.MaxPool2d, nn.Identity))
+
+
+def _identity_node(nir, shape: tuple, where: str):
+    """A node whose output is its (summed) input exactly: a 1x1 convolution of the identity (plif's
+    importer runs it as BatchNorm of scale 1, shift 0) or an identity ``Affine``."""
+    if len(shape) == 3:
+        c = shape[0]
+        weight = np.zeros((c, c, 1, 1), dtype=np.float32)
+        weight[np.arange(c), np.arange(c), 0, 0] = 1.0
+        return nir.Conv2d(input_shape=np.array(shape[1:]), weight=weight, stride=np.array([1, 1]),
+                          padding=np.array([0, 0]), dilation=np.array([2, 2]), groups=1,
+                          bias=np.zeros(c, dtype=np.float32))
+    if len(shape) == 1:
+        return nir.Affine(weight=np.eye(shape[0], dtype=np.float32), bias=np.zeros(shape[0], dtype=np.float32))
+    raise NIRExportError(f"{where}: a sum of shape {list(shape)} as the output has no identity node in NIR")
+
+
+def _layer_nodes(nir, op, shape: tuple, dt: float, inexact: str, bn: str, scale_in, folds_forward: bool):
+    """``(nodes [(name, node)], leak exact, output is a spike count, scale for the next conv/linear)``
+    of one layer ``op`` on input ``shape``; no nodes for a layer that is the identity at inference."""
+    layer, where, i, out_shape = op.module, op.where, op.name, tuple(op.shape)
+    m = unwrap(layer)
+    if isinstance(layer, TimeInvariantDropout) or isinstance(m, (nn.Dropout, nn.Identity)):
+        return [], True, False, scale_in
+    if is_batchnorm(layer):
+        if bn == "fold" and len(shape) != 3:
+            raise NIRExportError(f"{where}: a BatchNorm on features that follows no linear layer can be "
+                                 f"neither folded nor written exactly")
+        return [(f"{i}_bn", _bn_node(nir, m, shape, where))], True, False, None
+    if isinstance(m, nn.Conv2d):
+        bias = m.bias if m.bias is not None else torch.zeros(m.out_channels)
+        if isinstance(m.padding, str):
+            raise NIRExportError(f"{where}: string padding {m.padding!r} is not exported")
+        weight = _np(m.weight) * (scale_in or 1)
+        return [(f"{i}_conv", nir.Conv2d(input_shape=np.array(shape[1:]), weight=weight, stride=_pair(m.stride),
+                                         padding=_pair(m.padding), dilation=_pair(m.dilation), groups=m.groups,
+                                         bias=_np(bias)))], True, False, None
+    if isinstance(m, nn.Linear):
+        weight = _np(m.weight) * (scale_in or 1)
+        bias = _np(m.bias) if m.bias is not None else np.zeros(m.out_features, dtype=weight.dtype)
+        return [(f"{i}_linear", nir.Affine(weight=weight, bias=bias))], True, False, None
+    if isinstance(m, nn.Flatten):
+        node = nir.Flatten(input_type={"input": np.array(shape)}, start_dim=-len(shape), end_dim=-1)
+        return [(f"{i}_flatten", node)], True, False, scale_in
+    if isinstance(m, (nn.AvgPool2d, nn.AdaptiveAvgPool2d)):
+        return _avg_pool(nir, m, shape, out_shape, where, i, folds_forward)
+    if isinstance(m, nn.MaxPool2d):
+        if not op.spikes:
+            raise NIRExportError(f"{where}: NIR has no max-pooling node; max pooling is exported as "
+                                 f"OR of spikes (SumPool2d + threshold neuron) only when its input is spikes")
+        if m.dilation not in (1, (1, 1)) or m.ceil_mode:
+            raise NIRExportError(f"{where}: only dilation=1, ceil_mode=False max pooling exports")
+        return [(f"{i}_maxpool_sum", _window_sum(nir, m, shape)),
+                (f"{i}_maxpool_or", _spike_or(nir, out_shape, dt))], True, True, None
+    if isinstance(m, Voting):
+        return list(_voting_nodes(nir, m, shape[0], str(i)).items()), True, False, None
+    if isinstance(m, SpikingNeuron):
+        node, exact = _neuron_node(nir, m, out_shape, where, dt, inexact)
+        return [(f"{i}_{type(m).__name__.lower()}", node)], exact, True, None
+    raise NIRExportError(f"{where}: no NIR mapping for {type(m).__name__}")
+
+
+def _avg_pool(nir, m: nn.Module, shape: tuple, out_shape: tuple, where: str, i: str, folds_forward: bool):
+    """Average pooling: a ``SumPool2d`` whose ``1/(kh kw)`` is folded into the next conv/linear where
+    that is exact (a power of two, no padding), else ``AvgPool2d``; an adaptive pool as the fixed
+    pool it is on this input (refused where its windows differ in size)."""
+    if isinstance(m, nn.AdaptiveAvgPool2d):
+        (h, w), (oh, ow) = shape[1:], out_shape[1:]
+        if h % oh or w % ow:
+            raise NIRExportError(f"{where}: adaptive average pooling from {h}x{w} to {oh}x{ow} has windows of "
+                                 f"different sizes; NIR's pools have one window")
+        kernel = stride = np.array([h // oh, w // ow], dtype=np.int64)
+        padding, ceil = np.array([0, 0], dtype=np.int64), False
+    else:
+        kernel, stride, padding, ceil = _pair(m.kernel_size), _pair(m.stride), _pair(m.padding), m.ceil_mode
+    # folding 1/(kh kw) into the next weights is exact only when it is a power of two (2x2, 4x4)
+    exact_fold = np.frexp(float(np.prod(kernel)))[0] == 0.5
+    if padding.any() or ceil or not exact_fold or not folds_forward:
+        return [(f"{i}_avgpool", nir.AvgPool2d(kernel_size=kernel, stride=stride, padding=padding))], True, False, None
+    # Norse has no AvgPool2d: a sum-pool, its 1/(kh kw) folded into the next weights
+    return ([(f"{i}_avgpool_sum", nir.SumPool2d(kernel_size=kernel, stride=stride, padding=padding))], True, False,
+            np.float32(1.0 / float(np.prod(kernel))))
+
+
+def _window_sum(nir, m: nn.MaxPool2d, shape: tuple):
+    """The spike count of each max-pool window: ``SumPool2d``, or with padding (which nirtorch's
+    ``SumPool2d`` ignores) a convolution of ones on each channel's own window, exact on spike counts."""
+    kernel, stride, padding = _pair(m.kernel_size), _pair(m.stride), _pair(m.padding)
+    if not padding.any():
+        return nir.SumPool2d(kernel_size=kernel, stride=stride, padding=padding)
+    c = shape[0]
+    weight = np.zeros((c, c, *kernel), dtype=np.float32)
+    weight[np.arange(c), np.arange(c)] = 1.0
+    return nir.Conv2d(input_shape=np.array(shape[1:]), weight=weight, stride=stride, padding=padding,
+                      dilation=np.array([1, 1]), groups=1, bias=np.zeros(c, dtype=np.float32))
 
 
 def write_nir(graph, path: str | Path) -> Path:
@@ -382,7 +568,7 @@ def write_nir(graph, path: str | Path) -> Path:
     return Path(path)
 
 
-def as_trained(net: SpikingNetwork) -> SpikingNetwork:
+def as_trained(net: nn.Module) -> nn.Module:
     """``net`` in eval mode and float32, as a copy unless it is that already (``net`` is not changed)."""
     if not net.training and all(p.dtype == torch.float32 for p in net.parameters()):
         return net
@@ -397,15 +583,22 @@ def output_atol(graph) -> float:
     return 1e-5 if any(name.endswith("_voting_mean") for name in graph.nodes) else 0.0
 
 
-def verify_nir(net: SpikingNetwork, graph, samples: int = 4, seed: int = 0) -> tuple[int, int]:
+VERIFY_T = 4
+"""The time-steps :func:`verify_nir` runs where the file records no ``T``."""
+
+
+def verify_nir(net: nn.Module, graph, samples: int = 4, seed: int = 0) -> tuple[int, int]:
     """Import ``graph`` back and run it and ``net`` as trained (eval mode, float32, BN unfolded) on
-    random input (static ``[samples, *input_shape]`` repeated over T): ``(outputs that differ,
-    outputs)``.  A graph whose metadata says it is exact (``bn`` and ``leak`` ``exact``) must
-    reproduce ``net`` bit for bit: otherwise ``NIRExportError``."""
+    random input (static ``[samples, *input_shape]`` repeated over T, both from the graph's
+    metadata; :data:`VERIFY_T` steps where it records no T): ``(outputs that differ, outputs)``.  A
+    graph whose metadata says it is exact (``bn`` and ``leak`` ``exact``) must reproduce ``net`` bit
+    for bit: otherwise ``NIRExportError``."""
     g = torch.Generator().manual_seed(seed)
-    x = torch.randn(samples, *net.input_shape, generator=g)
-    x = repeat_over_time(x, net.T)
-    want = as_trained(net)(x)
+    shape = tuple(int(v) for v in np.asarray(graph_meta(graph, "input_shape")).tolist())
+    T = int(graph_meta(graph, "T") or VERIFY_T)
+    x = repeat_over_time(torch.randn(samples, *shape, generator=g), T)
+    with torch.no_grad():
+        want = as_trained(net)(x)
     got = from_nir(graph)(x)
     if want.shape != got.shape:
         raise NIRExportError(f"re-imported NIR graph gives outputs of shape {tuple(got.shape)}, the network "
@@ -418,12 +611,14 @@ def verify_nir(net: SpikingNetwork, graph, samples: int = 4, seed: int = 0) -> t
     return differ, want.numel()
 
 
-def export_nir(net: SpikingNetwork, path: str | Path, verify: bool = True, dt: float | None = None,
-               target: str = DEFAULT_TARGET, bn: str = DEFAULT_BN, allow_inexact_dt: bool = False) -> Path:
-    """Convert for ``target`` and time-step ``dt`` (:func:`to_nir`, the same defaults), check the
-    round trip against ``net`` as trained (``verify``) and write; on any error nothing is written.
-    A file asked to be inexact (``bn="fold"``, or an inexact ``dt`` allowed) that changes outputs of
-    the check gives an :class:`InexactExportWarning` saying how many.
+def export_nir(net: nn.Module, path: str | Path, verify: bool = True, dt: float | None = None,
+               target: str = DEFAULT_TARGET, bn: str = DEFAULT_BN, allow_inexact_dt: bool = False, *,
+               input_shape=None, T: int | None = None, input_scaling=None) -> Path:
+    """Convert for ``target`` and time-step ``dt`` (:func:`to_nir`, the same defaults; ``input_shape``,
+    ``T`` and ``input_scaling`` as there: a module other than a notation network needs
+    ``input_shape``), check the round trip against ``net`` as trained (``verify``) and write; on any
+    error nothing is written.  A file asked to be inexact (``bn="fold"``, or an inexact ``dt``
+    allowed) that changes outputs of the check gives an :class:`InexactExportWarning` saying how many.
 
     Example (needs the ``nir`` package): the file for Norse, read back by plif's own importer:
 
@@ -437,13 +632,13 @@ def export_nir(net: SpikingNetwork, path: str | Path, verify: bool = True, dt: f
     >>> torch.equal(read_nir(path)(frames), net(frames))
     True
     """
-    graph = to_nir(net, dt, target, bn, allow_inexact_dt)
+    graph = to_nir(net, dt, target, bn, allow_inexact_dt, input_shape=input_shape, T=T, input_scaling=input_scaling)
     if verify:
         _verify(net, graph, bn)
     return write_nir(graph, path)
 
 
-def _verify(net: SpikingNetwork, graph, bn: str) -> None:
+def _verify(net: nn.Module, graph, bn: str) -> None:
     """:func:`verify_nir`, and an :class:`InexactExportWarning` saying how many outputs of the check
     a file asked to be inexact changes."""
     differ, total = verify_nir(net, graph)
@@ -451,19 +646,21 @@ def _verify(net: SpikingNetwork, graph, bn: str) -> None:
         causes = [c for c, on in (("BN folding", bn == "fold"),
                                   ("the inexact leak", graph_meta(graph, "leak") != "exact")) if on]
         why = " and ".join(causes) or "the importer's rounding"
+        T = int(graph_meta(graph, "T") or VERIFY_T)
         warnings.warn(f"{why} changes {differ} of {total} outputs of the check (random input, "
-                      f"{total // int(net.T)} values per step, T = {net.T}) from the network as trained",
+                      f"{total // T} values per step, T = {T}) from the network as trained",
                       InexactExportWarning, stacklevel=3)
 
 
-def export_nir_all(net: SpikingNetwork, path: str | Path, verify: bool = True, bn: str = DEFAULT_BN,
-                   allow_inexact_dt: bool = False) -> dict[str, Path | str]:
+def export_nir_all(net: nn.Module, path: str | Path, verify: bool = True, bn: str = DEFAULT_BN,
+                   allow_inexact_dt: bool = False, *, input_shape=None, T: int | None = None,
+                   input_scaling=None) -> dict[str, Path | str]:
     """One file per importer (:data:`~plif.deploy.nir_targets.TARGETS`, each at its own ``dt``),
     named after it (:func:`~plif.deploy.nir_targets.target_path`: ``model.nir`` ->
     ``model.norse.nir``, ``model.snntorch.nir``, ...): a dict from each target to the file written,
     or to why that importer cannot run the network.  Every file is converted and checked before any is written
     (each atomically); a network no importer can run is an :class:`NIRExportError`.  Notes of
-    :func:`export_nir` name their target.
+    :func:`export_nir` name their target.  ``input_shape``, ``T``, ``input_scaling``: as :func:`to_nir`'s.
 
     Example (needs the ``nir`` package):
 
@@ -482,7 +679,8 @@ def export_nir_all(net: SpikingNetwork, path: str | Path, verify: bool = True, b
             warnings.simplefilter("always", InexactLeakWarning)
             warnings.simplefilter("always", InexactExportWarning)
             try:
-                graphs[target] = to_nir(net, None, target, bn, allow_inexact_dt)
+                graphs[target] = to_nir(net, None, target, bn, allow_inexact_dt, input_shape=input_shape, T=T,
+                                        input_scaling=input_scaling)
                 if verify:
                     _verify(net, graphs[target], bn)
             except NIRExportError as e:
@@ -492,7 +690,8 @@ def export_nir_all(net: SpikingNetwork, path: str | Path, verify: bool = True, b
             ours = issubclass(note.category, (InexactLeakWarning, InexactExportWarning))
             warnings.warn(f"{target}: {note.message}" if ours else note.message, note.category, stacklevel=2)
     if not graphs:
-        raise NIRExportError("no importer can run this network: " + "; ".join(out.values()))
+        why = set(out.values())
+        raise NIRExportError(why.pop() if len(why) == 1 else "no importer can run this network: " + "; ".join(out.values()))
     for target, graph in graphs.items():
         out[target] = write_nir(graph, target_path(path, target))
     return {target: out[target] for target in TARGETS}
