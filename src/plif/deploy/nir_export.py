@@ -421,12 +421,18 @@ def _graph(nir, ops, shape_in: tuple, dt: float, inexact: str, bn: str) -> tuple
             if op.kind == "same" and len(op.inputs) == 1 and op.inputs[0] in scale:
                 scale[j] = scale[op.inputs[0]]
             continue
+        shape = tuple(ops[op.inputs[0]].shape) if op.inputs[0] >= 0 else shape_in
+        whole = [s for s in ins if counts[s]]
+        if len(ins) > 2 and len(whole) < len(ins) and len(whole) > 1:  # the spike counts summed first, exactly
+            name = f"{op.name}_sum"
+            nodes[name], counts[name] = _identity_node(nir, shape, op.where), True
+            edges += [(s, name) for s in whole]
+            ins = [s for s in ins if not counts[s]] + [name]
         if len(ins) > 2 and not all(counts[s] for s in ins):
             raise NIRExportError(f"{op.where}: reads a sum of {len(ins)} values, not all spike counts: NIR fixes no "
                                  f"order to add them, so importers would round it differently")
-        shape = tuple(ops[op.inputs[0]].shape) if op.inputs[0] >= 0 else shape_in
         if op.kind == "flatten":
-            made = [(f"{op.name}_flatten", nir.Flatten(input_type={"input": np.array(shape)},
+            made = [(op.name, nir.Flatten(input_type={"input": np.array(shape)},
                                                         start_dim=-len(shape), end_dim=-1))]
             is_count = all(counts[s] for s in ins)
             if op.inputs[0] in scale:

@@ -105,8 +105,52 @@ def target_dt(target: str, dt: float | None = None) -> float:
     return float(dt)
 
 
+def depth_first_late(graph) -> tuple[str, str] | None:
+    """``(node, input)`` where ``nirtorch.load`` (Norse's and Sinabs' importer) would run ``node``
+    before its ``input``, or None where it runs every node after its inputs.  It orders nodes depth
+    first from the input, children in the order of the edges (``nirtorch.graph_utils.trace_execution``),
+    reads an input not yet run at this step from the step before (none at the first step), and returns
+    the value of the node run just before ``Output``: a node where two branches with layers of their own
+    meet (a shortcut with a downsampling convolution) is reached through the first branch before the
+    second has run."""
+    nexts: dict = {}
+    prevs: dict = {}
+    for a, b in graph.edges:
+        if b not in nexts.setdefault(a, []):
+            nexts[a].append(b)
+        prevs.setdefault(b, []).append(a)
+    start = next((n for n, node in graph.nodes.items() if type(node).__name__ == "Input"), None)
+    if start is None:
+        return None
+    order, seen, stack = [], set(), [start]
+    while stack:  # iterative pre-order, children in edge order
+        n = stack.pop()
+        if n in seen:
+            continue
+        seen.add(n)
+        order.append(n)
+        stack += [c for c in reversed(nexts.get(n, [])) if c not in seen]
+    done: set = set()
+    for n in order:
+        late = [p for p in prevs.get(n, []) if p not in done]
+        if late:
+            return n, late[0]
+        done.add(n)
+    out = [n for n in order if type(graph.nodes[n]).__name__ == "Output"]
+    if out and (order[-1] != out[0] or prevs.get(out[0]) != order[-2:-1]):
+        return out[0], order[-1] if order[-1] != out[0] else order[-2]
+    return None
+
+
 def check_target(graph, target: str) -> None:
     """Refuse (``ValueError`` naming the node) what ``target``'s importer would run differently from plif."""
+    if target in ("norse", "sinabs"):
+        late = depth_first_late(graph)
+        if late is not None:
+            raise ValueError(f"node {late[0]!r}: {target}'s importer (nirtorch.load) runs nodes depth first and would "
+                             f"run it before its input {late[1]!r} (two branches with layers of their own meet "
+                             f"there, such as a shortcut with a downsampling convolution); export --for snntorch or "
+                             f"generic")
     for name, node in graph.nodes.items():
         kind = type(node).__name__
         if target in ("norse", "sinabs") and kind == "AvgPool2d":

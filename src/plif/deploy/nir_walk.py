@@ -100,6 +100,13 @@ def _where_fx(node: fx.Node) -> str:
     return f"{path} ({getattr(cls, '__name__', cls)})"
 
 
+def _fx_name(node: fx.Node) -> str:
+    """A traced function's name inside the module that calls it: ``layer1.0.add``, ``flatten``."""
+    stack = node.meta.get("nn_module_stack") or {}
+    path = list(stack.values())[-1][0] if stack else ""
+    return f"{path}.{node.name}" if path else node.name
+
+
 def _stem(qualname: str, taken: dict) -> str:
     stem = qualname.replace(".", "_") or "model"
     taken[stem] = taken.get(stem, 0) + 1
@@ -198,7 +205,7 @@ def _ops(model: nn.Module, graph: fx.Graph, shapes: dict, lead: tuple) -> list[O
             if len(args) != 2 or len(n.args) != 2 or n.kwargs:
                 raise WalkError(f"{where}: {_what(n)} adds a constant or scales a term (alpha): NIR sums node "
                                 f"inputs only")
-            ops.append(Op("add", _stem(where.split(" ")[0] + "_add", taken), where,
+            ops.append(Op("add", _stem(_fx_name(n), taken), where,
                           [index[args[0]], index[args[1]]], per_sample))
             spikes[n] = False
         elif (n.op == "call_method" and n.target in _RESHAPE_METHODS
@@ -210,7 +217,7 @@ def _ops(model: nn.Module, graph: fx.Graph, shapes: dict, lead: tuple) -> list[O
             if per_sample != (int(torch.tensor(src_shape).prod()),):
                 raise WalkError(f"{where}: {_what(n)} reshapes {list(src_shape)} to {list(per_sample)}: NIR "
                                 f"has only Flatten (of every per-sample dimension)")
-            ops.append(Op("flatten", _stem(where.split(" ")[0] + "_flatten", taken), where, [index[src]], per_sample))
+            ops.append(Op("flatten", _stem(_fx_name(n), taken), where, [index[src]], per_sample))
             spikes[n] = spikes[src]
         elif n.op == "call_method" and n.target in _SAME_METHODS and len(args) == 1:
             index[n], spikes[n] = index[src], spikes[src]
