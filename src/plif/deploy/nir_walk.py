@@ -92,10 +92,10 @@ def untraceable(model: nn.Module, prefix: str = "") -> tuple[str, str] | None:
         return prefix, str(e)
 
 
-def _where_fx(node: fx.Node) -> str:
+def _where_fx(node: fx.Node, model: nn.Module) -> str:
     stack = node.meta.get("nn_module_stack") or {}
     if not stack:
-        return "the model's forward"
+        return f"the model ({type(model).__name__})"
     path, cls = list(stack.values())[-1]
     return f"{path} ({getattr(cls, '__name__', cls)})"
 
@@ -160,7 +160,7 @@ def _ops(model: nn.Module, graph: fx.Graph, shapes: dict, lead: tuple) -> list[O
     taken: dict = {}
     out = None
     for n in graph.nodes:
-        where = _where_fx(n)
+        where = _where_fx(n, model)
         shape = shapes.get(n)
         if n.op not in ("placeholder", "output", "get_attr") and (shape is None or tuple(shape[:2]) != lead):
             raise WalkError(f"{where}: {_what(n)} gives {'no tensor' if shape is None else list(shape)} for an "
