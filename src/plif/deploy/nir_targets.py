@@ -22,6 +22,14 @@ What each importer assumes, read from its source (Norse 1.1.0, snnTorch 1.0.0):
   unless set as :func:`plif.deploy.nir_sinabs.sinabs_from_nir` sets them, and then round
   differently: close, not exact.
 - generic: ``dt = 1`` (τ in time-steps), for importers that read ``metadata["dt"]`` (plif's own).
+
+Residual graphs (a node with several inputs runs on their sum), per importer:
+
+- plif's: any feed-forward graph, a node's inputs added in edge order: exact.
+- Norse and Sinabs (``nirtorch.load``): inputs summed, nodes run depth first from the input, so where
+  two branches with layers meet (a downsampling shortcut) the join reads the later branch from the
+  step before: refused (:func:`depth_first_late`); identity shortcuts run.
+- snnTorch (``nirtorch.nir_to_torch``): nodes in topological order, inputs added: runs them (close).
 """
 from __future__ import annotations
 
@@ -35,7 +43,7 @@ from .nir_bn import bn_form, conv_channels_off
 
 __all__ = ["Target", "TARGETS", "DEFAULT_TARGET", "ALL_TARGETS", "BN_MODES", "DEFAULT_BN", "target_dt", "target_path",
            "check_target", "graph_meta", "importer_report", "importer_summary", "IMPORTER_OF",
-           "IMPORTERS", "Verdict", "verdicts", "bn_nodes"]
+           "IMPORTERS", "Verdict", "verdicts", "bn_nodes", "depth_first_late"]
 
 BN_MODES = ("exact", "fold")
 DEFAULT_BN = "exact"  # BatchNorm as its own node, computing what the trained network computes
