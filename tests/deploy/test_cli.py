@@ -279,7 +279,8 @@ def test_export_a_model_run_of_the_residual_zoo_and_refuse_the_and_join(tmp_path
                  dataset="fashion-mnist", model=ref, num_classes=10,
                  model_sha256=hashlib.sha256(code.read_bytes()).hexdigest())
     out = tmp_path / "out" / "sew.nir"
-    assert main(["export", str(tmp_path / "make"), "--nir", str(out), "--for", "generic", "--trust-module", str(code)]) == 0
+    assert main(["export", str(tmp_path / "make"), "--nir", str(out), "--for", "generic",
+                 "--trust-module", str(code)]) == 0
     said = capsys.readouterr().out
     assert "input: each channel as (pixel / 255 - mean) / std, as in training" in said and "mean [0.286]" in said
     assert "  plif      exact (plif.deploy.read_nir)" in said

@@ -697,7 +697,8 @@ def export_nir_all(net: nn.Module, path: str | Path, verify: bool = True, bn: st
             warnings.warn(f"{target}: {note.message}" if ours else note.message, note.category, stacklevel=2)
     if not graphs:
         why = set(out.values())
-        raise NIRExportError(why.pop() if len(why) == 1 else "no importer can run this network: " + "; ".join(out.values()))
+        raise NIRExportError(why.pop() if len(why) == 1  # the network itself: one reason for every importer
+                             else "no importer can run this network: " + "; ".join(out.values()))
     for target, graph in graphs.items():
         out[target] = write_nir(graph, target_path(path, target))
     return {target: out[target] for target in TARGETS}

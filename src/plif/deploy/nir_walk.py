@@ -125,7 +125,8 @@ def walk(model: nn.Module, input_shape: tuple, T: int = 3, batch: int = 2) -> li
         graph = _trace(model)
     except _NotTraced as e:
         name, why = untraceable(model) or ("", str(e))
-        where = f"{name} ({type(model.get_submodule(name)).__name__})" if name else f"the model ({type(model).__name__})"
+        part = model.get_submodule(name) if name else model
+        where = f"{name} ({type(part).__name__})" if name else f"the model ({type(model).__name__})"
         raise WalkError(f"{where}: {why}: NIR export needs the whole forward as one graph") from None
     shapes = _shapes(model, graph, input_shape, T, batch)
     return _ops(model, graph, shapes, (T, batch))
