@@ -115,12 +115,13 @@ def _stem(qualname: str, taken: dict) -> str:
 
 def walk(model: nn.Module, input_shape: tuple, T: int = 3, batch: int = 2) -> list[Op]:
     """The operations of ``model`` (eval mode) on per-sample input ``input_shape``, in forward order;
-    the last one's value is the output.  A module is traced and run once on ``[T, batch, ...]``."""
+    the last one's value is the output.  A module is traced and run once on ``[T, batch, ...]``, as a
+    float32 copy on the CPU (the operations hold that copy's layers)."""
     if isinstance(model, SpikingNetwork):
         return _chain(model, [-1], "", False)
     from ..models.fusion import _NotTraced, _trace, fuse
 
-    model = fuse(copy.deepcopy(model), "none").eval()
+    model = fuse(copy.deepcopy(model), "none").float().cpu().eval()  # as trained: the weights a file holds
     try:
         graph = _trace(model)
     except _NotTraced as e:
