@@ -432,8 +432,7 @@ def _graph(nir, ops, shape_in: tuple, dt: float, inexact: str, bn: str) -> tuple
             raise NIRExportError(f"{op.where}: reads a sum of {len(ins)} values, not all spike counts: NIR fixes no "
                                  f"order to add them, so importers would round it differently")
         if op.kind == "flatten":
-            made = [(op.name, nir.Flatten(input_type={"input": np.array(shape)},
-                                                        start_dim=-len(shape), end_dim=-1))]
+            made = [(op.name, nir.Flatten(input_type={"input": np.array(shape)}, start_dim=-len(shape), end_dim=-1))]
             is_count = all(counts[s] for s in ins)
             if op.inputs[0] in scale:
                 scale[j] = scale[op.inputs[0]]
@@ -511,6 +510,9 @@ def _layer_nodes(nir, op, shape: tuple, dt: float, inexact: str, bn: str, scale_
         bias = _np(m.bias) if m.bias is not None else np.zeros(m.out_features, dtype=weight.dtype)
         return [(f"{i}_linear", nir.Affine(weight=weight, bias=bias))], True, False, None
     if isinstance(m, nn.Flatten):
+        if out_shape != (int(np.prod(shape)),):
+            raise NIRExportError(f"{where}: flattens {list(shape)} to {list(out_shape)}; NIR's Flatten here takes "
+                                 f"every per-sample dimension")
         node = nir.Flatten(input_type={"input": np.array(shape)}, start_dim=-len(shape), end_dim=-1)
         return [(f"{i}_flatten", node)], True, False, scale_in
     if isinstance(m, (nn.AvgPool2d, nn.AdaptiveAvgPool2d)):
