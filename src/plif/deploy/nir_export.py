@@ -358,7 +358,10 @@ def to_nir(net: nn.Module, dt: float | None = None, target: str = DEFAULT_TARGET
     has no node: each node reading the sum has an edge from every value summed (a NIR node sums its
     inputs); a sum that is the output goes through an identity node ``output_sum`` (importers return
     one node's value).  A sum of three or more values not all spike counts is refused (NIR fixes no
-    order to add them).
+    order to add them).  Norse's and Sinabs' importers run nodes depth first: a graph where two
+    branches with layers of their own meet (a downsampling shortcut) is refused for them
+    (:func:`~plif.deploy.nir_targets.depth_first_late`); plif's importer (``target="generic"``) and
+    snnTorch's run it.
     """
     nir = _nir()
     _check_network(net)
