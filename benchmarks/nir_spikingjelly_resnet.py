@@ -7,9 +7,9 @@ per importer on a CPU; the tests run a hand-written residual module).
 SpikingJelly 2.0's own NIR export (nirtorch's tracer) turns PLIF into a fixed LIF and fails on
 ``sew_resnet18``; here the converted model is exported by plif for each target (Norse, snnTorch,
 Sinabs, generic), each file run by its importer on a random static image repeated over T, in
-float32, and plif's importer also in float64 against SpikingJelly in float64.  A target whose
-importer cannot run the graph (Norse and Sinabs: nirtorch.load orders nodes depth first, and
-ResNet-18's downsampling shortcuts meet its blocks) prints the refusal.  The fully connected layer's
+float32, and plif's importer also in float64 against SpikingJelly in float64 (the Norse and Sinabs
+files hold a node of zeros per downsampling block, plif.deploy.nir_order).  A target whose importer
+cannot run the graph prints the refusal.  The fully connected layer's
 weights are scaled by 6 so that outputs are not all zero (as tests/interop does).
 """
 import argparse

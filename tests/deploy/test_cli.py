@@ -262,7 +262,8 @@ def make_and(input_shape, num_classes):
 def test_export_a_model_run_of_the_residual_zoo_and_refuse_the_and_join(tmp_path, capsys):
     """``plif export RUN`` for a ``plif train --model`` run: the input shape, T and the dataset's input
     scaling come from the run folder; SEW ResNet-18 (narrow) with its ADD joins is exact in plif's
-    importer, its downsampling shortcuts refused for nirtorch.load's importers; SEW AND in one line."""
+    importer (the generic file: Norse's runs its downsampling joins late; --for norse makes them wait);
+    SEW AND in one line."""
     import hashlib
 
     import numpy as np
@@ -284,7 +285,8 @@ def test_export_a_model_run_of_the_residual_zoo_and_refuse_the_and_join(tmp_path
     said = capsys.readouterr().out
     assert "input: each channel as (pixel / 255 - mean) / std, as in training" in said and "mean [0.286]" in said
     assert "  plif      exact (plif.deploy.read_nir)" in said
-    assert "  norse     no: node 'layer2_1_conv1_conv': norse's importer (nirtorch.load) runs nodes depth first" in said
+    assert ("  norse     no: node 'layer2_1_conv1_conv': norse's importer (nirtorch.load) runs nodes depth first"
+            in said and "export --for norse, whose file makes the join wait" in said)
     meta = read_graph(out).metadata
     assert (int(meta["T"]), list(meta["input_shape"])) == (2, [1, 16, 16]) and np.allclose(meta["input_std"], [0.353])
     assert main(["export", str(tmp_path / "make_and"), "--nir", str(tmp_path / "and.nir"), "--trust-module",

@@ -358,10 +358,10 @@ def to_nir(net: nn.Module, dt: float | None = None, target: str = DEFAULT_TARGET
     has no node: each node reading the sum has an edge from every value summed (a NIR node sums its
     inputs); a sum that is the output goes through an identity node ``output_sum`` (importers return
     one node's value).  A sum of three or more values not all spike counts is refused (NIR fixes no
-    order to add them).  Norse's and Sinabs' importers run nodes depth first: a graph where two
-    branches with layers of their own meet (a downsampling shortcut) is refused for them
-    (:func:`~plif.deploy.nir_targets.depth_first_late`); plif's importer (``target="generic"``) and
-    snnTorch's run it.
+    order to add them).  Norse's and Sinabs' importers run nodes depth first: where two branches with
+    layers of their own meet (a downsampling shortcut), their files hold a node of zeros that makes
+    the join wait (:func:`~plif.deploy.nir_order.order_for_depth_first`), or the export is refused
+    where none fits.
     """
     nir = _nir()
     _check_network(net)
@@ -394,6 +394,10 @@ def to_nir(net: nn.Module, dt: float | None = None, target: str = DEFAULT_TARGET
     if steps is not None:
         metadata["T"] = steps
     graph = nir.NIRGraph(nodes=nodes, edges=edges, metadata=metadata)
+    if target in ("norse", "sinabs"):  # nirtorch.load runs nodes depth first: joins of two branches wait
+        from .nir_order import order_for_depth_first
+
+        order_for_depth_first(nir, graph)
     try:
         check_target(graph, target)
     except ValueError as e:
