@@ -76,6 +76,18 @@ def main(argv=None):
     with torch.no_grad():
         want64, got64 = double(x.double()), from_nir(graph).double()(x.double())
     print(f"float64: plif's importer against SpikingJelly: {int((got64 != want64).sum())} of {want64.numel()} differ")
+    try:
+        import norse.torch
+    except ImportError:
+        return
+    graph = to_nir(net, input_shape=shape, T=args.T, target="norse")
+    module, state, outs = norse.torch.from_nir(graph, dt=float(graph.metadata["dt"])).double(), None, []
+    with torch.no_grad():
+        for x_t in x.double():
+            y, state = module(x_t, state)
+            outs.append(y)
+    print(f"float64: Norse (its module in float64) against SpikingJelly: "
+          f"{int((torch.stack(outs) != want64).sum())} of {want64.numel()} differ")
 
 
 if __name__ == "__main__":
