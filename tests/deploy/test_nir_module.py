@@ -58,7 +58,7 @@ def _trained(net):
     return net.eval()
 
 
-def _frames(T=4, B=2):
+def _frames(T=2, B=2):
     return torch.randn(B, 2, 16, 16, generator=torch.Generator().manual_seed(1)).expand(T, B, 2, 16, 16).contiguous()
 
 
@@ -66,7 +66,7 @@ def test_a_residual_module_exports_both_skip_joins_and_norse_gives_its_spikes(tm
     from plif.deploy.nir_compare import framework_spikes
 
     net = _trained(Residual())
-    path = export_nir(net, tmp_path / "res.nir", input_shape=(2, 16, 16), T=4)  # for Norse, verified by re-import
+    path = export_nir(net, tmp_path / "res.nir", input_shape=(2, 16, 16), T=2)  # for Norse, verified by re-import
     graph = read_graph(path)
     into = lambda node: sorted(a for a, b in graph.edges if b == node)  # noqa: E731
     assert into("sn2_plif") == ["bn2_bn", "pool_maxpool_or"]  # added before the neuron
@@ -89,7 +89,7 @@ def test_a_shortcut_with_layers_waits_in_nirtorchs_depth_first_order_and_norse_g
     from plif.deploy.nir_targets import depth_first_late
 
     net = _trained(Residual(down=True))
-    files = export_nir_all(net, tmp_path / "res.nir", input_shape=(2, 16, 16), T=4)
+    files = export_nir_all(net, tmp_path / "res.nir", input_shape=(2, 16, 16), T=2)
     graphs = {target: read_graph(path) for target, path in files.items()}
     for target, graph in graphs.items():
         zeros = [n for n in graph.nodes if "_before_" in n]
@@ -178,7 +178,7 @@ def test_what_nir_cannot_express_is_refused_in_one_line_naming_the_module(tmp_pa
 
 def test_the_input_scaling_is_in_the_files_metadata(tmp_path):
     net = _trained(Residual())
-    path = export_nir(net, tmp_path / "res.nir", input_shape=(2, 16, 16), T=4, target="generic",
+    path = export_nir(net, tmp_path / "res.nir", input_shape=(2, 16, 16), T=2, target="generic",
                       input_scaling=([0.5, 0.25], [0.2, 0.4]))
     meta = read_graph(path).metadata
     assert np.allclose(meta["input_mean"], [0.5, 0.25]) and np.allclose(meta["input_std"], [0.2, 0.4])
