@@ -244,3 +244,54 @@ def test_stats_runs_a_bf16_run_in_bf16_where_native_and_says_which(native, make_
 def test_stats_of_an_fp32_run_says_fp32(run_dir, capsys):
     assert main(["stats", str(run_dir[0]), "--random", "--samples", "2"]) == 0
     assert "\nprecision: fp32, as the run trained\n" in capsys.readouterr().out
+
+
+SEW_FILE = '''
+from plif.models.residual import sew_resnet18, sew_resnet18_and
+
+
+def make(input_shape, num_classes):
+    return sew_resnet18(input_shape, num_classes, width=4)
+
+
+def make_and(input_shape, num_classes):
+    return sew_resnet18_and(input_shape, num_classes, width=4)
+'''
+
+
+def test_export_a_model_run_of_the_residual_zoo_and_refuse_the_and_join(tmp_path, capsys):
+    """``plif export RUN`` for a ``plif train --model`` run: the input shape, T and the dataset's input
+    scaling come from the run folder; SEW ResNet-18 (narrow) with its ADD joins is exact in plif's
+    importer (the generic file: Norse's runs its downsampling joins late; --for norse makes them wait);
+    SEW AND in one line."""
+    import hashlib
+
+    import numpy as np
+    pytest.importorskip("nir")
+    from plif.deploy.nir_import import read_graph
+    from plif.models.factories import build_model
+    from plif_testing import save_run
+
+    code = tmp_path / "sewnet.py"
+    code.write_text(SEW_FILE)
+    for factory in ("make", "make_and"):
+        ref = f"{code}:{factory}"
+        save_run(tmp_path / factory, net=build_model(ref, (1, 16, 16), 10, 2), spec=None, input_shape=(1, 16, 16), T=2,
+                 dataset="fashion-mnist", model=ref, num_classes=10,
+                 model_sha256=hashlib.sha256(code.read_bytes()).hexdigest())
+    out = tmp_path / "out" / "sew.nir"
+    assert main(["export", str(tmp_path / "make"), "--nir", str(out), "--for", "generic",
+                 "--trust-module", str(code)]) == 0
+    said = capsys.readouterr().out
+    assert "input: each channel as (pixel / 255 - mean) / std, as in training" in said and "mean [0.286]" in said
+    assert "  plif      exact (plif.deploy.read_nir)" in said
+    assert ("  norse     no: node 'layer2_1_conv1_conv': norse's importer (nirtorch.load) runs nodes depth first"
+            in said and "export --for norse, whose file makes the join wait" in said)
+    meta = read_graph(out).metadata
+    assert (int(meta["T"]), list(meta["input_shape"])) == (2, [1, 16, 16]) and np.allclose(meta["input_std"], [0.353])
+    assert main(["export", str(tmp_path / "make_and"), "--nir", str(tmp_path / "and.nir"), "--trust-module",
+                 str(code)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["plif export: error: layer1.0 (SEWBasicBlock): mul() combines two values by a product or a "
+                   "difference (SEW AND/IAND, a gate): NIR nodes only sum their inputs"]
+    assert not (tmp_path / "and.nir").exists()

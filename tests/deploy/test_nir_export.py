@@ -396,6 +396,8 @@ def test_an_exporter_given_load_runs_pair_says_to_unpack_it(tmp_path, make_net):
     for export in (export_nir, export_nir_all):
         with pytest.raises(TypeError, match=r"got tuple; load_run returns \(network, config\): net, _ = load_run"):
             export((net, {}), tmp_path / "x.nir")
-        with pytest.raises(TypeError, match="expected a plif SpikingNetwork .* got Linear$"):
+        with pytest.raises(TypeError, match="expected an nn.Module .* got str$"):
+            export("net.pt", tmp_path / "x.nir")
+        with pytest.raises(NIRExportError, match=r"Linear: the input shape is not known; pass input_shape=\(C, H, W\)"):
             export(torch.nn.Linear(2, 2), tmp_path / "x.nir")
     assert not list(tmp_path.iterdir())

@@ -29,7 +29,7 @@ def test_if_node_and_sum_pool():
     assert torch.equal(out[0], torch.zeros(1, 1, 2, 2)) and torch.equal(out[1], torch.ones(1, 1, 2, 2))  # 4 < 5, 8 >= 5
 
 
-def test_unsupported_and_branching_graphs_are_refused():
+def test_unsupported_nodes_and_cycles_are_refused_branches_summed():
     cuba = nir.CubaLIF(tau_syn=np.ones(3) * 2, tau_mem=np.ones(3) * 2, r=np.ones(3), v_leak=np.zeros(3),
                        v_threshold=np.ones(3))
     with pytest.raises(ValueError, match="CubaLIF is not supported"):
@@ -39,7 +39,12 @@ def test_unsupported_and_branching_graphs_are_refused():
     g = nir.NIRGraph(nodes={"input": nir.Input(input_type={"input": np.array([3])}), "a": a, "b": b,
                             "output": nir.Output(output_type={"output": np.array([3])})},
                      edges=[("input", "a"), ("input", "b"), ("a", "output"), ("b", "output")], type_check=False)
-    with pytest.raises(ValueError, match="not a chain"):
+    x = torch.rand(2, 1, 3)
+    assert torch.equal(from_nir(g)(x), 2 * x.sum(-1, keepdim=True).expand(2, 1, 3))  # two branches summed
+    g.edges.append(("b", "a"))  # a feeds... and now also reads b: still feed-forward
+    assert torch.equal(from_nir(g)(x), 5 * x.sum(-1, keepdim=True).expand(2, 1, 3))  # a(x + b(x)) + b(x)
+    g.edges.append(("a", "b"))
+    with pytest.raises(ValueError, match="cycle through node 'a'"):
         from_nir(g)
 
 

@@ -63,3 +63,41 @@ CASES = [_damaged(name) for name in damage_names()]
 CASES.append(Case("export-for-all-with-dt", AREA, ["export", "{tmp}/run", "--nir", "{tmp}/x.nir", "--for", "all", "--dt", "0.5"],
                   setup=lambda tmp: finished_run(tmp / "run"),
                   check=lambda tmp, r: "written" if list(tmp.glob("x*.nir")) else None))
+
+# a plif train --model run of the residual zoo (narrow, written as the training code writes it): SEW AND
+# has no NIR form and is refused in one line naming the block; SEW ADD exports (plif's importer, exact)
+MODEL_RUN_DRIVER = """
+import hashlib, sys
+from pathlib import Path
+from plif.models.factories import build_model
+from plif_testing import save_run
+code = Path("sewnet.py").resolve()
+code.write_text("from plif.models import residual\\n\\n\\ndef make(input_shape, num_classes):\\n"
+                f"    return residual.{sys.argv[1]}(input_shape, num_classes, width=4)\\n")
+ref = f"{code}:make"
+save_run(Path("run"), net=build_model(ref, (1, 16, 16), 10, 2), spec=None, input_shape=(1, 16, 16), T=2,
+         dataset="fashion-mnist", model=ref, num_classes=10, model_sha256=hashlib.sha256(code.read_bytes()).hexdigest())
+"""
+
+
+def _model_run(factory: str, expect: str, says: str) -> Case:
+    def run(env):
+        from .run import plif_env
+
+        made = env.plif(factory, python=MODEL_RUN_DRIVER, timeout=180,
+                        extra_env={"PYTHONPATH": f"{TESTS}:{plif_env()['PYTHONPATH']}"})
+        if made.returncode != 0:
+            raise RuntimeError(f"the run folder could not be written: {made.stderr.strip()[-300:]}")
+        return env.plif("export", "run", "--nir", "net.nir", "--for", "generic", "--trust-module",
+                        str(env.tmp / "sewnet.py"), timeout=180)
+
+    def check(tmp, r):
+        if says not in r.stdout + r.stderr:
+            return f"it does not say {says!r}"
+        return None if (tmp / "net.nir").exists() == (expect == "ok") else "a file half-written or missing"
+
+    return Case(f"export-model-run-{factory}", AREA, run=run, check=check, expect=expect, timeout=360)
+
+
+CASES += [_model_run("sew_resnet18_and", "refuse", "layer1.0 (SEWBasicBlock): mul() combines two values"),
+          _model_run("sew_resnet18", "ok", "plif      exact (plif.deploy.read_nir)")]

@@ -78,30 +78,42 @@ def run_export(args) -> int:
                          "with (export --for norse or generic --dt DT for one file at yours)")
     if args.target != ALL_TARGETS:
         target_dt(args.target, args.dt)  # refused before loading; None: the exporter picks the target's
-    net, _ = load_checked_run(args.run, args.which, args.trust_module,
-                              notation=("plif export --nir", "NIR export (and its BN folding) maps each layer of the "
-                                        "notation to NIR nodes and checks them with net.step"))
+    net, config = load_checked_run(args.run, args.which, args.trust_module)
+    # the shape, steps and input scaling the run trained with (a --model network knows none of them itself)
+    run = dict(input_shape=tuple(config["input_shape"]), T=int(config["T"]), input_scaling=_input_scaling(config))
     with warnings.catch_warnings(record=True) as notes:
         warnings.simplefilter("always", InexactLeakWarning)
         warnings.simplefilter("always", InexactExportWarning)
         if args.target == ALL_TARGETS:
             written = export_nir_all(net, args.nir, verify=not args.no_verify, bn=args.bn,
-                                     allow_inexact_dt=args.allow_inexact_dt)
+                                     allow_inexact_dt=args.allow_inexact_dt, **run)
         else:
             written = {args.target: export_nir(net, args.nir, verify=not args.no_verify, dt=args.dt, target=args.target,
-                                               bn=args.bn, allow_inexact_dt=args.allow_inexact_dt)}
+                                               bn=args.bn, allow_inexact_dt=args.allow_inexact_dt, **run)}
     for note in notes:
         print(f"note: {note.message}", file=sys.stderr)
     for target, path in written.items():
         if isinstance(path, str):  # --for all: why this importer cannot run the network
             print(f"not written for {target}: {path}")
         else:
-            _written(path, target, net.T, args.bn, every=args.target != ALL_TARGETS)
+            _written(path, target, run["T"], args.bn, every=args.target != ALL_TARGETS)
     if args.target != ALL_TARGETS:
         others = " / ".join(t for t in TARGETS if t != args.target)
         names = ", ".join(target_path(args.nir, t).name for t in TARGETS)
         print(f"for another importer: --for {others}, or --for all for one file per importer ({names})")
     return 0
+
+
+def _input_scaling(config: dict):
+    """``(mean, std)`` per channel the run's static dataset was normalised with (pixels in [0, 1]), None
+    for event frames or a dataset this installation does not know."""
+    from ..catalog import get_dataset
+
+    try:
+        spec = get_dataset(config.get("dataset") or "")
+    except ValueError:
+        return None
+    return None if spec.mean is None else (tuple(spec.mean), tuple(spec.std))
 
 
 def _written(path, target: str, T: int, bn: str, every: bool) -> None:

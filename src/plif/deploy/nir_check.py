@@ -36,7 +36,7 @@ from ..models.notation import MAX_INT
 from .nir_leak import rate_from_tau
 from .nir_targets import TARGETS
 
-__all__ = ["NIRFileError", "check_graph", "MAX_MAGNITUDE"]
+__all__ = ["NIRFileError", "check_graph", "node_shapes", "MAX_MAGNITUDE"]
 
 MAX_MAGNITUDE = 2.0 ** 40
 
@@ -321,6 +321,21 @@ def _order(graph) -> tuple[list[str], dict[str, list]]:
     return order, preds
 
 
+def node_shapes(graph) -> dict[str, tuple | None]:
+    """The per-sample output shape of each node (None where unknown), shapes checked on the way: a
+    node's inputs must agree (it sums them)."""
+    shapes: dict[str, tuple | None] = {}
+    order, preds = _order(graph)
+    for name in order:
+        node = graph.nodes[name]
+        incoming = [shapes[p] for p in preds[name] if shapes.get(p) is not None]
+        if len({tuple(s) for s in incoming}) > 1:
+            raise NIRFileError(f"node {name!r}: its inputs have different shapes "
+                               f"{', '.join(str(list(s)) for s in incoming)}")
+        shapes[name] = _out_shape(name, node, incoming[0] if incoming else None)
+    return shapes
+
+
 def check_graph(graph, dt: float | None = None) -> None:
     """Refuse (:class:`NIRFileError`, one line naming the node or metadata entry and the field) a
     graph whose metadata, parameter values or shapes mean nothing (module docstring).
@@ -333,15 +348,7 @@ def check_graph(graph, dt: float | None = None) -> None:
     step = meta.get("dt", dt)
     for name, node in graph.nodes.items():
         _check_values(name, node, step)
-    shapes: dict[str, tuple | None] = {}
-    order, preds = _order(graph)
-    for name in order:
-        node = graph.nodes[name]
-        incoming = [shapes[p] for p in preds[name] if shapes.get(p) is not None]
-        if len({tuple(s) for s in incoming}) > 1:
-            raise NIRFileError(f"node {name!r}: its inputs have different shapes "
-                               f"{', '.join(str(list(s)) for s in incoming)}")
-        shapes[name] = _out_shape(name, node, incoming[0] if incoming else None)
+    shapes = node_shapes(graph)
     inputs = [shapes[n] for n, node in graph.nodes.items() if type(node).__name__ == "Input"]
     if "input_shape" in meta and inputs and meta["input_shape"] != inputs[0]:
         raise NIRFileError(f"metadata: field 'input_shape' {list(meta['input_shape'])} is not the Input node's "

@@ -23,7 +23,7 @@ from ..models.inputs import repeat_over_time
 from ..neurons import SpikingNeuron
 from .bn_folding import fold_batchnorm
 from .nir_export import as_trained, output_atol
-from .nir_import import NIRNeuron, _chain, from_nir, graph_dt
+from .nir_import import NIRNeuron, from_nir, graph_dt, node_order
 from .nir_targets import graph_meta
 
 __all__ = ["FRAMEWORKS", "plif_spikes", "framework_spikes", "compare_spikes"]
@@ -104,12 +104,12 @@ def framework_spikes(graph, x: torch.Tensor, framework: str) -> tuple[dict[str, 
 
 
 def _plif_importer_spikes(graph, x: torch.Tensor) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
-    net, out, h = from_nir(graph), {}, x
-    for name, layer in zip(net.names, net.layers):
-        h = layer(h)
-        if isinstance(layer, NIRNeuron):
+    net, out = from_nir(graph), {}
+    neurons = {name for name, layer in zip(net.names, net.layers) if isinstance(layer, NIRNeuron)}
+    for name, h in net.values(x):
+        if name in neurons:
             out[name] = h
-    return out, h
+    return out, net(x)
 
 
 def compare_spikes(net: SpikingNetwork, graph, x: torch.Tensor, framework: str) -> list[dict]:
@@ -173,7 +173,7 @@ def run_against_plif(graph, framework: str, x: torch.Tensor) -> dict:
     atol = output_atol(graph)  # as verify_nir
     first = None
     spiking = set(_spiking_nodes(graph))
-    for name in (n for n in _chain(graph) if n in spiking):  # input to output (a file's nodes come back sorted)
+    for name in (n for n in node_order(graph) if n in spiking):  # input to output (a file's nodes come back sorted)
         a, b = got.get(name), want.get(name)
         if a is None or b is None or a.shape != b.shape:
             continue

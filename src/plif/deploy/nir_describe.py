@@ -7,7 +7,7 @@ from __future__ import annotations
 from . import nir_compare
 from .nir_targets import IMPORTERS, Verdict, bn_nodes, graph_meta, verdicts
 
-__all__ = ["describe"]
+__all__ = ["describe", "input_line"]
 
 
 def describe(graph, run: bool = False, samples: int = 2, seed: int = 0, log=None) -> list[str]:
@@ -24,7 +24,8 @@ def describe(graph, run: bool = False, samples: int = 2, seed: int = 0, log=None
     values = {key: graph_meta(graph, key) for key in ("target", "dt", "bn", "leak", "T")}
     facts = ", ".join(f"{key} {v if isinstance(v, str) else v.item() if hasattr(v, 'item') else v!r}"
                       for key, v in values.items() if v is not None)  # .item(): numpy scalars from HDF5
-    head = [facts or "no plif metadata", "importers (the trained network's spikes bit for bit: exact):"]
+    head = [facts or "no plif metadata", *input_line(graph),
+            "importers (the trained network's spikes bit for bit: exact):"]
     x = None
     lines = []
     for v in verdicts(graph, "on this machine"):
@@ -40,6 +41,17 @@ def describe(graph, run: bool = False, samples: int = 2, seed: int = 0, log=None
             x = nir_compare.check_input(graph, samples, seed)
         lines.append(_ran(graph, v, x, log, why))
     return head + [f"  {name:<9} {line}" for (name, _, _), line in zip(IMPORTERS, lines)]
+
+
+def input_line(graph) -> list[str]:
+    """What input the file expects, where its metadata records the training input's scaling:
+    ``["input: (pixel / 255 - mean) / std per channel, mean [...], std [...]"]``, else ``[]``."""
+    mean, std = graph_meta(graph, "input_mean"), graph_meta(graph, "input_std")
+    if mean is None or std is None:
+        return []
+    show = lambda a: "[" + ", ".join(f"{float(v):.4g}" for v in list(a)) + "]"  # noqa: E731
+    return [f"input: each channel as (pixel / 255 - mean) / std, as in training (x / 255 alone gives other "
+            f"spikes): mean {show(mean)}, std {show(std)} (metadata input_mean, input_std)"]
 
 
 def _ran(graph, v: Verdict, x, log, why: str) -> str:

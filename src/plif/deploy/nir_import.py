@@ -10,8 +10,9 @@ from the first per-sample dimension (NIR shapes have no batch); negative values 
 end, as ``plif`` writes them.  A 1x1 ``Conv2d`` that only scales and shifts each channel (how plif
 writes BatchNorm: weight ``diag(α)``, bias ``β``) runs through torch's BatchNorm kernel, one fused
 multiply-add as the trained network's BatchNorm, where torch's convolution can round once more
-(:mod:`.nir_bn`).  Only chains (each node one input, one output) of the node types the exporter
-writes are supported, plus ``Scale``; anything else is refused with the node's name.  Before
+(:mod:`.nir_bn`).  Feed-forward graphs of the node types the exporter writes are supported, plus
+``Scale``: a node with several inputs runs on their sum, added in the order of the graph's edges
+(how plif writes a residual shortcut); anything else is refused with the node's name.  Before
 anything is built, :func:`~.nir_check.check_graph` refuses values and shapes that mean nothing for
 their node (NaN or zero τ, weights of 1e38, a 5-D convolution weight, shapes that do not chain).
 """
@@ -30,7 +31,8 @@ from .nir_check import NIRFileError, check_graph, check_raw_node
 from .nir_leak import rate_from_tau
 from .nir_targets import graph_meta
 
-__all__ = ["NIRNeuron", "NIRNetwork", "from_nir", "read_nir", "read_graph", "threshold_to_nir", "threshold_from_nir"]
+__all__ = ["NIRNeuron", "NIRNetwork", "from_nir", "read_nir", "read_graph", "node_order", "threshold_to_nir",
+           "threshold_from_nir"]
 
 
 def _t(a) -> torch.Tensor:
@@ -146,7 +148,10 @@ def _module(name: str, node, dt: float) -> nn.Module | None:
     raise ValueError(f"NIR node {name!r}: type {kind} is not supported by this importer")
 
 
-def _chain(graph) -> list[str]:
+def node_order(graph) -> list[str]:
+    """The graph's nodes from its one ``Input`` to its ``Output``, each after every node feeding it
+    (in the order of the edges where several are ready); a cycle, or a node the input does not
+    reach, is refused with its name."""
     nexts: dict[str, list[str]] = {}
     prevs: dict[str, list[str]] = {}
     for a, b in graph.edges:
@@ -155,30 +160,46 @@ def _chain(graph) -> list[str]:
     starts = [n for n in graph.nodes if type(graph.nodes[n]).__name__ == "Input"]
     if len(starts) != 1:
         raise ValueError(f"NIR graph must have exactly one Input node, found {len(starts)}")
-    order, name = [], starts[0]
-    while True:
+    reached, stack = set(), [starts[0]]
+    while stack:
+        n = stack.pop()
+        if n not in reached:
+            reached.add(n)
+            stack += nexts.get(n, [])
+    if len(reached) != len(graph.nodes):
+        missing = sorted(set(graph.nodes) - reached)
+        raise ValueError(f"NIR graph nodes the input does not reach: {', '.join(missing)}")
+    waiting = {n: len(prevs.get(n, [])) for n in graph.nodes}
+    order, ready = [], [starts[0]]
+    while ready:
+        name = ready.pop(0)
         order.append(name)
-        succ = nexts.get(name, [])
-        if not succ:
-            break
-        if len(succ) > 1 or len(prevs.get(succ[0], [])) > 1:
-            raise ValueError(f"NIR graph is not a chain at node {name!r} (only sequential graphs are supported)")
-        name = succ[0]
-        if name in order:
-            raise ValueError(f"NIR graph has a cycle through node {name!r}")
+        for b in nexts.get(name, []):
+            waiting[b] -= 1
+            if waiting[b] == 0:
+                ready.append(b)
     if len(order) != len(graph.nodes):
-        missing = sorted(set(graph.nodes) - set(order))
-        raise ValueError(f"NIR graph nodes not on the input->output chain: {', '.join(missing)}")
+        stuck = sorted(n for n in graph.nodes if n not in order)
+        raise ValueError(f"NIR graph has a cycle through node {stuck[0]!r} (only feed-forward graphs are supported)")
+    outputs = [n for n in order if type(graph.nodes[n]).__name__ == "Output"]
+    if len(outputs) != 1 or nexts.get(outputs[0]):
+        raise ValueError(f"NIR graph must have exactly one Output node that feeds nothing, found {len(outputs)}")
     return order
 
 
 class NIRNetwork(nn.Module):
-    """The imported chain; ``forward(x [T, B, ...] or static [B, ...]) -> [T, B, outputs]``."""
+    """The imported graph; ``forward(x [T, B, ...] or static [B, ...]) -> [T, B, outputs]``.  Each
+    layer runs on the sum of its inputs' outputs (in the order of the graph's edges; a chain has one
+    input each); ``inputs[i]`` lists the positions, in ``layers``, of layer ``i``'s inputs (-1: the
+    graph's input), and ``output`` those the result sums."""
 
-    def __init__(self, layers: list[nn.Module], names: list[str], input_shape: tuple | None, T: int | None):
+    def __init__(self, layers: list[nn.Module], names: list[str], input_shape: tuple | None, T: int | None,
+                 inputs: list[list[int]] | None = None, output: list[int] | None = None):
         super().__init__()
         self.layers = nn.ModuleList(layers)
         self.names = names
+        self.inputs = inputs if inputs is not None else [[i - 1] for i in range(len(layers))]
+        self.output = output if output is not None else [len(layers) - 1]
         self.input_shape = None if input_shape is None else tuple(input_shape)
         self.T = T
 
@@ -197,10 +218,30 @@ class NIRNetwork(nn.Module):
             raise ValueError(f"expected input [T, B, {', '.join(map(str, self.input_shape))}], got {tuple(x.shape)}")
         return self._run(x)
 
+    def values(self, x: torch.Tensor):
+        """Each layer's name and output ``[T, B, ...]`` in order, on frames ``x``."""
+        out: list[torch.Tensor] = []
+        for name, layer, inputs in zip(self.names, self.layers, self.inputs):
+            out.append(layer(_sum(out, inputs, x)))
+            yield name, out[-1]
+
     def _run(self, x: torch.Tensor) -> torch.Tensor:
-        for layer in self.layers:
-            x = layer(x)
-        return x
+        out: list[torch.Tensor] = []
+        last_use = {i: j for j, inputs in enumerate(self.inputs) for i in inputs}
+        for j, (layer, inputs) in enumerate(zip(self.layers, self.inputs)):
+            out.append(layer(_sum(out, inputs, x)))
+            for i in inputs:  # free what no later layer reads
+                if i >= 0 and last_use[i] == j and i not in self.output:
+                    out[i] = None
+        return _sum(out, self.output, x)
+
+
+def _sum(values: list, inputs: list[int], x: torch.Tensor) -> torch.Tensor:
+    total = None
+    for i in inputs:
+        v = x if i < 0 else values[i]
+        total = v if total is None else total + v
+    return total
 
 
 def graph_dt(graph, dt: float | None = None) -> float:
@@ -220,17 +261,26 @@ def from_nir(graph, dt: float | None = None) -> NIRNetwork:
     whose values or shapes mean nothing is refused first (:func:`~.nir_check.check_graph`)."""
     check_graph(graph, 1.0 if dt is None else dt)
     dt = graph_dt(graph, dt)
-    order = _chain(graph)
-    layers, names = [], []
-    for name in order:
+    order = node_order(graph)
+    prevs: dict[str, list[str]] = {}
+    for a, b in graph.edges:
+        prevs.setdefault(b, []).append(a)
+    layers, names, inputs, position = [], [], [], {order[0]: [-1]}
+    for name in order[1:]:
+        feeding = [i for p in prevs.get(name, []) for i in position[p]]
         m = _module(name, graph.nodes[name], dt)
-        if m is not None:
-            layers.append(m)
-            names.append(name)
+        if m is None:  # Output (or a second Input: refused above): the sum of what feeds it
+            position[name] = feeding
+            continue
+        layers.append(m)
+        names.append(name)
+        inputs.append(feeding)
+        position[name] = [len(layers) - 1]
     declared = graph.nodes[order[0]].input_type["input"]
     shape = None if declared is None else tuple(int(s) for s in np.asarray(declared).tolist())
     T = graph_meta(graph, "T")
-    return NIRNetwork(layers, names, shape, None if T is None else int(T)).eval()
+    return NIRNetwork(layers, names, shape, None if T is None else int(T), inputs,
+                      position[next(n for n in order if type(graph.nodes[n]).__name__ == "Output")]).eval()
 
 
 def read_graph(path: str | Path):

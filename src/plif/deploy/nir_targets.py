@@ -22,6 +22,15 @@ What each importer assumes, read from its source (Norse 1.1.0, snnTorch 1.0.0):
   unless set as :func:`plif.deploy.nir_sinabs.sinabs_from_nir` sets them, and then round
   differently: close, not exact.
 - generic: ``dt = 1`` (τ in time-steps), for importers that read ``metadata["dt"]`` (plif's own).
+
+Residual graphs (a node with several inputs runs on their sum), per importer:
+
+- plif's: any feed-forward graph, a node's inputs added in edge order: exact.
+- Norse and Sinabs (``nirtorch.load``): inputs summed, nodes run depth first from the input, so where
+  two branches with layers meet (a downsampling shortcut) the join would read the later branch from
+  the step before (:func:`depth_first_late`): their files hold a node of zeros that makes it wait
+  (:mod:`.nir_order`), else they are refused; identity shortcuts run as they are.
+- snnTorch (``nirtorch.nir_to_torch``): nodes in topological order, inputs added: runs them (close).
 """
 from __future__ import annotations
 
@@ -35,7 +44,7 @@ from .nir_bn import bn_form, conv_channels_off
 
 __all__ = ["Target", "TARGETS", "DEFAULT_TARGET", "ALL_TARGETS", "BN_MODES", "DEFAULT_BN", "target_dt", "target_path",
            "check_target", "graph_meta", "importer_report", "importer_summary", "IMPORTER_OF",
-           "IMPORTERS", "Verdict", "verdicts", "bn_nodes"]
+           "IMPORTERS", "Verdict", "verdicts", "bn_nodes", "depth_first_late"]
 
 BN_MODES = ("exact", "fold")
 DEFAULT_BN = "exact"  # BatchNorm as its own node, computing what the trained network computes
@@ -105,8 +114,58 @@ def target_dt(target: str, dt: float | None = None) -> float:
     return float(dt)
 
 
+def depth_first_order(graph) -> tuple[list[str], dict]:
+    """``(nodes in the order nirtorch.load runs them, the inputs of each node)``: depth first from the
+    ``Input`` node, each node's children in the order of its edges (``trace_execution``)."""
+    nexts: dict = {}
+    prevs: dict = {}
+    for a, b in graph.edges:
+        if b not in nexts.setdefault(a, []):
+            nexts[a].append(b)
+        prevs.setdefault(b, []).append(a)
+    start = next((n for n, node in graph.nodes.items() if type(node).__name__ == "Input"), None)
+    order, seen, stack = [], set(), [] if start is None else [start]
+    while stack:  # iterative pre-order, children in edge order
+        n = stack.pop()
+        if n in seen:
+            continue
+        seen.add(n)
+        order.append(n)
+        stack += [c for c in reversed(nexts.get(n, [])) if c not in seen]
+    return order, prevs
+
+
+def depth_first_late(graph) -> tuple[str, str] | None:
+    """``(node, input)`` where ``nirtorch.load`` (Norse's and Sinabs' importer) would run ``node``
+    before its ``input``, or None where it runs every node after its inputs.  It orders nodes depth
+    first from the input, children in the order of the edges (``nirtorch.graph_utils.trace_execution``),
+    reads an input not yet run at this step from the step before (none at the first step), and returns
+    the value of the node run just before ``Output``: a node where two branches with layers of their own
+    meet (a shortcut with a downsampling convolution) is reached through the first branch before the
+    second has run."""
+    order, prevs = depth_first_order(graph)
+    done: set = set()
+    for n in order:
+        late = [p for p in prevs.get(n, []) if p not in done]
+        if late:
+            return n, late[0]
+        done.add(n)
+    out = [n for n in order if type(graph.nodes[n]).__name__ == "Output"]
+    if out and (order[-1] != out[0] or prevs.get(out[0]) != order[-2:-1]):
+        return out[0], order[-1] if order[-1] != out[0] else order[-2]
+    return None
+
+
 def check_target(graph, target: str) -> None:
     """Refuse (``ValueError`` naming the node) what ``target``'s importer would run differently from plif."""
+    if target in ("norse", "sinabs"):
+        late = depth_first_late(graph)
+        if late is not None:
+            remedy = (f"export --for {target}, whose file makes the join wait" if graph_meta(graph, "target") != target
+                      else "no node of zeros fits to make it wait; export --for snntorch or generic")
+            raise ValueError(f"node {late[0]!r}: {target}'s importer (nirtorch.load) runs nodes depth first and would "
+                             f"run it before its input {late[1]!r} (two branches with layers of their own meet "
+                             f"there, such as a shortcut with a downsampling convolution); {remedy}")
     for name, node in graph.nodes.items():
         kind = type(node).__name__
         if target in ("norse", "sinabs") and kind == "AvgPool2d":

@@ -118,7 +118,7 @@ def run_test_split(config: dict, data_dir=None, limit: int | None = None, device
 
 
 def refuse_model_run(config: dict, what: str, why: str, source="the run") -> None:
-    """Refuse ``what`` (``"plif export --nir"``) for a run that trained a ``--model`` network, in one
+    """Refuse ``what`` (``"plif plot encoder"``) for a run that trained a ``--model`` network, in one
     line naming the run (``source``) and ``why`` it needs a network in the paper's notation."""
     if config.get("model"):
         raise ValueError(f"{what}: {source} trained --model {config['model']}, a network written as nn.Module "

@@ -6,8 +6,8 @@ The factory is called with the seed set, as ``build_network`` is (a reseed insid
 checked on one batch of the dataset's input (``[T, B, ...]``: a static image repeated over T as a stride-0 view, which
 :func:`plif.fuse` hoists) before the run folder is touched, then fused per ``--memory``
 (:func:`plif.fuse`) and its neurons set to ``--backend``.  What needs a network in the paper's
-notation (NIR export, ``net.step``, BN folding, SOP counts) is refused for such a run in one line
-(:func:`plif.runs.refuse_model_run`).
+notation (the encoder plot) is refused for such a run in one line (:func:`plif.runs.refuse_model_run`);
+NIR export, stepping, BN folding and statistics take any module plif can trace.
 """
 from __future__ import annotations
 
