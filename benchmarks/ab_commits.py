@@ -10,13 +10,20 @@ the epoch, evaluation excluded) and the process's CPU seconds (user + system, wh
 less than wall time when other jobs share the cores).
 
 ``--step`` times only the training steps instead: that commit's ``plif.train.loop.train_epoch``
-(what ``plif train`` runs per epoch, data loading and evaluation excluded) over STEPS batches of
-the cpu preset's Fashion-MNIST network, batch 64, random images, on one thread, as CPU time per
-step: on a machine shared with other jobs (load 5-13 on 2 cores here) that is the only figure
-that repeats; the median over rounds is reported.
+(what ``plif train`` runs per epoch, data loading and evaluation excluded) over STEPS batches, one
+fresh process per round and side, on one thread, as CPU time per step: on a machine shared with
+other jobs (load 5-13 on 2 cores here) that is the only figure that repeats.  ``--net`` picks the
+network: ``cpu`` (the cpu preset's Fashion-MNIST network, T 4, batch 64, random images, built by
+``build_network`` as commits since 1137611 share it), ``paper`` (the paper's Fashion-MNIST network,
+T 8, batch 16, random images) or ``gesture`` (the paper's DVS128 Gesture network, T 20, batch 1,
+random event frames ``[T, B, 2, 128, 128]``); for these two the network, optimiser, ``--memory`` and
+``--amp`` are what that commit's own ``plif train`` set-up functions give (611aecf and later).
+Reported: each side's median and range over the rounds, and the median and range of the per-round
+ratios A/B.
 
     python benchmarks/ab_commits.py 1137611 HEAD --rounds 3
     python benchmarks/ab_commits.py 1137611 HEAD --step --rounds 5
+    python benchmarks/ab_commits.py 611aecf HEAD --step --net gesture --steps 5 --rounds 5
     python benchmarks/ab_commits.py 1137611 HEAD -- --batch-size 32   # extra plif train options
 """
 from __future__ import annotations
@@ -69,8 +76,9 @@ def train_once(tree: Path, args, extra: list[str], out: Path) -> dict:
     return {"samples_per_s": row["samples_per_s"], "train_s": row["train_time_s"], "cpu_s": cpu, "wall_s": wall}
 
 
-# runs inside a checkout (its own plif): only APIs that 1137611 and later share
-_STEP = """
+# --net cpu, inside a checkout (its own plif): only APIs that 1137611 and later share (the step the
+# docs/lab timings since 1137611 measured: build_network's defaults, no --amp)
+_CPU_STEP = """
 import json, time, torch
 from plif.models import build_network
 import plif.train.loop as L
@@ -89,13 +97,65 @@ print(json.dumps({"cpu_ms": 1e3 * (time.process_time() - c) / STEPS, "wall_ms": 
 """
 
 
+# --net paper / gesture: (dataset, preset, T, batch) as plif train resolves them; "paper": the paper's
+# Fashion-MNIST network (its zoo entry) at T 8, batch 16; "gesture": the paper's DVS128 Gesture network
+# at T 20, batch 1, fed random event frames [T, B, 2, 128, 128]
+NETS = {"paper": ("fashion-mnist", "paper", 8, 16), "gesture": ("dvs128-gesture", "paper", 20, 1)}
+
+# inside a checkout (its own plif): the product's own set-up (resolve_config, resolve_speed,
+# setup_model, setup_optimizer, setup_parallel: the functions plif train's session calls, in 611aecf
+# and later) and its plif.train.loop.train_epoch under its --amp, on batches of the dataset's shape
+_STEP = """
+import inspect, json, sys, time, torch
+import plif.train.loop as L
+from plif.catalog import get_dataset
+from plif.train.config import TrainConfig, resolve_config
+from plif.train.graph import autocast_context
+from plif.train.session import setup_model, setup_optimizer, setup_parallel
+from plif.train.speed import resolve_speed
+
+dataset, preset, T, batch, steps = json.loads(sys.argv[1])
+dev = torch.device("cpu")
+cfg = resolve_config(TrainConfig(dataset=dataset, preset=preset, T=T, batch_size=batch, device="cpu", seed=0))
+cfg, _ = resolve_speed(cfg, "cpu", 1)
+model = setup_model(cfg, dev)
+opt, _ = setup_optimizer(model, cfg, dev)
+net = setup_parallel(model, cfg, dev, 1)
+entry = get_dataset(dataset)
+gen = torch.Generator().manual_seed(0)
+if entry.is_event:  # synthetic event frames, time-major as the event pipeline hands them over
+    x = torch.poisson(torch.full((T, batch, *entry.input_shape), 0.3), generator=gen)
+else:  # one image batch; the network repeats it over T
+    x = torch.rand(batch, *entry.input_shape, generator=gen)
+batches = [(x, torch.randint(0, entry.num_classes, (batch,), generator=gen))]
+kw = {"loss": cfg.loss_function()} if "loss" in inspect.signature(L.train_epoch).parameters else {}
+with autocast_context(dev, cfg.amp):
+    L.train_epoch(net, opt, batches * 2, cfg.num_classes, **kw)  # warm-up
+    c, w = time.process_time(), time.perf_counter()
+    L.train_epoch(net, opt, batches * steps, cfg.num_classes, **kw)
+    cpu, wall = time.process_time() - c, time.perf_counter() - w
+print(json.dumps({"cpu_ms": 1e3 * cpu / steps, "wall_ms": 1e3 * wall / steps, "network": cfg.network,
+                  "memory": str(cfg.memory), "amp": cfg.amp}))
+"""
+
+
 def step_once(tree: Path, args) -> dict:
     env = {**os.environ, "PYTHONPATH": str(tree / "src"), "OMP_NUM_THREADS": str(args.threads or 1)}
-    proc = subprocess.run([sys.executable, "-c", _STEP.replace("STEPS", str(args.steps))], env=env,
-                          capture_output=True, text=True)
+    code = (["-c", _CPU_STEP.replace("STEPS", str(args.steps))] if args.net == "cpu" else
+            ["-c", _STEP, json.dumps([*NETS[args.net], args.steps])])
+    proc = subprocess.run([sys.executable, *code], env=env, capture_output=True, text=True)
     if proc.returncode != 0:
         raise SystemExit(f"the step benchmark failed on {tree.name}:\n{proc.stderr[-2000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def step_summary(a: list[float], b: list[float]) -> str:
+    """Each side's median CPU ms per step and range, and the per-round ratios A/B (B's speed against A's;
+    each round's pair ran back to back, so it shares that moment's load)."""
+    ratios = [x / y for x, y in zip(a, b)]
+    return (f"CPU ms per step, median [min-max] over {len(a)} rounds: A {statistics.median(a):.1f} [{min(a):.1f}-{max(a):.1f}], "
+            f"B {statistics.median(b):.1f} [{min(b):.1f}-{max(b):.1f}] -> speed B/A {statistics.median(a) / statistics.median(b):.3f}; "
+            f"per-round A/B median {statistics.median(ratios):.3f} [{min(ratios):.3f}-{max(ratios):.3f}]")
 
 
 def main(argv=None) -> None:
@@ -110,6 +170,8 @@ def main(argv=None) -> None:
     p.add_argument("--data-dir", default=DEFAULT_DATA if Path(DEFAULT_DATA).is_dir() else None)
     p.add_argument("--step", action="store_true", help="time the training step alone (CPU ms per step)")
     p.add_argument("--steps", type=int, default=15, help="timed steps per --step run [15]")
+    p.add_argument("--net", choices=("cpu", *NETS), default="cpu",
+                   help="--step's network: cpu (preset, B64), paper (Fashion-MNIST, T8 B16), gesture (T20 B1) [cpu]")
     p.add_argument("--threads", type=int, help="OMP_NUM_THREADS for both (default: torch's choice)")
     p.add_argument("--keep", help="folder for the checkouts and runs (default: a temporary one, removed)")
     p.add_argument("extra", nargs="*", help="more plif train options, after --")
@@ -127,8 +189,11 @@ def main(argv=None) -> None:
                 for name in ("A", "B"):
                     if args.step:
                         res = step_once(trees[name], args)
-                        print(f"round {r + 1} {name} {trees[name].name}: step {res['cpu_ms']:6.1f} ms CPU  "
-                              f"{res['wall_ms']:6.1f} ms wall", flush=True)
+                        if r == 0 and "network" in res:
+                            print(f"{name} {trees[name].name}: {res['network']} --memory {res['memory']} "
+                                  f"--amp {res['amp']}", flush=True)
+                        print(f"round {r + 1} {name} {trees[name].name}: step {res['cpu_ms']:7.1f} ms CPU  "
+                              f"{res['wall_ms']:7.1f} ms wall", flush=True)
                     else:
                         res = train_once(trees[name], args, args.extra, root / f"run-{name}-{r}")
                         print(f"round {r + 1} {name} {trees[name].name}: {res['samples_per_s']:7.1f} samples/s  "
@@ -140,8 +205,7 @@ def main(argv=None) -> None:
                     subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(tree)],
                                    capture_output=True)
         if args.step:
-            med = {n: statistics.median(x["cpu_ms"] for x in runs[n]) for n in runs}
-            print(f"median CPU ms per step: A {med['A']:.1f}, B {med['B']:.1f} -> speed B/A {med['A'] / med['B']:.3f}")
+            print(step_summary([x["cpu_ms"] for x in runs["A"]], [x["cpu_ms"] for x in runs["B"]]))
             return
         med = {n: {k: statistics.median(x[k] for x in runs[n]) for k in ("samples_per_s", "cpu_s")} for n in runs}
         print(f"median samples/s: A {med['A']['samples_per_s']:.1f}, B {med['B']['samples_per_s']:.1f} "

@@ -17,7 +17,10 @@ that loops inside, ``reference`` a loop of per-step surrogate functions.  None o
 the layers around it; each sees a convolution's ``[T, B, C, H, W]`` and a linear layer's
 ``[T, B, F]`` input, which every zoo network has.  So ``bptt`` and ``reference`` are traced once
 each, on one network; tracing them on the others repeated the same neuron traces (14 of the
-suite's 15 slowest tests).
+suite's 15 slowest tests).  That network (:data:`ONE_OF_EACH`) holds one neuron layer of each input
+kind: a conv block's (conv, BN, neuron, max-pool) and a linear layer's, then dropout and the voting
+layer; the other neuron variants are traced on it too.  A trace costs what its neuron layers do (the
+``reference`` backend's is a loop of per-step functions), so it has two, not the zoo's four.
 """
 from __future__ import annotations
 
@@ -47,6 +50,8 @@ for _name in DATASETS:
 NETWORKS: dict[tuple, list[str]] = {(spec, shape): names for spec, shape, names in _FORMS.values()}
 # the backends ``auto`` does not pick on CPU tensors: one network each (see the module docstring)
 OTHER_BACKENDS = [b for b in ("bptt", "reference") if b in available_backends()]
+# one neuron layer after a conv block ([T, B, C, H, W]) and one after a linear layer ([T, B, F])
+ONE_OF_EACH = ("c8k3s1-BN-PLIF-MPk2s2-DP-FC320-PLIF-APk10s10", (1, 12, 12))
 
 
 def test_narrow_zoo_keeps_each_networks_layer_sequence():
@@ -104,7 +109,7 @@ def test_zoo_network_traces_as_one_graph_with_dynamic_batch(network):
 
 @pytest.mark.parametrize("backend", OTHER_BACKENDS)
 def test_other_backends_trace_as_one_graph_with_dynamic_batch(backend):
-    _traces_as_one_graph_with_dynamic_batch(*narrow_zoo("mnist"), backend=backend)
+    _traces_as_one_graph_with_dynamic_batch(*ONE_OF_EACH, backend=backend)
 
 
 @pytest.mark.slow
@@ -134,7 +139,7 @@ def test_inductor_compiles_the_default_path_across_batch_sizes():
 @pytest.mark.parametrize("kwargs", [{"per_channel_tau": True, "v_reset": None, "detach_reset": False},
                                     {"neuron": "IF", "surrogate": "sigmoid"}], ids=["per-channel-soft", "IF"])
 def test_other_neuron_variants_trace_on_the_default_backend(kwargs):
-    _traces_as_one_graph_with_dynamic_batch(*narrow_zoo("mnist"), **kwargs)
+    _traces_as_one_graph_with_dynamic_batch(*ONE_OF_EACH, **kwargs)
 
 
 def test_a_second_compile_traces_the_fused_blocks_backward():

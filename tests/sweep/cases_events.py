@@ -5,7 +5,7 @@ from __future__ import annotations
 import struct
 
 from .case import Case
-from .damage import (AEDAT2_HEADER, AEDAT2_HEADER_SAMPLE, AEDAT31_HEADER, aedat2, aedat31, aedat31_packet,
+from .damage import (AEDAT2_HEADER, AEDAT31_HEADER, aedat2, aedat2_header_sample, aedat31, aedat31_packet,
                     aedat4_sample, need, nmnist_event, nmnist_sample, write)
 
 AREA = "events"
@@ -122,8 +122,8 @@ CASES += [
 
 # ---------------------------------------------------------------- AEDAT 2.0
 
-add("aedat2-header-sample-frames", lambda: need(AEDAT2_HEADER_SAMPLE).read_bytes(), ("frames", "show"), "rec.aedat")
-add("aedat2-header-sample-info", lambda: need(AEDAT2_HEADER_SAMPLE).read_bytes(), ("info",), "rec.aedat", expect="ok",
+add("aedat2-header-sample-frames", aedat2_header_sample, ("frames", "show"), "rec.aedat")
+add("aedat2-header-sample-info", aedat2_header_sample, ("info",), "rec.aedat", expect="ok",
     warn="no events")
 add("aedat2-good", aedat2, ("info", "frames"), "rec.aedat", expect="ok")
 add("aedat2-truncated-event", lambda: aedat2()[:-3], fname="rec.aedat")

@@ -12,7 +12,7 @@ import tarfile
 import numpy as np
 
 from .case import Case
-from .damage import FM_FILES, SHARED, fashion_copy, gz_bomb, need, raw_idx, regzip, truncate_file, write
+from .damage import FM_FILES, fashion_copy, gz_bomb, need, shared, raw_idx, regzip, truncate_file, write
 
 AREA = "static"
 CASES: list[Case] = []
@@ -139,6 +139,10 @@ for name in ("label-10", "gzip-truncated-half", "raw-first-dim-plus-one"):
                       ["train", "--dataset", "fashion-mnist", "--data-dir", "{tmp}/d", "--epochs", "1",
                        "--max-train-samples", "64", "--max-test-samples", "64", "--device", "cpu", "--out", "{tmp}/run"],
                       setup=damaged(role, edit), timeout=120))
+def _shared_mnist(tmp) -> None:
+    need(shared("mnist_idx"))  # the case is skipped where the sweep's --shared folder has no MNIST
+
+
 CASES += [
     Case("prepare-good", AREA, prepare("test"), expect="ok", setup=damaged("test-labels", lambda p: None)),
     Case("prepare-good-unpacked", AREA, prepare("test"), expect="ok",
@@ -147,10 +151,10 @@ CASES += [
     Case("prepare-root-is-file", AREA, ["data", "prepare", "fashion-mnist", "--root", "{tmp}/f", "--no-download"],
          setup=lambda tmp: write(tmp / "f", b"x")),
     Case("prepare-unknown-dataset", AREA, ["data", "prepare", "mnist2", "--root", "{tmp}"]),
-    Case("prepare-mnist-shared-no-train-images", AREA, ["data", "prepare", "mnist", "--root", str(SHARED / "mnist_idx"),
-                                                        "--no-download", "--train-only"]),
-    Case("prepare-mnist-shared-test-ok", AREA, ["data", "prepare", "mnist", "--root", str(SHARED / "mnist_idx"),
-                                                "--no-download", "--test-only"], expect="ok"),
+    Case("prepare-mnist-shared-no-train-images", AREA, ["data", "prepare", "mnist", "--root", "{shared}/mnist_idx",
+                                                        "--no-download", "--train-only"], setup=_shared_mnist),
+    Case("prepare-mnist-shared-test-ok", AREA, ["data", "prepare", "mnist", "--root", "{shared}/mnist_idx",
+                                                "--no-download", "--test-only"], expect="ok", setup=_shared_mnist),
     Case("train-data-dir-missing", AREA, ["train", "--dataset", "fashion-mnist", "--data-dir", "{tmp}/nope", "--epochs", "1",
                                           "--device", "cpu", "--out", "{tmp}/run"]),
 ]

@@ -2,6 +2,7 @@
 crafted event files.  Nothing here runs plif; every function writes into a case's own folder."""
 from __future__ import annotations
 
+import contextvars
 import gzip
 import os
 import shutil
@@ -13,11 +14,18 @@ from .case import SkipCase, need
 FMNIST = Path("/usr/share/datasets/fashion-mnist")
 FM_FILES = {"train-images": "train-images-idx3-ubyte.gz", "train-labels": "train-labels-idx1-ubyte.gz",
             "test-images": "t10k-images-idx3-ubyte.gz", "test-labels": "t10k-labels-idx1-ubyte.gz"}
-SHARED = Path(__file__).resolve().parents[3] / "shared" / "data"
-NMNIST_SAMPLE = SHARED / "nmnist" / "sample_nmnist.bin"
-AEDAT4_SAMPLE = SHARED / "aedat4" / "sample_dvxplorer.aedat4"
-AEDAT2_HEADER_SAMPLE = SHARED / "aedat2_header" / "sample_aedat_header.aedat"
-GESTURE_LABELS = SHARED / "dvs128_gesture" / "user01_natural_labels.csv"
+# the sweep's ``--shared`` folder (run.run_case sets it for each case, in the case's own thread)
+SHARED_DATA: contextvars.ContextVar[Path] = contextvars.ContextVar(
+    "shared_data", default=Path(__file__).resolve().parents[3] / "shared" / "data")
+
+
+def shared(*parts: str) -> Path:
+    """``parts`` under the shared sample data (``--shared``, default ``../shared/data``)."""
+    return SHARED_DATA.get().joinpath(*parts)
+
+
+def aedat2_header_sample() -> bytes:
+    return need(shared("aedat2_header", "sample_aedat_header.aedat")).read_bytes()
 
 # ------------------------------------------------------------------ static (IDX)
 
@@ -54,7 +62,7 @@ def gz_bomb(path: Path, head: bytes, extra_mib: int) -> None:
 
 
 def nmnist_sample() -> bytes:
-    return need(NMNIST_SAMPLE).read_bytes()
+    return need(shared("nmnist", "sample_nmnist.bin")).read_bytes()
 
 
 def nmnist_event(x: int, y: int, p: int, t: int) -> bytes:
@@ -101,7 +109,7 @@ def aedat2(events=((1, 2, 1, 10), (3, 4, 0, 20), (5, 6, 1, 30)), header: bytes =
 
 
 def aedat4_sample() -> bytes:
-    return need(AEDAT4_SAMPLE).read_bytes()
+    return need(shared("aedat4", "sample_dvxplorer.aedat4")).read_bytes()
 
 
 def aedat4_parts(data: bytes) -> tuple[bytes, bytes, bytes]:

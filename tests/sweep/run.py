@@ -32,6 +32,7 @@ from collections import Counter
 from pathlib import Path
 
 from .case import Case, Env, Result, SkipCase, fill
+from .damage import SHARED_DATA
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
@@ -105,6 +106,7 @@ def run_case(case: Case, shared: Path, base_env: dict) -> dict:
         def python(code: str, timeout: float = 120.0, env: dict | None = None) -> Result:
             return plif(timeout=timeout, python=code, extra_env=env)
 
+        token = SHARED_DATA.set(Path(shared))  # the samples damage.py reads come from --shared too
         try:
             if case.setup:
                 case.setup(tmp)
@@ -117,6 +119,8 @@ def run_case(case: Case, shared: Path, base_env: dict) -> dict:
             return {"name": case.name, "area": case.area, "outcome": "skipped", "why": str(e)}
         except Exception as e:  # a broken case is the sweep's bug, not plif's: say so loudly
             return {"name": case.name, "area": case.area, "outcome": "case-error", "why": repr(e)}
+        finally:
+            SHARED_DATA.reset(token)
         outcome = judge(case, r, problem)
         lines = r.stderr.strip().splitlines() or [""]
         tail = next((ln for ln in lines if "error:" in ln), lines[-1])[:300]
@@ -131,7 +135,8 @@ def main(argv=None) -> int:
     ap.add_argument("-k", dest="match", help="only cases whose name contains this")
     ap.add_argument("--json", type=Path, help="write every outcome here")
     ap.add_argument("--list", action="store_true", help="list the cases and stop")
-    ap.add_argument("--shared", type=Path, default=REPO.parent / "shared" / "data")
+    ap.add_argument("--shared", type=Path, default=REPO.parent / "shared" / "data",
+                    help="the real sample data (N-MNIST, AEDAT, MNIST IDX) [../shared/data]")
     a = ap.parse_args(argv)
     cases = [c for c in load_cases() if (not a.area or c.area in a.area) and (not a.match or a.match in c.name)]
     if a.list:

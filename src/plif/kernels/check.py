@@ -69,7 +69,8 @@ def case_grid(quick: bool = False) -> list[Case]:
         cases.append(Case(shape, "PLIF", k_mode, True, False))
         cases.append(Case(shape, "LIF", k_mode, False, True))
     for sg, detach in itertools.product(SURROGATES, [True, False]):
-        cases.append(Case((6, 2, 3, 5, 7), "PLIF", "layer", True, detach, sg))
+        if sg != "atan":  # the default surrogate's PLIF, layer, hard cases on 5-D shapes are the first loop's
+            cases.append(Case((6, 2, 3, 5, 7), "PLIF", "layer", True, detach, sg))
         cases.append(Case((6, 2, 3, 5, 7), "PLIF", "channel", False, detach, sg))
     big = (3, 2, 3, 30, 30) if quick else (9, 3, 40, 45)  # more neurons than one block or chunk
     cases += [Case(big, "PLIF", "layer"), Case(big, "PLIF", "channel", False, False), Case(big, "IF")]
