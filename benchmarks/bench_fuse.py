@@ -13,7 +13,11 @@ copied into each network.
   it for event data, conv → BN → PLIF → 2×2 max-pool downsampling stages and identity-shortcut blocks,
   on event frames.
 
-    python benchmarks/bench_fuse.py [--case paper,residual] [--rounds 8] [--json out.json]
+With ``--bound`` each case also times the fused step's own convolutions and matrix products run alone
+(:mod:`plif.bench.products`, as ``plif bench bound`` does) in the same turns: fused step / bound says
+what plif adds on top of them (the shortcut's add and downsampling branch included).
+
+    python benchmarks/bench_fuse.py [--case paper,residual] [--rounds 8] [--bound] [--json out.json]
 """
 from __future__ import annotations
 
@@ -30,6 +34,7 @@ import fuse_nets  # noqa: E402
 
 import plif  # noqa: E402
 from plif.bench.alternate import alternate  # noqa: E402
+from plif.bench.products import record_products, replay  # noqa: E402
 from plif.train.loop import train_step  # noqa: E402
 from plif.train.optim import adam  # noqa: E402
 
@@ -100,6 +105,7 @@ def main(argv=None) -> dict:
     p.add_argument("--T", type=int, help="time-steps (default: 8 for paper, 4 for residual)")
     p.add_argument("--B", type=int, help="batch (default: 16)")
     p.add_argument("--threads", type=int)
+    p.add_argument("--bound", action="store_true", help="also time the fused step's products alone")
     p.add_argument("--json", help="write the results here")
     a = p.parse_args(argv)
     if a.threads:
@@ -109,6 +115,9 @@ def main(argv=None) -> dict:
         make, T, B, target = CASES[name]
         T, B = a.T or T, a.B or B
         steps, (slow, fast) = make(T, B)
+        if a.bound:
+            steps[fast]()  # the first step loads kernels and makes the optimizer state: not recorded
+            steps["bound"] = replay(record_products(steps[fast]))
         cpu, wall = alternate(steps, a.rounds, a.warmup)
         med = {k: statistics.median(v) * 1e3 for k, v in wall.items()}
         med_cpu = {k: statistics.median(v) * 1e3 for k, v in cpu.items()}
@@ -117,6 +126,8 @@ def main(argv=None) -> dict:
         for k in steps:
             print(f"  {k:24s} {med[k]:8.1f} ms wall  {med_cpu[k]:8.1f} ms cpu")
         print(f"  {slow} / {fast}: {ratio:.3f} (wall), {med_cpu[slow] / med_cpu[fast]:.3f} (cpu)")
+        if a.bound:
+            print(f"  {fast} / bound: {med[fast] / med['bound']:.3f} (wall), {med_cpu[fast] / med_cpu['bound']:.3f} (cpu)")
         results["cases"][name] = {"T": T, "B": B, "wall_ms": med, "cpu_ms": med_cpu, "ratio": ratio,
                                   "ratio_of": [slow, fast], "target": target}
     if a.json:
