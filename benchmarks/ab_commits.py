@@ -11,12 +11,14 @@ less than wall time when other jobs share the cores).
 
 ``--step`` times only the training steps instead: that commit's ``plif.train.loop.train_epoch``
 (what ``plif train`` runs per epoch, data loading and evaluation excluded) over STEPS batches of
-the cpu preset's Fashion-MNIST network, batch 64, random images, on one thread, as CPU time per
-step: on a machine shared with other jobs (load 5-13 on 2 cores here) that is the only figure
+the cpu preset's Fashion-MNIST network, batch 64, T 4, random images (``--step-network``,
+``--step-batch``, ``--step-T`` choose others: ``--step-network paper`` is the paper's Fashion-MNIST
+network), on one thread, as CPU time per step: on a machine shared with other jobs (load 5-13 on 2 cores here) that is the only figure
 that repeats; the median over rounds is reported.
 
     python benchmarks/ab_commits.py 1137611 HEAD --rounds 3
     python benchmarks/ab_commits.py 1137611 HEAD --step --rounds 5
+    python benchmarks/ab_commits.py 1137611 HEAD --step --step-network paper --step-T 8 --step-batch 16 --steps 3
     python benchmarks/ab_commits.py 1137611 HEAD -- --batch-size 32   # extra plif train options
 """
 from __future__ import annotations
@@ -79,9 +81,9 @@ try:
 except ImportError:
     adam = L.adam
 torch.manual_seed(0)
-net = build_network("{c32k3s1-BN-PLIF-MPk2s2}*2-DP-FC512-PLIF-DP-FC100-PLIF-APk10s10", (1, 28, 28), 4).train()
+net = build_network(NETWORK, (1, 28, 28), T_STEPS).train()
 opt = adam(net.parameters(), 2e-3)
-batch = (torch.rand(64, 1, 28, 28), torch.randint(0, 10, (64,)))
+batch = (torch.rand(BATCH, 1, 28, 28), torch.randint(0, 10, (BATCH,)))
 L.train_epoch(net, opt, [batch] * 3, 10)  # warm-up
 c, w = time.process_time(), time.perf_counter()
 L.train_epoch(net, opt, [batch] * STEPS, 10)
@@ -89,10 +91,16 @@ print(json.dumps({"cpu_ms": 1e3 * (time.process_time() - c) / STEPS, "wall_ms": 
 """
 
 
+STEP_NETWORKS = {"cpu": "{c32k3s1-BN-PLIF-MPk2s2}*2-DP-FC512-PLIF-DP-FC100-PLIF-APk10s10",
+                 "paper": "{c128k3s1-BN-PLIF-MPk2s2}*2-DP-FC2048-PLIF-DP-FC100-PLIF-APk10s10"}
+"""``--step-network`` names: the cpu preset's and the paper's Fashion-MNIST networks."""
+
+
 def step_once(tree: Path, args) -> dict:
     env = {**os.environ, "PYTHONPATH": str(tree / "src"), "OMP_NUM_THREADS": str(args.threads or 1)}
-    proc = subprocess.run([sys.executable, "-c", _STEP.replace("STEPS", str(args.steps))], env=env,
-                          capture_output=True, text=True)
+    code = (_STEP.replace("NETWORK", repr(STEP_NETWORKS.get(args.step_network, args.step_network)))
+            .replace("T_STEPS", str(args.step_T)).replace("BATCH", str(args.step_batch)).replace("STEPS", str(args.steps)))
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     if proc.returncode != 0:
         raise SystemExit(f"the step benchmark failed on {tree.name}:\n{proc.stderr[-2000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -110,6 +118,9 @@ def main(argv=None) -> None:
     p.add_argument("--data-dir", default=DEFAULT_DATA if Path(DEFAULT_DATA).is_dir() else None)
     p.add_argument("--step", action="store_true", help="time the training step alone (CPU ms per step)")
     p.add_argument("--steps", type=int, default=15, help="timed steps per --step run [15]")
+    p.add_argument("--step-network", default="cpu", help="--step: cpu, paper or a network string [cpu]")
+    p.add_argument("--step-T", type=int, default=4, help="--step: time-steps [4]")
+    p.add_argument("--step-batch", type=int, default=64, help="--step: batch size [64]")
     p.add_argument("--threads", type=int, help="OMP_NUM_THREADS for both (default: torch's choice)")
     p.add_argument("--keep", help="folder for the checkouts and runs (default: a temporary one, removed)")
     p.add_argument("extra", nargs="*", help="more plif train options, after --")
