@@ -18,7 +18,8 @@ def test_the_same_input_at_every_step_is_a_stride_0_view_over_more_than_one_step
     sliced = repeat_over_time(x, 4)[:, 1:]  # still repeated, not the view of a whole tensor
     assert torch.equal(repeated_input(sliced), x[1:])
     assert repeated_input(repeat_over_time(x, 4).contiguous()) is None  # equal values are not the rule
-    assert repeated_input(repeat_over_time(x, 1)) is None and repeated_input(torch.rand(5)) is None
+    assert repeated_input(repeat_over_time(x, 1)) is x  # one step: still a static input (its conv runs once)
+    assert repeated_input(torch.rand(1, 3, 2, 5)) is None and repeated_input(torch.rand(5)) is None
 
 
 def _pair():

@@ -426,7 +426,7 @@ def _repeated(x: torch.Tensor) -> torch.Tensor | None:
     """The ``[B, ...]`` tensor that ``x [T, B, ...]`` repeats over time (a static input after the
     network's hoisted layers: :func:`~plif.layers.repeated.repeated_input`), else None.  Eager only:
     a compiled graph makes its own views."""
-    return None if torch.compiler.is_compiling() else repeated_input(x)
+    return None if torch.compiler.is_compiling() or x.shape[0] < 2 else repeated_input(x)
 
 
 # ------------------------------------------------------------------------------------ plan step

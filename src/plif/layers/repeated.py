@@ -20,16 +20,15 @@ def repeat_over_time(x: torch.Tensor, T: int) -> torch.Tensor:
 
 
 def repeated_input(x: torch.Tensor) -> torch.Tensor | None:
-    """The ``[B, ...]`` tensor that ``x [T, B, ...]`` feeds at every one of its ``T > 1`` steps (a view
-    with stride 0 along T), else None.  Where ``x`` is :func:`repeat_over_time` of a tensor, that
-    tensor (so autograd's gradient reaches it once, not through ``T`` copies); otherwise (and under
-    ``torch.compile``, which makes its own views) ``x[0]``."""
-    if x.dim() < 2 or x.shape[0] < 2 or x.stride(0) != 0:
+    """The ``[B, ...]`` tensor that ``x [T, B, ...]`` feeds at every step, else None: ``x`` is a view
+    with stride 0 along ``T > 1``, or :func:`repeat_over_time` of a tensor at any ``T`` (one step is
+    the same input at every step too: a static input runs as it does at ``T > 1``).  Where ``x`` is
+    :func:`repeat_over_time` of a tensor, that tensor (so autograd's gradient reaches it once, not
+    through ``T`` copies); otherwise (and under ``torch.compile``, which makes its own views) ``x[0]``."""
+    if x.dim() < 2 or (x.shape[0] > 1 and x.stride(0) != 0):
         return None
-    if torch.compiler.is_compiling():
-        return x[0]
-    base = x._base
+    base = None if torch.compiler.is_compiling() else x._base
     if (base is not None and base.shape == x.shape[1:] and base.stride() == x.stride()[1:]
             and base.data_ptr() == x.data_ptr()):
         return base
-    return x[0]
+    return x[0] if x.shape[0] > 1 else None
