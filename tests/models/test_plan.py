@@ -75,3 +75,18 @@ def test_a_hooked_notation_network_runs_its_layers_as_written_and_still_hoists()
     net.layers[0].register_forward_hook(lambda m, i, o: None)
     net(torch.rand(2, 1, 8, 8))
     assert conv_inputs[-1] == (6, 1, 8, 8) and out.shape == (3, 2, 10)  # T*B: the wrapper's hook sees [T, B, ...]
+
+
+def test_a_notation_network_pickles_and_its_copy_makes_its_own_plan():
+    """Its plan is the planner's, which a copy makes again from its own layers (at 611aecf the plan's
+    closures made ``torch.save(net)`` fail)."""
+    import io
+
+    net, _ = _pair()
+    x = torch.rand(2, 1, 8, 8)
+    buf = io.BytesIO()
+    torch.save(net, buf)
+    buf.seek(0)
+    again = torch.load(buf, weights_only=False)
+    assert torch.equal(again(x), net(x))
+    assert again.plan()[0][2] is not net.plan()[0][2] and plif.fused_blocks(again) == plif.fused_blocks(net)
