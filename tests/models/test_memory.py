@@ -325,9 +325,9 @@ def test_sync_bn_conversion_keeps_syncbatchnorm_running(preset):
     net = nn.SyncBatchNorm.convert_sync_batchnorm(net)
     plain.load_state_dict(net.state_dict())
     calls = []
-    for m in net.modules():
+    for m in net.modules():  # counted in forward itself: a hook would make the layers run as written
         if isinstance(m, nn.SyncBatchNorm):
-            m.register_forward_hook(lambda mod, i, o: calls.append(mod))
+            m.forward = lambda x, m=m, forward=m.forward: calls.append(m) or forward(x)
     x = (torch.rand(2, 3, 1, 6, 6, generator=torch.Generator().manual_seed(1)) > 0.5).float()
     out, grads, buffers = run(net, x)
     ref, ref_grads, ref_buffers = run(plain, x)

@@ -49,6 +49,7 @@ from ..neurons import IF, LIF, PLIF, SpikingNeuron
 from ..neurons.functional import NeuronConfig, state_dtype
 from ..surrogate import get_surrogate
 from .hooks import hook_kind
+from .repeated import repeated_input
 from .pool_rule import max_pool_rule
 from .few_tap_conv import few_tap_conv2d, few_tap_conv_backward, few_taps
 from .spike_input import SpikeConv2d, autocast_dtype, autocast_inputs, conv_backward, pack_spikes, unpack_spikes, conv_args, conv_refusal
@@ -422,16 +423,10 @@ def fused_route(layers: list[nn.Module], x: torch.Tensor, start: int = 0) -> Rou
 
 
 def _repeated(x: torch.Tensor) -> torch.Tensor | None:
-    """The ``[B, ...]`` tensor that ``x [T, B, ...]`` repeats over time, when ``x`` is its expanded view
-    (a static input after the network's hoisted layers), else None.  Eager only: a compiled graph
-    makes its own views."""
-    if torch.compiler.is_compiling() or x.shape[0] < 2 or x.stride(0) != 0:
-        return None
-    base = x._base
-    if (base is None or base.shape != x.shape[1:] or base.stride() != x.stride()[1:]
-            or base.data_ptr() != x.data_ptr()):
-        return None
-    return base
+    """The ``[B, ...]`` tensor that ``x [T, B, ...]`` repeats over time (a static input after the
+    network's hoisted layers: :func:`~plif.layers.repeated.repeated_input`), else None.  Eager only:
+    a compiled graph makes its own views."""
+    return None if torch.compiler.is_compiling() or x.shape[0] < 2 else repeated_input(x)
 
 
 # ------------------------------------------------------------------------------------ plan step

@@ -43,12 +43,10 @@ import torch
 from torch import fx, nn
 
 from ..layers import PerStepBatchNorm, SpikeConvBN, TimeFolded, TimeInvariantDropout, Voting, unwrap
-from ..layers.fused_block import FusedBlock
-from ..layers.hooks import hook_kind
 from ..layers.pool_rule import max_pool_rule
-from ..layers.time_chunked import TimeChunkedBlock
 from ..neurons import SpikingNeuron
-from .memory import DEFAULT_MEMORY, MemoryOptions, hoist_static, make_plan, memory_options, run_plan, why_not_fused
+from .memory import DEFAULT_MEMORY, MemoryOptions, memory_options, why_not_fused
+from .plan import LayerPlan, hooked
 from .structure import hoists_first_layer, keeps_binary
 
 __all__ = ["fuse", "fused_blocks", "FusedSequential", "traced_calls"]
@@ -64,45 +62,6 @@ def _plif_layer(m: nn.Module) -> bool:
 
     return isinstance(m, (TimeFolded, PerStepBatchNorm, TimeInvariantDropout, Voting, SpikeConvBN, SpikingNeuron,
                           SpikingNetwork))
-
-
-def _hooked(layers) -> str:
-    """The kind of hook one of ``layers`` (or a module inside) has, ``""`` if none (:func:`hook_kind`)."""
-    return hook_kind(m for layer in layers for m in layer.modules())
-
-
-class _Run:
-    """The plan of a run of layers (a Sequential's children, or a chain of an FX graph), made again
-    when one of them was replaced; called with the live layers, as ``run(x, *layers)``."""
-
-    def __init__(self, names, opts: MemoryOptions, spikes_in: bool):
-        self.names, self.opts, self.spikes_in = tuple(names), opts, bool(spikes_in)
-        self._key = self._plan = None
-
-    def plan(self, layers) -> list:
-        if torch.compiler.is_compiling() and self._key is not None:
-            return self._plan  # made eagerly (at fuse time, or the last eager call)
-        key = tuple(m for layer in layers for m in layer.modules())
-        if key != self._key:
-            self._plan, self._key = make_plan(list(layers), self.opts, self.spikes_in), key
-        return self._plan
-
-    def fused(self, layers) -> list[tuple[int, int]]:
-        """``(first, end)`` of each fused run of the plan."""
-        return [(a, b) for a, b, step in self.plan(layers) if isinstance(step, (FusedBlock, TimeChunkedBlock))]
-
-    def __call__(self, x: torch.Tensor, *layers: nn.Module) -> torch.Tensor:
-        if _hooked(layers):  # a forward or backward hook sees what the layers as written compute
-            for m in layers:
-                x = m(x)
-            return x
-        steps = self.plan(layers)
-        if x.dim() > 1 and x.shape[0] > 1 and x.stride(0) == 0 and hoists_first_layer(layers):
-            return run_plan(steps, *hoist_static(layers, x[0], x.shape[0]))  # a static input: conv once
-        return run_plan(steps, x)
-
-    def __getstate__(self):  # a copy makes its plan from its own layers
-        return {**self.__dict__, "_key": None, "_plan": None}
 
 
 class FusedSequential(nn.Sequential):
@@ -222,7 +181,7 @@ def _name(prefix: str, target: str) -> str:
     return f"{prefix}.{target}" if prefix else target
 
 
-def _explain_chain(names, layers, run: _Run, lines: list[str], users=None) -> None:
+def _explain_chain(names, layers, run: LayerPlan, lines: list[str], users=None) -> None:
     """One line for each convolution of a run of ``layers`` (qualified ``names``) that did not fuse,
     and for each fused run that runs as written while it has a hook, and for each max-pool that a
     block before it or the spike pool does not take (:func:`_explain_pool`).  ``users``: for each
@@ -232,9 +191,9 @@ def _explain_chain(names, layers, run: _Run, lines: list[str], users=None) -> No
     for a, b in run.fused(layers):
         covered.update(range(a, b))
         ends.add(b)
-        hooked = [(names[j], kind) for j in range(a, b) if (kind := _hooked([layers[j]]))]
-        if hooked:
-            lines.append(f"{' → '.join(names[a:b])}: runs as written while {hooked[0][0]} has {hooked[0][1]}")
+        seen = [(names[j], kind) for j in range(a, b) if (kind := hooked([layers[j]]))]
+        if seen:
+            lines.append(f"{' → '.join(names[a:b])}: runs as written while {seen[0][0]} has {seen[0][1]}")
     for i, layer in enumerate(layers):
         if i not in covered and isinstance(layer, TimeFolded) and isinstance(layer.layer, nn.MaxPool2d):
             _explain_pool(names[i], layer.layer, i in ends, run.opts, lines)
@@ -272,7 +231,7 @@ def _fuse_graph(module: nn.Module, graph: fx.Graph, prefix: str, opts: MemoryOpt
     for chain, fed_by in chains:
         layers = [module.get_submodule(n.target) for n in chain]
         first = chain is chains[0][0]  # the network's first block, where chunk_first_block chunks
-        run = _Run([n.target for n in chain], opts if first else replace(opts, chunk_first_block=False), binary[fed_by])
+        run = LayerPlan([n.target for n in chain], opts if first else replace(opts, chunk_first_block=False), binary[fed_by])
         steps = run.plan(layers)
         _explain_chain([_name(prefix, n.target) for n in chain], layers, run, lines,
                        [[u.name for u in n.users] for n in chain])
@@ -344,7 +303,7 @@ def _fuse_sequential(seq: nn.Sequential, prefix: str, opts: MemoryOptions, spike
     fed = spike_inputs(layers, training=True, spikes_in=spikes_in)
     for name, child, binary in zip(names, layers, fed):
         _fuse(child, _name(prefix, name), opts, binary, lines)
-    run = _Run(names, opts if not prefix else replace(opts, chunk_first_block=False), spikes_in)
+    run = LayerPlan(names, opts if not prefix else replace(opts, chunk_first_block=False), spikes_in)
     seq.__class__ = FusedSequential
     seq._plif_run = run
     seq._plif_runs = [run]
@@ -423,14 +382,9 @@ def fused_blocks(model: nn.Module) -> list[tuple[str, ...]]:
     if not isinstance(model, nn.Module):
         raise TypeError(f"plif.fused_blocks(model): model takes a torch.nn.Module (one plif.fuse ran on), "
                         f"got {type(model).__name__}")
-    from .network import SpikingNetwork
-
     out = []
     for prefix, m in model.named_modules():
-        if isinstance(m, SpikingNetwork):
-            out += [tuple(_name(prefix, f"layers.{i}") for i in range(a, b)) for a, b, step in m.plan()
-                    if isinstance(step, (FusedBlock, TimeChunkedBlock))]
-        for run in m.__dict__.get("_plif_runs", ()):
+        for run in m.__dict__.get("_plif_runs", ()):  # fuse's runs, or a notation network's own
             names = list(m._modules) if isinstance(m, FusedSequential) else run.names
             layers = [m.get_submodule(n) for n in names]
             out += [tuple(_name(prefix, n) for n in names[a:b]) for a, b in run.fused(layers)]

@@ -23,6 +23,7 @@ import numbers
 import torch
 from torch import nn
 
+from ..layers.repeated import repeat_over_time
 from .stepping import NetworkState
 
 __all__ = ["reference_tensor", "check_tensor", "to_time_first", "is_static", "repeat_over_time", "check_state"]
@@ -87,14 +88,6 @@ def is_static(x: torch.Tensor, input_shape: tuple) -> bool:
     """Whether ``x`` is a static input ``[B, *input_shape]`` (one sample, the same at every step)
     rather than frames ``[T, B, *input_shape]``: a shape test, nothing read."""
     return x.dim() == len(input_shape) + 1
-
-
-def repeat_over_time(x: torch.Tensor, T: int) -> torch.Tensor:
-    """A static input ``x [B, ...]`` as the ``[T, B, ...]`` frames a network steps through: the same
-    sample at every step, as a view (stride 0 along T: nothing is copied).  Every place that runs a
-    static input through time steps reads it here (the network, statistics, calibration, the NIR
-    check and importer)."""
-    return x.unsqueeze(0).expand(T, *x.shape)
 
 
 def check_state(state, neuron_shapes: list[tuple], mask_shapes: list[tuple], x_t: torch.Tensor,

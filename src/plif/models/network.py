@@ -20,9 +20,10 @@ from ..switches import current
 from ..layers import TimeInvariantDropout
 from ..neurons import SpikingNeuron
 from ..values import check_value
-from .memory import DEFAULT_MEMORY, MEMORY_PRESETS, MemoryOptions, hoist_static, make_plan, run_plan
+from .memory import DEFAULT_MEMORY, MEMORY_PRESETS, MemoryOptions
 from .builders import BUILDERS, BuildError, BuildOptions
-from .inputs import check_state, check_tensor, is_static, reference_tensor, to_time_first
+from .inputs import check_state, check_tensor, is_static, reference_tensor, repeat_over_time, to_time_first
+from .plan import LayerPlan
 from .notation import MAX_INT, NotationError, parse
 from .stepping import NetworkState, check_training_step, initial_state, step
 
@@ -68,7 +69,8 @@ class SpikingNetwork(nn.Module):
         if not isinstance(memory, MemoryOptions):
             raise TypeError(f"memory must be a MemoryOptions, got {memory!r}")
         self.memory = memory
-        self._plan_key = None
+        # the one planner (plif.models.plan), as plif.fuse runs any module's layers: plif.fused_blocks reads it
+        self._plif_runs = [LayerPlan([f"layers.{i}" for i in range(len(self.layers))], memory)]
         self.plan()  # made now (a compiled forward uses it as it is) and again after a layer changes
         return self
 
@@ -76,14 +78,7 @@ class SpikingNetwork(nn.Module):
         """The steps ``forward`` runs (:func:`plif.models.memory.make_plan`), made again whenever a
         layer (or a layer inside one: ``convert_sync_batchnorm``, a swapped ``.layer``) was replaced
         since the last call, so a replaced layer is the one that runs and gets gradients."""
-        if not self.memory.any():  # each layer is its own step
-            return [(i, i + 1, m) for i, m in enumerate(self.layers)]
-        if torch.compiler.is_compiling():
-            return self._plan  # made eagerly (set_memory, or the last eager forward)
-        key = tuple(self.layers.modules())
-        if key != self._plan_key:
-            self._plan, self._plan_key = make_plan(list(self.layers), self.memory), key
-        return self._plan
+        return self._plif_runs[0].plan(self.layers)
 
     def _state_shapes(self) -> tuple[list[tuple], list[tuple]]:
         """The per-sample shapes of the potentials and the dropout masks a state of this network holds,
@@ -120,12 +115,9 @@ class SpikingNetwork(nn.Module):
         x = to_time_first(x, self.input_shape, self.T, time_first)
         if x.dim() == len(self.input_shape) + 2 and x.shape[0] == 0:
             raise ValueError(f"net(x): frames [T, B, ...] need T >= 1 time-steps, got {list(x.shape)}")
-        start = 0
-        if is_static(x, self.input_shape) and self.encoder is not None:
-            x = self.encoder(x)  # [T, B, ...] spikes: nothing to hoist
-        elif is_static(x, self.input_shape):
-            x, start = hoist_static(self.layers, x, self.T)
-        return run_plan(self.plan(), x, start)
+        if is_static(x, self.input_shape):  # fed at every step (its first layers run once) or encoded over T
+            x = repeat_over_time(x, self.T) if self.encoder is None else self.encoder(x)
+        return self._plif_runs[0](x, *self.layers)
 
     def initial_state(self) -> NetworkState:
         """The state before the first :meth:`step`: every neuron at rest, no dropout mask drawn.

@@ -107,7 +107,10 @@ def _agree_on_folder(cfg: TrainConfig, resume, dist, log, restart: bool = False)
 
 def setup_model(cfg: TrainConfig, device: torch.device) -> torch.nn.Module:
     """The network, seeded, on ``device``; its output width must equal the dataset's classes.  A
-    ``--model`` network: :func:`plif.train.user_model.setup_user_model`."""
+    ``--model`` network: :func:`plif.train.user_model.setup_user_model`.  Either runs through
+    :func:`plif.fuse` with ``--memory`` / ``--checkpoint-blocks`` (what backward keeps): one planner."""
+    from ..models import fuse
+
     if cfg.model is not None:
         from .user_model import setup_user_model
 
@@ -115,9 +118,8 @@ def setup_model(cfg: TrainConfig, device: torch.device) -> torch.nn.Module:
     torch.manual_seed(cfg.seed)
     model = build_network(cfg.network, cfg.input_shape, cfg.T, **cfg.network_kwargs())
     check_outputs(model, cfg)
-    model.set_memory(cfg.memory_options())  # --memory / --checkpoint-blocks: what backward keeps
     model.set_backend(cfg.backend)  # how the neurons run here (a resume may change it)
-    return model.to(device)
+    return fuse(model, memory=cfg.memory_options()).to(device)
 
 
 def setup_optimizer(model, cfg: TrainConfig, device: torch.device):
