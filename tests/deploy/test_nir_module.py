@@ -47,15 +47,31 @@ class Residual(nn.Module):
 
 
 def _trained(net):
+    """Learned-like BN and k, each BN's statistics those of its input on :func:`_frames` (so that every
+    neuron layer fires: a fresh network barely fires past its first)."""
     torch.manual_seed(0)
+    hooks = []
     for m in net.modules():
+        if isinstance(m, (nn.Conv2d, nn.Linear)):
+            m.reset_parameters()  # the same weights whatever ran before
         if isinstance(m, nn.BatchNorm2d):
-            m.running_mean.uniform_(-0.2, 0.2)
-            m.running_var.uniform_(0.5, 1.5)
             m.weight.data.uniform_(0.8, 1.5)
+            m.bias.data.fill_(0.2)
+            hooks.append(m.register_forward_pre_hook(_calibrate))
         if isinstance(m, plif.PLIF):
             m.w.data.uniform_(-1, 1)  # a learned k per layer
-    return net.eval()
+    with torch.no_grad():
+        net.eval()(_frames())
+    for h in hooks:
+        h.remove()
+    return net
+
+
+def _calibrate(bn, args):
+    h = args[0]
+    dims = [d for d in range(h.dim()) if d != 1]
+    bn.running_mean.copy_(h.mean(dims))
+    bn.running_var.copy_(h.var(dims) + 1e-3)
 
 
 def _frames(T=2, B=2):
@@ -185,3 +201,24 @@ def test_the_input_scaling_is_in_the_files_metadata(tmp_path):
     assert "(x - input_mean[c]) / input_std[c]" in meta["input"]
     with pytest.raises(NIRExportError, match="input_scaling must be finite .* std > 0"):
         to_nir(net, input_shape=(2, 16, 16), input_scaling=(0.5, 0.0))
+
+
+def test_a_per_layer_spike_comparison_names_each_neuron_node_by_the_module_that_made_it():
+    """plif.deploy.nir_compare maps each exported neuron node to the module's own neuron (the walk's
+    record, not a layer index): a residual module's spikes, node by node, in Norse, snnTorch and Sinabs."""
+    from plif.deploy.nir_compare import compare_spikes, plif_spikes
+
+    net, x = _trained(Residual(down=True)), _frames()
+    want, out = plif_spikes(net, x)
+    with torch.no_grad():
+        assert torch.equal(out, net(x)) and torch.equal(want["sn2_plif"], net.sn2(
+            net.bn2(net.conv2(net.sn1(net.bn1(net.conv1(net.pool(net.sn0(net.bn0(net.conv0(x)))))))))
+            + net.down(net.pool(net.sn0(net.bn0(net.conv0(x)))))))
+    assert sorted(want) == [f"sn{i}_plif" for i in range(5)] and all(s.sum() > 0 for s in want.values())
+    for framework in ("norse", "snntorch", "sinabs"):
+        pytest.importorskip(framework)
+        rows = compare_spikes(net, to_nir(net, input_shape=(2, 16, 16), T=2, target=framework), x, framework)
+        assert [r["node"] for r in rows] == [f"sn{i}_plif" for i in range(5)] + ["output"], framework
+        assert all(r["plif"] > 0 and r["differ"] >= 0 for r in rows), framework  # differ -1: shapes differ
+        if framework == "norse":  # exact; snnTorch and Sinabs round otherwise (close)
+            assert all(r["differ"] == 0 for r in rows) and all(r["norse"] == r["plif"] for r in rows[:-1])
