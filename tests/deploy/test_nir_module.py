@@ -222,3 +222,16 @@ def test_a_per_layer_spike_comparison_names_each_neuron_node_by_the_module_that_
         assert all(r["plif"] > 0 and r["differ"] >= 0 for r in rows), framework  # differ -1: shapes differ
         if framework == "norse":  # exact; snnTorch and Sinabs round otherwise (close)
             assert all(r["differ"] == 0 for r in rows) and all(r["norse"] == r["plif"] for r in rows[:-1])
+
+
+def test_export_nir_all_walks_once_and_writes_each_targets_file_as_to_nir_gives_it(tmp_path, monkeypatch):
+    import plif.deploy.nir_walk as nir_walk
+    from plif.deploy.nir_export import write_nir
+
+    net, walks, walk = _trained(Residual(down=True)), [], nir_walk.walk
+    monkeypatch.setattr(nir_walk, "walk", lambda *a, **k: walks.append(1) or walk(*a, **k))
+    files = export_nir_all(net, tmp_path / "all.nir", verify=False, input_shape=(2, 16, 16), T=2)
+    assert len(walks) == 1
+    for target, path in files.items():
+        alone = write_nir(to_nir(net, target=target, input_shape=(2, 16, 16), T=2), tmp_path / f"{target}.nir")
+        assert path.read_bytes() == alone.read_bytes(), target  # the same file, byte for byte
