@@ -47,31 +47,17 @@ class Residual(nn.Module):
 
 
 def _trained(net):
-    """Learned-like BN and k, each BN's statistics those of its input on :func:`_frames` (so that every
-    neuron layer fires: a fresh network barely fires past its first)."""
+    """Learned-like k, the weights rescaled so that every neuron layer fires on :func:`_frames`
+    (:func:`plif.deploy.synthetic.liven_`: a fresh network barely fires past its first)."""
+    from plif.deploy.synthetic import liven_
+
     torch.manual_seed(0)
-    hooks = []
     for m in net.modules():
         if isinstance(m, (nn.Conv2d, nn.Linear)):
             m.reset_parameters()  # the same weights whatever ran before
-        if isinstance(m, nn.BatchNorm2d):
-            m.weight.data.uniform_(0.8, 1.5)
-            m.bias.data.fill_(0.2)
-            hooks.append(m.register_forward_pre_hook(_calibrate))
         if isinstance(m, plif.PLIF):
             m.w.data.uniform_(-1, 1)  # a learned k per layer
-    with torch.no_grad():
-        net.eval()(_frames())
-    for h in hooks:
-        h.remove()
-    return net
-
-
-def _calibrate(bn, args):
-    h = args[0]
-    dims = [d for d in range(h.dim()) if d != 1]
-    bn.running_mean.copy_(h.mean(dims))
-    bn.running_var.copy_(h.var(dims) + 1e-3)
+    return liven_(net, _frames(), shift=0.5)
 
 
 def _frames(T=2, B=2):
