@@ -71,10 +71,12 @@ def _liven_module(net: nn.Module, x: torch.Tensor, std: float, shift: float) -> 
     def calibrate(bn, args):  # before the BN runs: its statistics those of its input (channels at dim 1)
         h = args[0]
         dims = [d for d in range(h.dim()) if d != 1]
-        bn.running_mean.copy_(h.mean(dims))
-        bn.running_var.copy_(h.var(dims) + 1e-3)
-        bn.weight.fill_(std)
-        bn.bias.fill_(shift)
+        if bn.running_mean is not None:
+            bn.running_mean.copy_(h.mean(dims))
+            bn.running_var.copy_(h.var(dims) + 1e-3)
+        if bn.affine:
+            bn.weight.fill_(std)
+            bn.bias.fill_(shift)
 
     def rescale(layer, args, out):  # the output again, from the rescaled weights
         out_std = float(out.std())
