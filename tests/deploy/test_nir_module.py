@@ -210,6 +210,29 @@ def test_a_per_layer_spike_comparison_names_each_neuron_node_by_the_module_that_
             assert all(r["differ"] == 0 for r in rows) and all(r["norse"] == r["plif"] for r in rows[:-1])
 
 
+def test_a_neuron_module_called_twice_is_two_nodes_each_compared_with_its_own_call():
+    from plif.deploy.nir_compare import compare_spikes, plif_spikes
+
+    class Twice(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a, self.b, self.sn = TimeFolded(nn.Linear(6, 8)), TimeFolded(nn.Linear(8, 4)), plif.IF()
+
+        def forward(self, x):
+            return self.sn(self.b(self.sn(self.a(x))))
+
+    net = Twice().eval()
+    with torch.no_grad():
+        net.a.layer.weight.mul_(4)
+        net.b.layer.weight.mul_(4)
+    x = torch.randn(4, 3, 6, generator=torch.Generator().manual_seed(0))
+    want, _ = plif_spikes(net, x)
+    assert {k: tuple(v.shape) for k, v in want.items()} == {"sn_if": (4, 3, 8), "sn_call2_if": (4, 3, 4)}
+    rows = compare_spikes(net, to_nir(net, input_shape=(6,), target="generic"), x, "plif")
+    assert [(r["node"], r["differ"]) for r in rows] == [("sn_if", 0), ("sn_call2_if", 0), ("output", 0)]
+    assert all(r["plif"] > 0 for r in rows)
+
+
 def test_export_nir_all_walks_once_and_writes_each_targets_file_as_to_nir_gives_it(tmp_path, monkeypatch):
     import plif.deploy.nir_walk as nir_walk
     from plif.deploy.nir_export import write_nir
