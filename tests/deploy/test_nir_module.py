@@ -47,15 +47,17 @@ class Residual(nn.Module):
 
 
 def _trained(net):
+    """Learned-like k, the weights rescaled so that every neuron layer fires on :func:`_frames`
+    (:func:`plif.deploy.synthetic.liven_`: a fresh network barely fires past its first)."""
+    from plif.deploy.synthetic import liven_
+
     torch.manual_seed(0)
     for m in net.modules():
-        if isinstance(m, nn.BatchNorm2d):
-            m.running_mean.uniform_(-0.2, 0.2)
-            m.running_var.uniform_(0.5, 1.5)
-            m.weight.data.uniform_(0.8, 1.5)
+        if isinstance(m, (nn.Conv2d, nn.Linear)):
+            m.reset_parameters()  # the same weights whatever ran before
         if isinstance(m, plif.PLIF):
             m.w.data.uniform_(-1, 1)  # a learned k per layer
-    return net.eval()
+    return liven_(net, _frames(), shift=0.5)
 
 
 def _frames(T=2, B=2):
@@ -185,3 +187,60 @@ def test_the_input_scaling_is_in_the_files_metadata(tmp_path):
     assert "(x - input_mean[c]) / input_std[c]" in meta["input"]
     with pytest.raises(NIRExportError, match="input_scaling must be finite .* std > 0"):
         to_nir(net, input_shape=(2, 16, 16), input_scaling=(0.5, 0.0))
+
+
+def test_a_per_layer_spike_comparison_names_each_neuron_node_by_the_module_that_made_it():
+    """plif.deploy.nir_compare maps each exported neuron node to the module's own neuron (the walk's
+    record, not a layer index): a residual module's spikes, node by node, in Norse, snnTorch and Sinabs."""
+    from plif.deploy.nir_compare import compare_spikes, plif_spikes
+
+    net, x = _trained(Residual(down=True)), _frames()
+    want, out = plif_spikes(net, x)
+    with torch.no_grad():
+        assert torch.equal(out, net(x)) and torch.equal(want["sn2_plif"], net.sn2(
+            net.bn2(net.conv2(net.sn1(net.bn1(net.conv1(net.pool(net.sn0(net.bn0(net.conv0(x)))))))))
+            + net.down(net.pool(net.sn0(net.bn0(net.conv0(x)))))))
+    assert sorted(want) == [f"sn{i}_plif" for i in range(5)] and all(s.sum() > 0 for s in want.values())
+    for framework in ("norse", "snntorch", "sinabs"):
+        pytest.importorskip(framework)
+        rows = compare_spikes(net, to_nir(net, input_shape=(2, 16, 16), T=2, target=framework), x, framework)
+        assert [r["node"] for r in rows] == [f"sn{i}_plif" for i in range(5)] + ["output"], framework
+        assert all(r["plif"] > 0 and r["differ"] >= 0 for r in rows), framework  # differ -1: shapes differ
+        if framework == "norse":  # exact; snnTorch and Sinabs round otherwise (close)
+            assert all(r["differ"] == 0 for r in rows) and all(r["norse"] == r["plif"] for r in rows[:-1])
+
+
+def test_a_neuron_module_called_twice_is_two_nodes_each_compared_with_its_own_call():
+    from plif.deploy.nir_compare import compare_spikes, plif_spikes
+
+    class Twice(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a, self.b, self.sn = TimeFolded(nn.Linear(6, 8)), TimeFolded(nn.Linear(8, 4)), plif.IF()
+
+        def forward(self, x):
+            return self.sn(self.b(self.sn(self.a(x))))
+
+    net = Twice().eval()
+    with torch.no_grad():
+        net.a.layer.weight.mul_(4)
+        net.b.layer.weight.mul_(4)
+    x = torch.randn(4, 3, 6, generator=torch.Generator().manual_seed(0))
+    want, _ = plif_spikes(net, x)
+    assert {k: tuple(v.shape) for k, v in want.items()} == {"sn_if": (4, 3, 8), "sn_call2_if": (4, 3, 4)}
+    rows = compare_spikes(net, to_nir(net, input_shape=(6,), target="generic"), x, "plif")
+    assert [(r["node"], r["differ"]) for r in rows] == [("sn_if", 0), ("sn_call2_if", 0), ("output", 0)]
+    assert all(r["plif"] > 0 for r in rows)
+
+
+def test_export_nir_all_walks_once_and_writes_each_targets_file_as_to_nir_gives_it(tmp_path, monkeypatch):
+    import plif.deploy.nir_walk as nir_walk
+    from plif.deploy.nir_export import write_nir
+
+    net, walks, walk = _trained(Residual(down=True)), [], nir_walk.walk
+    monkeypatch.setattr(nir_walk, "walk", lambda *a, **k: walks.append(1) or walk(*a, **k))
+    files = export_nir_all(net, tmp_path / "all.nir", verify=False, input_shape=(2, 16, 16), T=2)
+    assert len(walks) == 1
+    for target, path in files.items():
+        alone = write_nir(to_nir(net, target=target, input_shape=(2, 16, 16), T=2), tmp_path / f"{target}.nir")
+        assert path.read_bytes() == alone.read_bytes(), target  # the same file, byte for byte

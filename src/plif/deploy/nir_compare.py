@@ -18,32 +18,57 @@ import warnings
 
 import torch
 
-from ..models import SpikingNetwork
+from torch import nn
+
 from ..models.inputs import repeat_over_time
-from ..neurons import SpikingNeuron
 from .bn_folding import fold_batchnorm
 from .nir_export import as_trained, output_atol
 from .nir_import import NIRNeuron, from_nir, graph_dt, node_order
+from .nir_nodes import neuron_node
 from .nir_targets import graph_meta
+from .nir_walk import walk
 
-__all__ = ["FRAMEWORKS", "plif_spikes", "framework_spikes", "compare_spikes"]
+__all__ = ["FRAMEWORKS", "plif_spikes", "neuron_calls", "framework_spikes", "compare_spikes"]
 
 FRAMEWORKS = ("plif", "norse", "snntorch", "sinabs")
 
 
 @torch.no_grad()
-def plif_spikes(net: SpikingNetwork, x: torch.Tensor, folded: bool = False) -> tuple[dict[int, torch.Tensor],
-                                                                                     torch.Tensor]:
-    """``{layer index: [T, B, ...] spikes}`` of every spiking layer of ``net`` as trained (eval
-    mode, float32), or of the BN-folded ``net`` with ``folded`` (what a ``--bn fold`` graph holds),
-    and its output, for frames ``x [T, B, ...]``."""
-    ref = fold_batchnorm(net).float() if folded else as_trained(net)
-    out, h = {}, x
-    for i, layer in enumerate(ref.layers):
-        h = layer(h)
-        if isinstance(layer, SpikingNeuron):
-            out[i] = h
-    return out, h
+def plif_spikes(net: nn.Module, x: torch.Tensor, folded: bool = False) -> tuple[dict[str, torch.Tensor],
+                                                                                 torch.Tensor]:
+    """``{node name: [T, B, ...] spikes}`` of every neuron node the NIR export of ``net`` has (any
+    module :func:`~.nir_export.to_nir` takes), from ``net``'s own forward as trained (eval mode,
+    float32), or the BN-folded ``net``'s with ``folded`` (what a ``--bn fold`` graph holds), and its
+    output, for frames ``x [T, B, ...]``.  Each node is the output of the neuron module the export's
+    walk made it from (:attr:`~.nir_walk.Op.qualname`; a module called twice, each call), recorded
+    by a forward hook."""
+    ref = fold_batchnorm(net).float().eval() if folded else as_trained(net)
+    calls = neuron_calls(walk(ref, tuple(x.shape[2:])))
+    record: dict[str, list] = {qualname: [] for _, qualname, _ in calls}
+    hooks = [ref.get_submodule(q).register_forward_hook(lambda m, a, o, q=q: record[q].append(o)) for q in record]
+    try:
+        out = ref(x)
+    finally:
+        for h in hooks:
+            h.remove()
+    for q, seen in record.items():
+        want = sum(1 for _, qualname, _ in calls if qualname == q)
+        if len(seen) != want:
+            raise ValueError(f"{q or 'the model'}: ran {len(seen)} times in the forward, the export's walk calls it "
+                             f"{want} times")
+    return {node: record[q][k] for node, q, k in calls}, out
+
+
+def neuron_calls(ops) -> list[tuple[str, str, int]]:
+    """``[(node name, module's qualified name, which call of it)]`` for each neuron operation of the
+    export's walk ``ops`` (:func:`~.nir_walk.walk`), in forward order."""
+    out, seen = [], {}
+    for op in ops:
+        node = neuron_node(op)
+        if node is not None:
+            seen[op.qualname] = seen.get(op.qualname, -1) + 1
+            out.append((node, op.qualname, seen[op.qualname]))
+    return out
 
 
 def _spiking_nodes(graph) -> list[str]:
@@ -112,19 +137,19 @@ def _plif_importer_spikes(graph, x: torch.Tensor) -> tuple[dict[str, torch.Tenso
     return out, net(x)
 
 
-def compare_spikes(net: SpikingNetwork, graph, x: torch.Tensor, framework: str) -> list[dict]:
-    """One row per spiking node of ``graph`` (``net`` exported; compared with the BN-folded ``net``
-    unless the graph's ``metadata["bn"]`` says ``exact``): plif's and the framework's spike
-    counts and the number of spikes that differ; the max-pool OR nodes (no plif layer of their
-    own) are left out, their effect shows in the next layer.  The last row, ``output``, counts
-    output values that differ."""
+def compare_spikes(net: nn.Module, graph, x: torch.Tensor, framework: str) -> list[dict]:
+    """One row per neuron node of ``graph`` (``net`` exported, any module :func:`~.nir_export.to_nir`
+    takes; compared with the BN-folded ``net`` unless the graph's ``metadata["bn"]`` says ``exact``):
+    plif's and the framework's spike counts and the number of spikes that differ; the max-pool OR
+    nodes (no plif module of their own) are left out, their effect shows in the next layer.  The last
+    row, ``output``, counts output values that differ."""
     want, want_out = plif_spikes(net, x, folded=graph_meta(graph, "bn") != "exact")
     got, got_out = framework_spikes(graph, x, framework)
     rows = []
     for name, spikes in got.items():
-        if name.endswith("maxpool_or"):
+        ref = want.get(name)
+        if ref is None:  # a max-pool's OR
             continue
-        ref = want[int(name.split("_")[0])]
         same_shape = spikes.shape == ref.shape
         rows.append({"node": name, "plif": int(ref.sum()), framework: int(spikes.sum()),
                      "differ": int((spikes != ref).sum()) if same_shape else -1})

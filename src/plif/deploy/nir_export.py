@@ -74,6 +74,7 @@ from __future__ import annotations
 import copy
 import numbers
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -215,36 +216,62 @@ def to_nir(net: nn.Module, dt: float | None = None, target: str = DEFAULT_TARGET
     the join wait (:func:`~plif.deploy.nir_order.order_for_depth_first`), or the export is refused
     where none fits.
     """
-    nir = _nir()
     _check_network(net)
     _check_dt(dt)
-    if bn not in BN_MODES:
-        raise NIRExportError(f"bn must be one of {', '.join(BN_MODES)}, got {bn!r}")
+    _check_bn(bn)
     try:
         asked, dt = dt, target_dt(target, dt)
     except ValueError as e:
         raise NIRExportError(str(e)) from None
+    return _graph(net, _walked(net, bn, input_shape, T, input_scaling), target, asked, dt, bn, allow_inexact_dt)
+
+
+def _check_bn(bn) -> None:
+    if bn not in BN_MODES:
+        raise NIRExportError(f"bn must be one of {', '.join(BN_MODES)}, got {bn!r}")
+
+
+@dataclass
+class _Walked:
+    """What every target's graph of one network is made from: the network walked (BN-folded with
+    ``bn="fold"``), its walk, and what the metadata records of it."""
+
+    src: nn.Module
+    ops: list
+    shape_in: tuple
+    steps: int | None
+    scaling: dict
+
+
+def _walked(net: nn.Module, bn: str, input_shape, T, input_scaling) -> _Walked:
     shape_in, steps, scaling = _input_shape(net, input_shape), _steps(net, T), _scaling(input_scaling)
     src = fold_batchnorm(net) if bn == "fold" else net
-    ops = _walk(src, shape_in)
+    return _Walked(src, _walk(src, shape_in), shape_in, steps, scaling)
+
+
+def _graph(net: nn.Module, w: _Walked, target: str, asked: float | None, dt: float, bn: str,
+           allow_inexact_dt: bool):
+    """:func:`to_nir`'s graph for ``target`` from the walk ``w`` (``asked``: the ``dt`` the caller gave,
+    ``dt``: :func:`~.nir_targets.target_dt`'s); ``w`` is not changed, so one walk serves every target."""
+    nir = _nir()
     own = TARGETS[target].importer_dt  # Norse's 1e-3: the file runs with from_nir(graph) as users call it
-    if asked is None and own is not None and _leaks_exact(ops, own):
+    if asked is None and own is not None and _leaks_exact(w.ops, own):
         dt = own
     # snnTorch's importer forms its leak in float64 from dt/tau, never plif's float32 k: no dt is exact there
     inexact = "allow" if not TARGETS[target].exact else "warn" if allow_inexact_dt else "refuse"
-    nodes, edges, leak_exact = graph_nodes(nir, ops, shape_in, dt, inexact, bn)
+    nodes, edges, leak_exact = graph_nodes(nir, w.ops, w.shape_in, dt, inexact, bn)
     metadata = {"source": "plif", "dt": dt, "target": target,
                 "bn": "folded" if bn == "fold" else "exact", "leak": "exact" if leak_exact else "inexact",
-                "input_shape": np.array(shape_in), **scaling,
+                "input_shape": np.array(w.shape_in), **w.scaling,
                 "neuron_discretisation": "forward Euler with metadata dt: LIF v += (dt/tau) (r I - (v - v_leak)), "
                                          "IF v += dt r I; fire v > v_threshold (float32: the largest float below "
                                          "plif's threshold, on which > and plif's >= agree); hard reset to v_reset"}
-    if isinstance(src, SpikingNetwork):
-        metadata["spec"] = src.spec
+    if isinstance(w.src, SpikingNetwork):
+        metadata["spec"] = w.src.spec
     else:
         metadata["model"] = f"{type(net).__module__}.{type(net).__qualname__}"
-    if steps is not None:
-        metadata["T"] = steps
+    if w.steps is not None:
+        metadata["T"] = w.steps
     graph = nir.NIRGraph(nodes=nodes, edges=edges, metadata=metadata)
     if target in ("norse", "sinabs"):  # nirtorch.load runs nodes depth first: joins of two branches wait
         from .nir_order import order_for_depth_first
@@ -291,12 +318,20 @@ def verify_nir(net: nn.Module, graph, samples: int = 4, seed: int = 0) -> tuple[
     metadata; :data:`VERIFY_T` steps where it records no T): ``(outputs that differ, outputs)``.  A
     graph whose metadata says it is exact (``bn`` and ``leak`` ``exact``) must reproduce ``net`` bit
     for bit: otherwise ``NIRExportError``."""
+    return _verify_against(net, graph, samples, seed, {})
+
+
+def _verify_against(net: nn.Module, graph, samples: int, seed: int, outputs: dict) -> tuple[int, int]:
+    """:func:`verify_nir`, ``net``'s output on each check input kept in ``outputs`` (the files of
+    :func:`export_nir_all` share their input: one forward of ``net`` for all of them)."""
     g = torch.Generator().manual_seed(seed)
     shape = tuple(int(v) for v in np.asarray(graph_meta(graph, "input_shape")).tolist())
     T = int(graph_meta(graph, "T") or VERIFY_T)
     x = repeat_over_time(torch.randn(samples, *shape, generator=g), T)
-    with torch.no_grad():
-        want = as_trained(net)(x)
+    if (shape, T, samples, seed) not in outputs:
+        with torch.no_grad():
+            outputs[shape, T, samples, seed] = as_trained(net)(x)
+    want = outputs[shape, T, samples, seed]
     got = from_nir(graph)(x)
     if want.shape != got.shape:
         raise NIRExportError(f"re-imported NIR graph gives outputs of shape {tuple(got.shape)}, the network "
@@ -336,10 +371,10 @@ def export_nir(net: nn.Module, path: str | Path, verify: bool = True, dt: float 
     return write_nir(graph, path)
 
 
-def _verify(net: nn.Module, graph, bn: str) -> None:
-    """:func:`verify_nir`, and an :class:`InexactExportWarning` saying how many outputs of the check
-    a file asked to be inexact changes."""
-    differ, total = verify_nir(net, graph)
+def _verify(net: nn.Module, graph, bn: str, outputs: dict | None = None) -> None:
+    """:func:`verify_nir` (``net``'s outputs kept in ``outputs``, :func:`_verify_against`), and an
+    :class:`InexactExportWarning` saying how many outputs of the check a file asked to be inexact changes."""
+    differ, total = _verify_against(net, graph, 4, 0, {} if outputs is None else outputs)
     if differ:
         causes = [c for c, on in (("BN folding", bn == "fold"),
                                   ("the inexact leak", graph_meta(graph, "leak") != "exact")) if on]
@@ -371,16 +406,18 @@ def export_nir_all(net: nn.Module, path: str | Path, verify: bool = True, bn: st
     >>> sorted(path.name for path in files.values())
     ['net.generic.nir', 'net.norse.nir', 'net.sinabs.nir', 'net.snntorch.nir']
     """
-    graphs, out = {}, {}
+    _check_network(net)
+    _check_bn(bn)
+    walked = _walked(net, bn, input_shape, T, input_scaling)  # one walk, every target's graph from it
+    graphs, out, outputs = {}, {}, {}
     for target in TARGETS:
         with warnings.catch_warnings(record=True) as notes:
             warnings.simplefilter("always", InexactLeakWarning)
             warnings.simplefilter("always", InexactExportWarning)
             try:
-                graphs[target] = to_nir(net, None, target, bn, allow_inexact_dt, input_shape=input_shape, T=T,
-                                        input_scaling=input_scaling)
+                graphs[target] = _graph(net, walked, target, None, target_dt(target), bn, allow_inexact_dt)
                 if verify:
-                    _verify(net, graphs[target], bn)
+                    _verify(net, graphs[target], bn, outputs)
             except NIRExportError as e:
                 graphs.pop(target, None)
                 out[target] = str(e)

@@ -18,7 +18,7 @@ from .nir_import import threshold_to_nir
 from .nir_leak import rate_from_tau
 from .nir_targets import DEFAULT_TARGET, TARGETS
 
-__all__ = ["NIRExportError", "InexactLeakWarning", "tau_for_rate", "graph_nodes"]
+__all__ = ["NIRExportError", "InexactLeakWarning", "tau_for_rate", "graph_nodes", "neuron_node"]
 
 
 class NIRExportError(ValueError):
@@ -63,6 +63,13 @@ def _tau(layer: SpikingNeuron, shape: tuple, dt: float) -> tuple[np.ndarray, boo
     k = np.broadcast_to(layer.k(probe).detach().to(torch.float32).cpu().numpy(), shape)
     tau = tau_for_rate(k, dt)
     return tau, bool(np.array_equal(rate_from_tau(tau, dt).numpy(), k))
+
+
+def neuron_node(op) -> str | None:
+    """The name of the NIR node a walk operation ``op`` (:class:`~.nir_walk.Op`) that runs a neuron
+    layer exports to (``sn1_plif``, ``3_lif``), None for any other operation."""
+    m = unwrap(op.module) if op.kind == "layer" else None
+    return f"{op.name}_{type(m).__name__.lower()}" if isinstance(m, SpikingNeuron) else None
 
 
 def _leaks_exact(ops, dt: float) -> bool:
@@ -296,7 +303,7 @@ def _layer_nodes(nir, op, shape: tuple, dt: float, inexact: str, bn: str, scale_
         return list(_voting_nodes(nir, m, shape[0], str(i)).items()), True, False, None
     if isinstance(m, SpikingNeuron):
         node, exact = _neuron_node(nir, m, out_shape, where, dt, inexact)
-        return [(f"{i}_{type(m).__name__.lower()}", node)], exact, True, None
+        return [(neuron_node(op), node)], exact, True, None
     raise NIRExportError(f"{where}: no NIR mapping for {type(m).__name__}")
 
 

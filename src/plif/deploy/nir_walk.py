@@ -49,7 +49,9 @@ class WalkError(ValueError):
 class Op:
     """One operation of the walk (see the module docstring): ``inputs`` are indices of earlier
     operations (-1: the network's input); ``shape`` the per-sample output shape; ``spikes`` whether
-    its input is spikes in evaluation mode (what spike max-pooling needs)."""
+    its input is spikes in evaluation mode (what spike max-pooling needs); ``qualname`` the qualified
+    name, in the walked model, of the module a ``layer`` runs (``""`` for the others): which module
+    made which node, for whoever compares a node with the module (:mod:`.nir_compare`)."""
 
     kind: str  # layer, add, flatten, same
     name: str  # the stem of its NIR node names: a layer index (notation) or the qualified name, "." -> "_"
@@ -58,6 +60,7 @@ class Op:
     shape: tuple
     module: nn.Module | None = None
     spikes: bool = False
+    qualname: str = ""
 
 
 def _chain(net: SpikingNetwork, inputs: list, qualname: str = "", in_spikes: bool = False) -> list[Op]:
@@ -69,7 +72,8 @@ def _chain(net: SpikingNetwork, inputs: list, qualname: str = "", in_spikes: boo
         name = f"{qualname.replace('.', '_')}_{i}" if qualname else str(i)
         where = f"{qualname}.layers.{i} ({info.token})" if qualname else f"layer {i} ({info.token})"
         kind = "same" if isinstance(layer, TimeInvariantDropout) else "layer"
-        ops.append(Op(kind, name, where, inputs, tuple(info.out_shape), layer, bool(binary)))
+        ops.append(Op(kind, name, where, inputs, tuple(info.out_shape), layer, bool(binary),
+                      f"{qualname}.layers.{i}" if qualname else f"layers.{i}"))
         inputs = [len(ops) - 1]
     return ops
 
@@ -201,7 +205,7 @@ def _ops(model: nn.Module, graph: fx.Graph, shapes: dict, lead: tuple) -> list[O
                 index[n], spikes[n] = index[src], fed
                 continue
             ops.append(Op("layer", _stem(n.target, taken), f"{n.target} ({type(inner).__name__})", [index[src]],
-                          per_sample, m, fed))
+                          per_sample, m, fed, n.target))
             spikes[n] = isinstance(m, SpikingNeuron) or (fed and keeps_binary(m, training=False))
         elif n.op == "call_function" and n.target in _ADDS or n.op == "call_method" and n.target in ("add", "__add__"):
             if len(args) != 2 or len(n.args) != 2 or n.kwargs:
