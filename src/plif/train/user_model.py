@@ -4,8 +4,8 @@ trained with everything ``plif train`` does for a network in the paper's notatio
 The factory is called with the seed set, as ``build_network`` is (a reseed inside it derived from
 ``--seed``, :func:`plif.models.factories.build_model`), before any kernel is built; the module is
 checked on one batch of the dataset's input (``[T, B, ...]``: a static image repeated over T as a stride-0 view, which
-:func:`plif.fuse` hoists) before the run folder is touched, then fused per ``--memory``
-(:func:`plif.fuse`) and its neurons set to ``--backend``.  What needs a network in the paper's
+:func:`plif.fuse` hoists) before the run folder is touched; then built, fused per ``--memory`` and its
+neurons set to ``--backend`` as a notation network is (:func:`plif.train.session.setup_model`).  What needs a network in the paper's
 notation (the encoder plot) is refused for such a run in one line (:func:`plif.runs.refuse_model_run`);
 NIR export, stepping, BN folding and statistics take any module plif can trace.
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import torch
 
-__all__ = ["check_run_network", "check_user_model", "setup_user_model", "sample_input"]
+__all__ = ["check_run_network", "check_user_model", "sample_input"]
 
 
 def sample_input(cfg, batch: int = 2, device="cpu") -> torch.Tensor:
@@ -22,14 +22,6 @@ def sample_input(cfg, batch: int = 2, device="cpu") -> torch.Tensor:
     from ..models.inputs import repeat_over_time
 
     return repeat_over_time(torch.zeros((batch, *cfg.input_shape), device=device), cfg.T)
-
-
-def _build(cfg) -> torch.nn.Module:
-    from ..models.factories import build_model
-
-    # seeded there, so that a factory that reseeds torch cannot make --seed 1 and --seed 2 one network
-    return build_model(cfg.model, cfg.input_shape, cfg.num_classes, cfg.T, cfg.backend, option="--backend",
-                       seed=cfg.seed)
 
 
 def check_run_network(cfg, asked=True) -> None:
@@ -49,17 +41,11 @@ def check_user_model(cfg) -> None:
     (:class:`plif.models.factories.ModelError`, one line naming the reference); and one whose weights
     with Adam's state exceed the machine's or device's memory."""
     from ..models.factories import check_model_output
+    from ..models.run_network import build_run_network
     from .checks import check_weights_fit
 
-    model = _build(cfg)
+    # seeded as plif train builds it (plif.train.session.setup_model), so a factory that reseeds torch
+    # cannot make --seed 1 and --seed 2 one network
+    model = build_run_network(cfg.to_dict(), cfg.backend, seed=cfg.seed, option="--backend")
     check_model_output(model, cfg.model, sample_input(cfg), cfg.num_classes)
     check_weights_fit(model, f"--model {cfg.model}", cfg.device)
-
-
-def setup_user_model(cfg, device: torch.device) -> torch.nn.Module:
-    """The ``--model`` network, seeded, fused per ``--memory``, its neurons on ``--backend``, on ``device``."""
-    from ..models import fuse
-
-    # always through fuse, "none" too: it undoes the fusion a zoo factory builds in and sets a notation
-    # network inside to the same table as a notation network's --memory (plif.models.MEMORY_PRESETS)
-    return fuse(_build(cfg), memory=cfg.memory_options()).to(device)
