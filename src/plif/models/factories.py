@@ -101,9 +101,12 @@ def model_trust(ref: str) -> str | None:
     return None if kind == "name" else where
 
 
-def model_file_sha256(ref: str) -> str | None:
+def model_file_sha256(ref: str | None) -> str | None:
     """The SHA-256 of the file ``FILE.py:FACTORY`` runs (a run records it, :func:`plif.runs.stored_model`
-    checks it), None for a module or a registered name, or a file that cannot be read."""
+    checks it), None for a module or a registered name, a file that cannot be read, or no reference
+    (a network in the paper's notation)."""
+    if ref is None:
+        return None
     kind, where, _ = parse_model_ref(ref)
     if kind != "file":
         return None

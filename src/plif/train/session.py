@@ -20,6 +20,7 @@ from ..device import pick_device, set_tf32
 from ..kernels import self_check
 from ..switches import changed as gpu_switches_on
 from ..runs.folder import CHECKPOINT_DIR, CHECKPOINTS, RunFolder, prepare_out
+from .checks import check_run_network
 from .config import SPEED_AUTO, TrainConfig, resolve_config
 from .distributed import all_gather_object, broadcast_object, init_distributed, restart_count
 from .graph import GraphTrainer, check_graph_options
@@ -27,7 +28,6 @@ from .optim import build_optimizer, build_schedule
 from .resume import restore
 from .speed import resolve_speed
 from .state import Progress, Session
-from .user_model import check_run_network
 
 __all__ = ["open_session", "default_run_dir", "setup_run_folder", "setup_model", "setup_optimizer"]
 
@@ -153,7 +153,7 @@ def _model_record(cfg: TrainConfig) -> dict:
     the file once it changed (:func:`plif.runs.stored_model`); ``{}`` for other runs."""
     from ..models.factories import model_file_sha256
 
-    sha = model_file_sha256(cfg.model) if cfg.model is not None else None
+    sha = model_file_sha256(cfg.model)
     return {} if sha is None else {"model_sha256": sha}
 
 
