@@ -9,7 +9,7 @@ from .checkpoint import check_finite, load_checkpoint
 from .config import read_run_config
 from .folder import CHECKPOINTS, RunFolder
 
-__all__ = ["load_run", "run_test_split", "refuse_model_run"]
+__all__ = ["load_run", "run_test_split"]
 
 
 def load_run(run_dir: str | Path, which: str = "best", map_location="cpu", backend: str = "auto",
@@ -107,11 +107,3 @@ def run_test_split(config: dict, data_dir=None, limit: int | None = None, device
     limit = config.get("max_test_samples") if limit is None else limit
     split, prepare = load_test_split(spec, data_dir, int(config["T"]), limit, device)
     return split, run_prepare(prepare, config, spec.is_event)
-
-
-def refuse_model_run(config: dict, what: str, why: str, source="the run") -> None:
-    """Refuse ``what`` (``"plif plot encoder"``) for a run that trained a ``--model`` network, in one
-    line naming the run (``source``) and ``why`` it needs a network in the paper's notation."""
-    if config.get("model"):
-        raise ValueError(f"{what}: {source} trained --model {config['model']}, a network written as nn.Module "
-                         f"code; {why}, which only a network in the paper's notation has")

@@ -4,8 +4,7 @@ memory of the machine or device.
 
 A network written as ``nn.Module`` code (``plif train --model``) is checked by running it on one
 batch (:func:`check_user_model`), one in the paper's notation by its shapes (:func:`check_network`):
-:func:`check_run_network` picks.  What needs a network in the paper's notation (the encoder plot) is
-refused for a ``--model`` run in one line (:func:`plif.runs.refuse_model_run`).
+:func:`check_run_network` picks.
 
 Errors are ``ValueError`` naming the option (``--lr``) and what it must be.  Options that would have
 no effect in the combination asked for (``--per-channel-tau`` with LIF, ``--tau0`` with IF,
