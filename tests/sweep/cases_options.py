@@ -284,11 +284,11 @@ CASES += [Case(f"train-model-{name}", "options", run=_model(ref), setup=_factori
 def _two_seeds_two_networks(env):
     """--seed 1 and --seed 2 with a factory that calls torch.manual_seed(0): two networks (as plif train builds them)."""
     code = ("import torch; from plif.train import TrainConfig, resolve_config; "
-            "from plif.train.user_model import setup_user_model\n"
+            "from plif.train.session import setup_model\n"
             "def w(seed):\n"
             f"    cfg = resolve_config(TrainConfig(dataset='fashion-mnist', data_dir={env.subst['fmnist']!r}, T=1, "
             "seed=seed, model='nets.py:reseeds', memory='none'))\n"
-            "    return torch.cat([p.detach().flatten() for p in setup_user_model(cfg, torch.device('cpu')).parameters()])\n"
+            "    return torch.cat([p.detach().flatten() for p in setup_model(cfg, torch.device('cpu')).parameters()])\n"
             "print('same' if torch.equal(w(1), w(2)) else 'different')")
     return env.python(code, timeout=300)
 

@@ -238,11 +238,11 @@ def test_two_seeds_give_two_networks_though_the_factory_reseeds_torch(factory, m
     """Issue 53.4: a factory calling ``torch.manual_seed(0)`` made ``--seed 1`` and ``--seed 2`` one network;
     a reseed inside is now derived from plif's seed, so one seed is still one network (a resume rebuilds it)."""
     from plif.train import resolve_config
-    from plif.train.user_model import setup_user_model
+    from plif.train.session import setup_model
 
     def weights(seed):
         cfg = resolve_config(_cfg(tiny_fashion, tmp_path / "run", f"{model_file}:{factory}", seed=seed, memory="none"))
-        net = setup_user_model(cfg, torch.device("cpu"))
+        net = setup_model(cfg, torch.device("cpu"))
         return torch.cat([p.detach().flatten() for p in net.parameters()])
 
     one, two = weights(1), weights(2)
@@ -330,11 +330,11 @@ def test_the_model_is_fused_per_memory_keeping_its_state_dict(model_file, tiny_f
     --memory none trains the layers as written; both from the same seeded weights and state-dict keys."""
     from plif import fused_blocks
     from plif.train import resolve_config
-    from plif.train.user_model import setup_user_model
+    from plif.train.session import setup_model
 
     cfg = resolve_config(_cfg(tiny_fashion, tmp_path / "run", f"{model_file}:make"))
-    fused = setup_user_model(cfg, torch.device("cpu"))
-    composed = setup_user_model(resolve_config(_cfg(tiny_fashion, tmp_path / "run", f"{model_file}:make",
+    fused = setup_model(cfg, torch.device("cpu"))
+    composed = setup_model(resolve_config(_cfg(tiny_fashion, tmp_path / "run", f"{model_file}:make",
                                                     memory="none")), torch.device("cpu"))
     assert fused_blocks(fused) == [("conv", "bn", "sn1")] and fused_blocks(composed) == []
     a, b = fused.state_dict(), composed.state_dict()
@@ -343,13 +343,13 @@ def test_the_model_is_fused_per_memory_keeping_its_state_dict(model_file, tiny_f
 
 def test_memory_none_trains_a_zoo_model_as_written_though_its_factory_fuses(tiny_fashion, tmp_path):
     """The residual zoo's factories fuse as they build; ``--model sew-resnet18 --memory none`` kept that
-    fusion (setup_user_model skipped plif.fuse for the "none" preset) instead of the layers as written."""
+    fusion (the --model set-up skipped plif.fuse for the "none" preset) instead of the layers as written."""
     from plif import fused_blocks
     from plif.train import resolve_config
-    from plif.train.user_model import setup_user_model
+    from plif.train.session import setup_model
 
-    composed = setup_user_model(resolve_config(_cfg(tiny_fashion, tmp_path / "run", "sew-resnet18",
+    composed = setup_model(resolve_config(_cfg(tiny_fashion, tmp_path / "run", "sew-resnet18",
                                                     memory="none")), torch.device("cpu"))
     assert fused_blocks(composed) == []
-    fused = setup_user_model(resolve_config(_cfg(tiny_fashion, tmp_path / "run", "sew-resnet18")), torch.device("cpu"))
+    fused = setup_model(resolve_config(_cfg(tiny_fashion, tmp_path / "run", "sew-resnet18")), torch.device("cpu"))
     assert fused_blocks(fused) and fused.state_dict().keys() == composed.state_dict().keys()

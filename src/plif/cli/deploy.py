@@ -20,11 +20,10 @@ def run_stats(args) -> int:
     from ..layers.precision import run_precision
 
     amp, said = run_precision(config.get("amp"), "cpu")  # the run's, where this CPU has it natively
-    model = config.get("model")
-    if args.random:  # the input the run's network takes: a --model network static images over T
-        from ..models.factories import model_prepare
+    from ..models.run_network import network_label, run_prepare
 
-        prepare = model_prepare(lambda x, gen=None: x, model, False, int(config["T"]))
+    if args.random:  # the input the run's network takes: a --model network static images over T
+        prepare = run_prepare(lambda x, gen=None: x, config, is_event=False)
         batches = (prepare(x) for x in random_batches(tuple(config["input_shape"]), args.samples, args.batch_size,
                                                       seed=args.seed or 0))
     else:
@@ -33,7 +32,7 @@ def run_stats(args) -> int:
 
     with sample_bar(args.samples, "stats") as bar:
         st = collect_stats(net, batches, max_samples=args.samples, progress=bar, amp=amp, precision=said,
-                           T=int(config["T"]), spec=f"--model {model}" if model else config["network"])
+                           T=int(config["T"]), spec=network_label(config))
     print(render_stats(st))
     if args.json:
         from ..atomic import atomic_write_text as write_text_atomic

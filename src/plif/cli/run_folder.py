@@ -14,13 +14,9 @@ def run_config(run, trust_modules=(), fallback: bool = False) -> dict:
                            log=lambda line: print(line, flush=True))
 
 
-def load_checked_run(run, which: str, trust_modules=(), notation: tuple[str, str] | None = None):
-    """``(network in eval mode, config)`` of checkpoint ``which`` of the run (:func:`plif.runs.load_run`).
-    notation: ``(command, why)`` of a command that needs a network in the paper's notation: a
-    ``--model`` run is refused before its network is built (:func:`plif.runs.refuse_model_run`)."""
-    from ..runs import RunFolder, load_run, refuse_model_run
+def load_checked_run(run, which: str, trust_modules=()):
+    """``(network in eval mode, config)`` of checkpoint ``which`` of the run (:func:`plif.runs.load_run`),
+    its config checked first (:func:`run_config`)."""
+    from ..runs import load_run
 
-    config = run_config(run, trust_modules)
-    if notation is not None:
-        refuse_model_run(config, *notation, source=RunFolder(run).path)
-    return load_run(run, which=which, config=config)
+    return load_run(run, which=which, config=run_config(run, trust_modules))

@@ -49,7 +49,7 @@ def run_train(args) -> int:
     asked = set(given)
     if args.download:  # checked as train checks them, before the data folder is made and a long download
         from ..train.config import resolve_config
-        from ..train.user_model import check_run_network
+        from ..train.checks import check_run_network
 
         check_run_network(resolve_config(cfg, asked=asked), asked=asked)
         _download(cfg)

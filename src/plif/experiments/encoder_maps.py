@@ -175,6 +175,7 @@ def plot_encoder_figures(run_dir: str | Path, out: str | Path, channels: str | N
     file's frames.  Each figure has a JSON of its data beside it.  ``trust_modules``: as
     :func:`plif.runs.load_run`'s.
     """
+    from ..models.run_network import network_label
     from ..runs import load_run, read_run_config
     from .figures import FigureOutput, save_figure, save_json
 
@@ -199,7 +200,7 @@ def plot_encoder_figures(run_dir: str | Path, out: str | Path, channels: str | N
         chans = parse_channels(channels, rates.shape[1])
         shown = (x.float().mean(0) if x.dim() == len(config["input_shape"]) + 2 else x.float()).mean(1).numpy()
         meta = {"run": str(run_dir), "layer": layer, "T": int(spikes.shape[0]), "labels": labels,
-                "network": f"--model {config['model']}" if config.get("model") else config["network"], "source": str(event_file) if prefix == "event" else "test set"}
+                "network": network_label(config), "source": str(event_file) if prefix == "event" else "test set"}
         where = f"spiking layer {layer} ({config['dataset']}, $T$ = {spikes.shape[0]})"
         p = out / f"{prefix}_rates.png"
         written += save_figure(_rates_figure(shown, rates, chans, labels, f"Firing rates of {where}"), p, output)

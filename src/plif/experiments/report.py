@@ -47,14 +47,15 @@ class ReportRow:
 def _protocol(run: RunRecord) -> str:
     """How far the run is from the paper's protocol, in a few words (empty: it is the paper's)."""
     from ..catalog import get_dataset
+    from ..models.run_network import network_label, run_model
     from ..train.config import PRESETS  # here: reading runs needs no training stack
 
     c = run.config
     notes = []
     try:
         entry = get_dataset(run.dataset)
-        if c.get("model"):
-            notes.append(f"--model {c['model']}")
+        if run_model(c) is not None:
+            notes.append(network_label(c))
         elif c.get("network") not in (entry.network, entry.authors_network):
             notes.append("smaller network")
         if c.get("T") != entry.T:

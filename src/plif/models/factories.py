@@ -26,7 +26,7 @@ from typing import Callable
 
 __all__ = ["MODEL_FACTORIES", "register_model", "ModelError", "parse_model_ref", "model_module", "model_trust",
            "model_file_sha256", "file_module_name", "load_factory", "build_model", "check_model_output",
-           "spikingjelly_neurons", "unconverted", "over_time", "model_prepare", "FACTORY_ARGS"]
+           "spikingjelly_neurons", "unconverted", "FACTORY_ARGS"]
 
 MODEL_FACTORIES: dict[str, "Callable | str"] = {}
 """name -> factory (a callable, or ``"package.module:FACTORY"`` imported only when that name is
@@ -101,9 +101,12 @@ def model_trust(ref: str) -> str | None:
     return None if kind == "name" else where
 
 
-def model_file_sha256(ref: str) -> str | None:
+def model_file_sha256(ref: str | None) -> str | None:
     """The SHA-256 of the file ``FILE.py:FACTORY`` runs (a run records it, :func:`plif.runs.stored_model`
-    checks it), None for a module or a registered name, or a file that cannot be read."""
+    checks it), None for a module or a registered name, a file that cannot be read, or no reference
+    (a network in the paper's notation)."""
+    if ref is None:
+        return None
     kind, where, _ = parse_model_ref(ref)
     if kind != "file":
         return None
@@ -263,25 +266,6 @@ def unconverted(model, who: str, remedy: str = "convert it first with plif.from_
     name, m = next(iter(found.items()))
     return (f"{who} is a SpikingJelly model ({type(m).__name__} at {name or '<model>'!r}, {len(found)} SpikingJelly "
             f"neuron(s)): {remedy}")
-
-
-def over_time(prepare: Callable, T: int) -> Callable:
-    """A data pipeline's ``prepare(x, gen)`` for a static dataset made to give what a factory's network
-    takes: each batch ``[B, C, H, W]`` repeated over ``T`` as a stride-0 view ``[T, B, C, H, W]``
-    (:func:`plif.models.inputs.repeat_over_time`, which :func:`plif.fuse`'s hoisted first convolution
-    recognises)."""
-    from .inputs import repeat_over_time
-
-    def prepare_over_time(x, gen=None):
-        return repeat_over_time(prepare(x, gen), T)
-
-    return prepare_over_time
-
-
-def model_prepare(prepare: Callable, model: str | None, is_event: bool, T: int) -> Callable:
-    """The data pipeline's ``prepare`` for a run's network: a ``--model`` network takes ``[T, B, ...]``,
-    so a static dataset's batches are repeated over time (:func:`over_time`); else ``prepare`` itself."""
-    return over_time(prepare, T) if model is not None and not is_event else prepare
 
 
 def check_model_output(model, ref: str, x, num_classes: int) -> None:

@@ -9,12 +9,13 @@ from .checkpoint import check_finite, load_checkpoint
 from .config import read_run_config
 from .folder import CHECKPOINTS, RunFolder
 
-__all__ = ["load_run", "run_test_split", "refuse_model_run"]
+__all__ = ["load_run", "run_test_split"]
 
 
 def load_run(run_dir: str | Path, which: str = "best", map_location="cpu", backend: str = "auto",
              config: dict | None = None, trust_modules: Iterable[str] = ()):
-    """Rebuild the network of a run and load its weights: ``(SpikingNetwork in eval mode, config dict)``.
+    """Rebuild the network of a run and load its weights: ``(network in eval mode, config dict)``
+    (:func:`plif.models.run_network.build_run_network`: its notation or its ``--model`` factory).
 
     - which: ``best`` (the validation-selected checkpoint of protocol B if the run has one, else the
       best-test one of protocol A), ``best_test``, ``best_val``, ``last``, or a path to a ``.pt`` file
@@ -48,7 +49,7 @@ def load_run(run_dir: str | Path, which: str = "best", map_location="cpu", backe
     >>> net.training, config["network"], torch.equal(net(x), trained(x))
     (False, 'FC10-PLIF', True)
     """
-    from ..models import build_network
+    from ..models.run_network import build_run_network, network_label
 
     folder = RunFolder(run_dir)
     if config is None:
@@ -65,22 +66,14 @@ def load_run(run_dir: str | Path, which: str = "best", map_location="cpu", backe
         raise FileNotFoundError(f"{run_dir}: no {path.name} under checkpoints/ (the run finished no epoch?)")
     state = load_checkpoint(path, map_location)
     check_finite(state, path)
-    model = config.get("model")
-    try:
-        if model is not None:  # plif train --model: the factory (read_run_config checked it is trusted)
-            from ..models.factories import build_model
-
-            net = build_model(model, config["input_shape"], config["num_classes"], config["T"], backend)
-        else:
-            net = build_network(config["network"], config["input_shape"], config["T"],
-                                **config.get("network_kwargs", {})).set_backend(backend)
+    try:  # a --model run's factory: read_run_config checked it is trusted
+        net = build_run_network(config, backend)
     except (ValueError, TypeError) as e:
         raise ValueError(f"{folder.config}: {e}") from None
     try:
         net.load_state_dict(state["model"], strict=True)
     except RuntimeError as e:
-        what = f"--model {model}" if model is not None else f"the network {config['network']!r}"
-        raise ValueError(f"{path}: checkpoint does not match {what} "
+        raise ValueError(f"{path}: checkpoint does not match {network_label(config, 'the network {!r}')} "
                          f"for input {tuple(config['input_shape'])}: {str(e).splitlines()[0]}") from None
     return net.eval(), config
 
@@ -99,7 +92,7 @@ def run_test_split(config: dict, data_dir=None, limit: int | None = None, device
 
     from ..catalog import get_dataset
     from ..data.pipeline import load_test_split
-    from ..models.factories import model_prepare
+    from ..models.run_network import run_prepare
 
     if not config.get("dataset"):
         raise ValueError(f"{source}: the run config names no 'dataset', so it has no test split")
@@ -113,13 +106,4 @@ def run_test_split(config: dict, data_dir=None, limit: int | None = None, device
         raise ValueError(f"{source}: {e}") from None
     limit = config.get("max_test_samples") if limit is None else limit
     split, prepare = load_test_split(spec, data_dir, int(config["T"]), limit, device)
-    prepare = model_prepare(prepare, config.get("model") or None, spec.is_event, int(config["T"]))
-    return split, prepare
-
-
-def refuse_model_run(config: dict, what: str, why: str, source="the run") -> None:
-    """Refuse ``what`` (``"plif plot encoder"``) for a run that trained a ``--model`` network, in one
-    line naming the run (``source``) and ``why`` it needs a network in the paper's notation."""
-    if config.get("model"):
-        raise ValueError(f"{what}: {source} trained --model {config['model']}, a network written as nn.Module "
-                         f"code; {why}, which only a network in the paper's notation has")
+    return split, run_prepare(prepare, config, spec.is_event)

@@ -2,6 +2,10 @@
 network built on the meta device (its output width), and its weights and one batch against the
 memory of the machine or device.
 
+A network written as ``nn.Module`` code (``plif train --model``) is checked by running it on one
+batch (:func:`check_user_model`), one in the paper's notation by its shapes (:func:`check_network`):
+:func:`check_run_network` picks.
+
 Errors are ``ValueError`` naming the option (``--lr``) and what it must be.  Options that would have
 no effect in the combination asked for (``--per-channel-tau`` with LIF, ``--tau0`` with IF,
 ``--max-val-samples`` without ``--val-split``, ...) are refused with the reason, not ignored
@@ -21,7 +25,9 @@ from ..values import check_value
 from .fields import field_kind, flag_name
 
 __all__ = ["NEURON_NAMES", "NOTATION_ONLY", "MAX_SEED", "LR_RANGE", "check_names", "check_values", "check_recipe",
-           "check_effects", "idle_settings", "check_outputs", "meta_network", "check_network", "check_weights_fit",
+           "check_effects", "idle_settings", "check_outputs", "meta_network", "check_run_network", "check_stored_network",
+           "check_user_model", "sample_input",
+           "check_network", "check_weights_fit",
            "check_step_fits", "available_memory"]
 
 NEURON_NAMES = tuple(name.lower() for name in NEURONS)
@@ -228,6 +234,58 @@ def meta_network(cfg, outputs: bool = True):
     if outputs:
         check_outputs(model, cfg)
     return model
+
+
+def check_run_network(cfg, asked=True) -> None:
+    """The network of ``cfg`` checked before anything is written: a ``--model`` network built and run on
+    one batch (:func:`check_user_model`), a notation network built on the meta
+    device (:func:`check_network`).  The one place where what is checked differs: a notation network's
+    shapes and sizes are known without weights, a module's only by running it."""
+    if cfg.model is not None:
+        check_user_model(cfg)
+    else:
+        check_network(cfg, asked=asked)
+
+
+def sample_input(cfg, batch: int = 2, device="cpu"):
+    """A batch of the dataset's input as a ``--model`` network gets it: ``[T, batch, *input_shape]``
+    (zeros: only its shape matters)."""
+    import torch
+
+    from ..models.inputs import repeat_over_time
+
+    return repeat_over_time(torch.zeros((batch, *cfg.input_shape), device=device), cfg.T)
+
+
+def check_user_model(cfg) -> None:
+    """Refuse, before anything is written, a ``--model`` that does not import, names no attribute,
+    raises, returns no module, or whose output for the dataset's input is not ``[T, B, classes]``
+    (:class:`plif.models.factories.ModelError`, one line naming the reference); and one whose weights
+    with Adam's state exceed the machine's or device's memory.
+
+    The factory is called with the seed set, as ``plif train`` builds it (a reseed inside it derived
+    from ``--seed``, :func:`plif.models.factories.build_model`, so that a factory that reseeds torch
+    cannot make ``--seed 1`` and ``--seed 2`` one network), before any kernel is built, and run on one
+    batch of the dataset's input (:func:`sample_input`: a static image repeated over T as a stride-0
+    view, which :func:`plif.fuse` hoists)."""
+    from ..models.factories import check_model_output
+    from ..models.run_network import build_run_network
+
+    model = build_run_network(cfg.to_dict(), cfg.backend, seed=cfg.seed, option="--backend")
+    check_model_output(model, cfg.model, sample_input(cfg), cfg.num_classes)
+    check_weights_fit(model, f"--model {cfg.model}", cfg.device)
+
+
+def check_stored_network(cfg) -> None:
+    """The network a stored run config ``cfg`` (resolved, as it ran) names, checked without weights: a
+    ``--model`` reference plif can read (its module is imported only where trusted), or the network
+    string and its sizes (the loaded weights check the rest)."""
+    if cfg.model is not None:
+        from ..models.factories import parse_model_ref
+
+        parse_model_ref(cfg.model)
+    else:
+        meta_network(cfg, outputs=False)
 
 
 def check_network(cfg, asked=True) -> None:

@@ -17,7 +17,7 @@ from ..catalog import DATASETS, DatasetSpec, get_dataset
 from ..encoding import DEFAULT_ENCODER, ENCODERS, encoder_spec
 from ..models.memory import DEFAULT_MEMORY, MEMORY_HELP, MEMORY_PRESETS  # --memory left to plif, except where plif.train.speed compiles
 from ..surrogate import PAPER_SURROGATE, SURROGATES, surrogate_spec
-from .checks import NEURON_NAMES, check_effects, check_names, check_values, meta_network
+from .checks import NEURON_NAMES, check_effects, check_names, check_values, check_stored_network
 from .fields import field_kind, is_int, value_fits
 from .loss import LOSSES, Loss
 from .optim import OPTIMIZERS, Recipe
@@ -328,12 +328,6 @@ def check_stored(d: dict, source: str) -> None:
         if unknown:
             raise ValueError(f"network_kwargs has unknown keys {', '.join(map(repr, unknown))}; "
                              f"valid: {', '.join(resolved.network_kwargs())}")
-        if cfg.model is not None:  # a reference plif can read (its module is imported only where trusted)
-            from ..models.factories import parse_model_ref
-
-            parse_model_ref(cfg.model)
-            return
-        # the network string and its sizes (the loaded weights check the rest)
-        meta_network(dataclasses.replace(resolved, input_shape=cfg.input_shape or resolved.input_shape), outputs=False)
+        check_stored_network(dataclasses.replace(resolved, input_shape=cfg.input_shape or resolved.input_shape))
     except ValueError as e:
         raise ValueError(f"{source}: {e}") from None

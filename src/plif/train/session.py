@@ -19,9 +19,8 @@ from ..data.pipeline import load_train_data, planned_train_samples
 from ..device import pick_device, set_tf32
 from ..kernels import self_check
 from ..switches import changed as gpu_switches_on
-from ..models import build_network
 from ..runs.folder import CHECKPOINT_DIR, CHECKPOINTS, RunFolder, prepare_out
-from .checks import check_outputs
+from .checks import check_run_network
 from .config import SPEED_AUTO, TrainConfig, resolve_config
 from .distributed import all_gather_object, broadcast_object, init_distributed, restart_count
 from .graph import GraphTrainer, check_graph_options
@@ -29,7 +28,6 @@ from .optim import build_optimizer, build_schedule
 from .resume import restore
 from .speed import resolve_speed
 from .state import Progress, Session
-from .user_model import check_run_network
 
 __all__ = ["open_session", "default_run_dir", "setup_run_folder", "setup_model", "setup_optimizer"]
 
@@ -106,19 +104,15 @@ def _agree_on_folder(cfg: TrainConfig, resume, dist, log, restart: bool = False)
 # --- the model, optimiser and data ---------------------------------------------------------------
 
 def setup_model(cfg: TrainConfig, device: torch.device) -> torch.nn.Module:
-    """The network, seeded, on ``device``; its output width must equal the dataset's classes.  A
-    ``--model`` network: :func:`plif.train.user_model.setup_user_model`.  Either runs through
-    :func:`plif.fuse` with ``--memory`` / ``--checkpoint-blocks`` (what backward keeps): one planner."""
+    """The network, seeded, its neurons on ``--backend``, fused per ``--memory`` / ``--checkpoint-blocks``
+    (what backward keeps), on ``device``: a notation network and a ``--model`` one alike
+    (:func:`plif.models.run_network.build_run_network`, then :func:`plif.fuse`: one planner).  Fused
+    always, ``--memory none`` too: that undoes the fusion a zoo factory builds in and sets a notation
+    network inside to the same table as a notation network's (:data:`plif.models.MEMORY_PRESETS`)."""
     from ..models import fuse
+    from ..models.run_network import build_run_network
 
-    if cfg.model is not None:
-        from .user_model import setup_user_model
-
-        return setup_user_model(cfg, device)
-    torch.manual_seed(cfg.seed)
-    model = build_network(cfg.network, cfg.input_shape, cfg.T, **cfg.network_kwargs())
-    check_outputs(model, cfg)
-    model.set_backend(cfg.backend)  # how the neurons run here (a resume may change it)
+    model = build_run_network(cfg.to_dict(), cfg.backend, seed=cfg.seed, option="--backend")
     return fuse(model, memory=cfg.memory_options()).to(device)
 
 
@@ -159,7 +153,7 @@ def _model_record(cfg: TrainConfig) -> dict:
     the file once it changed (:func:`plif.runs.stored_model`); ``{}`` for other runs."""
     from ..models.factories import model_file_sha256
 
-    sha = model_file_sha256(cfg.model) if cfg.model is not None else None
+    sha = model_file_sha256(cfg.model)
     return {} if sha is None else {"model_sha256": sha}
 
 
@@ -237,14 +231,14 @@ def open_session(cfg: TrainConfig, resume, log, restart: bool = False, asked=Non
             from .tb_log import TensorBoardLog
 
             tb = TensorBoardLog(folder.tensorboard, model)
-        data = load_train_data(data_options, device)
-        from ..models.factories import model_prepare
+        from ..models.run_network import run_prepare, takes_frames
 
-        data = dataclasses.replace(data, prepare=model_prepare(data.prepare, cfg.model, data_options.spec.is_event, cfg.T))
+        data = load_train_data(data_options, device)
+        data = dataclasses.replace(data, prepare=run_prepare(data.prepare, cfg_dict, data_options.spec.is_event))
         _check_batch_fits(cfg, len(data.train), dist.world)
         net = setup_parallel(model, cfg, device, dist.world)
         # --cuda-graph: captured lazily, after any resume has loaded the state it replays on
-        time_major = cfg.model is not None or data_options.spec.is_event  # batches [T, B, ...]
+        time_major = takes_frames(cfg_dict, data_options.spec.is_event)  # batches [T, B, ...]
         trainer = (GraphTrainer(model, optimizer, cfg.num_classes, device, amp=cfg.amp, net=net, time_major=time_major,
                                 loss=cfg.loss_function()) if cfg.cuda_graph else None)
     except BaseException:
