@@ -332,6 +332,8 @@ void bn_input_grad_impl(const S* g_z, const X* y, const InputGrad<S>& dy, X* g_y
 // value; per plane in eight double lanes, then the T·B planes of a channel in order (a static y's
 // B planes counted T times), so the bits depend neither on the number of threads nor on whether
 // the repeated y was materialised.
+typedef double Lanes __attribute__((vector_size(32)));  // four doubles (GCC's and Clang's vector extension)
+
 template <typename X>
 void batch_stats_impl(const X* y, double* mean, double* var, int64_t T, int64_t B, int64_t C, int64_t plane_size,
                       int64_t y_step, int threads) {
@@ -341,14 +343,28 @@ void batch_stats_impl(const X* y, double* mean, double* var, int64_t T, int64_t 
     for (int64_t p = 0; p < stored * C; ++p) {
         const double shift = double(load(y + (p % C) * plane_size));
         const X* yp = y + p * plane_size;
-        double a1[8] = {0}, a2[8] = {0};
+        // lanes 0-3 and 4-7 as two vectors (GCC left the eight-lane loop scalar): each lane adds the
+        // same values in the same order, so the same bits, in half the time (26 -> 13.5 ms a pass over
+        // DVS128 Gesture's [20, 1, 128, 128, 128] fp32 on the 2-core AMD EPYC, one thread)
+        const Lanes sh = {shift, shift, shift, shift};
+        Lanes a1lo = {0, 0, 0, 0}, a1hi = a1lo, a2lo = a1lo, a2hi = a1lo;
         const int64_t whole = plane_size - plane_size % 8;
-        for (int64_t j = 0; j < whole; j += 8)
-            for (int l = 0; l < 8; ++l) {
-                const double d = double(load(yp + j + l)) - shift;
-                a1[l] += d;
-                a2[l] += d * d;
-            }
+        for (int64_t j = 0; j < whole; j += 8) {
+            const X* q = yp + j;
+            const Lanes lo = Lanes{double(load(q)), double(load(q + 1)), double(load(q + 2)), double(load(q + 3))} - sh;
+            const Lanes hi = Lanes{double(load(q + 4)), double(load(q + 5)), double(load(q + 6)), double(load(q + 7))} - sh;
+            a1lo += lo;
+            a1hi += hi;
+            a2lo += lo * lo;
+            a2hi += hi * hi;
+        }
+        double a1[8], a2[8];
+        for (int l = 0; l < 4; ++l) {
+            a1[l] = a1lo[l];
+            a1[l + 4] = a1hi[l];
+            a2[l] = a2lo[l];
+            a2[l + 4] = a2hi[l];
+        }
         for (int64_t j = whole; j < plane_size; ++j) {
             const double d = double(load(yp + j)) - shift;
             a1[j - whole] += d;
