@@ -24,6 +24,14 @@ def test_cpu_block_matches_reference(case):
     assert r["ok"], r
 
 
+@pytest.mark.parametrize("shape", [(3, 1, 2, 7, 37), (2, 2, 2, 4, 64)], ids=["odd", "even"])
+def test_pool_gradient_on_long_rows(shape):
+    """Rows of 16 windows or more route the pool's gradient a whole row at a time (the quick grid's
+    rows are shorter: a scatter), an odd H's last row and W's last column left at zero: the reference's."""
+    r = run_block_case(BlockCase(shape, "PLIF", "channel", need_state=True), *FNS)
+    assert r["ok"], r
+
+
 def test_pool_ties_and_empty_windows_as_max_pool2d():
     """Every pattern of spikes in a 2×2 window (none, one, several): the place max_pool2d picks."""
     patterns = torch.tensor(list(itertools.product([0.0, 1.0], repeat=4)))  # [16, 4]: (dy, dx) row by row
