@@ -28,6 +28,7 @@ from ..layers import TimeFolded
 from ..models.inputs import is_static, repeat_over_time
 from .nir_bn import ChannelAffine, bn_form
 from .nir_check import NIRFileError, check_graph, check_raw_node
+from .nir_edges import links, reachable
 from .nir_leak import rate_from_tau
 from .nir_targets import graph_meta
 
@@ -152,20 +153,11 @@ def node_order(graph) -> list[str]:
     """The graph's nodes from its one ``Input`` to its ``Output``, each after every node feeding it
     (in the order of the edges where several are ready); a cycle, or a node the input does not
     reach, is refused with its name."""
-    nexts: dict[str, list[str]] = {}
-    prevs: dict[str, list[str]] = {}
-    for a, b in graph.edges:
-        nexts.setdefault(a, []).append(b)
-        prevs.setdefault(b, []).append(a)
+    nexts, prevs = links(graph)
     starts = [n for n in graph.nodes if type(graph.nodes[n]).__name__ == "Input"]
     if len(starts) != 1:
         raise ValueError(f"NIR graph must have exactly one Input node, found {len(starts)}")
-    reached, stack = set(), [starts[0]]
-    while stack:
-        n = stack.pop()
-        if n not in reached:
-            reached.add(n)
-            stack += nexts.get(n, [])
+    reached = reachable(nexts, starts[0])
     if len(reached) != len(graph.nodes):
         missing = sorted(set(graph.nodes) - reached)
         raise ValueError(f"NIR graph nodes the input does not reach: {', '.join(missing)}")

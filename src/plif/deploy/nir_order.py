@@ -18,21 +18,12 @@ from __future__ import annotations
 import numpy as np
 
 from .nir_check import node_shapes
+from .nir_edges import links, reachable
 from .nir_targets import depth_first_late, depth_first_order
 
 __all__ = ["order_for_depth_first"]
 
 MAX_FIXES = 256
-
-
-def _ancestors(prevs: dict, node: str) -> set:
-    out, stack = set(), [node]
-    while stack:
-        n = stack.pop()
-        if n not in out:
-            out.add(n)
-            stack += prevs.get(n, [])
-    return out
 
 
 def _zeros(nir, src: tuple, dst: tuple):
@@ -53,14 +44,15 @@ def _zeros(nir, src: tuple, dst: tuple):
 def _fix(nir, graph, join: str, late: str) -> bool:
     order, prevs = depth_first_order(graph)
     ran = order[:order.index(join)]
-    behind = _ancestors(prevs, late)
+    behind = reachable(prevs, late)  # late's ancestors
     forks = [n for n in ran if n in behind]
     if not forks:
         return False
     fork = forks[-1]
-    children = list(dict.fromkeys(b for a, b in graph.edges if a == fork))
+    nexts = links(graph)[0]
+    children = list(dict.fromkeys(nexts.get(fork, [])))
     towards_late = [c for c in children if c in behind and c not in ran]
-    towards_join = [c for c in children if c in ran and join in _descendants(graph, c)]
+    towards_join = [c for c in children if c in ran and join in reachable(nexts, c)]
     if not towards_late or not towards_join:
         return False
     first = towards_join[0]
@@ -83,19 +75,6 @@ def _fix(nir, graph, join: str, late: str) -> bool:
 
 def _first_from(edges: list, node: str) -> int:
     return next((i for i, (a, _) in enumerate(edges) if a == node), len(edges))
-
-
-def _descendants(graph, node: str) -> set:
-    nexts: dict = {}
-    for a, b in graph.edges:
-        nexts.setdefault(a, []).append(b)
-    out, stack = set(), [node]
-    while stack:
-        n = stack.pop()
-        if n not in out:
-            out.add(n)
-            stack += nexts.get(n, [])
-    return out
 
 
 def order_for_depth_first(nir, graph) -> int:

@@ -41,6 +41,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .nir_bn import bn_form, conv_channels_off
+from .nir_edges import links
 
 __all__ = ["Target", "TARGETS", "DEFAULT_TARGET", "ALL_TARGETS", "BN_MODES", "DEFAULT_BN", "target_dt", "target_path",
            "check_target", "graph_meta", "importer_report", "importer_summary", "IMPORTER_OF",
@@ -117,12 +118,8 @@ def target_dt(target: str, dt: float | None = None) -> float:
 def depth_first_order(graph) -> tuple[list[str], dict]:
     """``(nodes in the order nirtorch.load runs them, the inputs of each node)``: depth first from the
     ``Input`` node, each node's children in the order of its edges (``trace_execution``)."""
-    nexts: dict = {}
-    prevs: dict = {}
-    for a, b in graph.edges:
-        if b not in nexts.setdefault(a, []):
-            nexts[a].append(b)
-        prevs.setdefault(b, []).append(a)
+    nexts, prevs = links(graph)
+    nexts = {a: list(dict.fromkeys(bs)) for a, bs in nexts.items()}  # a child once, at its first edge
     start = next((n for n, node in graph.nodes.items() if type(node).__name__ == "Input"), None)
     order, seen, stack = [], set(), [] if start is None else [start]
     while stack:  # iterative pre-order, children in edge order
