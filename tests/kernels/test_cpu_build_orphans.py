@@ -48,12 +48,18 @@ def _until(condition, seconds: float):
     return condition()
 
 
-def test_a_killed_build_leaves_no_compiler_running(tmp_path):
+def _stand_in(tmp_path, compile_body: str) -> tuple[dict, str]:
+    """The environment of a build whose compiler is a shell script running ``compile_body`` (it says
+    its version when asked), and the mark its processes carry."""
     cxx = tmp_path / "cxx"
-    cxx.write_text('#!/bin/sh\ncase "$1" in --version) echo "stand-in 1.0"; exit 0;; esac\nsleep 300 &\nwait\n')
+    cxx.write_text(f'#!/bin/sh\ncase "$1" in --version) echo "stand-in 1.0"; exit 0;; esac\n{compile_body}')
     cxx.chmod(0o755)
     mark = f"plif-orphan-test-{uuid.uuid4().hex}"
-    env = {**os.environ, "CXX": str(cxx), "PLIF_CACHE_DIR": str(tmp_path / "cache"), "PLIF_ORPHAN_MARK": mark}
+    return {**os.environ, "CXX": str(cxx), "PLIF_CACHE_DIR": str(tmp_path / "cache"), "PLIF_ORPHAN_MARK": mark}, mark
+
+
+def test_a_killed_build_leaves_no_compiler_running(tmp_path):
+    env, mark = _stand_in(tmp_path, "sleep 300 &\nwait\n")
     build = subprocess.Popen([sys.executable, "-c", BUILD], env=env, stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL)
     try:
@@ -76,11 +82,7 @@ def test_a_killed_build_leaves_no_compiler_running(tmp_path):
 
 def test_a_finished_build_leaves_nothing_running_either(tmp_path):
     """The stand-in fails at once (as a compiler without OpenMP would): the build ends, its warden with it."""
-    cxx = tmp_path / "cxx"
-    cxx.write_text('#!/bin/sh\ncase "$1" in --version) echo "stand-in 1.0"; exit 0;; esac\nexit 1\n')
-    cxx.chmod(0o755)
-    mark = f"plif-orphan-test-{uuid.uuid4().hex}"
-    env = {**os.environ, "CXX": str(cxx), "PLIF_CACHE_DIR": str(tmp_path / "cache"), "PLIF_ORPHAN_MARK": mark}
+    env, mark = _stand_in(tmp_path, "exit 1\n")
     r = subprocess.run([sys.executable, "-c", BUILD], env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0 and "failed on" in r.stdout, r.stderr
     assert _until(lambda: not _marked(mark), 10), _marked(mark)
