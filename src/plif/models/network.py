@@ -24,6 +24,7 @@ from .memory import DEFAULT_MEMORY, MEMORY_PRESETS, MemoryOptions
 from .builders import BUILDERS, BuildError, BuildOptions
 from .inputs import check_state, check_tensor, is_static, reference_tensor, repeat_over_time, to_time_first
 from .plan import LayerPlan
+from .names import layer_taus, neurons
 from .notation import MAX_INT, NotationError, parse
 from .stepping import NetworkState, check_training_step, initial_state, step
 
@@ -175,12 +176,13 @@ class SpikingNetwork(nn.Module):
         return self
 
     def neuron_layers(self) -> list[SpikingNeuron]:
-        """The spiking neuron layers, in order."""
-        return [m for m in self.layers if isinstance(m, SpikingNeuron)]
+        """The spiking neuron layers, in order (:func:`plif.models.names.neurons`)."""
+        return list(neurons(self).values())
 
     def taus(self) -> list[float]:
-        """τ of every PLIF layer, in order (mean over channels where τ is per channel)."""
-        return [float(m.tau.mean()) for m in self.neuron_layers() if hasattr(m, "w")]
+        """τ of every PLIF layer, in order (mean over channels where τ is per channel:
+        :func:`plif.models.names.layer_taus`)."""
+        return layer_taus(self)
 
 
 def _check_int(name: str, value, minimum: int) -> int:
@@ -284,9 +286,9 @@ def build_network(spec: str, input_shape, T: int = 8, *, neuron: str | None = No
             raise NotationError(spec, tok.pos, len(tok.text), f"{tok.text}: {e} (input to it: {shape})") from None
         for label, kind, module, out_shape in built.modules:
             params = sum(p.numel() for p in module.parameters())
-            neurons = math.prod(out_shape) if isinstance(module, SpikingNeuron) else 0
+            count = math.prod(out_shape) if isinstance(module, SpikingNeuron) else 0
             layers.append(module)
-            info.append(LayerInfo(label, kind, out_shape, params, neurons))
+            info.append(LayerInfo(label, kind, out_shape, params, count))
             shape = out_shape
     net = SpikingNetwork(spec, layers, info, input_shape, T, memory, encoder)
     return net.to(memory_format=torch.channels_last) if current().channels_last else net  # a GPU switch
