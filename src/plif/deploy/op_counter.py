@@ -20,6 +20,7 @@ from torch import nn
 
 from ..layers import unwrap
 from ..layers.attention import SpikingSelfAttention
+from ..layers.repeated import repeated_input
 from .op_counts import SYNAPSES, dense_macs, is_binary, ssa_products, synops
 
 __all__ = ["OpCounter", "OpRow", "read"]
@@ -57,8 +58,9 @@ class _Sums:
 
 
 def _repeated(x) -> int | None:
-    """T where ``x [T, B, ...]`` is one sample repeated over time (stride 0 along dim 0), else None."""
-    if torch.is_tensor(x) and x.dim() > 2 and x.shape[0] > 1 and x.stride(0) == 0:
+    """T where ``x [T, B, ...]`` is one sample repeated over time (the one rule,
+    :func:`~plif.layers.repeated.repeated_input`), else None."""
+    if torch.is_tensor(x) and x.dim() > 2 and repeated_input(x) is not None:
         return int(x.shape[0])
     return None
 
