@@ -19,6 +19,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .op_counts import is_binary
+
 __all__ = ["gather_linear", "gather_conv2d", "GatherLinear", "GatherConv2d", "gather_form", "check_binary", "DEFAULT_MAX_DENSITY",
            "DEFAULT_MAX_DENSITY_CONV"]
 
@@ -31,7 +33,7 @@ DEFAULT_MAX_DENSITY_CONV = 0.0
 
 def check_binary(x: torch.Tensor, where: str) -> None:
     """Raise if ``x`` holds anything but 0 and 1 (the gather path would silently drop the values)."""
-    if not bool(((x == 0) | (x == 1)).all()):
+    if not bool(is_binary(x)):
         bad = x[(x != 0) & (x != 1)].flatten()[0].item()
         raise ValueError(f"{where}: spike-only layer got a non-binary input (value {bad}); "
                          f"it can only follow a spiking layer")
